@@ -1,0 +1,432 @@
+//! Multi-head self-attention whose heads can be seen: scaled dot-product attention
+//! (Vaswani et al. 2017, "Attention Is All You Need") in three head layouts, with optional
+//! rotary positions, a per-head ablation mask, and, on request, the attention pattern and
+//! the per-head outputs.
+
+use burn::module::{Module, Param};
+use burn::nn::{
+    Dropout, DropoutConfig, Initializer, Linear, LinearConfig, RotaryEncoding,
+    RotaryEncodingConfig,
+};
+use burn::prelude::*;
+use burn::tensor::activation::softmax;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ConfigError, divisors};
+
+/// Score given to masked keys before the softmax. Large enough that `exp` underflows to an
+/// exact zero in f32, finite so that a fully masked row gives a uniform row instead of NaN.
+const MASKED_SCORE: f32 = -1.0e9;
+
+/// How the model width is shared between the heads of one layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadLayout {
+    /// Every head projects the full input; `d_head = d_model / n_heads` unless set (Vaswani et al.).
+    #[default]
+    Split,
+    /// Every head projects the full input and keeps the full width: `d_head = d_model`.
+    Wide,
+    /// Head `h` sees only input chunk `h` (`d_model / n_heads` wide) through its own small
+    /// projections; `d_head` defaults to the chunk width.
+    Narrow,
+}
+
+impl HeadLayout {
+    /// The name used in config files.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeadLayout::Split => "split",
+            HeadLayout::Wide => "wide",
+            HeadLayout::Narrow => "narrow",
+        }
+    }
+}
+
+/// Configuration of a [`MultiHeadAttention`] layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiHeadAttentionConfig {
+    /// Width of the residual stream.
+    pub d_model: usize,
+    /// Number of heads.
+    pub n_heads: usize,
+    /// How the width is shared between heads. Default: [`HeadLayout::Split`].
+    pub layout: HeadLayout,
+    /// Explicit head size; `None` lets the layout decide. Default: `None`.
+    pub d_head: Option<usize>,
+    /// Dropout on the attention probabilities, in `[0, 1)`. Default: 0.
+    pub dropout: f64,
+    /// Rotary positions on queries and keys, with a table this many positions long.
+    /// Default: `None` (no rotary positions).
+    pub rotary_max_len: Option<usize>,
+}
+
+impl MultiHeadAttentionConfig {
+    /// A split-layout layer without dropout or rotary positions.
+    pub fn new(d_model: usize, n_heads: usize) -> Self {
+        Self {
+            d_model,
+            n_heads,
+            layout: HeadLayout::Split,
+            d_head: None,
+            dropout: 0.0,
+            rotary_max_len: None,
+        }
+    }
+
+    /// Sets the head layout.
+    pub fn with_layout(mut self, layout: HeadLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Sets an explicit head size.
+    pub fn with_d_head(mut self, d_head: Option<usize>) -> Self {
+        self.d_head = d_head;
+        self
+    }
+
+    /// Sets the dropout on attention probabilities.
+    pub fn with_dropout(mut self, dropout: f64) -> Self {
+        self.dropout = dropout;
+        self
+    }
+
+    /// Applies rotary positions (Su et al. 2021, RoFormer) to queries and keys, per head.
+    pub fn with_rotary(mut self, max_len: Option<usize>) -> Self {
+        self.rotary_max_len = max_len;
+        self
+    }
+
+    /// The head size this configuration resolves to.
+    pub fn resolved_d_head(&self) -> usize {
+        match (self.layout, self.d_head) {
+            (HeadLayout::Wide, _) => self.d_model,
+            (_, Some(d_head)) => d_head,
+            (_, None) => self.d_model / self.n_heads.max(1),
+        }
+    }
+
+    /// Checks sizes, divisibility and ranges.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.d_model == 0 {
+            return Err(ConfigError::ZeroSize { field: "model.d_model" });
+        }
+        if self.n_heads == 0 {
+            return Err(ConfigError::ZeroSize { field: "model.n_heads" });
+        }
+        if self.d_head == Some(0) {
+            return Err(ConfigError::ZeroSize { field: "model.d_head" });
+        }
+        let divides = self.d_model % self.n_heads == 0;
+        match self.layout {
+            HeadLayout::Split if self.d_head.is_none() && !divides => {
+                return Err(ConfigError::HeadsDoNotDivide {
+                    n_heads: self.n_heads,
+                    d_model: self.d_model,
+                    layout: "split",
+                    why: "each head gets d_model / n_heads dimensions",
+                    divisors: divisors(self.d_model),
+                    hint: ", or set model.d_head explicitly",
+                });
+            }
+            HeadLayout::Narrow if !divides => {
+                return Err(ConfigError::HeadsDoNotDivide {
+                    n_heads: self.n_heads,
+                    d_model: self.d_model,
+                    layout: "narrow",
+                    why: "head h reads input chunk h of width d_model / n_heads",
+                    divisors: divisors(self.d_model),
+                    hint: "",
+                });
+            }
+            HeadLayout::Wide => {
+                if let Some(d_head) = self.d_head.filter(|&d| d != self.d_model) {
+                    return Err(ConfigError::WideHeadSize {
+                        d_head,
+                        d_model: self.d_model,
+                    });
+                }
+            }
+            _ => {}
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(ConfigError::Dropout {
+                value: self.dropout,
+            });
+        }
+        let d_head = self.resolved_d_head();
+        if self.rotary_max_len.is_some() && d_head % 2 != 0 {
+            return Err(ConfigError::OddRotaryHead { d_head });
+        }
+        Ok(())
+    }
+
+    /// Builds the layer with random weights (Burn's default Kaiming-uniform init).
+    pub fn init(&self, device: &Device) -> Result<MultiHeadAttention, ConfigError> {
+        self.validate()?;
+        let n_heads = self.n_heads;
+        let d_head = self.resolved_d_head();
+        let initializer = Initializer::KaimingUniform {
+            gain: 1.0 / 3.0f64.sqrt(),
+            fan_out_only: false,
+        };
+        let (qkv, qkv_narrow) = match self.layout {
+            HeadLayout::Split | HeadLayout::Wide => (
+                Some(LinearConfig::new(self.d_model, 3 * n_heads * d_head).init(device)),
+                None,
+            ),
+            HeadLayout::Narrow => {
+                let d_chunk = self.d_model / n_heads;
+                let weight = initializer.init_with(
+                    [n_heads, d_chunk, 3 * d_head],
+                    Some(d_chunk),
+                    Some(3 * d_head),
+                    device,
+                );
+                let bias = initializer.init_with(
+                    [n_heads, 3 * d_head],
+                    Some(d_chunk),
+                    Some(3 * d_head),
+                    device,
+                );
+                (None, Some(HeadwiseLinear { weight, bias }))
+            }
+        };
+        Ok(MultiHeadAttention {
+            qkv,
+            qkv_narrow,
+            output: LinearConfig::new(n_heads * d_head, self.d_model).init(device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            rotary: self
+                .rotary_max_len
+                .map(|len| RotaryEncodingConfig::new(len, d_head).init(device)),
+            layout: self.layout,
+            d_model: self.d_model,
+            n_heads,
+            d_head,
+        })
+    }
+}
+
+/// One small linear map per head, applied to that head's input chunk (the narrow layout).
+#[derive(Module, Debug)]
+pub struct HeadwiseLinear {
+    /// `[n_heads, d_chunk, 3 * d_head]`: head `h` maps chunk `h` to its q | k | v.
+    pub weight: Param<Tensor<3>>,
+    /// `[n_heads, 3 * d_head]`.
+    pub bias: Param<Tensor<2>>,
+}
+
+/// Multi-head self-attention with inspectable heads.
+///
+/// Query, key and value projections are fused: in the split and wide layouts one
+/// [`Linear`] maps `d_model` to `3 * n_heads * d_head` columns laid out as
+/// `[q of head 0..n | k of head 0..n | v of head 0..n]`; in the narrow layout a
+/// [`HeadwiseLinear`] maps each head's input chunk to its own `[q | k | v]`. The output
+/// projection maps the concatenated head outputs (`n_heads * d_head`, head-major) back to
+/// `d_model`. [`MultiHeadAttention::head_weights`] returns the exact slices of these
+/// parameters that each head uses.
+#[derive(Module, Debug)]
+pub struct MultiHeadAttention {
+    /// Split and wide layouts: `[d_model, 3 * n_heads * d_head]` (Burn stores `[in, out]`).
+    pub qkv: Option<Linear>,
+    /// Narrow layout: per-head projections of the input chunks.
+    pub qkv_narrow: Option<HeadwiseLinear>,
+    /// `[n_heads * d_head, d_model]`: rows `h * d_head..(h + 1) * d_head` belong to head `h`.
+    pub output: Linear,
+    /// Dropout on the attention probabilities.
+    pub dropout: Dropout,
+    /// Rotary position table, when rotary positions are on.
+    pub rotary: Option<RotaryEncoding>,
+    /// How the width is shared between heads.
+    #[module(skip)]
+    pub layout: HeadLayout,
+    /// Width of the residual stream.
+    pub d_model: usize,
+    /// Number of heads.
+    pub n_heads: usize,
+    /// Size of each head's query, key and value.
+    pub d_head: usize,
+}
+
+/// Which keys each query may not attend to; `true` marks a masked key, as in Burn.
+#[derive(Debug, Clone, Default)]
+pub struct AttentionMask {
+    /// Padding: `[batch, seq]`, `true` where the key position is padding.
+    pub pad: Option<Tensor<2, Bool>>,
+    /// Arbitrary mask: `[batch, seq_q, seq_k]`, `true` where query may not see key.
+    pub attn: Option<Tensor<3, Bool>>,
+}
+
+impl AttentionMask {
+    /// Whether any mask is set.
+    pub fn is_empty(&self) -> bool {
+        self.pad.is_none() && self.attn.is_none()
+    }
+}
+
+/// Input of [`MultiHeadAttention::forward`].
+#[derive(Debug, Clone)]
+pub struct AttentionInput {
+    /// `[batch, seq, d_model]`.
+    pub x: Tensor<3>,
+    /// Keys to ignore.
+    pub mask: AttentionMask,
+    /// `[n_heads]`: 1 keeps a head, 0 ablates it (its output is zeroed before the output
+    /// projection); fractions scale it.
+    pub head_mask: Option<Tensor<1>>,
+    /// Whether to return the pattern and the per-head outputs.
+    pub capture: bool,
+}
+
+impl AttentionInput {
+    /// Plain self-attention over `x` (`[batch, seq, d_model]`), nothing masked or captured.
+    pub fn new(x: Tensor<3>) -> Self {
+        Self {
+            x,
+            mask: AttentionMask::default(),
+            head_mask: None,
+            capture: false,
+        }
+    }
+
+    /// Sets the key masks.
+    pub fn mask(mut self, mask: AttentionMask) -> Self {
+        self.mask = mask;
+        self
+    }
+
+    /// Sets the head mask (`[n_heads]`, 1 keep / 0 ablate).
+    pub fn head_mask(mut self, head_mask: Option<Tensor<1>>) -> Self {
+        self.head_mask = head_mask;
+        self
+    }
+
+    /// Asks for the attention pattern and the per-head outputs.
+    pub fn capture(mut self, capture: bool) -> Self {
+        self.capture = capture;
+        self
+    }
+}
+
+/// Output of [`MultiHeadAttention::forward`].
+#[derive(Debug, Clone)]
+pub struct AttentionOutput {
+    /// `[batch, seq, d_model]`.
+    pub context: Tensor<3>,
+    /// `[batch, n_heads, seq_q, seq_k]`: softmax probabilities before dropout (rows sum to 1),
+    /// when captured.
+    pub pattern: Option<Tensor<4>>,
+    /// `[batch, seq, n_heads, d_head]`: what each head hands to the output projection
+    /// (after the head mask), when captured.
+    pub head_outputs: Option<Tensor<4>>,
+}
+
+impl MultiHeadAttention {
+    /// Self-attention.
+    ///
+    /// # Shapes
+    /// - `input.x`: `[batch, seq, d_model]`
+    /// - `input.mask.pad`: `[batch, seq]`; `input.mask.attn`: `[batch, seq, seq]`
+    /// - `input.head_mask`: `[n_heads]`
+    /// - output `context`: `[batch, seq, d_model]`; `pattern`: `[batch, n_heads, seq, seq]`;
+    ///   `head_outputs`: `[batch, seq, n_heads, d_head]`
+    ///
+    /// # Panics
+    /// If the last axis of `x` is not `d_model` or a mask's shape does not match.
+    pub fn forward(&self, input: AttentionInput) -> AttentionOutput {
+        let [batch, seq, d_model] = input.x.dims();
+        assert_eq!(
+            d_model, self.d_model,
+            "attention input has d_model {d_model}, the layer expects {}",
+            self.d_model
+        );
+        let (n_heads, d_head) = (self.n_heads, self.d_head);
+
+        let (q, k, v) = self.project_qkv(input.x); // each [batch, heads, seq, d_head]
+        let (q, k) = match &self.rotary {
+            Some(rotary) => (rotary.forward(q), rotary.forward(k)),
+            None => (q, k),
+        };
+
+        let scores = q
+            .matmul(k.swap_dims(2, 3))
+            .mul_scalar(1.0 / (d_head as f64).sqrt()); // [batch, heads, seq, seq]
+        let scores = apply_mask(scores, &input.mask);
+        let pattern = softmax(scores, 3);
+
+        let context = self.dropout.forward(pattern.clone()).matmul(v); // [batch, heads, seq, d_head]
+        let mut head_outputs = context.swap_dims(1, 2); // [batch, seq, heads, d_head]
+        if let Some(head_mask) = input.head_mask {
+            assert_eq!(
+                head_mask.dims(),
+                [n_heads],
+                "head mask must have one entry per head"
+            );
+            head_outputs = head_outputs * head_mask.reshape([1, 1, n_heads, 1]);
+        }
+        let concatenated = head_outputs.clone().reshape([batch, seq, n_heads * d_head]);
+        let context = self.output.forward(concatenated);
+
+        AttentionOutput {
+            context,
+            pattern: input.capture.then_some(pattern),
+            head_outputs: input.capture.then_some(head_outputs),
+        }
+    }
+
+    /// Queries, keys and values, each `[batch, n_heads, seq, d_head]`.
+    fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+        let [batch, seq, d_model] = x.dims();
+        let (n_heads, d_head) = (self.n_heads, self.d_head);
+        match (&self.qkv, &self.qkv_narrow) {
+            (Some(qkv), _) => {
+                // [batch, seq, 3 * heads * d_head] -> [batch, 3 * heads, seq, d_head]
+                let qkv = qkv
+                    .forward(x)
+                    .reshape([batch, seq, 3 * n_heads, d_head])
+                    .swap_dims(1, 2);
+                (
+                    qkv.clone().narrow(1, 0, n_heads),
+                    qkv.clone().narrow(1, n_heads, n_heads),
+                    qkv.narrow(1, 2 * n_heads, n_heads),
+                )
+            }
+            (None, Some(narrow)) => {
+                let d_chunk = d_model / n_heads;
+                // [batch, seq, d_model] -> [heads, batch * seq, d_chunk]
+                let chunks = x.reshape([batch * seq, n_heads, d_chunk]).swap_dims(0, 1);
+                let qkv = chunks.matmul(narrow.weight.val())
+                    + narrow.bias.val().unsqueeze_dim::<3>(1); // [heads, batch * seq, 3 * d_head]
+                let qkv = qkv
+                    .reshape([n_heads, batch, seq, 3 * d_head])
+                    .swap_dims(0, 1); // [batch, heads, seq, 3 * d_head]
+                (
+                    qkv.clone().narrow(3, 0, d_head),
+                    qkv.clone().narrow(3, d_head, d_head),
+                    qkv.narrow(3, 2 * d_head, d_head),
+                )
+            }
+            (None, None) => unreachable!("attention built without input projections"),
+        }
+    }
+}
+
+/// Sets masked scores to [`MASKED_SCORE`]. `scores`: `[batch, heads, seq_q, seq_k]`.
+fn apply_mask(mut scores: Tensor<4>, mask: &AttentionMask) -> Tensor<4> {
+    let [batch, _, seq_q, seq_k] = scores.dims();
+    if let Some(pad) = &mask.pad {
+        assert_eq!(pad.dims(), [batch, seq_k], "padding mask must be [batch, seq]");
+        scores = scores.mask_fill(pad.clone().reshape([batch, 1, 1, seq_k]), MASKED_SCORE);
+    }
+    if let Some(attn) = &mask.attn {
+        assert_eq!(
+            attn.dims(),
+            [batch, seq_q, seq_k],
+            "attention mask must be [batch, seq_q, seq_k]"
+        );
+        scores = scores.mask_fill(attn.clone().reshape([batch, 1, seq_q, seq_k]), MASKED_SCORE);
+    }
+    scores
+}

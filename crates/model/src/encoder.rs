@@ -1,0 +1,266 @@
+//! The encoder: token embedding, positions, a stack of [`EncoderBlock`]s, a final norm and
+//! a per-position output head. [`EncoderConfig`] is the `[model]` section of a headlab
+//! config file.
+
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::attention::{AttentionMask, HeadLayout, MultiHeadAttentionConfig};
+use crate::block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
+use crate::cache::ActivationCache;
+use crate::error::ConfigError;
+use crate::init::InitScheme;
+use crate::position::{AbsolutePositions, PositionalKind};
+
+/// The architecture of an encoder: the `[model]` section of a config file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EncoderConfig {
+    /// Width of the residual stream. Default: 64.
+    pub d_model: usize,
+    /// Number of encoder blocks. Default: 2.
+    pub n_layers: usize,
+    /// Attention heads per block. Default: 4.
+    pub n_heads: usize,
+    /// How heads share the width: split, wide or narrow. Default: split.
+    pub head_layout: HeadLayout,
+    /// Explicit head size; unset lets the layout decide. Default: unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub d_head: Option<usize>,
+    /// Hidden width of each feed-forward network. Default: 256 (4 x d_model).
+    pub d_ff: usize,
+    /// Dropout on attention probabilities and residual branches, in [0, 1). Default: 0,
+    /// because the toy tasks have unlimited fresh data and the symmetry experiments need it off.
+    pub dropout: f64,
+    /// Layer norm placement: pre or post. Default: pre.
+    pub norm: NormPlacement,
+    /// Positional encoding: sinusoidal, learned, rotary or none. Default: sinusoidal.
+    pub positional: PositionalKind,
+    /// Head initialisation: random or symmetric. Default: random.
+    pub init: InitScheme,
+}
+
+impl Default for EncoderConfig {
+    fn default() -> Self {
+        Self {
+            d_model: 64,
+            n_layers: 2,
+            n_heads: 4,
+            head_layout: HeadLayout::Split,
+            d_head: None,
+            d_ff: 256,
+            dropout: 0.0,
+            norm: NormPlacement::Pre,
+            positional: PositionalKind::Sinusoidal,
+            init: InitScheme::Random,
+        }
+    }
+}
+
+/// The sizes that come from the task rather than the architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EncoderIo {
+    /// Number of input token ids.
+    pub vocab_size: usize,
+    /// Number of output classes per position.
+    pub n_outputs: usize,
+    /// Longest sequence the position tables cover.
+    pub max_seq_len: usize,
+}
+
+impl EncoderConfig {
+    /// The attention configuration every block uses.
+    pub fn attention(&self, io: &EncoderIo) -> MultiHeadAttentionConfig {
+        MultiHeadAttentionConfig::new(self.d_model, self.n_heads)
+            .with_layout(self.head_layout)
+            .with_d_head(self.d_head)
+            .with_dropout(self.dropout)
+            .with_rotary((self.positional == PositionalKind::Rotary).then_some(io.max_seq_len))
+    }
+
+    /// The head size the layout resolves to.
+    pub fn resolved_d_head(&self) -> usize {
+        MultiHeadAttentionConfig::new(self.d_model, self.n_heads)
+            .with_layout(self.head_layout)
+            .with_d_head(self.d_head)
+            .resolved_d_head()
+    }
+
+    /// Checks every size, divisibility and range, with messages naming the config key.
+    pub fn validate(&self, io: &EncoderIo) -> Result<(), ConfigError> {
+        for (field, value) in [
+            ("model.n_layers", self.n_layers),
+            ("model.d_ff", self.d_ff),
+            ("the task's vocabulary size", io.vocab_size),
+            ("the task's number of output classes", io.n_outputs),
+            ("the task's sequence length", io.max_seq_len),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::ZeroSize { field });
+            }
+        }
+        self.attention(io).validate()?;
+        if self.positional == PositionalKind::Sinusoidal && self.d_model % 2 != 0 {
+            return Err(ConfigError::OddSinusoidalWidth {
+                d_model: self.d_model,
+            });
+        }
+        Ok(())
+    }
+
+    /// Builds the encoder with fresh weights drawn from the device's RNG (seed it first with
+    /// `device.seed(..)` for reproducible weights).
+    pub fn init(&self, io: &EncoderIo, device: &Device) -> Result<Encoder, ConfigError> {
+        self.validate(io)?;
+        let block = EncoderBlockConfig {
+            attention: self.attention(io),
+            d_ff: self.d_ff,
+            dropout: self.dropout,
+            norm: self.norm,
+        };
+        let blocks = (0..self.n_layers)
+            .map(|_| {
+                block.init(device).map(|mut block| {
+                    if self.init == InitScheme::Symmetric {
+                        block.attention = block.attention.tie_heads();
+                    }
+                    block
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Encoder {
+            embedding: EmbeddingConfig::new(io.vocab_size, self.d_model).init(device),
+            positions: AbsolutePositions::new(self.positional, io.max_seq_len, self.d_model, device),
+            blocks,
+            final_norm: LayerNormConfig::new(self.d_model).init(device),
+            output: LinearConfig::new(self.d_model, io.n_outputs).init(device),
+            max_seq_len: io.max_seq_len,
+        })
+    }
+}
+
+/// A transformer encoder with a classifier at every position.
+#[derive(Module, Debug)]
+pub struct Encoder {
+    /// Token embedding `[vocab_size, d_model]`.
+    pub embedding: Embedding,
+    /// Absolute positions (sinusoidal or learned); rotary lives in the attention layers.
+    pub positions: AbsolutePositions,
+    /// The blocks, input first.
+    pub blocks: Vec<EncoderBlock>,
+    /// Norm before the output head.
+    pub final_norm: LayerNorm,
+    /// Output head `[d_model, n_outputs]`, applied at every position.
+    pub output: Linear,
+    /// Longest sequence the position tables cover.
+    pub max_seq_len: usize,
+}
+
+/// Input of the encoder's forward passes.
+#[derive(Debug, Clone)]
+pub struct EncoderInput {
+    /// `[batch, seq]` token ids.
+    pub tokens: Tensor<2, Int>,
+    /// Keys to ignore, shared by every layer.
+    pub mask: AttentionMask,
+    /// `[n_layers, n_heads]`: 1 keeps a head, 0 ablates it.
+    pub head_mask: Option<Tensor<2>>,
+}
+
+impl EncoderInput {
+    /// Tokens `[batch, seq]`, nothing masked.
+    pub fn new(tokens: Tensor<2, Int>) -> Self {
+        Self {
+            tokens,
+            mask: AttentionMask::default(),
+            head_mask: None,
+        }
+    }
+
+    /// Sets the key masks.
+    pub fn mask(mut self, mask: AttentionMask) -> Self {
+        self.mask = mask;
+        self
+    }
+
+    /// Sets the head mask, `[n_layers, n_heads]`.
+    pub fn head_mask(mut self, head_mask: Tensor<2>) -> Self {
+        self.head_mask = Some(head_mask);
+        self
+    }
+}
+
+impl Encoder {
+    /// Logits for every position: the training path.
+    ///
+    /// # Shapes
+    /// - `tokens`: `[batch, seq]` -> `[batch, seq, n_outputs]`
+    pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        self.run(EncoderInput::new(tokens), false).0
+    }
+
+    /// Logits with masks and a head mask.
+    ///
+    /// # Shapes
+    /// - `input.tokens`: `[batch, seq]` -> `[batch, seq, n_outputs]`
+    pub fn forward_input(&self, input: EncoderInput) -> Tensor<3> {
+        self.run(input, false).0
+    }
+
+    /// Logits and the [`ActivationCache`] of the pass.
+    ///
+    /// # Shapes
+    /// - `input.tokens`: `[batch, seq]` -> `[batch, seq, n_outputs]`
+    pub fn forward_with_cache(&self, input: EncoderInput) -> (Tensor<3>, ActivationCache) {
+        let (logits, cache) = self.run(input, true);
+        (logits, cache.expect("cache was requested"))
+    }
+
+    /// Number of attention heads per layer.
+    pub fn n_heads(&self) -> usize {
+        self.blocks.first().map_or(0, |b| b.attention.n_heads)
+    }
+
+    /// Size of each head.
+    pub fn d_head(&self) -> usize {
+        self.blocks.first().map_or(0, |b| b.attention.d_head)
+    }
+
+    fn run(&self, input: EncoderInput, capture: bool) -> (Tensor<3>, Option<ActivationCache>) {
+        let [_, seq] = input.tokens.dims();
+        assert!(
+            seq <= self.max_seq_len,
+            "sequence of length {seq} is longer than the model's max_seq_len ({})",
+            self.max_seq_len
+        );
+        let n_layers = self.blocks.len();
+        if let Some(head_mask) = &input.head_mask {
+            assert_eq!(
+                head_mask.dims(),
+                [n_layers, self.n_heads()],
+                "head mask must be [n_layers, n_heads]"
+            );
+        }
+
+        let embeddings = self.positions.forward(self.embedding.forward(input.tokens)); // [batch, seq, d_model]
+        let mut x = embeddings.clone();
+        let mut layers = Vec::with_capacity(if capture { n_layers } else { 0 });
+        for (index, block) in self.blocks.iter().enumerate() {
+            let head_mask = input.head_mask.as_ref().map(|m| {
+                m.clone().narrow(0, index, 1).reshape([self.n_heads()]) // [n_heads]
+            });
+            let (out, layer) = block.forward(x, &input.mask, head_mask, capture);
+            x = out;
+            layers.extend(layer);
+        }
+        let final_hidden = self.final_norm.forward(x);
+        let logits = self.output.forward(final_hidden.clone()); // [batch, seq, n_outputs]
+        let cache = capture.then(|| ActivationCache {
+            embeddings,
+            layers,
+            final_hidden,
+        });
+        (logits, cache)
+    }
+}

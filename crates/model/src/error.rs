@@ -1,0 +1,77 @@
+//! Why a model configuration was refused. Every message names the config key (as it is
+//! spelled in the `[model]` section of a headlab config file) and what would be accepted.
+
+/// A model configuration that cannot be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A size that must be at least one is zero.
+    #[error("{field} = 0 is out of range: it must be at least 1")]
+    ZeroSize {
+        /// The config key, e.g. `model.d_model`.
+        field: &'static str,
+    },
+
+    /// The layout splits the model width between heads, and the heads do not divide it.
+    #[error(
+        "model.n_heads = {n_heads} does not divide model.d_model = {d_model}, which the \
+         {layout} layout needs ({why}); choose n_heads among the divisors of d_model {divisors:?}{hint}"
+    )]
+    HeadsDoNotDivide {
+        /// Number of heads asked for.
+        n_heads: usize,
+        /// Model width.
+        d_model: usize,
+        /// Layout name (`split` or `narrow`).
+        layout: &'static str,
+        /// What the division is used for in that layout.
+        why: &'static str,
+        /// The head counts that would work.
+        divisors: Vec<usize>,
+        /// An alternative fix, if any.
+        hint: &'static str,
+    },
+
+    /// `wide` fixes the head size; an explicit, different `d_head` contradicts it.
+    #[error(
+        "model.d_head = {d_head} contradicts head_layout = \"wide\", where every head has \
+         d_head = d_model = {d_model}; remove d_head, or use head_layout = \"split\" to choose it"
+    )]
+    WideHeadSize {
+        /// The explicit head size.
+        d_head: usize,
+        /// Model width.
+        d_model: usize,
+    },
+
+    /// Rotary positions rotate pairs of coordinates.
+    #[error(
+        "positional = \"rotary\" needs an even head size, but d_head = {d_head}; choose an even \
+         d_head (or d_model / n_heads), or another positional encoding"
+    )]
+    OddRotaryHead {
+        /// The resolved head size.
+        d_head: usize,
+    },
+
+    /// Sinusoidal tables interleave sine and cosine.
+    #[error(
+        "positional = \"sinusoidal\" needs an even d_model, but d_model = {d_model}; choose an \
+         even d_model or another positional encoding"
+    )]
+    OddSinusoidalWidth {
+        /// Model width.
+        d_model: usize,
+    },
+
+    /// Dropout must leave something.
+    #[error("model.dropout = {value} is out of range: it must be in [0, 1)")]
+    Dropout {
+        /// The value given.
+        value: f64,
+    },
+}
+
+/// The divisors of `n`, ascending; used to suggest head counts that would work.
+pub(crate) fn divisors(n: usize) -> Vec<usize> {
+    (1..=n).filter(|d| n % d == 0).collect()
+}

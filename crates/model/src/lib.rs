@@ -1,0 +1,33 @@
+//! Burn modules for a small transformer encoder whose attention heads are first-class:
+//! every head's weights, pattern and output can be read, compared and ablated.
+//!
+//! - [`attention`]: [`MultiHeadAttention`] in split, wide and narrow head layouts.
+//! - [`heads`]: per-head weight views and QK / OV circuits.
+//! - [`position`]: sinusoidal, learned, rotary or no positions.
+//! - [`block`]: pre- or post-norm encoder block.
+//! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
+//! - [`cache`]: the [`ActivationCache`] of one forward pass.
+//! - [`init`]: random or symmetric (identical heads) initialisation.
+//!
+//! The crate picks no backend: build a model on any [`burn::prelude::Device`].
+
+pub mod attention;
+pub mod block;
+pub mod cache;
+pub mod encoder;
+pub mod error;
+pub mod heads;
+pub mod init;
+pub mod position;
+
+pub use attention::{
+    AttentionInput, AttentionMask, AttentionOutput, HeadLayout, MultiHeadAttention,
+    MultiHeadAttentionConfig,
+};
+pub use block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
+pub use cache::{ActivationCache, LayerCache};
+pub use encoder::{Encoder, EncoderConfig, EncoderInput, EncoderIo};
+pub use error::ConfigError;
+pub use heads::HeadWeights;
+pub use init::InitScheme;
+pub use position::{AbsolutePositions, PositionalKind};

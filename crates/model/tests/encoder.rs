@@ -1,0 +1,260 @@
+//! The encoder as a whole: symmetric init keeps heads identical under training, gradients
+//! reach every parameter, the activation cache matches the forward pass, and bad configs
+//! are refused with messages that name the key.
+
+mod common;
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::{AdamWConfig, GradientsParams};
+use burn::prelude::*;
+use common::*;
+use model::{
+    ConfigError, Encoder, EncoderConfig, EncoderInput, EncoderIo, HeadLayout, InitScheme,
+    NormPlacement, PositionalKind,
+};
+
+const IO: EncoderIo = EncoderIo {
+    vocab_size: 7,
+    n_outputs: 5,
+    max_seq_len: 6,
+};
+
+fn tiny(layout: HeadLayout, init: InitScheme) -> EncoderConfig {
+    EncoderConfig {
+        d_model: 8,
+        n_layers: 2,
+        n_heads: 4,
+        head_layout: layout,
+        d_ff: 16,
+        init,
+        ..EncoderConfig::default()
+    }
+}
+
+/// A batch of random tokens and random targets: `[batch, seq]` each.
+fn batch(device: &Device, batch: usize) -> (Tensor<2, Int>, Tensor<2, Int>) {
+    let tokens = Tensor::<2>::random(
+        [batch, IO.max_seq_len],
+        burn::tensor::Distribution::Uniform(0.0, IO.vocab_size as f64),
+        device,
+    )
+    .int();
+    let targets = Tensor::<2>::random(
+        [batch, IO.max_seq_len],
+        burn::tensor::Distribution::Uniform(0.0, IO.n_outputs as f64),
+        device,
+    )
+    .int();
+    (tokens, targets)
+}
+
+fn loss(model: &Encoder, tokens: Tensor<2, Int>, targets: Tensor<2, Int>) -> Tensor<1> {
+    let logits = model.forward(tokens); // [batch, seq, n_outputs]
+    let [b, s, n] = logits.dims();
+    CrossEntropyLossConfig::new()
+        .init(&logits.device())
+        .forward(logits.reshape([b * s, n]), targets.reshape([b * s]))
+}
+
+/// Trains `steps` AdamW steps on fresh random batches.
+fn train(mut model: Encoder, device: &Device, steps: usize) -> Encoder {
+    let mut optim = AdamWConfig::new().init();
+    for _ in 0..steps {
+        let (tokens, targets) = batch(device, 8);
+        let grads = GradientsParams::from_grads(loss(&model, tokens, targets).backward(), &model);
+        model = optim.step(1e-2, model, grads);
+    }
+    model
+}
+
+/// Largest difference between any head's weights and head 0's, over all layers.
+fn head_spread(model: &Encoder) -> f32 {
+    let mut spread = 0.0f32;
+    for block in &model.blocks {
+        let first = block.attention.head_weights(0);
+        for h in 1..block.attention.n_heads {
+            let other = block.attention.head_weights(h);
+            for (a, b) in [
+                (first.q.clone(), other.q.clone()),
+                (first.k.clone(), other.k.clone()),
+                (first.v.clone(), other.v.clone()),
+                (first.o.clone(), other.o.clone()),
+            ] {
+                spread = spread.max(max_abs_diff(a, b));
+            }
+            for (a, b) in [
+                (first.q_bias.clone(), other.q_bias.clone()),
+                (first.k_bias.clone(), other.k_bias.clone()),
+                (first.v_bias.clone(), other.v_bias.clone()),
+            ] {
+                spread = spread.max(max_abs_diff(a, b));
+            }
+        }
+    }
+    spread
+}
+
+#[test]
+fn symmetric_heads_stay_identical_through_training_and_random_heads_differ() {
+    let device = Device::flex().autodiff();
+    for layout in [HeadLayout::Split, HeadLayout::Wide] {
+        device.seed(1);
+        let symmetric = tiny(layout, InitScheme::Symmetric).init(&IO, &device).unwrap();
+        assert_eq!(head_spread(&symmetric), 0.0, "{layout:?}: not identical at init");
+        let trained = train(symmetric, &device, 8);
+        let spread = head_spread(&trained);
+        assert!(spread < 1e-6, "{layout:?}: symmetric heads drifted apart by {spread}");
+
+        device.seed(1);
+        let random = tiny(layout, InitScheme::Random).init(&IO, &device).unwrap();
+        let spread = head_spread(&train(random, &device, 8));
+        assert!(spread > 1e-2, "{layout:?}: random heads are alike ({spread})");
+    }
+}
+
+#[test]
+fn symmetric_narrow_heads_start_identical() {
+    // In the narrow layout heads read different chunks, so only the start is identical.
+    let device = device();
+    let model = tiny(HeadLayout::Narrow, InitScheme::Symmetric).init(&IO, &device).unwrap();
+    assert_eq!(head_spread(&model), 0.0);
+}
+
+/// Collects every float parameter with its path.
+#[derive(Default)]
+struct ParamPaths {
+    stack: Vec<String>,
+    params: Vec<(String, ParamId)>,
+}
+
+impl ModuleVisitor for ParamPaths {
+    fn enter_module(&mut self, name: &str, _: &str) {
+        self.stack.push(name.to_string());
+    }
+    fn exit_module(&mut self, _: &str, _: &str) {
+        self.stack.pop();
+    }
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.params.push((self.stack.join("."), param.id));
+    }
+}
+
+#[test]
+fn gradients_reach_every_parameter() {
+    let device = Device::flex().autodiff();
+    device.seed(3);
+    let configs = [
+        (HeadLayout::Split, PositionalKind::Learned, NormPlacement::Pre),
+        (HeadLayout::Wide, PositionalKind::Rotary, NormPlacement::Post),
+        (HeadLayout::Narrow, PositionalKind::Sinusoidal, NormPlacement::Pre),
+    ];
+    for (layout, positional, norm) in configs {
+        let config = EncoderConfig {
+            positional,
+            norm,
+            ..tiny(layout, InitScheme::Random)
+        };
+        let model = config.init(&IO, &device).unwrap();
+        let (tokens, targets) = batch(&device, 8);
+        let grads = GradientsParams::from_grads(loss(&model, tokens, targets).backward(), &model);
+        let mut visitor = ParamPaths::default();
+        model.visit(&mut visitor);
+        assert!(visitor.params.len() > 20, "too few parameters found");
+        for (path, id) in visitor.params {
+            let largest = match (grads.get::<1>(id), grads.get::<2>(id), grads.get::<3>(id)) {
+                (Some(g), _, _) => to_vec(g.abs().max())[0],
+                (_, Some(g), _) => to_vec(g.abs().max())[0],
+                (_, _, Some(g)) => to_vec(g.abs().max())[0],
+                _ => 0.0,
+            };
+            let nonzero = largest > 0.0;
+            assert!(nonzero, "{layout:?}/{positional:?}/{norm:?}: no gradient for {path}");
+        }
+    }
+}
+
+#[test]
+fn the_cache_records_the_same_pass_as_forward() {
+    let device = device();
+    let model = tiny(HeadLayout::Split, InitScheme::Random).init(&IO, &device).unwrap();
+    let (tokens, _) = batch(&device, 3);
+    let logits = model.forward(tokens.clone());
+    let (cached_logits, cache) = model.forward_with_cache(EncoderInput::new(tokens));
+    assert!(max_abs_diff(logits, cached_logits) < 1e-6);
+    assert_eq!(cache.layers.len(), 2);
+    let layer = &cache.layers[1];
+    assert_eq!(layer.pattern.dims(), [3, 4, 6, 6]);
+    assert_eq!(layer.head_outputs.dims(), [3, 6, 4, 2]);
+    assert_eq!(layer.attn_input.dims(), [3, 6, 8]);
+    // The residual stream adds up: block 0's output is block 1's input.
+    assert!(max_abs_diff(cache.layers[0].resid_post.clone(), layer.resid_pre.clone()) == 0.0);
+    // Pre-norm: resid_mid = resid_pre + attention output.
+    let sum = layer.resid_pre.clone() + layer.attn_out.clone();
+    assert!(max_abs_diff(sum, layer.resid_mid.clone()) < 1e-6);
+}
+
+#[test]
+fn a_head_mask_of_ones_changes_nothing_and_zeros_change_the_output() {
+    let device = device();
+    let model = tiny(HeadLayout::Split, InitScheme::Random).init(&IO, &device).unwrap();
+    let (tokens, _) = batch(&device, 2);
+    let plain = model.forward(tokens.clone());
+    let ones = model.forward_input(EncoderInput::new(tokens.clone()).head_mask(Tensor::ones([2, 4], &device)));
+    assert!(max_abs_diff(plain.clone(), ones) < 1e-6);
+    let zeros = model.forward_input(EncoderInput::new(tokens).head_mask(Tensor::zeros([2, 4], &device)));
+    assert!(max_abs_diff(plain, zeros) > 1e-3);
+}
+
+#[test]
+fn the_model_section_parses_from_toml_and_rejects_unknown_keys() {
+    let config: EncoderConfig = toml::from_str(
+        "d_model = 32\nn_heads = 2\nhead_layout = \"narrow\"\npositional = \"rotary\"\ninit = \"symmetric\"\nnorm = \"post\"",
+    )
+    .unwrap();
+    assert_eq!(config.head_layout, HeadLayout::Narrow);
+    assert_eq!(config.positional, PositionalKind::Rotary);
+    assert_eq!(config.n_layers, 2, "defaults fill the rest");
+    let err = toml::from_str::<EncoderConfig>("d_modle = 32").unwrap_err().to_string();
+    assert!(err.contains("unknown field `d_modle`"), "{err}");
+}
+
+#[test]
+fn bad_configs_are_refused_with_the_key_named() {
+    let device = device();
+    let cases: Vec<(EncoderConfig, &str)> = vec![
+        (
+            EncoderConfig { n_heads: 3, ..EncoderConfig::default() },
+            "model.n_heads = 3 does not divide model.d_model = 64",
+        ),
+        (
+            EncoderConfig { n_heads: 3, head_layout: HeadLayout::Narrow, ..EncoderConfig::default() },
+            "narrow layout",
+        ),
+        (EncoderConfig { d_model: 0, ..EncoderConfig::default() }, "model.d_model = 0"),
+        (EncoderConfig { n_layers: 0, ..EncoderConfig::default() }, "model.n_layers = 0"),
+        (EncoderConfig { d_head: Some(0), ..EncoderConfig::default() }, "model.d_head = 0"),
+        (EncoderConfig { d_ff: 0, ..EncoderConfig::default() }, "model.d_ff = 0"),
+        (EncoderConfig { dropout: 1.0, ..EncoderConfig::default() }, "model.dropout = 1"),
+        (EncoderConfig { dropout: -0.1, ..EncoderConfig::default() }, "must be in [0, 1)"),
+        (
+            EncoderConfig { head_layout: HeadLayout::Wide, d_head: Some(8), ..EncoderConfig::default() },
+            "contradicts head_layout = \"wide\"",
+        ),
+        (
+            EncoderConfig { d_head: Some(5), positional: PositionalKind::Rotary, ..EncoderConfig::default() },
+            "even head size",
+        ),
+    ];
+    for (config, expected) in cases {
+        let err = config.init(&IO, &device).unwrap_err();
+        assert!(err.to_string().contains(expected), "expected {expected:?} in {err}");
+    }
+    // Explicit d_head frees split heads from dividing d_model.
+    let ok = EncoderConfig { n_heads: 3, d_head: Some(8), ..EncoderConfig::default() };
+    assert!(ok.init(&IO, &device).is_ok());
+    assert!(matches!(
+        EncoderConfig::default().validate(&EncoderIo { vocab_size: 0, ..IO }),
+        Err(ConfigError::ZeroSize { .. })
+    ));
+}

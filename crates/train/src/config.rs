@@ -1,0 +1,358 @@
+//! The run configuration: one TOML file per experiment, `--set key.path=value` overrides,
+//! validation with messages that name the file, line or key. The one config loader of headlab.
+
+use std::path::{Path, PathBuf};
+
+use model::{EncoderConfig, EncoderIo};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendKind;
+use crate::tasks::{Task, TaskConfig};
+
+/// A whole experiment: what to learn, with which model, how to train.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Run name; the default run directory is `runs/<name>`. Default: the config file's stem.
+    #[serde(default)]
+    pub name: String,
+    /// Seed for weights, batches, dropout and the evaluation set. Default: 0.
+    #[serde(default)]
+    pub seed: u64,
+    /// Where tensors live: flex, ndarray or wgpu. Default: flex.
+    #[serde(default)]
+    pub backend: BackendKind,
+    /// The task.
+    pub task: TaskConfig,
+    /// The architecture.
+    #[serde(default)]
+    pub model: EncoderConfig,
+    /// The optimisation.
+    #[serde(default)]
+    pub train: TrainConfig,
+}
+
+/// Learning-rate schedule after warmup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// Hold the peak rate.
+    Constant,
+    /// Cosine decay from the peak rate to `min_lr_ratio * lr` at the last step.
+    #[default]
+    Cosine,
+}
+
+/// The `[train]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Optimizer steps. Default: 2000.
+    pub steps: usize,
+    /// Sequences per step. Default: 64.
+    pub batch_size: usize,
+    /// Peak learning rate of AdamW. Default: 1e-3.
+    pub lr: f64,
+    /// Steps of linear warmup from 0 to `lr`. Default: 100.
+    pub warmup_steps: usize,
+    /// Schedule after warmup: constant or cosine. Default: cosine.
+    pub schedule: Schedule,
+    /// Final rate of the cosine schedule, as a fraction of `lr`. Default: 0.1.
+    pub min_lr_ratio: f64,
+    /// AdamW decoupled weight decay. Default: 0.01.
+    pub weight_decay: f64,
+    /// Clip the global gradient norm to this; 0 turns clipping off. Default: 1.0.
+    pub grad_clip: f64,
+    /// Steps between progress lines in metrics.jsonl. Default: 10.
+    pub log_every: usize,
+    /// Steps between evaluations. Default: 100.
+    pub eval_every: usize,
+    /// Sequences in the fixed evaluation set (generated tasks). Default: 512.
+    pub eval_size: usize,
+    /// Steps between checkpoints (one is always written at the end). Default: 500.
+    pub checkpoint_every: usize,
+    /// Newest checkpoints kept on disk. Default: 2.
+    pub keep_checkpoints: usize,
+    /// Steps between per-head weight snapshots; 0 turns them off. Default: 50.
+    pub snapshot_every: usize,
+    /// Stop once eval token accuracy reaches this (checked at evaluations). Default: unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_accuracy: Option<f64>,
+    /// CPU threads for flex and ndarray; unset uses every core. Default: unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            steps: 2000,
+            batch_size: 64,
+            lr: 1e-3,
+            warmup_steps: 100,
+            schedule: Schedule::Cosine,
+            min_lr_ratio: 0.1,
+            weight_decay: 0.01,
+            grad_clip: 1.0,
+            log_every: 10,
+            eval_every: 100,
+            eval_size: 512,
+            checkpoint_every: 500,
+            keep_checkpoints: 2,
+            snapshot_every: 50,
+            target_accuracy: None,
+            threads: None,
+        }
+    }
+}
+
+/// A config that could not be read, parsed or accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// TOML syntax, unknown key or wrong type in the file (the message gives line and column).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// toml's message, with the line and a pointer.
+        message: String,
+    },
+    /// A `--set` override is malformed or does not fit the config.
+    #[error("--set {assignment}: {message}")]
+    Override {
+        /// The override as given.
+        assignment: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value out of its accepted range.
+    #[error("{key} = {value} is out of range: {expected}")]
+    Range {
+        /// Config key, e.g. `train.lr`.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// The task section could not be built.
+    #[error("{path}: {source}")]
+    Task {
+        /// The config file.
+        path: PathBuf,
+        /// Why.
+        source: crate::tasks::TaskError,
+    },
+    /// The model section does not fit together.
+    #[error("{path}: {source}")]
+    Model {
+        /// The config file.
+        path: PathBuf,
+        /// Why.
+        source: model::ConfigError,
+    },
+}
+
+/// A loaded config with the task it describes, checked end to end.
+#[derive(Debug, Clone)]
+pub struct ResolvedRun {
+    /// The config after overrides and defaults.
+    pub config: RunConfig,
+    /// The task built from `config.task`.
+    pub task: Task,
+    /// The sizes the model takes from the task.
+    pub io: EncoderIo,
+}
+
+impl RunConfig {
+    /// Reads `path`, applies `overrides` (`key.path=value`, TOML values; bare words are
+    /// strings) and fills the name from the file stem when unset.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let parse_error = |e: toml::de::Error| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        };
+        // Parse the text itself first: its errors carry line numbers.
+        let mut config: RunConfig = toml::from_str(&text).map_err(parse_error)?;
+        if !overrides.is_empty() {
+            let mut table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
+            for assignment in overrides {
+                apply_override(&mut table, assignment)?;
+                // Deserialize after each override so a type error names the one at fault.
+                config = RunConfig::deserialize(toml::Value::Table(table.clone())).map_err(
+                    |e| ConfigError::Override {
+                        assignment: assignment.clone(),
+                        message: e.to_string().trim_end().to_string(),
+                    },
+                )?;
+            }
+        }
+        if config.name.is_empty() {
+            config.name = path
+                .file_stem()
+                .map_or_else(|| "run".to_string(), |s| s.to_string_lossy().into_owned());
+        }
+        Ok(config)
+    }
+
+    /// Parses a resolved config written by [`RunConfig::to_toml`] (a run's `config.toml`).
+    pub fn from_toml(path: &Path) -> Result<Self, ConfigError> {
+        Self::load(path, &[])
+    }
+
+    /// The config as TOML, every default written out.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a run config always serializes")
+    }
+
+    /// Builds the task and checks every section. `path` names the file in messages;
+    /// relative dataset paths resolve against the current directory.
+    pub fn resolve(self, path: &Path) -> Result<ResolvedRun, ConfigError> {
+        self.train.validate()?;
+        let task = self
+            .task
+            .build(Path::new("."))
+            .map_err(|source| ConfigError::Task {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let io = EncoderIo {
+            vocab_size: task.input_vocab(),
+            n_outputs: task.output_vocab(),
+            max_seq_len: task.seq_len(),
+        };
+        self.model
+            .validate(&io)
+            .map_err(|source| ConfigError::Model {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(ResolvedRun {
+            config: self,
+            task,
+            io,
+        })
+    }
+}
+
+impl TrainConfig {
+    /// Checks ranges, naming the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let at_least_one = [
+            ("train.steps", self.steps),
+            ("train.batch_size", self.batch_size),
+            ("train.log_every", self.log_every),
+            ("train.eval_every", self.eval_every),
+            ("train.eval_size", self.eval_size),
+            ("train.checkpoint_every", self.checkpoint_every),
+            ("train.keep_checkpoints", self.keep_checkpoints),
+        ];
+        for (key, value) in at_least_one {
+            if value == 0 {
+                return Err(ConfigError::Range {
+                    key,
+                    value: "0".into(),
+                    expected: "it must be at least 1",
+                });
+            }
+        }
+        let range = |key, value: f64, ok: bool, expected| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::Range {
+                    key,
+                    value: value.to_string(),
+                    expected,
+                })
+            }
+        };
+        let lr = self.lr;
+        range("train.lr", lr, lr.is_finite() && lr > 0.0, "it must be > 0")?;
+        let ratio = self.min_lr_ratio;
+        range(
+            "train.min_lr_ratio",
+            ratio,
+            (0.0..=1.0).contains(&ratio),
+            "it must be in [0, 1]",
+        )?;
+        let wd = self.weight_decay;
+        range(
+            "train.weight_decay",
+            wd,
+            wd.is_finite() && wd >= 0.0,
+            "it must be >= 0",
+        )?;
+        let clip = self.grad_clip;
+        range(
+            "train.grad_clip",
+            clip,
+            clip.is_finite() && clip >= 0.0,
+            "it must be >= 0 (0 turns clipping off)",
+        )?;
+        if let Some(target) = self.target_accuracy {
+            range(
+                "train.target_accuracy",
+                target,
+                target > 0.0 && target <= 1.0,
+                "it must be in (0, 1]",
+            )?;
+        }
+        if self.threads == Some(0) {
+            return Err(ConfigError::Range {
+                key: "train.threads",
+                value: "0".into(),
+                expected: "it must be at least 1, or unset to use every core",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Sets `key.path` in `table` to `value` (parsed as a TOML value; a bare word is a string).
+fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigError> {
+    let fail = |message: String| ConfigError::Override {
+        assignment: assignment.to_string(),
+        message,
+    };
+    let (key, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| fail("expected key.path=value, e.g. --set train.lr=3e-4".into()))?;
+    let (key, raw) = (key.trim(), raw.trim());
+    let segments: Vec<&str> = key.split('.').collect();
+    if segments.iter().any(|s| s.is_empty()) {
+        return Err(fail(format!("`{key}` is not a key path like train.lr")));
+    }
+    let value = toml::from_str::<toml::Table>(&format!("value = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("value"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+
+    let (last, parents) = segments.split_last().expect("split yields one segment");
+    let mut current = table;
+    for (depth, segment) in parents.iter().enumerate() {
+        let entry = current
+            .entry(segment.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = entry.as_table_mut().ok_or_else(|| {
+            fail(format!(
+                "`{}` is a value, not a section",
+                segments[..=depth].join(".")
+            ))
+        })?;
+    }
+    current.insert(last.to_string(), value);
+    Ok(())
+}

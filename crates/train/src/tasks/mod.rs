@@ -1,0 +1,560 @@
+//! Toy sequence tasks: seeded generators, a JSONL-file dataset, the `[task]` config section that
+//! selects one, and the attention patterns known to solve each task.
+
+mod copy;
+mod file;
+mod histogram;
+mod neighbors;
+mod pattern;
+mod recall;
+mod reverse;
+mod shift;
+mod sort;
+
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+pub use self::file::FileSpec;
+pub use self::pattern::AttentionPattern;
+pub use self::recall::RecallSpec;
+pub use self::shift::ShiftSpec;
+
+/// One training or evaluation example: input tokens and one target per position.
+/// `None` targets are ignored by the loss and by accuracy (e.g. non-query positions in recall).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// Input token ids, each below the task's input vocabulary.
+    pub input: Vec<u32>,
+    /// One class id per input position, or `None` where the position is not scored.
+    pub target: Vec<Option<u32>>,
+}
+
+/// The `[task]` section of a config file, tagged by `kind`:
+/// copy | reverse | shift | neighbors | sort | histogram | recall | file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TaskConfig {
+    /// Reproduce the input at every position.
+    Copy(SequenceSpec),
+    /// Output the input reversed.
+    Reverse(SequenceSpec),
+    /// Output the input delayed by `shift` positions.
+    Shift(ShiftSpec),
+    /// Output the sum of the two neighbouring tokens modulo the vocabulary size.
+    Neighbors(SequenceSpec),
+    /// Output the input sorted ascending.
+    Sort(SequenceSpec),
+    /// Output, at each position, how often its token occurs in the sequence.
+    Histogram(SequenceSpec),
+    /// Associative recall: look up the value paired with each queried key.
+    Recall(RecallSpec),
+    /// Examples read from a JSONL file.
+    File(FileSpec),
+}
+
+/// Size of a task over plain random sequences.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SequenceSpec {
+    /// Tokens per sequence.
+    pub seq_len: usize,
+    /// Distinct input tokens; ids are `0..vocab_size`.
+    pub vocab_size: usize,
+}
+
+impl Default for SequenceSpec {
+    fn default() -> Self {
+        Self {
+            seq_len: 12,
+            vocab_size: 10,
+        }
+    }
+}
+
+/// Why a task config could not be turned into a task.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// A size or fraction in the `[task]` section is outside its accepted range.
+    #[error("task.{field} = {value} is out of range: expected {expected}")]
+    OutOfRange {
+        /// The offending key inside `[task]`.
+        field: &'static str,
+        /// The value found, as written.
+        value: String,
+        /// The accepted range, e.g. "1 <= shift < seq_len (12)".
+        expected: String,
+    },
+    /// The dataset file could not be opened or read as UTF-8 text.
+    #[error("cannot read task.path {path}: {error}")]
+    Read {
+        /// The dataset file, after resolving it against the config's directory.
+        path: PathBuf,
+        /// What the operating system reported.
+        error: std::io::Error,
+    },
+    /// The dataset file holds no records (it is empty or only has blank lines).
+    #[error(
+        "{path} holds no records: expected one JSON object per line, \
+         like {{\"input\": [0, 1], \"target\": [1, null]}}"
+    )]
+    NoRecords {
+        /// The dataset file.
+        path: PathBuf,
+    },
+    /// A line is not a JSON object with exactly the fields `input` and `target`.
+    #[error(
+        "{path} line {line}, column {column}: {message}; expected an object with exactly the \
+         fields \"input\" (token ids) and \"target\" (class ids or null)"
+    )]
+    Parse {
+        /// The dataset file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// 1-based column within the line where parsing failed.
+        column: usize,
+        /// The JSON parser's description of the problem.
+        message: String,
+    },
+    /// A record's input and target differ in length.
+    #[error(
+        "{path} line {line}: input has {input_len} tokens but target has {target_len}; \
+         they must be the same length"
+    )]
+    LengthMismatch {
+        /// The dataset file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// Length of `input`.
+        input_len: usize,
+        /// Length of `target`.
+        target_len: usize,
+    },
+    /// A record has no tokens at all.
+    #[error("{path} line {line}: input is empty; every record needs at least one token")]
+    EmptySequence {
+        /// The dataset file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A record's length differs from the first record's.
+    #[error(
+        "{path} line {line}: sequence has {len} tokens but the first record (line {first_line}) \
+         has {expected}; all records must share one length"
+    )]
+    InconsistentLength {
+        /// The dataset file.
+        path: PathBuf,
+        /// 1-based line number of the offending record.
+        line: usize,
+        /// Length of the offending record.
+        len: usize,
+        /// 1-based line number of the first record.
+        first_line: usize,
+        /// Length of the first record.
+        expected: usize,
+    },
+    /// An input token is not below the configured `vocab_size`.
+    #[error(
+        "{path} line {line}: input token {token} at position {position} is out of range: \
+         expected tokens below task.vocab_size ({vocab_size})"
+    )]
+    TokenOutOfVocab {
+        /// The dataset file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// 0-based position of the token within the record.
+        position: usize,
+        /// The offending token id.
+        token: u32,
+        /// The configured vocabulary size.
+        vocab_size: usize,
+    },
+    /// The file has a single record, leaving nothing to split into train and eval.
+    #[error(
+        "{path} holds only {count} record; at least 2 are needed so one can be held out \
+         for evaluation"
+    )]
+    TooFewRecords {
+        /// The dataset file.
+        path: PathBuf,
+        /// Number of records found.
+        count: usize,
+    },
+}
+
+impl TaskConfig {
+    /// Validates sizes and builds the task. `base_dir` resolves relative dataset paths.
+    pub fn build(&self, base_dir: &Path) -> Result<Task, TaskError> {
+        let kind = match self {
+            Self::Copy(spec) => TaskKind::Copy(copy::CopyTask::new(spec)?),
+            Self::Reverse(spec) => TaskKind::Reverse(reverse::ReverseTask::new(spec)?),
+            Self::Shift(spec) => TaskKind::Shift(shift::ShiftTask::new(spec)?),
+            Self::Neighbors(spec) => TaskKind::Neighbors(neighbors::NeighborsTask::new(spec)?),
+            Self::Sort(spec) => TaskKind::Sort(sort::SortTask::new(spec)?),
+            Self::Histogram(spec) => TaskKind::Histogram(histogram::HistogramTask::new(spec)?),
+            Self::Recall(spec) => TaskKind::Recall(recall::RecallTask::new(spec)?),
+            Self::File(spec) => TaskKind::File(file::FileTask::load(spec, base_dir)?),
+        };
+        Ok(Task { kind })
+    }
+
+    /// Short name: "copy", "reverse", ...
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Copy(_) => "copy",
+            Self::Reverse(_) => "reverse",
+            Self::Shift(_) => "shift",
+            Self::Neighbors(_) => "neighbors",
+            Self::Sort(_) => "sort",
+            Self::Histogram(_) => "histogram",
+            Self::Recall(_) => "recall",
+            Self::File(_) => "file",
+        }
+    }
+}
+
+/// A ready task: a seeded generator or a loaded dataset.
+#[derive(Debug, Clone)]
+pub struct Task {
+    kind: TaskKind,
+}
+
+#[derive(Debug, Clone)]
+enum TaskKind {
+    Copy(copy::CopyTask),
+    Reverse(reverse::ReverseTask),
+    Shift(shift::ShiftTask),
+    Neighbors(neighbors::NeighborsTask),
+    Sort(sort::SortTask),
+    Histogram(histogram::HistogramTask),
+    Recall(recall::RecallTask),
+    File(file::FileTask),
+}
+
+impl Task {
+    fn inner(&self) -> &dyn TaskImpl {
+        match &self.kind {
+            TaskKind::Copy(task) => task,
+            TaskKind::Reverse(task) => task,
+            TaskKind::Shift(task) => task,
+            TaskKind::Neighbors(task) => task,
+            TaskKind::Sort(task) => task,
+            TaskKind::Histogram(task) => task,
+            TaskKind::Recall(task) => task,
+            TaskKind::File(task) => task,
+        }
+    }
+
+    /// Short name, the same as [`TaskConfig::kind_name`] of the config it was built from.
+    pub fn name(&self) -> &'static str {
+        match &self.kind {
+            TaskKind::Copy(_) => "copy",
+            TaskKind::Reverse(_) => "reverse",
+            TaskKind::Shift(_) => "shift",
+            TaskKind::Neighbors(_) => "neighbors",
+            TaskKind::Sort(_) => "sort",
+            TaskKind::Histogram(_) => "histogram",
+            TaskKind::Recall(_) => "recall",
+            TaskKind::File(_) => "file",
+        }
+    }
+
+    /// Number of distinct input tokens (ids are 0..input_vocab).
+    pub fn input_vocab(&self) -> usize {
+        self.inner().input_vocab()
+    }
+
+    /// Number of output classes (target ids are 0..output_vocab).
+    pub fn output_vocab(&self) -> usize {
+        self.inner().output_vocab()
+    }
+
+    /// Sequence length of every example.
+    pub fn seq_len(&self) -> usize {
+        self.inner().seq_len()
+    }
+
+    /// Draws one training example. Generators draw from `rng`; the file task draws a record of
+    /// its train split uniformly.
+    pub fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
+        self.inner().sample(rng)
+    }
+
+    /// A fixed evaluation set: generators draw `size` examples from a ChaCha8Rng seeded with
+    /// `seed`; the file task returns its eval split (ignoring size and seed).
+    pub fn eval_set(&self, size: usize, seed: u64) -> Vec<Example> {
+        self.inner().eval_set(size, seed)
+    }
+
+    /// Attention patterns known to solve (part of) the task, for the inspector to score heads
+    /// against. May be empty (sort, file).
+    pub fn solving_patterns(&self) -> Vec<AttentionPattern> {
+        self.inner().solving_patterns()
+    }
+}
+
+/// What every task variant provides; [`Task`] dispatches to it.
+trait TaskImpl {
+    fn input_vocab(&self) -> usize;
+    fn output_vocab(&self) -> usize;
+    fn seq_len(&self) -> usize;
+    fn sample(&self, rng: &mut ChaCha8Rng) -> Example;
+    fn solving_patterns(&self) -> Vec<AttentionPattern>;
+
+    fn eval_set(&self, size: usize, seed: u64) -> Vec<Example> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..size).map(|_| self.sample(&mut rng)).collect()
+    }
+}
+
+/// Largest accepted length or vocabulary size. Far beyond any toy task, it catches typos before
+/// they turn into huge allocations, and keeps every id exact in u32 and in f32.
+const MAX_SIZE: usize = 1 << 24;
+
+fn out_of_range(field: &'static str, value: impl Display, expected: String) -> TaskError {
+    TaskError::OutOfRange {
+        field,
+        value: value.to_string(),
+        expected,
+    }
+}
+
+/// Checks `min <= value <= MAX_SIZE` for the `[task]` key `field`.
+fn check_size(field: &'static str, value: usize, min: usize) -> Result<(), TaskError> {
+    if (min..=MAX_SIZE).contains(&value) {
+        Ok(())
+    } else {
+        Err(out_of_range(
+            field,
+            value,
+            format!("{min} <= {field} <= {MAX_SIZE}"),
+        ))
+    }
+}
+
+impl SequenceSpec {
+    /// Returns the vocabulary size as a token bound once both sizes are accepted.
+    fn validate(&self) -> Result<u32, TaskError> {
+        check_size("seq_len", self.seq_len, 1)?;
+        // A single token would make every target constant.
+        check_size("vocab_size", self.vocab_size, 2)?;
+        Ok(to_id(self.vocab_size))
+    }
+}
+
+/// Converts a size already bounded by [`MAX_SIZE`] to a token id.
+fn to_id(size: usize) -> u32 {
+    u32::try_from(size).expect("sizes are validated against MAX_SIZE")
+}
+
+fn random_tokens(rng: &mut ChaCha8Rng, len: usize, vocab: u32) -> Vec<u32> {
+    (0..len).map(|_| rng.random_range(0..vocab)).collect()
+}
+
+/// Every position scored: the common case for the generators.
+fn all_scored(target: impl IntoIterator<Item = u32>) -> Vec<Option<u32>> {
+    target.into_iter().map(Some).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, Serialize)]
+    struct Config {
+        task: TaskConfig,
+    }
+
+    fn parse(toml_text: &str) -> Result<TaskConfig, toml::de::Error> {
+        toml::from_str::<Config>(toml_text).map(|config| config.task)
+    }
+
+    fn every_generator() -> Vec<TaskConfig> {
+        let spec = SequenceSpec::default();
+        vec![
+            TaskConfig::Copy(spec.clone()),
+            TaskConfig::Reverse(spec.clone()),
+            TaskConfig::Shift(ShiftSpec::default()),
+            TaskConfig::Neighbors(spec.clone()),
+            TaskConfig::Sort(spec.clone()),
+            TaskConfig::Histogram(spec),
+            TaskConfig::Recall(RecallSpec::default()),
+        ]
+    }
+
+    #[test]
+    fn parses_every_kind_with_defaults() {
+        for config in every_generator() {
+            let text = format!("[task]\nkind = \"{}\"\n", config.kind_name());
+            assert_eq!(parse(&text).unwrap(), config);
+        }
+        let file = parse("[task]\nkind = \"file\"\npath = \"data/x.jsonl\"\n").unwrap();
+        assert_eq!(
+            file,
+            TaskConfig::File(FileSpec {
+                path: "data/x.jsonl".into(),
+                eval_fraction: 0.1,
+                vocab_size: None
+            })
+        );
+    }
+
+    #[test]
+    fn parses_explicit_values() {
+        let text = "[task]\nkind = \"shift\"\nseq_len = 6\nvocab_size = 4\nshift = 2\n";
+        assert_eq!(
+            parse(text).unwrap(),
+            TaskConfig::Shift(ShiftSpec {
+                seq_len: 6,
+                vocab_size: 4,
+                shift: 2
+            })
+        );
+        let text = "[task]\nkind = \"file\"\npath = \"a.jsonl\"\neval_fraction = 0.25\n\
+                    vocab_size = 9\n";
+        assert_eq!(
+            parse(text).unwrap(),
+            TaskConfig::File(FileSpec {
+                path: "a.jsonl".into(),
+                eval_fraction: 0.25,
+                vocab_size: Some(9)
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_in_every_variant() {
+        for kind in [
+            "copy",
+            "reverse",
+            "shift",
+            "neighbors",
+            "sort",
+            "histogram",
+            "recall",
+        ] {
+            let text = format!("[task]\nkind = \"{kind}\"\nseq_length = 5\n");
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(
+                error.contains("unknown field `seq_length`"),
+                "{kind}: {error}"
+            );
+        }
+        let text = "[task]\nkind = \"file\"\npath = \"a.jsonl\"\nvocab = 3\n";
+        let error = parse(text).unwrap_err().to_string();
+        assert!(error.contains("unknown field `vocab`"), "{error}");
+    }
+
+    #[test]
+    fn unknown_or_missing_kind_is_rejected() {
+        let error = parse("[task]\nkind = \"copyy\"\n").unwrap_err().to_string();
+        assert!(error.contains("unknown variant `copyy`"), "{error}");
+        let error = parse("[task]\nseq_len = 4\n").unwrap_err().to_string();
+        assert!(error.contains("missing field `kind`"), "{error}");
+        let error = parse("[task]\nkind = \"file\"\n").unwrap_err().to_string();
+        assert!(error.contains("missing field `path`"), "{error}");
+    }
+
+    #[test]
+    fn serializes_back_to_the_same_config() {
+        let mut configs = every_generator();
+        configs.push(TaskConfig::File(FileSpec {
+            path: "data/sample.jsonl".into(),
+            eval_fraction: 0.2,
+            vocab_size: None,
+        }));
+        for config in configs {
+            let text = toml::to_string(&Config {
+                task: config.clone(),
+            })
+            .unwrap();
+            assert_eq!(parse(&text).unwrap(), config, "{text}");
+        }
+    }
+
+    #[test]
+    fn sequence_spec_validation_names_the_field() {
+        let build = |seq_len, vocab_size| {
+            TaskConfig::Copy(SequenceSpec {
+                seq_len,
+                vocab_size,
+            })
+            .build(Path::new("."))
+            .unwrap_err()
+            .to_string()
+        };
+        assert_eq!(
+            build(0, 10),
+            "task.seq_len = 0 is out of range: expected 1 <= seq_len <= 16777216"
+        );
+        assert_eq!(
+            build(12, 1),
+            "task.vocab_size = 1 is out of range: expected 2 <= vocab_size <= 16777216"
+        );
+        assert!(build(12, 0).starts_with("task.vocab_size = 0 is out of range"));
+        assert!(build(MAX_SIZE + 1, 10).starts_with("task.seq_len = 16777217 is out of range"));
+    }
+
+    #[test]
+    fn generated_examples_fit_the_declared_shapes() {
+        for config in every_generator() {
+            let task = config.build(Path::new(".")).unwrap();
+            assert_eq!(task.name(), config.kind_name());
+            let mut rng = ChaCha8Rng::seed_from_u64(7);
+            for _ in 0..50 {
+                let example = task.sample(&mut rng);
+                assert_eq!(example.input.len(), task.seq_len(), "{}", task.name());
+                assert_eq!(example.target.len(), task.seq_len(), "{}", task.name());
+                assert!(
+                    example
+                        .input
+                        .iter()
+                        .all(|&t| (t as usize) < task.input_vocab())
+                );
+                assert!(
+                    example
+                        .target
+                        .iter()
+                        .flatten()
+                        .all(|&t| (t as usize) < task.output_vocab())
+                );
+                for pattern in task.solving_patterns() {
+                    for query in 0..task.seq_len() {
+                        let keys = pattern.targets(&example.input, query);
+                        assert!(keys.iter().all(|&key| key < task.seq_len()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn eval_sets_are_deterministic_per_seed() {
+        for config in every_generator() {
+            let task = config.build(Path::new(".")).unwrap();
+            let first = task.eval_set(20, 3);
+            assert_eq!(first.len(), 20);
+            assert_eq!(first, task.eval_set(20, 3), "{}", task.name());
+            assert_ne!(first, task.eval_set(20, 4), "{}", task.name());
+        }
+    }
+
+    #[test]
+    fn task_is_clone_and_debug() {
+        let task = TaskConfig::Copy(SequenceSpec::default())
+            .build(Path::new("."))
+            .unwrap();
+        let copy = task.clone();
+        assert_eq!(copy.eval_set(3, 1), task.eval_set(3, 1));
+        assert!(format!("{task:?}").contains("CopyTask"));
+    }
+}

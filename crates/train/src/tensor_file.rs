@@ -1,0 +1,148 @@
+//! Named f32 tensors in a safetensors file: the format every analysis output of headlab
+//! uses, because numpy (`safetensors.numpy.load_file`) and PyTorch read it directly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+
+use crate::atomic::write_atomic;
+
+/// A host-side f32 tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostTensor {
+    /// Dimensions.
+    pub shape: Vec<usize>,
+    /// Row-major values.
+    pub values: Vec<f32>,
+}
+
+impl HostTensor {
+    /// Copies a device tensor to the host.
+    pub fn of<const D: usize>(tensor: Tensor<D>) -> Self {
+        let shape = tensor.dims().to_vec();
+        let values = tensor
+            .into_data()
+            .convert::<f32>()
+            .to_vec::<f32>()
+            .expect("converted to f32");
+        Self { shape, values }
+    }
+
+    /// Copies an integer device tensor to the host (as f32, exact below 2^24).
+    pub fn of_int<const D: usize>(tensor: Tensor<D, Int>) -> Self {
+        Self::of(tensor.float())
+    }
+
+    /// Moves the tensor onto a device.
+    pub fn to_device<const D: usize>(&self, device: &Device) -> Tensor<D> {
+        Tensor::from_data(TensorData::new(self.values.clone(), self.shape.clone()), device)
+    }
+}
+
+/// A tensor file that could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TensorFileError {
+    /// I/O failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not a valid safetensors file (truncated, corrupt, or not f32).
+    #[error("{path} is not a valid safetensors file ({message}); it may be truncated or corrupt")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the reader said.
+        message: String,
+    },
+}
+
+/// Writes `tensors` to `path` atomically, with optional string metadata.
+pub fn write_tensors(
+    path: &Path,
+    tensors: &BTreeMap<String, HostTensor>,
+    metadata: Option<HashMap<String, String>>,
+) -> Result<(), TensorFileError> {
+    let bytes: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
+        .iter()
+        .map(|(name, t)| {
+            let bytes = t.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            (name.clone(), bytes, t.shape.clone())
+        })
+        .collect();
+    let views = bytes.iter().map(|(name, data, shape)| {
+        let view = TensorView::new(Dtype::F32, shape.clone(), data).expect("sizes agree");
+        (name.as_str(), view)
+    });
+    let encoded = safetensors::serialize(views, metadata).map_err(|e| TensorFileError::Corrupt {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    write_atomic(path, &encoded).map_err(|source| TensorFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads every tensor of a safetensors file of f32 tensors.
+pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorFileError> {
+    let bytes = std::fs::read(path).map_err(|source| TensorFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let corrupt = |message: String| TensorFileError::Corrupt {
+        path: path.to_path_buf(),
+        message,
+    };
+    let file = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let mut tensors = BTreeMap::new();
+    for (name, view) in file.tensors() {
+        if view.dtype() != Dtype::F32 {
+            return Err(corrupt(format!("tensor {name} is {:?}, not F32", view.dtype())));
+        }
+        let values = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        tensors.insert(
+            name,
+            HostTensor {
+                shape: view.shape().to_vec(),
+                values,
+            },
+        );
+    }
+    Ok(tensors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensors_round_trip_and_truncation_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.safetensors");
+        let mut tensors = BTreeMap::new();
+        tensors.insert(
+            "a.b".to_string(),
+            HostTensor {
+                shape: vec![2, 3],
+                values: vec![1.0, 2.0, 3.0, 4.0, 5.0, -6.5],
+            },
+        );
+        write_tensors(&path, &tensors, None).unwrap();
+        assert_eq!(read_tensors(&path).unwrap(), tensors);
+
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
+        let err = read_tensors(&path).unwrap_err().to_string();
+        assert!(err.contains("not a valid safetensors file"), "{err}");
+    }
+}

@@ -1,0 +1,287 @@
+//! The `train` binary as a user runs it: a tiny config end to end, the run directory it
+//! writes, exact resume, refusal to overwrite, clear errors for bad input, Ctrl-C, NaN,
+//! and the wgpu backend.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
+
+fn train(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_train"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .output()
+        .expect("the train binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs `train` expecting failure; returns stderr after checking it is one clean message.
+fn train_fails(args: &[&str]) -> String {
+    let output = train(args);
+    let err = stderr(&output);
+    assert!(!output.status.success(), "expected failure for {args:?}");
+    assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
+    assert!(err.starts_with("error: "), "unclear message for {args:?}: {err}");
+    err
+}
+
+fn out_dir(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
+    tmp.path().join(name)
+}
+
+fn metrics(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_tiny_run_writes_the_whole_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "run");
+    let output = train(&[TINY, "--out", dir.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("finished at step 20"));
+
+    let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+    assert!(config.contains("name = \"tiny\"") && config.contains("d_model = 16"));
+    assert!(config.contains("weight_decay"), "defaults are written out:\n{config}");
+
+    let records = metrics(&dir);
+    let steps: Vec<u64> = records.iter().map(|r| r["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, [5, 10, 15, 20]);
+    for record in &records {
+        for key in ["step", "loss", "lr", "tokens_per_s"] {
+            assert!(record.get(key).is_some(), "{key} missing in {record}");
+        }
+    }
+    for eval_step in [1, 3] {
+        for key in ["eval_loss", "eval_token_acc", "eval_seq_acc"] {
+            assert!(records[eval_step].get(key).is_some(), "{key} missing at eval");
+        }
+    }
+    for step in [10, 20] {
+        let checkpoint = dir.join(format!("checkpoints/step-{step}"));
+        for file in ["model.bpk", "optimizer.bpk", "state.json"] {
+            assert!(checkpoint.join(file).is_file(), "{file} missing in step-{step}");
+        }
+    }
+    for step in [0, 5, 10, 15, 20] {
+        let snapshot = dir.join(format!("snapshots/step-{step}.safetensors"));
+        let tensors = train::tensor_file::read_tensors(&snapshot).unwrap();
+        assert_eq!(tensors["layers.0.heads.1.q"].shape, [16, 8]);
+        assert_eq!(tensors["layers.0.heads.1.o"].shape, [8, 16]);
+    }
+    let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let weights = safetensors::SafeTensors::deserialize(&weights).unwrap();
+    let names = weights.names();
+    assert!(names.contains(&"blocks.0.attention.qkv.weight"), "{names:?}");
+    assert!(names.contains(&"embedding.weight"), "{names:?}");
+    // Nothing half-written is left behind.
+    let hidden: Vec<_> = walk(&dir).into_iter().filter(|p| p.contains("/.")).collect();
+    assert!(hidden.is_empty(), "temporary files left: {hidden:?}");
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = vec![];
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        found.push(path.display().to_string());
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+    }
+    found
+}
+
+#[test]
+fn resuming_a_paused_run_equals_the_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = out_dir(&tmp, "whole");
+    let split = out_dir(&tmp, "split");
+    assert!(train(&[TINY, "--out", whole.to_str().unwrap()]).status.success());
+    let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
+    assert!(paused.status.success(), "{}", stderr(&paused));
+    assert!(!split.join("model.safetensors").exists(), "a paused run has no final weights");
+    let resumed = train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+
+    let strip = |records: Vec<serde_json::Value>| -> Vec<(u64, String)> {
+        records
+            .iter()
+            .map(|r| (r["step"].as_u64().unwrap(), format!("{} {} {}", r["loss"], r["lr"], r["eval_loss"])))
+            .collect()
+    };
+    let (a, b) = (strip(metrics(&whole)), strip(metrics(&split)));
+    assert_eq!(a.iter().map(|x| x.0).collect::<Vec<_>>(), [5, 10, 15, 20]);
+    // The paused run logged step 12 too; every step both logged must agree exactly.
+    for record in &a {
+        assert!(b.contains(record), "step {} differs: {:?} vs {:?}", record.0, a, b);
+    }
+    assert_eq!(
+        std::fs::read(whole.join("model.safetensors")).unwrap(),
+        std::fs::read(split.join("model.safetensors")).unwrap(),
+        "final weights differ"
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (out_dir(&tmp, "a"), out_dir(&tmp, "b"));
+    assert!(train(&[TINY, "--out", a.to_str().unwrap()]).status.success());
+    assert!(train(&[TINY, "--out", b.to_str().unwrap(), "--backend", "flex"]).status.success());
+    let loss = |d: &Path| metrics(d).iter().map(|r| r["loss"].to_string()).collect::<Vec<_>>();
+    assert_eq!(loss(&a), loss(&b));
+}
+
+#[test]
+fn an_existing_run_is_never_overwritten_without_force_or_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "run");
+    assert!(train(&[TINY, "--out", dir.to_str().unwrap()]).status.success());
+    let before = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let err = train_fails(&[TINY, "--out", dir.to_str().unwrap(), "--set", "seed=9"]);
+    assert!(err.contains("already holds a run") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(dir.join("model.safetensors")).unwrap(), before);
+
+    let replaced = train(&[TINY, "--out", dir.to_str().unwrap(), "--set", "seed=9", "--force"]);
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    assert_ne!(std::fs::read(dir.join("model.safetensors")).unwrap(), before);
+}
+
+#[test]
+fn bad_input_gets_one_clear_message_and_a_nonzero_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let tiny = std::fs::read_to_string(TINY).unwrap();
+    let out = tmp.path().join("never");
+    let out = out.to_str().unwrap();
+
+    let line_of = |text: &str, needle: &str| {
+        1 + text.lines().position(|l| l.starts_with(needle)).expect("needle in fixture")
+    };
+    let text = tiny.replace("d_ff = 32", "d_ff = 32\nd_fff = 3");
+    let unknown = write("unknown.toml", &text);
+    let err = train_fails(&[&unknown, "--out", out]);
+    let line = format!("line {}", line_of(&text, "d_fff"));
+    assert!(err.contains("unknown field `d_fff`") && err.contains(&line), "{err}");
+
+    let text = tiny.replace("steps = 20", "steps = \"many\"");
+    let wrong_type = write("type.toml", &text);
+    let err = train_fails(&[&wrong_type, "--out", out]);
+    let line = format!("line {}", line_of(&text, "steps ="));
+    assert!(err.contains("invalid type") && err.contains(&line), "{err}");
+
+    let heads = write("heads.toml", &tiny.replace("n_heads = 2", "n_heads = 3"));
+    let err = train_fails(&[&heads, "--out", out]);
+    assert!(err.contains("model.n_heads = 3 does not divide model.d_model = 16"), "{err}");
+
+    let err = train_fails(&[tmp.path().join("missing.toml").to_str().unwrap(), "--out", out]);
+    assert!(err.contains("cannot read config file") && err.contains("missing.toml"), "{err}");
+
+    let bad_jsonl = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bad.jsonl");
+    let file_task = write(
+        "file.toml",
+        &format!("[task]\nkind = \"file\"\npath = \"{bad_jsonl}\"\n[model]\nd_model = 16\n"),
+    );
+    let err = train_fails(&[&file_task, "--out", out]);
+    assert!(err.contains("line 3") && err.contains("bad.jsonl"), "{err}");
+
+    let err = train_fails(&[TINY, "--out", out, "--set", "train.steps=abc"]);
+    assert!(err.contains("--set train.steps=abc"), "{err}");
+    let err = train_fails(&[TINY, "--out", out, "--set", "train.lr=0"]);
+    assert!(err.contains("train.lr = 0 is out of range"), "{err}");
+    let err = train_fails(&[TINY, "--out", out, "--set", "nonsense"]);
+    assert!(err.contains("expected key.path=value"), "{err}");
+
+    assert!(!Path::new(out).exists(), "a failed start must not create the run directory");
+}
+
+#[test]
+fn resume_without_a_checkpoint_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "none");
+    let err = train_fails(&[TINY, "--out", dir.to_str().unwrap(), "--resume"]);
+    assert!(err.contains("nothing to resume"), "{err}");
+}
+
+#[test]
+fn a_diverging_loss_stops_the_run_naming_the_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "nan");
+    let err = train_fails(&[
+        TINY,
+        "--out",
+        dir.to_str().unwrap(),
+        "--set",
+        "train.lr=1e30",
+        "--set",
+        "train.grad_clip=0",
+        "--set",
+        "train.warmup_steps=0",
+    ]);
+    assert!(err.contains("loss became") && err.contains("at step"), "{err}");
+}
+
+#[test]
+fn ctrl_c_saves_a_checkpoint_and_exits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "sigint");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_train"))
+        .args([TINY, "--out", dir.to_str().unwrap(), "--set", "train.steps=1000000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until training has logged a step, then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !dir.join("metrics.jsonl").is_file()
+        || std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap().is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "training never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let checkpoints = train::checkpoint::list(&dir);
+    assert!(!checkpoints.is_empty(), "no checkpoint after Ctrl-C");
+}
+
+#[test]
+fn wgpu_trains_a_few_steps_or_says_why_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "wgpu");
+    let output = train(&[
+        TINY,
+        "--out",
+        dir.to_str().unwrap(),
+        "--backend",
+        "wgpu",
+        "--set",
+        "train.steps=3",
+        "--set",
+        "train.eval_every=3",
+    ]);
+    let err = stderr(&output);
+    if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+        assert!(err.contains("no usable GPU adapter") && err.contains("--backend flex"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        eprintln!("skipped: no wgpu adapter on this machine ({})", err.trim());
+        return;
+    }
+    assert!(output.status.success(), "wgpu run failed: {err}");
+    assert_eq!(metrics(&dir).last().unwrap()["step"], 3);
+}
