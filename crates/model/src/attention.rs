@@ -5,8 +5,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::{
-    Dropout, DropoutConfig, Initializer, Linear, LinearConfig, RotaryEncoding,
-    RotaryEncodingConfig,
+    Dropout, DropoutConfig, Initializer, Linear, LinearConfig, RotaryEncoding, RotaryEncodingConfig,
 };
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
@@ -110,15 +109,21 @@ impl MultiHeadAttentionConfig {
     /// Checks sizes, divisibility and ranges.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.d_model == 0 {
-            return Err(ConfigError::ZeroSize { field: "model.d_model" });
+            return Err(ConfigError::ZeroSize {
+                field: "model.d_model",
+            });
         }
         if self.n_heads == 0 {
-            return Err(ConfigError::ZeroSize { field: "model.n_heads" });
+            return Err(ConfigError::ZeroSize {
+                field: "model.n_heads",
+            });
         }
         if self.d_head == Some(0) {
-            return Err(ConfigError::ZeroSize { field: "model.d_head" });
+            return Err(ConfigError::ZeroSize {
+                field: "model.d_head",
+            });
         }
-        let divides = self.d_model % self.n_heads == 0;
+        let divides = self.d_model.is_multiple_of(self.n_heads);
         match self.layout {
             HeadLayout::Split if self.d_head.is_none() && !divides => {
                 return Err(ConfigError::HeadsDoNotDivide {
@@ -156,7 +161,7 @@ impl MultiHeadAttentionConfig {
             });
         }
         let d_head = self.resolved_d_head();
-        if self.rotary_max_len.is_some() && d_head % 2 != 0 {
+        if self.rotary_max_len.is_some() && !d_head.is_multiple_of(2) {
             return Err(ConfigError::OddRotaryHead { d_head });
         }
         Ok(())
@@ -397,8 +402,8 @@ impl MultiHeadAttention {
                 let d_chunk = d_model / n_heads;
                 // [batch, seq, d_model] -> [heads, batch * seq, d_chunk]
                 let chunks = x.reshape([batch * seq, n_heads, d_chunk]).swap_dims(0, 1);
-                let qkv = chunks.matmul(narrow.weight.val())
-                    + narrow.bias.val().unsqueeze_dim::<3>(1); // [heads, batch * seq, 3 * d_head]
+                let qkv =
+                    chunks.matmul(narrow.weight.val()) + narrow.bias.val().unsqueeze_dim::<3>(1); // [heads, batch * seq, 3 * d_head]
                 let qkv = qkv
                     .reshape([n_heads, batch, seq, 3 * d_head])
                     .swap_dims(0, 1); // [batch, heads, seq, 3 * d_head]
@@ -417,7 +422,11 @@ impl MultiHeadAttention {
 fn apply_mask(mut scores: Tensor<4>, mask: &AttentionMask) -> Tensor<4> {
     let [batch, _, seq_q, seq_k] = scores.dims();
     if let Some(pad) = &mask.pad {
-        assert_eq!(pad.dims(), [batch, seq_k], "padding mask must be [batch, seq]");
+        assert_eq!(
+            pad.dims(),
+            [batch, seq_k],
+            "padding mask must be [batch, seq]"
+        );
         scores = scores.mask_fill(pad.clone().reshape([batch, 1, 1, seq_k]), MASKED_SCORE);
     }
     if let Some(attn) = &mask.attn {

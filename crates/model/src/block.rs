@@ -40,7 +40,9 @@ impl EncoderBlockConfig {
     /// Builds the block.
     pub fn init(&self, device: &Device) -> Result<EncoderBlock, ConfigError> {
         if self.d_ff == 0 {
-            return Err(ConfigError::ZeroSize { field: "model.d_ff" });
+            return Err(ConfigError::ZeroSize {
+                field: "model.d_ff",
+            });
         }
         let d_model = self.attention.d_model;
         let attention = self.attention.init(device)?;
@@ -138,7 +140,9 @@ impl EncoderBlock {
 
     /// `[.., d_model] -> [.., d_model]`: linear, GELU, dropout, linear, dropout.
     fn feed_forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let hidden = self.dropout.forward(self.activation.forward(self.ff_in.forward(x)));
+        let hidden = self
+            .dropout
+            .forward(self.activation.forward(self.ff_in.forward(x)));
         self.dropout.forward(self.ff_out.forward(hidden))
     }
 }

@@ -101,7 +101,7 @@ impl EncoderConfig {
             }
         }
         self.attention(io).validate()?;
-        if self.positional == PositionalKind::Sinusoidal && self.d_model % 2 != 0 {
+        if self.positional == PositionalKind::Sinusoidal && !self.d_model.is_multiple_of(2) {
             return Err(ConfigError::OddSinusoidalWidth {
                 d_model: self.d_model,
             });
@@ -131,7 +131,12 @@ impl EncoderConfig {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Encoder {
             embedding: EmbeddingConfig::new(io.vocab_size, self.d_model).init(device),
-            positions: AbsolutePositions::new(self.positional, io.max_seq_len, self.d_model, device),
+            positions: AbsolutePositions::new(
+                self.positional,
+                io.max_seq_len,
+                self.d_model,
+                device,
+            ),
             blocks,
             final_norm: LayerNormConfig::new(self.d_model).init(device),
             output: LinearConfig::new(self.d_model, io.n_outputs).init(device),

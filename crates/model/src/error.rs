@@ -73,5 +73,5 @@ pub enum ConfigError {
 
 /// The divisors of `n`, ascending; used to suggest head counts that would work.
 pub(crate) fn divisors(n: usize) -> Vec<usize> {
-    (1..=n).filter(|d| n % d == 0).collect()
+    (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
 }

@@ -86,10 +86,8 @@ impl MultiHeadAttention {
                 // reads the same way: `x @ q` over the whole input.
                 let embed = |block: usize| {
                     let rows = weight.clone().narrow(1, block * d_head, d_head);
-                    Tensor::zeros([d_model, d_head], &rows.device()).slice_assign(
-                        [head * d_chunk..(head + 1) * d_chunk, 0..d_head],
-                        rows,
-                    )
+                    Tensor::zeros([d_model, d_head], &rows.device())
+                        .slice_assign([head * d_chunk..(head + 1) * d_chunk, 0..d_head], rows)
                 };
                 HeadWeights {
                     q: embed(0),

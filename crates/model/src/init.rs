@@ -70,6 +70,8 @@ fn map_param<const D: usize>(
 ) -> Param<Tensor<D>> {
     param.map(|value| {
         let require_grad = value.is_require_grad();
-        f(value.detach()).set_require_grad(require_grad)
+        let device = value.device();
+        // Through host data: autodiff only tracks leaf tensors, and `f`'s result is not one.
+        Tensor::from_data(f(value.detach()).into_data(), &device).set_require_grad(require_grad)
     })
 }

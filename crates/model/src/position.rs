@@ -36,8 +36,11 @@ impl AbsolutePositions {
         Self {
             learned: (kind == PositionalKind::Learned)
                 .then(|| EmbeddingConfig::new(max_seq_len, d_model).init(device)),
-            sinusoidal: (kind == PositionalKind::Sinusoidal)
-                .then(|| PositionalEncodingConfig::new(max_seq_len, d_model).init(device)),
+            sinusoidal: (kind == PositionalKind::Sinusoidal).then(|| {
+                PositionalEncodingConfig::new(d_model)
+                    .with_max_sequence_size(max_seq_len)
+                    .init(device)
+            }),
         }
     }
 

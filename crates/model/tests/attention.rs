@@ -16,7 +16,8 @@ const D_MODEL: usize = 8;
 
 /// Padding on the last key of item 1; item 0 may not look at key 0 from query 2.
 fn masks(device: &Device) -> (AttentionMask, impl Fn(usize, usize, usize) -> bool) {
-    let masked = |b: usize, i: usize, j: usize| (b == 1 && j == SEQ - 1) || (b == 0 && i == 2 && j == 0);
+    let masked =
+        |b: usize, i: usize, j: usize| (b == 1 && j == SEQ - 1) || (b == 0 && i == 2 && j == 0);
     let mut pad = vec![false; BATCH * SEQ];
     let mut attn = vec![false; BATCH * SEQ * SEQ];
     for b in 0..BATCH {
@@ -28,7 +29,10 @@ fn masks(device: &Device) -> (AttentionMask, impl Fn(usize, usize, usize) -> boo
         pad[b * SEQ + SEQ - 1] = b == 1;
     }
     let mask = AttentionMask {
-        pad: Some(Tensor::<2, Bool>::from_data(TensorData::new(pad, [BATCH, SEQ]), device)),
+        pad: Some(Tensor::<2, Bool>::from_data(
+            TensorData::new(pad, [BATCH, SEQ]),
+            device,
+        )),
         attn: Some(Tensor::<3, Bool>::from_data(
             TensorData::new(attn, [BATCH, SEQ, SEQ]),
             device,
@@ -83,7 +87,10 @@ fn split_layout_equals_burns_attention_with_the_same_weights() {
         }
         let theirs = burn_mha.forward(theirs_in);
         let ours = ours.forward(ours_in);
-        assert!(max_abs_diff(ours.context, theirs.context) < 1e-5, "context, masks: {with_masks}");
+        assert!(
+            max_abs_diff(ours.context, theirs.context) < 1e-5,
+            "context, masks: {with_masks}"
+        );
         assert!(
             max_abs_diff(ours.pattern.unwrap(), theirs.weights) < 1e-5,
             "pattern, masks: {with_masks}"
@@ -119,8 +126,14 @@ fn every_layout_equals_a_naive_loop_over_heads() {
         let naive = naive_attention(&attention, x, masked, Some(&head_mask));
         let context_diff = max_abs_diff_vec(&to_vec(ours.context), &naive.context);
         let pattern_diff = max_abs_diff_vec(&to_vec(ours.pattern.unwrap()), &naive.pattern);
-        assert!(context_diff < 1e-5, "{layout:?} d_head {d_head:?}: context differs by {context_diff}");
-        assert!(pattern_diff < 1e-6, "{layout:?} d_head {d_head:?}: pattern differs by {pattern_diff}");
+        assert!(
+            context_diff < 1e-5,
+            "{layout:?} d_head {d_head:?}: context differs by {context_diff}"
+        );
+        assert!(
+            pattern_diff < 1e-6,
+            "{layout:?} d_head {d_head:?}: pattern differs by {pattern_diff}"
+        );
     }
 }
 
@@ -161,7 +174,9 @@ fn narrow_heads_read_only_their_own_chunk() {
 #[test]
 fn attention_rows_sum_to_one_and_masked_keys_get_nothing() {
     let device = device();
-    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2).init(&device).unwrap();
+    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2)
+        .init(&device)
+        .unwrap();
     let (mask, masked) = masks(&device);
     let x = random([BATCH, SEQ, D_MODEL], &device).mul_scalar(4.0);
     let pattern = attention
@@ -169,7 +184,10 @@ fn attention_rows_sum_to_one_and_masked_keys_get_nothing() {
         .pattern
         .unwrap();
     let sums = to_vec(pattern.clone().sum_dim(3));
-    assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-5), "row sums {sums:?}");
+    assert!(
+        sums.iter().all(|s| (s - 1.0).abs() < 1e-5),
+        "row sums {sums:?}"
+    );
     let probs = to_vec(pattern);
     for b in 0..BATCH {
         for h in 0..2 {
@@ -207,11 +225,17 @@ fn rotary_scores_depend_only_on_relative_position() {
         ),
         &device,
     );
-    let plain = attention.forward(AttentionInput::new(x).capture(true)).pattern.unwrap();
+    let plain = attention
+        .forward(AttentionInput::new(x).capture(true))
+        .pattern
+        .unwrap();
     let shifted = attention
         .forward(
             AttentionInput::new(prefixed)
-                .mask(AttentionMask { pad: Some(pad), attn: None })
+                .mask(AttentionMask {
+                    pad: Some(pad),
+                    attn: None,
+                })
                 .capture(true),
         )
         .pattern
@@ -222,8 +246,14 @@ fn rotary_scores_depend_only_on_relative_position() {
     // And rotary does change scores with relative position: without it, a sequence of
     // identical vectors attends uniformly; with it, it does not.
     let same = random([1, 1, D_MODEL], &device).repeat_dim(1, SEQ);
-    let pattern = to_vec(attention.forward(AttentionInput::new(same).capture(true)).pattern.unwrap());
-    let spread = pattern.iter().cloned().fold(0.0, f32::max) - pattern.iter().cloned().fold(1.0, f32::min);
+    let pattern = to_vec(
+        attention
+            .forward(AttentionInput::new(same).capture(true))
+            .pattern
+            .unwrap(),
+    );
+    let spread =
+        pattern.iter().cloned().fold(0.0, f32::max) - pattern.iter().cloned().fold(1.0, f32::min);
     assert!(spread > 1e-3, "rotary positions had no effect");
 }
 
@@ -240,9 +270,8 @@ fn ablating_a_head_removes_exactly_its_contribution() {
         let ablated_head = 2;
         let mut mask = [1.0f32; 4];
         mask[ablated_head] = 0.0;
-        let ablated = attention.forward(
-            AttentionInput::new(x).head_mask(Some(Tensor::from_floats(mask, &device))),
-        );
+        let ablated = attention
+            .forward(AttentionInput::new(x).head_mask(Some(Tensor::from_floats(mask, &device))));
         // By hand: head 2's output [batch, seq, d_head] through its rows of O.
         let d_head = attention.d_head;
         let head_out = full
@@ -259,7 +288,9 @@ fn ablating_a_head_removes_exactly_its_contribution() {
 #[test]
 fn qk_and_ov_circuits_are_the_products_of_the_head_slices() {
     let device = device();
-    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2).init(&device).unwrap();
+    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2)
+        .init(&device)
+        .unwrap();
     let head = attention.head_weights(1);
     let (q, k, v, o) = (
         Matrix::of(head.q.clone()),
@@ -268,7 +299,10 @@ fn qk_and_ov_circuits_are_the_products_of_the_head_slices() {
         Matrix::of(head.o.clone()),
     );
     let (qk, ov) = (Matrix::of(head.qk()), Matrix::of(head.ov()));
-    assert_eq!((qk.rows, qk.cols, ov.rows, ov.cols), (D_MODEL, D_MODEL, D_MODEL, D_MODEL));
+    assert_eq!(
+        (qk.rows, qk.cols, ov.rows, ov.cols),
+        (D_MODEL, D_MODEL, D_MODEL, D_MODEL)
+    );
     for i in 0..D_MODEL {
         for j in 0..D_MODEL {
             let qk_ij: f32 = (0..q.cols).map(|d| q.at(i, d) * k.at(j, d)).sum();
@@ -282,7 +316,9 @@ fn qk_and_ov_circuits_are_the_products_of_the_head_slices() {
 #[test]
 fn nothing_is_captured_unless_asked() {
     let device = device();
-    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2).init(&device).unwrap();
+    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2)
+        .init(&device)
+        .unwrap();
     let out = attention.forward(AttentionInput::new(random([1, SEQ, D_MODEL], &device)));
     assert!(out.pattern.is_none() && out.head_outputs.is_none());
 }
@@ -291,6 +327,8 @@ fn nothing_is_captured_unless_asked() {
 #[should_panic(expected = "attention input has d_model 6, the layer expects 8")]
 fn wrong_input_width_panics_with_the_axis_named() {
     let device = device();
-    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2).init(&device).unwrap();
+    let attention = MultiHeadAttentionConfig::new(D_MODEL, 2)
+        .init(&device)
+        .unwrap();
     attention.forward(AttentionInput::new(random([1, SEQ, 6], &device)));
 }

@@ -68,11 +68,22 @@ fn train(mut model: Encoder, device: &Device, steps: usize) -> Encoder {
     model
 }
 
-/// Largest difference between any head's weights and head 0's, over all layers.
+/// Largest difference between any head's weights and head 0's, over all layers. Narrow
+/// heads read different chunks, so their own projections are compared.
 fn head_spread(model: &Encoder) -> f32 {
     let mut spread = 0.0f32;
     for block in &model.blocks {
         let first = block.attention.head_weights(0);
+        if let Some(narrow) = &block.attention.qkv_narrow {
+            for h in 1..block.attention.n_heads {
+                let (w, b) = (narrow.weight.val(), narrow.bias.val());
+                spread = spread.max(max_abs_diff(w.clone().narrow(0, 0, 1), w.narrow(0, h, 1)));
+                spread = spread.max(max_abs_diff(b.clone().narrow(0, 0, 1), b.narrow(0, h, 1)));
+                let o = block.attention.head_weights(h).o;
+                spread = spread.max(max_abs_diff(first.o.clone(), o));
+            }
+            continue;
+        }
         for h in 1..block.attention.n_heads {
             let other = block.attention.head_weights(h);
             for (a, b) in [
@@ -100,16 +111,28 @@ fn symmetric_heads_stay_identical_through_training_and_random_heads_differ() {
     let device = Device::flex().autodiff();
     for layout in [HeadLayout::Split, HeadLayout::Wide] {
         device.seed(1);
-        let symmetric = tiny(layout, InitScheme::Symmetric).init(&IO, &device).unwrap();
-        assert_eq!(head_spread(&symmetric), 0.0, "{layout:?}: not identical at init");
+        let symmetric = tiny(layout, InitScheme::Symmetric)
+            .init(&IO, &device)
+            .unwrap();
+        assert_eq!(
+            head_spread(&symmetric),
+            0.0,
+            "{layout:?}: not identical at init"
+        );
         let trained = train(symmetric, &device, 8);
         let spread = head_spread(&trained);
-        assert!(spread < 1e-6, "{layout:?}: symmetric heads drifted apart by {spread}");
+        assert!(
+            spread < 1e-6,
+            "{layout:?}: symmetric heads drifted apart by {spread}"
+        );
 
         device.seed(1);
         let random = tiny(layout, InitScheme::Random).init(&IO, &device).unwrap();
         let spread = head_spread(&train(random, &device, 8));
-        assert!(spread > 1e-2, "{layout:?}: random heads are alike ({spread})");
+        assert!(
+            spread > 1e-2,
+            "{layout:?}: random heads are alike ({spread})"
+        );
     }
 }
 
@@ -117,15 +140,17 @@ fn symmetric_heads_stay_identical_through_training_and_random_heads_differ() {
 fn symmetric_narrow_heads_start_identical() {
     // In the narrow layout heads read different chunks, so only the start is identical.
     let device = device();
-    let model = tiny(HeadLayout::Narrow, InitScheme::Symmetric).init(&IO, &device).unwrap();
+    let model = tiny(HeadLayout::Narrow, InitScheme::Symmetric)
+        .init(&IO, &device)
+        .unwrap();
     assert_eq!(head_spread(&model), 0.0);
 }
 
-/// Collects every float parameter with its path.
+/// Collects every float parameter with its path and rank.
 #[derive(Default)]
 struct ParamPaths {
     stack: Vec<String>,
-    params: Vec<(String, ParamId)>,
+    params: Vec<(String, ParamId, usize)>,
 }
 
 impl ModuleVisitor for ParamPaths {
@@ -136,7 +161,7 @@ impl ModuleVisitor for ParamPaths {
         self.stack.pop();
     }
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.params.push((self.stack.join("."), param.id));
+        self.params.push((self.stack.join("."), param.id, D));
     }
 }
 
@@ -145,9 +170,21 @@ fn gradients_reach_every_parameter() {
     let device = Device::flex().autodiff();
     device.seed(3);
     let configs = [
-        (HeadLayout::Split, PositionalKind::Learned, NormPlacement::Pre),
-        (HeadLayout::Wide, PositionalKind::Rotary, NormPlacement::Post),
-        (HeadLayout::Narrow, PositionalKind::Sinusoidal, NormPlacement::Pre),
+        (
+            HeadLayout::Split,
+            PositionalKind::Learned,
+            NormPlacement::Pre,
+        ),
+        (
+            HeadLayout::Wide,
+            PositionalKind::Rotary,
+            NormPlacement::Post,
+        ),
+        (
+            HeadLayout::Narrow,
+            PositionalKind::Sinusoidal,
+            NormPlacement::Pre,
+        ),
     ];
     for (layout, positional, norm) in configs {
         let config = EncoderConfig {
@@ -161,15 +198,19 @@ fn gradients_reach_every_parameter() {
         let mut visitor = ParamPaths::default();
         model.visit(&mut visitor);
         assert!(visitor.params.len() > 20, "too few parameters found");
-        for (path, id) in visitor.params {
-            let largest = match (grads.get::<1>(id), grads.get::<2>(id), grads.get::<3>(id)) {
-                (Some(g), _, _) => to_vec(g.abs().max())[0],
-                (_, Some(g), _) => to_vec(g.abs().max())[0],
-                (_, _, Some(g)) => to_vec(g.abs().max())[0],
-                _ => 0.0,
-            };
+        for (path, id, rank) in visitor.params {
+            let largest = match rank {
+                1 => grads.get::<1>(id).map(|g| to_vec(g.abs().max())[0]),
+                2 => grads.get::<2>(id).map(|g| to_vec(g.abs().max())[0]),
+                3 => grads.get::<3>(id).map(|g| to_vec(g.abs().max())[0]),
+                _ => panic!("unexpected rank {rank} for {path}"),
+            }
+            .unwrap_or(0.0);
             let nonzero = largest > 0.0;
-            assert!(nonzero, "{layout:?}/{positional:?}/{norm:?}: no gradient for {path}");
+            assert!(
+                nonzero,
+                "{layout:?}/{positional:?}/{norm:?}: no gradient for {path}"
+            );
         }
     }
 }
@@ -177,7 +218,9 @@ fn gradients_reach_every_parameter() {
 #[test]
 fn the_cache_records_the_same_pass_as_forward() {
     let device = device();
-    let model = tiny(HeadLayout::Split, InitScheme::Random).init(&IO, &device).unwrap();
+    let model = tiny(HeadLayout::Split, InitScheme::Random)
+        .init(&IO, &device)
+        .unwrap();
     let (tokens, _) = batch(&device, 3);
     let logits = model.forward(tokens.clone());
     let (cached_logits, cache) = model.forward_with_cache(EncoderInput::new(tokens));
@@ -197,12 +240,16 @@ fn the_cache_records_the_same_pass_as_forward() {
 #[test]
 fn a_head_mask_of_ones_changes_nothing_and_zeros_change_the_output() {
     let device = device();
-    let model = tiny(HeadLayout::Split, InitScheme::Random).init(&IO, &device).unwrap();
+    let model = tiny(HeadLayout::Split, InitScheme::Random)
+        .init(&IO, &device)
+        .unwrap();
     let (tokens, _) = batch(&device, 2);
     let plain = model.forward(tokens.clone());
-    let ones = model.forward_input(EncoderInput::new(tokens.clone()).head_mask(Tensor::ones([2, 4], &device)));
+    let ones = model
+        .forward_input(EncoderInput::new(tokens.clone()).head_mask(Tensor::ones([2, 4], &device)));
     assert!(max_abs_diff(plain.clone(), ones) < 1e-6);
-    let zeros = model.forward_input(EncoderInput::new(tokens).head_mask(Tensor::zeros([2, 4], &device)));
+    let zeros =
+        model.forward_input(EncoderInput::new(tokens).head_mask(Tensor::zeros([2, 4], &device)));
     assert!(max_abs_diff(plain, zeros) > 1e-3);
 }
 
@@ -215,7 +262,9 @@ fn the_model_section_parses_from_toml_and_rejects_unknown_keys() {
     assert_eq!(config.head_layout, HeadLayout::Narrow);
     assert_eq!(config.positional, PositionalKind::Rotary);
     assert_eq!(config.n_layers, 2, "defaults fill the rest");
-    let err = toml::from_str::<EncoderConfig>("d_modle = 32").unwrap_err().to_string();
+    let err = toml::from_str::<EncoderConfig>("d_modle = 32")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unknown field `d_modle`"), "{err}");
 }
 
@@ -224,37 +273,98 @@ fn bad_configs_are_refused_with_the_key_named() {
     let device = device();
     let cases: Vec<(EncoderConfig, &str)> = vec![
         (
-            EncoderConfig { n_heads: 3, ..EncoderConfig::default() },
+            EncoderConfig {
+                n_heads: 3,
+                ..EncoderConfig::default()
+            },
             "model.n_heads = 3 does not divide model.d_model = 64",
         ),
         (
-            EncoderConfig { n_heads: 3, head_layout: HeadLayout::Narrow, ..EncoderConfig::default() },
+            EncoderConfig {
+                n_heads: 3,
+                head_layout: HeadLayout::Narrow,
+                ..EncoderConfig::default()
+            },
             "narrow layout",
         ),
-        (EncoderConfig { d_model: 0, ..EncoderConfig::default() }, "model.d_model = 0"),
-        (EncoderConfig { n_layers: 0, ..EncoderConfig::default() }, "model.n_layers = 0"),
-        (EncoderConfig { d_head: Some(0), ..EncoderConfig::default() }, "model.d_head = 0"),
-        (EncoderConfig { d_ff: 0, ..EncoderConfig::default() }, "model.d_ff = 0"),
-        (EncoderConfig { dropout: 1.0, ..EncoderConfig::default() }, "model.dropout = 1"),
-        (EncoderConfig { dropout: -0.1, ..EncoderConfig::default() }, "must be in [0, 1)"),
         (
-            EncoderConfig { head_layout: HeadLayout::Wide, d_head: Some(8), ..EncoderConfig::default() },
+            EncoderConfig {
+                d_model: 0,
+                ..EncoderConfig::default()
+            },
+            "model.d_model = 0",
+        ),
+        (
+            EncoderConfig {
+                n_layers: 0,
+                ..EncoderConfig::default()
+            },
+            "model.n_layers = 0",
+        ),
+        (
+            EncoderConfig {
+                d_head: Some(0),
+                ..EncoderConfig::default()
+            },
+            "model.d_head = 0",
+        ),
+        (
+            EncoderConfig {
+                d_ff: 0,
+                ..EncoderConfig::default()
+            },
+            "model.d_ff = 0",
+        ),
+        (
+            EncoderConfig {
+                dropout: 1.0,
+                ..EncoderConfig::default()
+            },
+            "model.dropout = 1",
+        ),
+        (
+            EncoderConfig {
+                dropout: -0.1,
+                ..EncoderConfig::default()
+            },
+            "must be in [0, 1)",
+        ),
+        (
+            EncoderConfig {
+                head_layout: HeadLayout::Wide,
+                d_head: Some(8),
+                ..EncoderConfig::default()
+            },
             "contradicts head_layout = \"wide\"",
         ),
         (
-            EncoderConfig { d_head: Some(5), positional: PositionalKind::Rotary, ..EncoderConfig::default() },
+            EncoderConfig {
+                d_head: Some(5),
+                positional: PositionalKind::Rotary,
+                ..EncoderConfig::default()
+            },
             "even head size",
         ),
     ];
     for (config, expected) in cases {
         let err = config.init(&IO, &device).unwrap_err();
-        assert!(err.to_string().contains(expected), "expected {expected:?} in {err}");
+        assert!(
+            err.to_string().contains(expected),
+            "expected {expected:?} in {err}"
+        );
     }
     // Explicit d_head frees split heads from dividing d_model.
-    let ok = EncoderConfig { n_heads: 3, d_head: Some(8), ..EncoderConfig::default() };
+    let ok = EncoderConfig {
+        n_heads: 3,
+        d_head: Some(8),
+        ..EncoderConfig::default()
+    };
     assert!(ok.init(&IO, &device).is_ok());
     assert!(matches!(
-        EncoderConfig::default().validate(&EncoderIo { vocab_size: 0, ..IO }),
+        EncoderConfig::default().validate(&EncoderIo {
+            vocab_size: 0,
+            ..IO
+        }),
         Err(ConfigError::ZeroSize { .. })
     ));
 }

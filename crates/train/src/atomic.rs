@@ -31,10 +31,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Fills a fresh temporary directory through `fill`, then renames it to `dir`
 /// (replacing an existing `dir`). A crash leaves at most a hidden `.name.tmp-PID` directory.
-pub fn create_dir_atomic(
-    dir: &Path,
-    fill: impl FnOnce(&Path) -> io::Result<()>,
-) -> io::Result<()> {
+pub fn create_dir_atomic(dir: &Path, fill: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
     let tmp = temporary_path(dir);
     if tmp.exists() {
         fs::remove_dir_all(&tmp)?;

@@ -96,8 +96,7 @@ impl Accuracy {
         let predicted: Vec<i64> = logits
             .argmax(2)
             .into_data()
-            .convert::<i64>()
-            .to_vec()
+            .try_into_vec_as::<i64>()
             .expect("argmax gives integers");
         let mut accuracy = Accuracy {
             sequences: batch,
@@ -151,8 +150,8 @@ mod tests {
             target: vec![Some(0), None],
         }];
         let batch = Batch::new(&examples, &device);
-        let loss: f32 = masked_cross_entropy(logits.clone(), batch.targets, batch.weights)
-            .into_scalar();
+        let loss: f32 =
+            masked_cross_entropy(logits.clone(), batch.targets, batch.weights).into_scalar();
         let expected = -(2.0f32.exp() / (2.0f32.exp() + 1.0)).ln();
         assert!((loss - expected).abs() < 1e-6, "{loss} vs {expected}");
         let accuracy = Accuracy::of(logits, &examples);

@@ -107,7 +107,7 @@ pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
             path.join("state.json").is_file().then_some((step, path))
         })
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|c| std::cmp::Reverse(c.0));
     found
 }
 

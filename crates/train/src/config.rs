@@ -191,12 +191,13 @@ impl RunConfig {
             for assignment in overrides {
                 apply_override(&mut table, assignment)?;
                 // Deserialize after each override so a type error names the one at fault.
-                config = RunConfig::deserialize(toml::Value::Table(table.clone())).map_err(
-                    |e| ConfigError::Override {
-                        assignment: assignment.clone(),
-                        message: e.to_string().trim_end().to_string(),
-                    },
-                )?;
+                config =
+                    RunConfig::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+                        ConfigError::Override {
+                            assignment: assignment.clone(),
+                            message: e.to_string().trim_end().to_string(),
+                        }
+                    })?;
             }
         }
         if config.name.is_empty() {

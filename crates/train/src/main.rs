@@ -78,25 +78,34 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         run_dir: run_dir.clone(),
         resume: args.resume,
         force: args.force,
-        progress: if args.quiet { Progress::Quiet } else { Progress::Auto },
+        progress: if args.quiet {
+            Progress::Quiet
+        } else {
+            Progress::Auto
+        },
         stop,
         stop_at_step: args.stop_at,
     };
     let summary = train::train(&resolved, &options)?;
-    let eval = summary.last_eval.map_or(String::new(), |(loss, token, seq)| {
-        format!(
-            ", eval loss {loss:.4}, token accuracy {:.2}%, sequence accuracy {:.2}%",
-            token * 100.0,
-            seq * 100.0
-        )
-    });
+    let eval = summary
+        .last_eval
+        .map_or(String::new(), |(loss, token, seq)| {
+            format!(
+                ", eval loss {loss:.4}, token accuracy {:.2}%, sequence accuracy {:.2}%",
+                token * 100.0,
+                seq * 100.0
+            )
+        });
     let ended = match summary.outcome {
         Outcome::Finished => "finished",
         Outcome::TargetReached => "reached the target accuracy",
-        Outcome::Interrupted => "interrupted; checkpoint saved, continue with --resume",
-        Outcome::Paused => "paused as asked; checkpoint saved, continue with --resume",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Paused => "paused",
     };
     println!("{ended} at step {}{eval}", summary.step);
+    if matches!(summary.outcome, Outcome::Interrupted | Outcome::Paused) {
+        println!("checkpoint saved; continue with --resume");
+    }
     println!("run directory: {}", run_dir.display());
     Ok(match summary.outcome {
         Outcome::Interrupted => ExitCode::from(130),

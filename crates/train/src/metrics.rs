@@ -44,10 +44,14 @@ impl MetricsLog {
     /// Opens `run_dir/metrics.jsonl`, keeping only complete records with `step <= keep_up_to`.
     pub fn open(run_dir: &Path, keep_up_to: usize) -> io::Result<Self> {
         let path = run_dir.join("metrics.jsonl");
-        let kept: String = read(&path)
-            .into_iter()
-            .filter(|r| r.step <= keep_up_to)
-            .map(|r| serde_json::to_string(&r).expect("serializes") + "\n")
+        // Keep the lines as written: re-serializing parsed floats could change their digits.
+        let kept: String = fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| {
+                serde_json::from_str::<MetricsRecord>(line).is_ok_and(|r| r.step <= keep_up_to)
+            })
+            .map(|line| format!("{line}\n"))
             .collect();
         write_atomic(&path, kept.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;

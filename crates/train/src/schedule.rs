@@ -45,7 +45,10 @@ mod tests {
         assert!((learning_rate(&c, 60) - 0.55).abs() < 1e-12);
         assert!((learning_rate(&c, 110) - 0.1).abs() < 1e-12);
         let rates: Vec<f64> = (10..110).map(|s| learning_rate(&c, s)).collect();
-        assert!(rates.windows(2).all(|w| w[1] <= w[0]), "cosine must not rise");
+        assert!(
+            rates.windows(2).all(|w| w[1] <= w[0]),
+            "cosine must not rise"
+        );
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub fn head_tensors(model: &Encoder, circuits: bool) -> BTreeMap<String, HostTen
 
 /// Writes a snapshot of every head's weights at `step` to `path`.
 pub fn write_snapshot(path: &Path, model: &Encoder, step: usize) -> Result<(), TensorFileError> {
-    let metadata = [("step".to_string(), step.to_string())].into_iter().collect();
+    let metadata = [("step".to_string(), step.to_string())]
+        .into_iter()
+        .collect();
     write_tensors(path, &head_tensors(model, false), Some(metadata))
 }

@@ -24,8 +24,7 @@ impl HostTensor {
         let shape = tensor.dims().to_vec();
         let values = tensor
             .into_data()
-            .convert::<f32>()
-            .to_vec::<f32>()
+            .try_into_vec_as::<f32>()
             .expect("converted to f32");
         Self { shape, values }
     }
@@ -37,7 +36,10 @@ impl HostTensor {
 
     /// Moves the tensor onto a device.
     pub fn to_device<const D: usize>(&self, device: &Device) -> Tensor<D> {
-        Tensor::from_data(TensorData::new(self.values.clone(), self.shape.clone()), device)
+        Tensor::from_data(
+            TensorData::new(self.values.clone(), self.shape.clone()),
+            device,
+        )
     }
 }
 
@@ -79,10 +81,11 @@ pub fn write_tensors(
         let view = TensorView::new(Dtype::F32, shape.clone(), data).expect("sizes agree");
         (name.as_str(), view)
     });
-    let encoded = safetensors::serialize(views, metadata).map_err(|e| TensorFileError::Corrupt {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let encoded =
+        safetensors::serialize(views, metadata).map_err(|e| TensorFileError::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
     write_atomic(path, &encoded).map_err(|source| TensorFileError::Io {
         path: path.to_path_buf(),
         source,
@@ -103,7 +106,10 @@ pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorF
     let mut tensors = BTreeMap::new();
     for (name, view) in file.tensors() {
         if view.dtype() != Dtype::F32 {
-            return Err(corrupt(format!("tensor {name} is {:?}, not F32", view.dtype())));
+            return Err(corrupt(format!(
+                "tensor {name} is {:?}, not F32",
+                view.dtype()
+            )));
         }
         let values = view
             .data()

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -274,7 +274,9 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
                     outcome = Outcome::TargetReached;
                 }
             }
-            metrics.append(&record).map_err(write_error(metrics.path()))?;
+            metrics
+                .append(&record)
+                .map_err(write_error(metrics.path()))?;
             display.update(&record, last_eval);
             (last_log_time, last_log_step) = (now, step);
         }
@@ -325,7 +327,7 @@ fn optimizer(config: &RunConfig) -> ModuleOptimizer {
     AdamWConfig::new()
         .with_weight_decay(train.weight_decay as f32)
         .with_grad_clipping(
-            (train.grad_clip > 0.0).then(|| GradientClippingConfig::Norm(train.grad_clip as f32)),
+            (train.grad_clip > 0.0).then_some(GradientClippingConfig::Norm(train.grad_clip as f32)),
         )
         .init()
 }
@@ -364,7 +366,10 @@ fn prepare_run_dir(config: &RunConfig, options: &TrainOptions) -> Result<(), Tra
 
 /// The first top-level key or section where two configs differ.
 fn first_difference(a: &RunConfig, b: &RunConfig) -> Option<String> {
-    let table = |c: &RunConfig| toml::Table::try_from(c).expect("a run config serializes");
+    let table = |c: &RunConfig| match toml::Value::try_from(c) {
+        Ok(toml::Value::Table(table)) => table,
+        _ => unreachable!("a run config serializes to a table"),
+    };
     let (a, b) = (table(a), table(b));
     a.keys()
         .chain(b.keys())
@@ -383,7 +388,10 @@ fn resume(
         match checkpoint::load(&dir, model.clone(), optim.clone()) {
             Ok(loaded) => {
                 if let Some(error) = &newest_error {
-                    eprintln!("warning: {error}; resuming from the older {}", dir.display());
+                    eprintln!(
+                        "warning: {error}; resuming from the older {}",
+                        dir.display()
+                    );
                 }
                 return Ok(loaded);
             }
@@ -417,7 +425,10 @@ pub fn evaluate(model: &Encoder, examples: &[Example], device: &Device) -> (f64,
         weighted_loss += loss as f64 * scored;
         accuracy.add(Accuracy::of(logits, chunk));
     }
-    (weighted_loss / accuracy.scored_tokens.max(1) as f64, accuracy)
+    (
+        weighted_loss / accuracy.scored_tokens.max(1) as f64,
+        accuracy,
+    )
 }
 
 /// `model.safetensors`: the final weights under their module paths.

@@ -10,7 +10,10 @@ const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.tom
 fn train(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_train"))
         .args(args)
-        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()))
+        .env(
+            "XDG_RUNTIME_DIR",
+            std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
+        )
         .output()
         .expect("the train binary runs")
 }
@@ -25,7 +28,10 @@ fn train_fails(args: &[&str]) -> String {
     let err = stderr(&output);
     assert!(!output.status.success(), "expected failure for {args:?}");
     assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
-    assert!(err.starts_with("error: "), "unclear message for {args:?}: {err}");
+    assert!(
+        err.starts_with("error: "),
+        "unclear message for {args:?}: {err}"
+    );
     err
 }
 
@@ -51,10 +57,16 @@ fn a_tiny_run_writes_the_whole_run_directory() {
 
     let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
     assert!(config.contains("name = \"tiny\"") && config.contains("d_model = 16"));
-    assert!(config.contains("weight_decay"), "defaults are written out:\n{config}");
+    assert!(
+        config.contains("weight_decay"),
+        "defaults are written out:\n{config}"
+    );
 
     let records = metrics(&dir);
-    let steps: Vec<u64> = records.iter().map(|r| r["step"].as_u64().unwrap()).collect();
+    let steps: Vec<u64> = records
+        .iter()
+        .map(|r| r["step"].as_u64().unwrap())
+        .collect();
     assert_eq!(steps, [5, 10, 15, 20]);
     for record in &records {
         for key in ["step", "loss", "lr", "tokens_per_s"] {
@@ -63,13 +75,19 @@ fn a_tiny_run_writes_the_whole_run_directory() {
     }
     for eval_step in [1, 3] {
         for key in ["eval_loss", "eval_token_acc", "eval_seq_acc"] {
-            assert!(records[eval_step].get(key).is_some(), "{key} missing at eval");
+            assert!(
+                records[eval_step].get(key).is_some(),
+                "{key} missing at eval"
+            );
         }
     }
     for step in [10, 20] {
         let checkpoint = dir.join(format!("checkpoints/step-{step}"));
         for file in ["model.bpk", "optimizer.bpk", "state.json"] {
-            assert!(checkpoint.join(file).is_file(), "{file} missing in step-{step}");
+            assert!(
+                checkpoint.join(file).is_file(),
+                "{file} missing in step-{step}"
+            );
         }
     }
     for step in [0, 5, 10, 15, 20] {
@@ -81,10 +99,17 @@ fn a_tiny_run_writes_the_whole_run_directory() {
     let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
     let weights = safetensors::SafeTensors::deserialize(&weights).unwrap();
     let names = weights.names();
-    assert!(names.contains(&"blocks.0.attention.qkv.weight"), "{names:?}");
+    assert!(
+        names.contains(&"blocks.0.attention.qkv.weight"),
+        "{names:?}"
+    );
     assert!(names.contains(&"embedding.weight"), "{names:?}");
     // Nothing half-written is left behind.
-    let hidden: Vec<_> = walk(&dir).into_iter().filter(|p| p.contains("/.")).collect();
+    let prefix = dir.display().to_string();
+    let hidden: Vec<_> = walk(&dir)
+        .into_iter()
+        .filter(|p| p[prefix.len()..].contains("/."))
+        .collect();
     assert!(hidden.is_empty(), "temporary files left: {hidden:?}");
 }
 
@@ -105,39 +130,77 @@ fn resuming_a_paused_run_equals_the_uninterrupted_run() {
     let tmp = tempfile::tempdir().unwrap();
     let whole = out_dir(&tmp, "whole");
     let split = out_dir(&tmp, "split");
-    assert!(train(&[TINY, "--out", whole.to_str().unwrap()]).status.success());
+    assert!(
+        train(&[TINY, "--out", whole.to_str().unwrap()])
+            .status
+            .success()
+    );
     let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
     assert!(paused.status.success(), "{}", stderr(&paused));
-    assert!(!split.join("model.safetensors").exists(), "a paused run has no final weights");
+    assert!(
+        !split.join("model.safetensors").exists(),
+        "a paused run has no final weights"
+    );
     let resumed = train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
 
     let strip = |records: Vec<serde_json::Value>| -> Vec<(u64, String)> {
         records
             .iter()
-            .map(|r| (r["step"].as_u64().unwrap(), format!("{} {} {}", r["loss"], r["lr"], r["eval_loss"])))
+            .map(|r| {
+                (
+                    r["step"].as_u64().unwrap(),
+                    format!("{} {} {}", r["loss"], r["lr"], r["eval_loss"]),
+                )
+            })
             .collect()
     };
     let (a, b) = (strip(metrics(&whole)), strip(metrics(&split)));
     assert_eq!(a.iter().map(|x| x.0).collect::<Vec<_>>(), [5, 10, 15, 20]);
     // The paused run logged step 12 too; every step both logged must agree exactly.
     for record in &a {
-        assert!(b.contains(record), "step {} differs: {:?} vs {:?}", record.0, a, b);
+        assert!(
+            b.contains(record),
+            "step {} differs: {:?} vs {:?}",
+            record.0,
+            a,
+            b
+        );
     }
-    assert_eq!(
-        std::fs::read(whole.join("model.safetensors")).unwrap(),
-        std::fs::read(split.join("model.safetensors")).unwrap(),
-        "final weights differ"
-    );
+    let tensors = |dir: &Path| {
+        let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+        let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let mut tensors: Vec<(String, Vec<u8>)> = file
+            .tensors()
+            .into_iter()
+            .map(|(name, view)| (name, view.data().to_vec()))
+            .collect();
+        tensors.sort();
+        tensors
+    };
+    assert_eq!(tensors(&whole), tensors(&split), "final weights differ");
 }
 
 #[test]
 fn the_same_seed_gives_the_same_numbers() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (out_dir(&tmp, "a"), out_dir(&tmp, "b"));
-    assert!(train(&[TINY, "--out", a.to_str().unwrap()]).status.success());
-    assert!(train(&[TINY, "--out", b.to_str().unwrap(), "--backend", "flex"]).status.success());
-    let loss = |d: &Path| metrics(d).iter().map(|r| r["loss"].to_string()).collect::<Vec<_>>();
+    assert!(
+        train(&[TINY, "--out", a.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(
+        train(&[TINY, "--out", b.to_str().unwrap(), "--backend", "flex"])
+            .status
+            .success()
+    );
+    let loss = |d: &Path| {
+        metrics(d)
+            .iter()
+            .map(|r| r["loss"].to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(loss(&a), loss(&b));
 }
 
@@ -145,15 +208,35 @@ fn the_same_seed_gives_the_same_numbers() {
 fn an_existing_run_is_never_overwritten_without_force_or_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "run");
-    assert!(train(&[TINY, "--out", dir.to_str().unwrap()]).status.success());
+    assert!(
+        train(&[TINY, "--out", dir.to_str().unwrap()])
+            .status
+            .success()
+    );
     let before = std::fs::read(dir.join("model.safetensors")).unwrap();
     let err = train_fails(&[TINY, "--out", dir.to_str().unwrap(), "--set", "seed=9"]);
-    assert!(err.contains("already holds a run") && err.contains("--force"), "{err}");
-    assert_eq!(std::fs::read(dir.join("model.safetensors")).unwrap(), before);
+    assert!(
+        err.contains("already holds a run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("model.safetensors")).unwrap(),
+        before
+    );
 
-    let replaced = train(&[TINY, "--out", dir.to_str().unwrap(), "--set", "seed=9", "--force"]);
+    let replaced = train(&[
+        TINY,
+        "--out",
+        dir.to_str().unwrap(),
+        "--set",
+        "seed=9",
+        "--force",
+    ]);
     assert!(replaced.status.success(), "{}", stderr(&replaced));
-    assert_ne!(std::fs::read(dir.join("model.safetensors")).unwrap(), before);
+    assert_ne!(
+        std::fs::read(dir.join("model.safetensors")).unwrap(),
+        before
+    );
 }
 
 #[test]
@@ -169,13 +252,19 @@ fn bad_input_gets_one_clear_message_and_a_nonzero_exit() {
     let out = out.to_str().unwrap();
 
     let line_of = |text: &str, needle: &str| {
-        1 + text.lines().position(|l| l.starts_with(needle)).expect("needle in fixture")
+        1 + text
+            .lines()
+            .position(|l| l.starts_with(needle))
+            .expect("needle in fixture")
     };
     let text = tiny.replace("d_ff = 32", "d_ff = 32\nd_fff = 3");
     let unknown = write("unknown.toml", &text);
     let err = train_fails(&[&unknown, "--out", out]);
     let line = format!("line {}", line_of(&text, "d_fff"));
-    assert!(err.contains("unknown field `d_fff`") && err.contains(&line), "{err}");
+    assert!(
+        err.contains("unknown field `d_fff`") && err.contains(&line),
+        "{err}"
+    );
 
     let text = tiny.replace("steps = 20", "steps = \"many\"");
     let wrong_type = write("type.toml", &text);
@@ -185,10 +274,20 @@ fn bad_input_gets_one_clear_message_and_a_nonzero_exit() {
 
     let heads = write("heads.toml", &tiny.replace("n_heads = 2", "n_heads = 3"));
     let err = train_fails(&[&heads, "--out", out]);
-    assert!(err.contains("model.n_heads = 3 does not divide model.d_model = 16"), "{err}");
+    assert!(
+        err.contains("model.n_heads = 3 does not divide model.d_model = 16"),
+        "{err}"
+    );
 
-    let err = train_fails(&[tmp.path().join("missing.toml").to_str().unwrap(), "--out", out]);
-    assert!(err.contains("cannot read config file") && err.contains("missing.toml"), "{err}");
+    let err = train_fails(&[
+        tmp.path().join("missing.toml").to_str().unwrap(),
+        "--out",
+        out,
+    ]);
+    assert!(
+        err.contains("cannot read config file") && err.contains("missing.toml"),
+        "{err}"
+    );
 
     let bad_jsonl = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/bad.jsonl");
     let file_task = write(
@@ -205,7 +304,10 @@ fn bad_input_gets_one_clear_message_and_a_nonzero_exit() {
     let err = train_fails(&[TINY, "--out", out, "--set", "nonsense"]);
     assert!(err.contains("expected key.path=value"), "{err}");
 
-    assert!(!Path::new(out).exists(), "a failed start must not create the run directory");
+    assert!(
+        !Path::new(out).exists(),
+        "a failed start must not create the run directory"
+    );
 }
 
 #[test]
@@ -231,15 +333,24 @@ fn a_diverging_loss_stops_the_run_naming_the_step() {
         "--set",
         "train.warmup_steps=0",
     ]);
-    assert!(err.contains("loss became") && err.contains("at step"), "{err}");
+    assert!(
+        err.contains("loss became") && err.contains("at step"),
+        "{err}"
+    );
 }
 
 #[test]
 fn ctrl_c_saves_a_checkpoint_and_exits() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "sigint");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_train"))
-        .args([TINY, "--out", dir.to_str().unwrap(), "--set", "train.steps=1000000"])
+    let child = Command::new(env!("CARGO_BIN_EXE_train"))
+        .args([
+            TINY,
+            "--out",
+            dir.to_str().unwrap(),
+            "--set",
+            "train.steps=1000000",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -247,12 +358,20 @@ fn ctrl_c_saves_a_checkpoint_and_exits() {
     // Wait until training has logged a step, then interrupt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !dir.join("metrics.jsonl").is_file()
-        || std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap().is_empty()
+        || std::fs::read_to_string(dir.join("metrics.jsonl"))
+            .unwrap()
+            .is_empty()
     {
-        assert!(std::time::Instant::now() < deadline, "training never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "training never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
@@ -277,7 +396,10 @@ fn wgpu_trains_a_few_steps_or_says_why_not() {
     ]);
     let err = stderr(&output);
     if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
-        assert!(err.contains("no usable GPU adapter") && err.contains("--backend flex"), "{err}");
+        assert!(
+            err.contains("no usable GPU adapter") && err.contains("--backend flex"),
+            "{err}"
+        );
         assert!(!err.contains("panicked"), "{err}");
         eprintln!("skipped: no wgpu adapter on this machine ({})", err.trim());
         return;

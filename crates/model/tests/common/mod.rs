@@ -12,7 +12,7 @@ pub fn device() -> Device {
 }
 
 pub fn to_vec<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
-    tensor.into_data().convert::<f32>().to_vec::<f32>().unwrap()
+    tensor.into_data().try_into_vec_as::<f32>().unwrap()
 }
 
 pub fn max_abs_diff<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
@@ -134,5 +134,8 @@ pub fn naive_attention(
 
 pub fn max_abs_diff_vec(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "lengths differ");
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
