@@ -13,7 +13,7 @@ use train::{BackendKind, Outcome, Progress, RunConfig, TrainOptions};
 /// run directory (config.toml, metrics.jsonl, checkpoints/, snapshots/, model.safetensors)
 /// for `inspect` to read.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(name = "train", version)]
 struct Args {
     /// The experiment's TOML config, e.g. configs/reverse.toml.
     config: PathBuf,

@@ -160,6 +160,8 @@ fn write_error(path: &Path) -> impl Fn(std::io::Error) -> TrainError + '_ {
 pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, TrainError> {
     let config = &run.config;
     let run_dir = &options.run_dir;
+    // The device first: a missing GPU must not leave a half-made run directory behind.
+    let plain_device = config.backend.device()?;
     prepare_run_dir(config, options)?;
     if let Some(threads) = config.train.threads {
         // Fails only if a pool already exists (a second run in one process): keep that one.
@@ -168,7 +170,6 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
             .build_global();
     }
 
-    let plain_device = config.backend.device()?;
     let device = plain_device.clone().autodiff();
     device.seed(config.seed);
     let mut model = config

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Trains every config in configs/ on flex and prints a markdown table: steps run, final eval
+# accuracy and wall time. Fails if any run ends below 99% eval token accuracy.
+# Usage: scripts/train_all.sh [OUT_DIR]   (default runs/all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-runs/all}"
+cargo build --release --workspace --bins
+bin="${CARGO_TARGET_DIR:-target}/release/train"
+
+echo "| config | steps run | eval token acc | eval seq acc | seconds |"
+echo "| --- | --- | --- | --- | --- |"
+failed=0
+for config in configs/*.toml; do
+    name=$(basename "$config" .toml)
+    start=$(date +%s)
+    "$bin" "$config" --out "$out/$name" --force --quiet > /dev/null
+    seconds=$(( $(date +%s) - start ))
+    python3 - "$out/$name/metrics.jsonl" "$name" "$seconds" <<'PY' || failed=1
+import json, sys
+path, name, seconds = sys.argv[1:]
+last = [r for r in map(json.loads, open(path)) if "eval_token_acc" in r][-1]
+token, seq = last["eval_token_acc"], last["eval_seq_acc"]
+print(f"| {name} | {last['step']} | {token:.2%} | {seq:.2%} | {seconds} |")
+if token < 0.99:
+    print(f"FAILED: {name} ended at {token:.2%} eval token accuracy", file=sys.stderr)
+    sys.exit(1)
+PY
+done
+exit "$failed"
