@@ -1,6 +1,7 @@
-//! Head analysis for headlab runs. So far: the per-head measures ([`measures`]) and the
-//! head-similarity measures ([`similarity`]) that the `inspect` report will be built from;
-//! the command that loads a run and writes the report is not there yet (issue 4).
+//! Head analysis for headlab runs: load a run ([`run`]), measure every head ([`measures`],
+//! [`similarity`]) and write the report ([`report`]).
 
 pub mod measures;
+pub mod report;
+pub mod run;
 pub mod similarity;

@@ -19,7 +19,7 @@ use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use indicatif::{ProgressBar, ProgressStyle};
-use model::Encoder;
+use model::{Encoder, EncoderInput};
 
 use crate::atomic::write_atomic;
 use crate::backend::NoAdapter;
@@ -33,6 +33,12 @@ use crate::tasks::Example;
 
 /// Stream number of the evaluation set, apart from every step's stream.
 const EVAL_STREAM: u64 = u64::MAX;
+
+/// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
+/// measures ablations on.
+pub fn eval_examples(config: &RunConfig, task: &crate::tasks::Task) -> Vec<Example> {
+    task.eval_set(config.train.eval_size, mix_seed(config.seed, EVAL_STREAM))
+}
 /// Stream offset of dropout masks, apart from batch streams.
 const DROPOUT_STREAM: u64 = 1 << 62;
 /// Sequences per evaluation forward pass.
@@ -190,9 +196,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     }
 
     let mut metrics = MetricsLog::open(run_dir, start_step).map_err(write_error(run_dir))?;
-    let eval_examples = run
-        .task
-        .eval_set(config.train.eval_size, mix_seed(config.seed, EVAL_STREAM));
+    let eval_examples = eval_examples(config, &run.task);
     let snapshots = run_dir.join("snapshots");
     if config.train.snapshot_every > 0 {
         std::fs::create_dir_all(&snapshots).map_err(write_error(&snapshots))?;
@@ -264,7 +268,8 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
                 eval_seq_acc: None,
             };
             if eval_due {
-                let (eval_loss, accuracy) = evaluate(&model.valid(), &eval_examples, &plain_device);
+                let (eval_loss, accuracy) =
+                    evaluate(&model.valid(), &eval_examples, &plain_device, None);
                 record.eval_loss = Some(eval_loss);
                 record.eval_token_acc = Some(accuracy.token_accuracy());
                 record.eval_seq_acc = Some(accuracy.sequence_accuracy());
@@ -410,8 +415,14 @@ fn resume(
     })
 }
 
-/// Mean loss and accuracy of `model` (inference copy) on `examples`.
-pub fn evaluate(model: &Encoder, examples: &[Example], device: &Device) -> (f64, Accuracy) {
+/// Mean loss and accuracy of `model` (inference copy) on `examples`, with heads ablated
+/// where `head_mask` (`[n_layers, n_heads]`, 1 keep / 0 ablate) says.
+pub fn evaluate(
+    model: &Encoder,
+    examples: &[Example],
+    device: &Device,
+    head_mask: Option<Tensor<2>>,
+) -> (f64, Accuracy) {
     let mut accuracy = Accuracy::default();
     let mut weighted_loss = 0.0;
     for chunk in examples.chunks(EVAL_CHUNK) {
@@ -420,7 +431,12 @@ pub fn evaluate(model: &Encoder, examples: &[Example], device: &Device) -> (f64,
             .iter()
             .map(|e| e.target.iter().flatten().count() as f64)
             .sum();
-        let logits = model.forward(batch.tokens);
+        let input = EncoderInput {
+            tokens: batch.tokens,
+            mask: Default::default(),
+            head_mask: head_mask.clone(),
+        };
+        let logits = model.forward_input(input);
         let loss: f32 =
             masked_cross_entropy(logits.clone(), batch.targets, batch.weights).into_scalar();
         weighted_loss += loss as f64 * scored;

@@ -1,0 +1,54 @@
+//! `inspect`: measure every attention head of a trained run and write a report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Measure what each attention head of a headlab run learned: writes weights.safetensors,
+/// activations.safetensors and heads.json into RUN/inspect (or --out), and prints one line
+/// per head with its role, entropy, confidence, attention distance and ablation drop.
+#[derive(Parser, Debug)]
+#[command(name = "inspect", version)]
+struct Args {
+    /// The run directory written by `train`, e.g. runs/reverse.
+    run: PathBuf,
+    /// Report directory. Default: RUN/inspect.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Inspect a checkpoint (e.g. step-500) instead of the final weights.
+    #[arg(long, value_name = "step-N")]
+    checkpoint: Option<String>,
+    /// Sequences in the probe batch (drawn from the run's task with a fixed seed).
+    #[arg(long, default_value_t = 64)]
+    probe: usize,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.probe > 0, "--probe must be at least 1");
+    let loaded = inspect::run::load(&args.run, args.checkpoint.as_deref())?;
+    let out = args.out.unwrap_or_else(|| args.run.join("inspect"));
+    let report = inspect::report::write_report(&loaded, &out, args.probe)?;
+    println!(
+        "{} ({}), eval token accuracy {:.2}%",
+        args.run.display(),
+        loaded.weights.display(),
+        report.eval_token_acc * 100.0
+    );
+    println!("{}", inspect::report::table(&report));
+    for file in &report.files {
+        println!("wrote {}", file.display());
+    }
+    Ok(())
+}
