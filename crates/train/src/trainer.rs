@@ -33,16 +33,16 @@ use crate::tasks::Example;
 
 /// Stream number of the evaluation set, apart from every step's stream.
 const EVAL_STREAM: u64 = u64::MAX;
+/// Stream offset of dropout masks, apart from batch streams.
+const DROPOUT_STREAM: u64 = 1 << 62;
+/// Sequences per evaluation forward pass.
+const EVAL_CHUNK: usize = 256;
 
 /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
 /// measures ablations on.
 pub fn eval_examples(config: &RunConfig, task: &crate::tasks::Task) -> Vec<Example> {
     task.eval_set(config.train.eval_size, mix_seed(config.seed, EVAL_STREAM))
 }
-/// Stream offset of dropout masks, apart from batch streams.
-const DROPOUT_STREAM: u64 = 1 << 62;
-/// Sequences per evaluation forward pass.
-const EVAL_CHUNK: usize = 256;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
