@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# Installs what headlab needs beyond the Rust toolchain: a software Vulkan driver
-# (lavapipe, from mesa-vulkan-drivers) so the wgpu backend runs without a GPU.
-# Safe to run again; does nothing when the driver is there.
+# Installs what headlab needs beyond the Rust toolchain:
+# - a software Vulkan driver (lavapipe, from mesa-vulkan-drivers) so the wgpu backend runs
+#   without a GPU;
+# - Chromium, which the tests use to check that inspect's index.html loads (headless).
+# Safe to run again; installs only what is missing.
 set -euo pipefail
 
-if ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+missing=()
+if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+    missing+=(mesa-vulkan-drivers)
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+    missing+=(chromium)
+fi
+if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-    echo "setup: no apt-get here; install a Vulkan driver yourself to use --backend wgpu" >&2
+    echo "setup: no apt-get here; install ${missing[*]} yourself (a Vulkan driver for" \
+        "--backend wgpu, Chromium for the page check in the tests)" >&2
     exit 0
 fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing mesa-vulkan-drivers (software Vulkan for the wgpu backend)"
+echo "setup: installing ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers >/dev/null
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -40,6 +40,71 @@ fn inspect(args: &[&str]) -> Output {
         .expect("the inspect binary runs")
 }
 
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn matrix(value: &serde_json::Value) -> Vec<Vec<f64>> {
+    serde_json::from_value(value.clone()).unwrap()
+}
+
+/// Opens `page` in headless Chromium and asserts it loads without script errors and with
+/// every figure decoded (the page's own check sets `data-figures="ok N"`). Skips when no
+/// Chromium is installed, unless `HEADLAB_REQUIRE_CHROMIUM` is set (as in CI).
+fn check_in_chromium(page: &Path, figures: usize) {
+    let candidates = ["chromium", "chromium-browser", "google-chrome"];
+    let browser = std::env::var("HEADLAB_CHROMIUM").ok().or_else(|| {
+        candidates
+            .iter()
+            .find(|name| {
+                Command::new(name)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .map(|name| name.to_string())
+    });
+    let Some(browser) = browser else {
+        assert!(
+            std::env::var_os("HEADLAB_REQUIRE_CHROMIUM").is_none(),
+            "HEADLAB_REQUIRE_CHROMIUM is set but no Chromium was found (scripts/setup.sh installs it)"
+        );
+        eprintln!("skipping the browser check: no Chromium found");
+        return;
+    };
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let output = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--virtual-time-budget=5000",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "chromium failed: {log}");
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
+        .collect();
+    assert!(console_errors.is_empty(), "{console_errors:#?}");
+    let expected = format!("data-figures=\"ok {figures}\"");
+    assert!(
+        dom.contains(&expected),
+        "expected {expected} in the loaded page: {}",
+        &dom[..dom.len().min(400)]
+    );
+}
+
 fn inspect_fails(args: &[&str]) -> String {
     let output = inspect(args);
     let err = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -100,6 +165,59 @@ fn a_trained_run_gets_every_report_file() {
     assert_eq!(activations["layers.0.pattern"].shape, [8, 2, 6, 6]);
     assert_eq!(activations["layers.0.head_out"].shape, [8, 6, 2, 8]);
     assert_eq!(activations["layers.0.attn_input"].shape, [8, 6, 16]);
+
+    let similarity = read_json(&report.join("similarity.json"));
+    let layer = &similarity["layers"][0];
+    for (measure, same) in [
+        ("qk_cosine", 1.0),
+        ("ov_cosine", 1.0),
+        ("pattern_js", 0.0),
+        ("output_cka", 1.0),
+    ] {
+        let matrix = matrix(&layer[measure]);
+        assert_eq!(matrix.len(), 2, "{measure}");
+        for h in 0..2 {
+            assert!((matrix[h][h] - same).abs() < 1e-6, "{measure}[{h}][{h}]");
+        }
+        assert_eq!(matrix[0][1], matrix[1][0], "{measure} is symmetric");
+    }
+
+    // Snapshots every 5 steps of 20, one layer: a row each for steps 0, 5, 10, 15, 20.
+    let csv = std::fs::read_to_string(report.join("divergence.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "step,layer,qk_cosine,ov_cosine,pattern_js");
+    let steps: Vec<&str> = rows[1..]
+        .iter()
+        .map(|r| r.split(',').next().unwrap())
+        .collect();
+    assert_eq!(steps, ["0", "5", "10", "15", "20"]);
+
+    let figures = [
+        "attention",
+        "similarity",
+        "divergence",
+        "ablation",
+        "training",
+    ];
+    for name in figures {
+        let path = report.join("figures").join(format!("{name}.png"));
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let info = decoder.read_info().unwrap().info().clone();
+        assert!(
+            info.width >= 300 && info.height >= 200,
+            "{name}: {}x{}",
+            info.width,
+            info.height
+        );
+    }
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert_eq!(
+        html.matches("data:image/png;base64,").count(),
+        figures.len()
+    );
+    assert!(html.contains("<th>role</th>") && html.contains("kind = &quot;reverse&quot;"));
+    check_in_chromium(&report.join("index.html"), figures.len());
 
     // A checkpoint can be inspected too, into another directory.
     let other = tmp.path().join("at-10");
@@ -207,10 +325,67 @@ fn runs_that_cannot_be_inspected_get_a_clear_error() {
         "{err}"
     );
 
+    // A torn snapshot is named, not skipped: the divergence curve would silently lose a step.
+    std::fs::write(&weights, &bytes).unwrap();
+    let snapshot = run.join("snapshots").join("step-5.safetensors");
+    std::fs::write(&snapshot, b"not a safetensors file").unwrap();
+    let err = inspect_fails(&[run.to_str().unwrap()]);
+    assert!(
+        err.contains("step-5.safetensors") && err.contains("corrupt"),
+        "{err}"
+    );
+
     std::fs::remove_file(&weights).unwrap();
     let err = inspect_fails(&[run.to_str().unwrap()]);
     assert!(
         err.contains("has not finished") && err.contains("--checkpoint"),
         "{err}"
+    );
+}
+
+/// Mean pairwise QK cosine and pattern JS distance of layer 0, per divergence.csv row.
+fn divergence_rows(report: &Path) -> Vec<(usize, f64, f64)> {
+    std::fs::read_to_string(report.join("divergence.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|row| {
+            let cells: Vec<&str> = row.split(',').collect();
+            (
+                cells[0].parse().unwrap(),
+                cells[2].parse().unwrap(),
+                cells[4].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn symmetric_heads_never_diverge_and_random_ones_start_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let symmetric = tmp.path().join("symmetric");
+    train_tiny(&symmetric, &["model.init=symmetric", "model.dropout=0"]);
+    let random = tmp.path().join("random");
+    train_tiny(&random, &["model.dropout=0"]);
+    for run in [&symmetric, &random] {
+        let output = inspect(&[run.to_str().unwrap(), "--probe", "8"]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    let rows = divergence_rows(&symmetric.join("inspect"));
+    assert_eq!(rows.len(), 5);
+    for (step, qk_cosine, pattern_js) in rows {
+        assert!(qk_cosine > 1.0 - 1e-6, "step {step}: QK cosine {qk_cosine}");
+        assert!(pattern_js < 1e-3, "step {step}: JS distance {pattern_js}");
+    }
+    let (step, qk_cosine, _) = divergence_rows(&random.join("inspect"))[0];
+    assert_eq!(step, 0);
+    assert!(
+        qk_cosine.abs() < 0.5,
+        "independent random heads: QK cosine {qk_cosine}"
     );
 }

@@ -1,13 +1,23 @@
 //! Per-head weights under stable names, `layers.{l}.heads.{h}.{q,k,v,q_bias,k_bias,v_bias,o}`
 //! (and `.qk`, `.ov` when circuits are asked for): what a snapshot during training holds and
 //! what `inspect` dumps.
+//!
+//! A snapshot (`snapshots/step-N.safetensors`) also holds every parameter of the model under
+//! `model.{module path}`, so `inspect` can rebuild the model at that step and run the probe
+//! batch through it: attention patterns depend on every earlier layer, not on one head's
+//! weights alone.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use burn::prelude::*;
+use burn::store::{ModuleSnapshot, bridge};
 use model::Encoder;
 
-use crate::tensor_file::{HostTensor, TensorFileError, write_tensors};
+use crate::tensor_file::{HostTensor, TensorFileError, read_tensors, write_tensors};
+
+/// Prefix of the full model's parameters inside a snapshot.
+pub const MODEL_PREFIX: &str = "model.";
 
 /// Every head's weights, by name. Shapes: `q`, `k`, `v`: `[d_model, d_head]`; biases:
 /// `[d_head]`; `o`: `[d_head, d_model]`; `qk`, `ov`: `[d_model, d_model]`.
@@ -33,10 +43,183 @@ pub fn head_tensors(model: &Encoder, circuits: bool) -> BTreeMap<String, HostTen
     tensors
 }
 
-/// Writes a snapshot of every head's weights at `step` to `path`.
+/// Every parameter of `model`, named `model.{module path}` (e.g. `model.blocks.0.ff_in.weight`).
+pub fn model_tensors(model: &Encoder) -> BTreeMap<String, HostTensor> {
+    model
+        .collect(None, None, false)
+        .iter()
+        .map(|tensor| {
+            let data = bridge::to_data(tensor).expect("parameters are resident");
+            let shape = data.shape().to_vec();
+            let values = data
+                .try_into_vec_as::<f32>()
+                .expect("headlab parameters are f32");
+            let host = HostTensor { shape, values };
+            (format!("{MODEL_PREFIX}{}", tensor.name), host)
+        })
+        .collect()
+}
+
+/// Writes a snapshot of every head's weights and of the whole model at `step` to `path`.
 pub fn write_snapshot(path: &Path, model: &Encoder, step: usize) -> Result<(), TensorFileError> {
     let metadata = [("step".to_string(), step.to_string())]
         .into_iter()
         .collect();
-    write_tensors(path, &head_tensors(model, false), Some(metadata))
+    let mut tensors = head_tensors(model, false);
+    tensors.extend(model_tensors(model));
+    write_tensors(path, &tensors, Some(metadata))
+}
+
+/// A snapshot that cannot be loaded back into a model.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The file does not read.
+    #[error(transparent)]
+    File(#[from] TensorFileError),
+    /// The file reads but does not fit the model.
+    #[error("{path} does not fit this run's model: {message}")]
+    Mismatch {
+        /// The snapshot.
+        path: PathBuf,
+        /// What is missing or of the wrong shape.
+        message: String,
+    },
+}
+
+/// Loads the model parameters of the snapshot at `path` into `model` (built from the run's
+/// config on the device the result should live on).
+pub fn load_snapshot(path: &Path, mut model: Encoder) -> Result<Encoder, SnapshotError> {
+    let device = model.embedding.weight.device();
+    let tensors: Vec<_> = read_tensors(path)?
+        .into_iter()
+        .filter_map(|(name, host)| {
+            let name = name.strip_prefix(MODEL_PREFIX)?.to_string();
+            let data = TensorData::new(host.values, host.shape);
+            Some(bridge::from_data(data, name, None))
+        })
+        .collect();
+    let mismatch = |message: String| SnapshotError::Mismatch {
+        path: path.to_path_buf(),
+        message,
+    };
+    if tensors.is_empty() {
+        return Err(mismatch(format!(
+            "it holds no `{MODEL_PREFIX}*` parameters (written by an older headlab; retrain to \
+             get divergence curves)"
+        )));
+    }
+    let result = model.apply(tensors, None, None, false);
+    if !result.missing.is_empty() || !result.errors.is_empty() {
+        let missing: Vec<&str> = result.missing.iter().map(|(p, _)| p.as_str()).collect();
+        return Err(mismatch(format!(
+            "missing {missing:?}, errors {:?}",
+            result.errors
+        )));
+    }
+    // `apply` keeps each parameter on the device of the data it was given.
+    Ok(model.to_device(&device))
+}
+
+/// Every snapshot of the run in `run_dir`, by step (empty when there are none).
+pub fn list_snapshots(run_dir: &Path) -> Vec<(usize, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(run_dir.join("snapshots")) else {
+        return vec![];
+    };
+    let mut snapshots: Vec<(usize, PathBuf)> = entries
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let name = path.file_name()?.to_str()?;
+            let step = name
+                .strip_prefix("step-")?
+                .strip_suffix(".safetensors")?
+                .parse()
+                .ok()?;
+            Some((step, path))
+        })
+        .collect();
+    snapshots.sort();
+    snapshots
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::Tolerance;
+    use model::{EncoderConfig, EncoderIo};
+
+    use super::*;
+
+    fn tiny_model(seed: u64, device: &Device) -> Encoder {
+        device.seed(seed);
+        let io = EncoderIo {
+            vocab_size: 7,
+            n_outputs: 5,
+            max_seq_len: 6,
+        };
+        let config = EncoderConfig {
+            d_model: 16,
+            n_heads: 2,
+            d_ff: 32,
+            ..EncoderConfig::default()
+        };
+        config.init(&io, device).unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_rebuilds_the_model_it_was_taken_from() {
+        let device = Device::flex();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step-3.safetensors");
+        let original = tiny_model(1, &device);
+        write_snapshot(&path, &original, 3).unwrap();
+
+        let tokens = Tensor::<2, Int>::from_data([[0, 1, 2, 3, 4, 5], [6, 5, 4, 3, 2, 1]], &device);
+        let other = tiny_model(2, &device);
+        let before = other.forward(tokens.clone());
+        let restored = load_snapshot(&path, other).unwrap();
+        let expected = original.forward(tokens.clone());
+        restored
+            .forward(tokens)
+            .into_data()
+            .assert_approx_eq::<f32>(&expected.clone().into_data(), Tolerance::absolute(0.0));
+        // The fresh model really was different before loading.
+        assert!(
+            (before - expected).abs().max().into_scalar::<f32>() > 1e-3,
+            "the two seeds built the same model"
+        );
+
+        let heads = read_tensors(&path).unwrap();
+        assert!(heads.contains_key("layers.1.heads.0.q"));
+        assert!(heads.contains_key("model.blocks.0.attention.output.weight"));
+    }
+
+    #[test]
+    fn a_snapshot_without_model_parameters_is_refused_by_name() {
+        let device = Device::flex();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step-0.safetensors");
+        let model = tiny_model(1, &device);
+        write_tensors(&path, &head_tensors(&model, false), None).unwrap();
+        let err = load_snapshot(&path, model).unwrap_err().to_string();
+        assert!(
+            err.contains("step-0.safetensors") && err.contains("retrain"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn snapshots_are_listed_by_step_not_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshots = dir.path().join("snapshots");
+        std::fs::create_dir(&snapshots).unwrap();
+        for name in [
+            "step-100.safetensors",
+            "step-50.safetensors",
+            ".tmp-x",
+            "notes.txt",
+        ] {
+            std::fs::write(snapshots.join(name), b"").unwrap();
+        }
+        let steps: Vec<usize> = list_snapshots(dir.path()).iter().map(|s| s.0).collect();
+        assert_eq!(steps, [50, 100]);
+    }
 }

@@ -1,0 +1,487 @@
+//! The report's PNG figures, drawn with plotters into an RGB buffer and encoded with `png`.
+//! Text uses DejaVu Sans embedded in the binary, so figures look the same on every machine
+//! and need no system fonts.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{FontStyle, register_font};
+use train::metrics::MetricsRecord;
+
+use crate::divergence::DivergencePoint;
+use crate::report::HeadRecord;
+use crate::similarity::LayerSimilarity;
+
+/// What a drawing step returns; plotters' errors are boxed.
+type DrawResult = Result<(), Box<dyn Error>>;
+type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+
+const FONT: &str = "sans-serif";
+
+/// A figure that could not be drawn or written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw {path}: {message}")]
+pub struct FigureError {
+    /// The figure.
+    pub path: PathBuf,
+    /// Why.
+    pub message: String,
+}
+
+/// Registers the embedded font once per process.
+fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (style, bytes) in [
+            (FontStyle::Normal, dejavu::sans::regular()),
+            (FontStyle::Bold, dejavu::sans::bold()),
+        ] {
+            register_font(FONT, style, bytes)
+                .unwrap_or_else(|_| panic!("the embedded DejaVu font parses"));
+        }
+    });
+}
+
+/// Draws a `width` x `height` figure with `draw` and writes it to `path` as PNG (atomically).
+fn render(
+    path: &Path,
+    (width, height): (u32, u32),
+    draw: impl FnOnce(&Area) -> DrawResult,
+) -> Result<(), FigureError> {
+    register_fonts();
+    let fail = |message: String| FigureError {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut rgb = vec![0u8; width as usize * height as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
+        draw(&root).map_err(|e| fail(e.to_string()))?;
+        root.present().map_err(|e| fail(e.to_string()))?;
+    }
+    let mut png_bytes = vec![];
+    {
+        let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(|e| fail(e.to_string()))?;
+        writer
+            .write_image_data(&rgb)
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    train::atomic::write_atomic(path, &png_bytes).map_err(|e| fail(e.to_string()))
+}
+
+/// Viridis colour of `value` in `[lo, hi]` (clamped).
+fn viridis(value: f64, lo: f64, hi: f64) -> RGBColor {
+    let t = ((value - lo) / (hi - lo)).clamp(0.0, 1.0);
+    ViridisRGB.get_color(t as f32)
+}
+
+/// A heatmap of `rows` x `cols` cells, row 0 at the top, with labelled rows and columns.
+struct Heatmap<'a> {
+    caption: String,
+    values: &'a dyn Fn(usize, usize) -> f64,
+    rows: usize,
+    cols: usize,
+    row_labels: Vec<String>,
+    col_labels: Vec<String>,
+    range: (f64, f64),
+    /// Write each cell's value in it (small matrices only).
+    annotate: bool,
+    x_desc: &'a str,
+    y_desc: &'a str,
+}
+
+impl Heatmap<'_> {
+    fn draw(&self, area: &Area) -> DrawResult {
+        let (rows, cols) = (self.rows as i32, self.cols as i32);
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.caption, (FONT, 15))
+            .margin(6)
+            .x_label_area_size(34)
+            .y_label_area_size(38)
+            // A segmented `0..n` has n + 1 segments; `0..n - 1` has one per cell.
+            .build_cartesian_2d(
+                (0..cols - 1).into_segmented(),
+                (0..rows - 1).into_segmented(),
+            )?;
+        let label = |labels: &[String], v: &SegmentValue<i32>, flip: bool| match v {
+            SegmentValue::CenterOf(i) => {
+                let i = if flip { rows - 1 - i } else { *i };
+                labels.get(i as usize).cloned().unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(self.cols)
+            .y_labels(self.rows)
+            .x_label_formatter(&|v| label(&self.col_labels, v, false))
+            .y_label_formatter(&|v| label(&self.row_labels, v, true))
+            .x_desc(self.x_desc)
+            .y_desc(self.y_desc)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 12))
+            .draw()?;
+        let (lo, hi) = self.range;
+        let cells = (0..self.rows).flat_map(|i| (0..self.cols).map(move |j| (i, j)));
+        chart.draw_series(cells.clone().map(|(i, j)| {
+            let y = rows - 1 - i as i32;
+            let x = j as i32;
+            let color = viridis((self.values)(i, j), lo, hi);
+            Rectangle::new(
+                [
+                    (SegmentValue::Exact(x), SegmentValue::Exact(y)),
+                    (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1)),
+                ],
+                color.filled(),
+            )
+        }))?;
+        if self.annotate {
+            chart.draw_series(cells.map(|(i, j)| {
+                let value = (self.values)(i, j);
+                let dark = (value - lo) / (hi - lo) < 0.6;
+                let style = TextStyle::from((FONT, 12).into_font())
+                    .color(if dark { &WHITE } else { &BLACK })
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                let at = (
+                    SegmentValue::CenterOf(j as i32),
+                    SegmentValue::CenterOf(rows - 1 - i as i32),
+                );
+                Text::new(format!("{value:.2}"), at, style)
+            }))?;
+        }
+        Ok(())
+    }
+}
+
+/// Inputs of the attention-pattern figure.
+pub struct PatternFigure<'a> {
+    /// Per layer, per head: `[seq, seq]` attention of one probe sequence, row-major.
+    pub patterns: &'a [Vec<Vec<f32>>],
+    /// That sequence's tokens.
+    pub tokens: &'a [u32],
+    /// One record per head (for the captions).
+    pub heads: &'a [HeadRecord],
+}
+
+/// `attention.png`: a layers x heads grid of heatmaps for one probe sequence, queries down,
+/// keys across, tokens on both axes.
+pub fn attention_patterns(path: &Path, figure: &PatternFigure) -> Result<(), FigureError> {
+    let n_layers = figure.patterns.len();
+    let n_heads = figure.patterns.first().map_or(1, Vec::len);
+    let seq = figure.tokens.len();
+    let panel = (200 + 14 * seq as u32).min(420);
+    let labels: Vec<String> = figure.tokens.iter().map(u32::to_string).collect();
+    render(
+        path,
+        (panel * n_heads as u32, panel * n_layers as u32 + 30),
+        |root| {
+            let (title, grid) = root.split_vertically(30);
+            title.titled(
+                "Attention of each head on probe sequence 0 (row: query, column: key)",
+                (FONT, 16),
+            )?;
+            let panels = grid.split_evenly((n_layers, n_heads));
+            for (index, area) in panels.iter().enumerate() {
+                let (layer, head) = (index / n_heads, index % n_heads);
+                let pattern = &figure.patterns[layer][head];
+                let role = figure
+                    .heads
+                    .iter()
+                    .find(|r| r.layer == layer && r.head == head)
+                    .map_or("", |r| r.role.as_str());
+                Heatmap {
+                    caption: format!("L{layer} H{head}: {role}"),
+                    values: &|i, j| pattern[i * seq + j] as f64,
+                    rows: seq,
+                    cols: seq,
+                    row_labels: labels.clone(),
+                    col_labels: labels.clone(),
+                    range: (0.0, 1.0),
+                    annotate: false,
+                    x_desc: "key token",
+                    y_desc: "query token",
+                }
+                .draw(area)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// `similarity.png`: per layer (rows), the four head-by-head matrices (columns).
+pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureError> {
+    let n_heads = layers.first().map_or(1, |l| l.qk_cosine.len());
+    let panel = (180 + 40 * n_heads as u32).min(520);
+    render(
+        path,
+        (panel * 4, panel * layers.len() as u32 + 30),
+        |root| {
+            let (title, grid) = root.split_vertically(30);
+            title.titled(
+            "Head similarity per layer (cosine: 1 = same circuit; JS distance: 0 = same pattern)",
+            (FONT, 16),
+        )?;
+            let panels = grid.split_evenly((layers.len(), 4));
+            let labels: Vec<String> = (0..n_heads).map(|h| format!("H{h}")).collect();
+            for (l, layer) in layers.iter().enumerate() {
+                let measures: [(&str, &Vec<Vec<f64>>, (f64, f64)); 4] = [
+                    ("QK cosine", &layer.qk_cosine, (-1.0, 1.0)),
+                    ("OV cosine", &layer.ov_cosine, (-1.0, 1.0)),
+                    ("pattern JS distance", &layer.pattern_js, (0.0, 1.0)),
+                    ("output CKA", &layer.output_cka, (0.0, 1.0)),
+                ];
+                for (m, (name, matrix, range)) in measures.into_iter().enumerate() {
+                    if matrix.is_empty() {
+                        continue;
+                    }
+                    Heatmap {
+                        caption: format!("L{} {name}", layer.layer),
+                        values: &|i, j| matrix[i][j],
+                        rows: n_heads,
+                        cols: n_heads,
+                        row_labels: labels.clone(),
+                        col_labels: labels.clone(),
+                        range,
+                        annotate: n_heads <= 8,
+                        x_desc: "head",
+                        y_desc: "head",
+                    }
+                    .draw(&panels[l * 4 + m])?;
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// A line chart of `series` (name, points) on `area`.
+fn line_chart(
+    area: &Area,
+    caption: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    y_range: Option<(f64, f64)>,
+    legend_at: SeriesLabelPosition,
+) -> DrawResult {
+    let points = series.iter().flat_map(|(_, p)| p.iter());
+    let finite: Vec<&(f64, f64)> = points.filter(|(_, y)| y.is_finite()).collect();
+    let x_max = finite.iter().map(|p| p.0).fold(1.0, f64::max);
+    let (y_lo, y_hi) = y_range.unwrap_or_else(|| {
+        let lo = finite.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let hi = finite.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() && hi > lo {
+            (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+        } else {
+            (0.0, 1.0)
+        }
+    });
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 15))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0.0..x_max, y_lo..y_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("step")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_desc(y_desc)
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 12))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    for (i, (name, points)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let finite = points.iter().copied().filter(|(_, y)| y.is_finite());
+        chart
+            .draw_series(LineSeries::new(finite, color.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_at)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    Ok(())
+}
+
+/// `divergence.png`: per layer, mean pairwise QK cosine, OV cosine and pattern JS distance
+/// over the training snapshots.
+pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureError> {
+    let n_layers = points.iter().map(|p| p.layer + 1).max().unwrap_or(0);
+    let curve = |value: fn(&DivergencePoint) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
+        (0..n_layers)
+            .map(|l| {
+                let line = points
+                    .iter()
+                    .filter(|p| p.layer == l)
+                    .map(|p| (p.step as f64, value(p)))
+                    .collect();
+                (format!("layer {l}"), line)
+            })
+            .collect()
+    };
+    render(path, (1260, 400), |root| {
+        let panels = root.split_evenly((1, 3));
+        line_chart(
+            &panels[0],
+            "QK circuits: mean pairwise cosine",
+            "cosine",
+            &curve(|p| p.qk_cosine),
+            Some((-0.1, 1.05)),
+            SeriesLabelPosition::UpperRight,
+        )?;
+        line_chart(
+            &panels[1],
+            "OV circuits: mean pairwise cosine",
+            "cosine",
+            &curve(|p| p.ov_cosine),
+            Some((-0.1, 1.05)),
+            SeriesLabelPosition::UpperRight,
+        )?;
+        line_chart(
+            &panels[2],
+            "Patterns: mean pairwise JS distance",
+            "JS distance",
+            &curve(|p| p.pattern_js),
+            Some((0.0, 1.0)),
+            SeriesLabelPosition::UpperRight,
+        )
+    })
+}
+
+/// `ablation.png`: eval token accuracy lost when each head alone is masked.
+pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
+    let width = (240 + 46 * heads.len() as u32).max(480);
+    render(path, (width, 380), |root| {
+        let drops: Vec<f64> = heads.iter().map(|h| h.ablation_drop * 100.0).collect();
+        let hi = drops.iter().copied().fold(1.0, f64::max) * 1.1;
+        let lo = drops.iter().copied().fold(0.0, f64::min) * 1.1;
+        let n = heads.len() as i32;
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "Accuracy lost when one head is ablated (eval token accuracy, points)",
+                (FONT, 15),
+            )
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(52)
+            .build_cartesian_2d((0..n - 1).into_segmented(), lo..hi)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(heads.len())
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => heads
+                    .get(*i as usize)
+                    .map(|h| format!("L{}H{}", h.layer, h.head))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_desc("accuracy drop (points)")
+            .y_label_formatter(&|v| format!("{v:.1}"))
+            .light_line_style(WHITE.mix(0.0))
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 12))
+            .draw()?;
+        chart.draw_series(heads.iter().zip(&drops).enumerate().map(|(i, (h, drop))| {
+            let i = i as i32;
+            let mut bar = Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), 0.0),
+                    (SegmentValue::Exact(i + 1), *drop),
+                ],
+                Palette99::pick(h.layer).filled(),
+            );
+            bar.set_margin(0, 0, 6, 6);
+            bar
+        }))?;
+        Ok(())
+    })
+}
+
+/// `training.png`: training and eval loss (log scale), and eval accuracy, by step.
+pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureError> {
+    render(path, (1000, 380), |root| {
+        let panels = root.split_evenly((1, 2));
+        let series = |name: &str, value: fn(&MetricsRecord) -> Option<f64>| {
+            let points: Vec<(f64, f64)> = records
+                .iter()
+                .filter_map(|r| Some((r.step as f64, value(r)?)))
+                .collect();
+            (name.to_string(), points)
+        };
+        let loss = [
+            series("train loss", |r| Some(r.loss)),
+            series("eval loss", |r| r.eval_loss),
+        ];
+        let x_max = records.iter().map(|r| r.step as f64).fold(1.0, f64::max);
+        let positive: Vec<f64> = loss
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.1))
+            .filter(|y| y.is_finite() && *y > 0.0)
+            .collect();
+        let lo = positive.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = positive.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = if lo.is_finite() && hi > lo {
+            (lo * 0.8, hi * 1.25)
+        } else {
+            (1e-3, 10.0)
+        };
+        let mut chart = ChartBuilder::on(&panels[0])
+            .caption("Loss", (FONT, 15))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..x_max, (lo..hi).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("step")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_desc("cross-entropy (log scale)")
+            .y_label_formatter(&|v| format!("{v:.3}"))
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 12))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()?;
+        for (i, (name, points)) in loss.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let points = points.iter().copied().filter(|(_, y)| *y > 0.0);
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 12))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()?;
+        line_chart(
+            &panels[1],
+            "Eval accuracy",
+            "fraction right",
+            &[
+                series("token accuracy", |r| r.eval_token_acc),
+                series("sequence accuracy", |r| r.eval_seq_acc),
+            ],
+            Some((0.0, 1.02)),
+            SeriesLabelPosition::LowerRight,
+        )
+    })
+}

@@ -1,0 +1,165 @@
+//! `index.html`: one self-contained page (figures embedded as base64 PNG, no external
+//! requests) with the run's summary, head table, figures, config and the list of files.
+//!
+//! A few lines of script mark `<body data-figures="...">` once every figure has decoded
+//! ("ok N" or "broken: ..."), so a headless browser can check the page without a screenshot.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::report::HeadRecord;
+
+/// A figure to embed: its PNG file and what it shows.
+pub struct Figure<'a> {
+    /// The PNG written in the report's `figures/`.
+    pub path: &'a Path,
+    /// One sentence on how to read it.
+    pub caption: &'a str,
+}
+
+/// Everything the page shows.
+pub struct Page<'a> {
+    /// Run name (from its config).
+    pub title: &'a str,
+    /// One line: task, weights, accuracy.
+    pub summary: String,
+    /// The head table.
+    pub heads: &'a [HeadRecord],
+    /// Figures, in order.
+    pub figures: Vec<Figure<'a>>,
+    /// The run's `config.toml`.
+    pub config_toml: &'a str,
+    /// Report files with a description each.
+    pub files: Vec<(String, &'a str)>,
+}
+
+/// `&`, `<`, `>` and `"` escaped for HTML text and attributes.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;\
+margin:2rem auto;max-width:1300px;padding:0 1rem;color:#222}\
+h1{margin-bottom:.2rem}table{border-collapse:collapse;font-size:.9rem}\
+th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd;text-align:right}\
+th{background:#f4f4f4}td.role{text-align:left;font-weight:600}\
+figure{margin:1.5rem 0}img{max-width:100%;border:1px solid #eee}\
+figcaption{color:#555;font-size:.9rem}pre{background:#f7f7f7;padding:1rem;overflow:auto}\
+.summary{color:#555}code{background:#f4f4f4;padding:0 .2rem}";
+
+const SELF_CHECK: &str = "window.addEventListener('load',function(){\
+var imgs=Array.prototype.slice.call(document.images);\
+var bad=imgs.filter(function(i){return !(i.complete&&i.naturalWidth>0);});\
+document.body.setAttribute('data-figures',bad.length?'broken: '+bad.map(function(i){return i.alt;}).join(', '):'ok '+imgs.length);\
+});";
+
+/// The page as HTML. Reads the figures' PNG files to embed them.
+pub fn render(page: &Page) -> std::io::Result<String> {
+    let mut html = String::new();
+    let w = &mut html;
+    // Writing into a String cannot fail; `let _ =` keeps the many writes short.
+    let _ = write!(
+        w,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>headlab: {title}</title>\n<style>{STYLE}</style>\n<script>{SELF_CHECK}</script>\n\
+         </head>\n<body data-figures=\"loading\">\n<h1>headlab: {title}</h1>\n\
+         <p class=\"summary\">{summary}</p>\n",
+        title = escape(page.title),
+        summary = escape(&page.summary),
+    );
+
+    let _ = write!(
+        w,
+        "<h2>Heads</h2>\n<p>Role: the pattern that gets at least half of the head's attention \
+         on the probe batch, else <em>mixed</em>. Ablation: eval token accuracy lost when only \
+         this head is masked.</p>\n<table>\n<tr><th>layer</th><th>head</th><th>role</th>\
+         <th>entropy (nats)</th><th>confidence</th><th>mean distance</th>\
+         <th>ablation drop</th><th>pattern scores</th></tr>\n"
+    );
+    for head in page.heads {
+        let scores: Vec<String> = head
+            .pattern_scores
+            .iter()
+            .map(|(name, score)| format!("{name} {score:.2}"))
+            .collect();
+        let _ = writeln!(
+            w,
+            "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
+             <td>{:.2}</td><td>{:.2}%</td><td style=\"text-align:left\">{}</td></tr>",
+            head.layer,
+            head.head,
+            escape(&head.role),
+            head.entropy,
+            head.confidence,
+            head.mean_distance,
+            head.ablation_drop * 100.0,
+            escape(&scores.join(", ")),
+        );
+    }
+    let _ = writeln!(w, "</table>");
+
+    let _ = writeln!(w, "<h2>Figures</h2>");
+    for figure in &page.figures {
+        let png = std::fs::read(figure.path)?;
+        let name = figure
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(
+            w,
+            "<figure><img alt=\"{alt}\" src=\"data:image/png;base64,{data}\">\
+             <figcaption><code>figures/{alt}</code>: {caption}</figcaption></figure>",
+            alt = escape(&name),
+            data = STANDARD.encode(png),
+            caption = escape(figure.caption),
+        );
+    }
+
+    let _ = writeln!(w, "<h2>Files</h2>\n<ul>");
+    for (name, description) in &page.files {
+        let _ = writeln!(
+            w,
+            "<li><code>{}</code>: {}</li>",
+            escape(name),
+            escape(description)
+        );
+    }
+    let _ = write!(
+        w,
+        "</ul>\n<h2>Config</h2>\n<pre>{}</pre>\n</body>\n</html>\n",
+        escape(page.config_toml)
+    );
+    Ok(html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_the_run_is_escaped() {
+        assert_eq!(
+            escape("<b>&\"x\"</b>"),
+            "&lt;b&gt;&amp;&quot;x&quot;&lt;/b&gt;"
+        );
+        let page = Page {
+            title: "a<script>",
+            summary: "s".into(),
+            heads: &[],
+            figures: vec![],
+            config_toml: "name = \"<x>\"",
+            files: vec![],
+        };
+        let html = render(&page).unwrap();
+        assert!(html.contains("headlab: a&lt;script&gt;"));
+        assert!(html.contains("name = &quot;&lt;x&gt;&quot;"));
+        assert!(!html.contains("a<script>"));
+    }
+}

@@ -1,0 +1,179 @@
+//! The report on a hand-built model whose answer is known: on the shift task, head 0 of its
+//! one layer is wired (by its QK circuit) to attend to the previous token and (by its OV
+//! circuit and the output head) to copy that token to the output; head 1 is switched off.
+//! The report must call head 0 a previous-token head that the task cannot do without, and
+//! head 1 a head that does not matter.
+//!
+//! The residual stream has three blocks of one-hot coordinates:
+//! `[0, SEQ)` position, `[SEQ, SEQ + VOCAB)` token, `[SEQ + VOCAB, D_MODEL)` copied token.
+
+use std::path::Path;
+
+use burn::module::Param;
+use burn::prelude::*;
+use inspect::report::{HeadRecord, write_report};
+use inspect::run::LoadedRun;
+use model::Encoder;
+use train::RunConfig;
+
+const SEQ: usize = 6;
+const VOCAB: usize = 5;
+const D_MODEL: usize = SEQ + 2 * VOCAB;
+const N_HEADS: usize = 2;
+const D_HEAD: usize = D_MODEL / N_HEADS;
+/// Sharpness of head 0's previous-token pattern.
+const QK_GAIN: f32 = 10.0;
+
+const CONFIG: &str = r#"
+name = "hand-built previous-token head"
+seed = 5
+
+[task]
+kind = "shift"
+seq_len = 6
+vocab_size = 5
+shift = 1
+
+[model]
+d_model = 16
+n_layers = 1
+n_heads = 2
+d_ff = 4
+positional = "learned"
+norm = "pre"
+
+[train]
+eval_size = 256
+"#;
+
+fn param2(values: Vec<f32>, shape: [usize; 2], device: &Device) -> Param<Tensor<2>> {
+    Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
+}
+
+fn zeros1(n: usize, device: &Device) -> Param<Tensor<1>> {
+    Param::from_tensor(Tensor::zeros([n], device))
+}
+
+/// Overwrites `model`'s weights with the circuit described at the top of the file.
+fn wire_previous_token_copier(model: &mut Encoder, device: &Device) {
+    let token = |t: usize| SEQ + t;
+    let copy = |t: usize| SEQ + VOCAB + t;
+
+    // Embeddings: token t -> e_{token(t)}; position i -> e_i.
+    let mut embedding = vec![0.0; VOCAB * D_MODEL];
+    for t in 0..VOCAB {
+        embedding[t * D_MODEL + token(t)] = 1.0;
+    }
+    model.embedding.weight = param2(embedding, [VOCAB, D_MODEL], device);
+    let mut positions = vec![0.0; SEQ * D_MODEL];
+    for i in 0..SEQ {
+        positions[i * D_MODEL + i] = 1.0;
+    }
+    let learned = model.positions.learned.as_mut().expect("learned positions");
+    learned.weight = param2(positions, [SEQ, D_MODEL], device);
+
+    // Fused projection [d_model, 3 * heads * d_head]: columns q heads | k heads | v heads.
+    // Head 0: query of position i is e_{i-1}, key of position j is e_j, value of token t
+    // is e_t. Head 1 stays all zero (uniform attention, no output).
+    let width = 3 * N_HEADS * D_HEAD;
+    let (q_col, k_col, v_col) = (0, N_HEADS * D_HEAD, 2 * N_HEADS * D_HEAD);
+    let mut qkv = vec![0.0; D_MODEL * width];
+    for i in 1..SEQ {
+        qkv[i * width + q_col + (i - 1)] = QK_GAIN;
+    }
+    for j in 0..SEQ {
+        qkv[j * width + k_col + j] = 1.0;
+    }
+    for t in 0..VOCAB {
+        qkv[token(t) * width + v_col + t] = 1.0;
+    }
+    let attention = &mut model.blocks[0].attention;
+    let fused = attention
+        .qkv
+        .as_mut()
+        .expect("split layout has a fused projection");
+    fused.weight = param2(qkv, [D_MODEL, width], device);
+    fused.bias = Some(zeros1(width, device));
+    // Output projection [heads * d_head, d_model]: head 0's value t -> e_{copy(t)}.
+    let mut output = vec![0.0; N_HEADS * D_HEAD * D_MODEL];
+    for t in 0..VOCAB {
+        output[t * D_MODEL + copy(t)] = 1.0;
+    }
+    attention.output.weight = param2(output, [N_HEADS * D_HEAD, D_MODEL], device);
+    attention.output.bias = Some(zeros1(D_MODEL, device));
+
+    // The feed-forward adds nothing.
+    let block = &mut model.blocks[0];
+    let d_ff = block.ff_in.weight.dims()[1];
+    block.ff_out.weight = param2(vec![0.0; d_ff * D_MODEL], [d_ff, D_MODEL], device);
+    block.ff_out.bias = Some(zeros1(D_MODEL, device));
+
+    // Output head reads the copied token: class t <- e_{copy(t)}; the blank class (VOCAB)
+    // gets logit 0, which wins only when nothing was copied.
+    let classes = VOCAB + 1;
+    let mut unembed = vec![0.0; D_MODEL * classes];
+    for t in 0..VOCAB {
+        unembed[copy(t) * classes + t] = 1.0;
+    }
+    model.output.weight = param2(unembed, [D_MODEL, classes], device);
+    model.output.bias = Some(zeros1(classes, device));
+}
+
+fn head<'a>(heads: &'a [HeadRecord], h: usize) -> &'a HeadRecord {
+    heads.iter().find(|r| r.head == h).unwrap()
+}
+
+#[test]
+fn a_hand_built_previous_token_head_is_detected_and_matters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config_path = tmp.path().join("config.toml");
+    std::fs::write(&config_path, CONFIG).unwrap();
+    let run = RunConfig::from_toml(&config_path)
+        .unwrap()
+        .resolve(&config_path)
+        .unwrap();
+    let device = Device::flex();
+    let mut model = run.config.model.init(&run.io, &device).unwrap();
+    wire_previous_token_copier(&mut model, &device);
+    let loaded = LoadedRun {
+        dir: tmp.path().to_path_buf(),
+        run,
+        model,
+        weights: Path::new("hand-built").to_path_buf(),
+        device,
+    };
+
+    let report = write_report(&loaded, &tmp.path().join("report"), 32).unwrap();
+
+    // Position 0 has nothing to copy and is scored wrong; the other 5 of 6 are right.
+    let expected_accuracy = (SEQ - 1) as f64 / SEQ as f64;
+    assert!(
+        (report.eval_token_acc - expected_accuracy).abs() < 1e-9,
+        "accuracy {}",
+        report.eval_token_acc
+    );
+    let copier = head(&report.heads, 0);
+    assert_eq!(copier.role, "previous_token", "{copier:?}");
+    assert!(copier.pattern_scores["previous_token"] > 0.99, "{copier:?}");
+    assert!(copier.confidence > 0.9, "{copier:?}");
+    // Without it nothing is copied: every position predicts blank, right only at position 0.
+    assert!(
+        (copier.ablation_drop - (expected_accuracy - 1.0 / SEQ as f64)).abs() < 1e-9,
+        "{copier:?}"
+    );
+
+    let idle = head(&report.heads, 1);
+    assert_eq!(idle.role, "mixed", "{idle:?}");
+    assert!(
+        (idle.entropy - (SEQ as f64).ln()).abs() < 1e-4,
+        "uniform attention: {idle:?}"
+    );
+    assert_eq!(idle.ablation_drop, 0.0, "{idle:?}");
+
+    // The two heads share nothing: the idle head's circuits are zero, and their patterns
+    // are far apart.
+    let layer = &report.similarity[0];
+    assert_eq!(layer.qk_cosine[0][1], 0.0);
+    assert!(layer.pattern_js[0][1] > 0.7, "{layer:?}");
+    assert!(report.divergence.is_empty(), "no snapshots, no curve");
+}
