@@ -19,6 +19,8 @@ use crate::similarity::LayerSimilarity;
 /// What a drawing step returns; plotters' errors are boxed.
 type DrawResult = Result<(), Box<dyn Error>>;
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+/// A similarity panel: its title, its matrix and the colour scale's range.
+type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64));
 
 const FONT: &str = "sans-serif";
 
@@ -233,7 +235,7 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
             let panels = grid.split_evenly((layers.len(), 4));
             let labels: Vec<String> = (0..n_heads).map(|h| format!("H{h}")).collect();
             for (l, layer) in layers.iter().enumerate() {
-                let measures: [(&str, &Vec<Vec<f64>>, (f64, f64)); 4] = [
+                let measures: [Panel; 4] = [
                     ("QK cosine", &layer.qk_cosine, (-1.0, 1.0)),
                     ("OV cosine", &layer.ov_cosine, (-1.0, 1.0)),
                     ("pattern JS distance", &layer.pattern_js, (0.0, 1.0)),

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Measure what each attention head of a headlab run learned: writes weights.safetensors,
-/// activations.safetensors and heads.json into RUN/inspect (or --out), and prints one line
-/// per head with its role, entropy, confidence, attention distance and ablation drop.
+/// Measure what each attention head of a headlab run learned. Writes into RUN/inspect (or
+/// --out): weights.safetensors, activations.safetensors, heads.json, similarity.json,
+/// divergence.csv (from the run's snapshots), figures/*.png and index.html, and prints one
+/// line per head with its role, entropy, confidence, attention distance and ablation drop.
 #[derive(Parser, Debug)]
 #[command(name = "inspect", version)]
 struct Args {
@@ -50,5 +51,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     for file in &report.files {
         println!("wrote {}", file.display());
     }
+    if report.divergence.is_empty() {
+        println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
+    }
+    println!(
+        "open {} in a browser to see the report",
+        out.join("index.html").display()
+    );
     Ok(())
 }

@@ -174,12 +174,10 @@ impl LayerSimilarity {
 /// measure here is symmetric.
 pub fn pairwise(n: usize, measure: impl Fn(usize, usize) -> f64) -> Vec<Vec<f64>> {
     let mut matrix = vec![vec![0.0; n]; n];
-    for i in 0..n {
-        for j in i..n {
-            let value = measure(i, j);
-            matrix[i][j] = value;
-            matrix[j][i] = value;
-        }
+    for (i, j) in (0..n).flat_map(|i| (i..n).map(move |j| (i, j))) {
+        let value = measure(i, j);
+        matrix[i][j] = value;
+        matrix[j][i] = value;
     }
     matrix
 }

@@ -176,8 +176,8 @@ fn a_trained_run_gets_every_report_file() {
     ] {
         let matrix = matrix(&layer[measure]);
         assert_eq!(matrix.len(), 2, "{measure}");
-        for h in 0..2 {
-            assert!((matrix[h][h] - same).abs() < 1e-6, "{measure}[{h}][{h}]");
+        for (h, row) in matrix.iter().enumerate() {
+            assert!((row[h] - same).abs() < 1e-6, "{measure}[{h}][{h}]");
         }
         assert_eq!(matrix[0][1], matrix[1][0], "{measure} is symmetric");
     }

@@ -119,7 +119,7 @@ fn wire_previous_token_copier(model: &mut Encoder, device: &Device) {
     model.output.bias = Some(zeros1(classes, device));
 }
 
-fn head<'a>(heads: &'a [HeadRecord], h: usize) -> &'a HeadRecord {
+fn head(heads: &[HeadRecord], h: usize) -> &HeadRecord {
     heads.iter().find(|r| r.head == h).unwrap()
 }
 
