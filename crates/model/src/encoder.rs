@@ -2,6 +2,7 @@
 //! a per-position output head. [`EncoderConfig`] is the `[model]` section of a headlab
 //! config file.
 
+use burn::module::{ModuleVisitor, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -129,7 +130,7 @@ impl EncoderConfig {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Encoder {
+        let encoder = Encoder {
             embedding: EmbeddingConfig::new(io.vocab_size, self.d_model).init(device),
             positions: AbsolutePositions::new(
                 self.positional,
@@ -141,7 +142,22 @@ impl EncoderConfig {
             final_norm: LayerNormConfig::new(self.d_model).init(device),
             output: LinearConfig::new(self.d_model, io.n_outputs).init(device),
             max_seq_len: io.max_seq_len,
-        })
+        };
+        // Burn draws a parameter's initial values when it is first read, from the device's
+        // RNG at that moment. Read every one now, in module order: otherwise the weights
+        // would depend on what touches the model first (a snapshot reading the attention
+        // before the first forward pass reads the embedding gave another init).
+        encoder.visit(&mut MaterializeParams);
+        Ok(encoder)
+    }
+}
+
+/// Reads every float parameter once, which draws the lazily initialised ones.
+struct MaterializeParams;
+
+impl ModuleVisitor for MaterializeParams {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let _ = param.val();
     }
 }
 

@@ -1,5 +1,5 @@
-//! Every config shipped in `configs/` loads, resolves (task built, model checked) and names
-//! a distinct run. Whether each one reaches its accuracy is `scripts/train_all.sh`'s job.
+//! Every config shipped in `configs/` and `configs/experiments/` loads, resolves (task
+//! built, model checked) and names a distinct run. Whether each one reaches its accuracy is `scripts/train_all.sh`'s job.
 
 use std::path::{Path, PathBuf};
 
@@ -8,9 +8,9 @@ use train::tasks::TaskConfig;
 
 fn shipped_configs() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    let mut configs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
+    let mut configs: Vec<PathBuf> = [dir.clone(), dir.join("experiments")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).unwrap().flatten())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();

@@ -19,6 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 pub use self::file::FileSpec;
+pub use self::neighbors::{Combine, NeighborsSpec};
 pub use self::pattern::AttentionPattern;
 pub use self::recall::RecallSpec;
 pub use self::shift::ShiftSpec;
@@ -45,8 +46,8 @@ pub enum TaskConfig {
     Reverse(SequenceSpec),
     /// Output the input delayed by `shift` positions.
     Shift(ShiftSpec),
-    /// Output the sum of the two neighbouring tokens modulo the vocabulary size.
-    Neighbors(SequenceSpec),
+    /// Output the sum (or difference) of the two neighbouring tokens modulo the vocabulary size.
+    Neighbors(NeighborsSpec),
     /// Output the input sorted ascending.
     Sort(SequenceSpec),
     /// Output, at each position, how often its token occurs in the sequence.
@@ -396,7 +397,7 @@ mod tests {
             TaskConfig::Copy(spec.clone()),
             TaskConfig::Reverse(spec.clone()),
             TaskConfig::Shift(ShiftSpec::default()),
-            TaskConfig::Neighbors(spec.clone()),
+            TaskConfig::Neighbors(NeighborsSpec::default()),
             TaskConfig::Sort(spec.clone()),
             TaskConfig::Histogram(spec),
             TaskConfig::Recall(RecallSpec::default()),

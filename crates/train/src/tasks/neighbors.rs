@@ -1,25 +1,82 @@
-//! The neighbors task: the target at position i is the sum of the tokens on either side of it,
-//! modulo the vocabulary size. It needs both neighbours, so one attention head is not enough.
+//! The neighbors task: the target at position i combines the tokens on either side of it,
+//! `(left + right)` or `(left - right)` modulo the vocabulary size. It needs both neighbours.
+//!
+//! The sum is symmetric in the two neighbours, so one head that spreads its attention over
+//! both (and reads the sum of their values) can solve it; the difference is not, so a head
+//! has to tell left from right, which two heads do most easily by specialising.
 
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 use super::{AttentionPattern, Example, SequenceSpec, TaskError, TaskImpl};
 
-/// Uniform random sequences whose target is `(left + right) % vocab_size`, with 0 standing in
+/// How the two neighbours make the target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Combine {
+    /// `(left + right) % vocab_size`.
+    #[default]
+    Sum,
+    /// `(left - right) % vocab_size` (never negative).
+    Difference,
+}
+
+/// Size and rule of the neighbors task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NeighborsSpec {
+    /// Tokens per sequence.
+    pub seq_len: usize,
+    /// Distinct input tokens; ids are `0..vocab_size`.
+    pub vocab_size: usize,
+    /// `sum` (default) or `difference`.
+    pub combine: Combine,
+}
+
+impl Default for NeighborsSpec {
+    fn default() -> Self {
+        let SequenceSpec {
+            seq_len,
+            vocab_size,
+        } = SequenceSpec::default();
+        Self {
+            seq_len,
+            vocab_size,
+            combine: Combine::Sum,
+        }
+    }
+}
+
+/// Uniform random sequences whose target combines the two neighbours, with 0 standing in
 /// for the missing neighbour at either end.
 #[derive(Debug, Clone)]
 pub(super) struct NeighborsTask {
     seq_len: usize,
     vocab: u32,
+    combine: Combine,
 }
 
 impl NeighborsTask {
-    pub(super) fn new(spec: &SequenceSpec) -> Result<Self, TaskError> {
-        let vocab = spec.validate()?;
+    pub(super) fn new(spec: &NeighborsSpec) -> Result<Self, TaskError> {
+        let vocab = SequenceSpec {
+            seq_len: spec.seq_len,
+            vocab_size: spec.vocab_size,
+        }
+        .validate()?;
         Ok(Self {
             seq_len: spec.seq_len,
             vocab,
+            combine: spec.combine,
         })
+    }
+
+    /// The target for neighbours `left` and `right`, both below the vocabulary.
+    fn combine(&self, left: u32, right: u32) -> u32 {
+        // Both are below vocab <= MAX_SIZE, so neither form can overflow.
+        match self.combine {
+            Combine::Sum => (left + right) % self.vocab,
+            Combine::Difference => (left + self.vocab - right) % self.vocab,
+        }
     }
 }
 
@@ -41,8 +98,7 @@ impl TaskImpl for NeighborsTask {
         let token_at = |i: Option<usize>| i.and_then(|i| input.get(i)).copied().unwrap_or(0);
         let target = super::all_scored((0..input.len()).map(|i| {
             let (left, right) = (token_at(i.checked_sub(1)), token_at(Some(i + 1)));
-            // Both are below vocab <= MAX_SIZE, so the sum cannot overflow.
-            (left + right) % self.vocab
+            self.combine(left, right)
         }));
         Example { input, target }
     }
@@ -59,9 +115,14 @@ mod tests {
     use super::*;
 
     fn task(seq_len: usize, vocab_size: usize) -> NeighborsTask {
-        NeighborsTask::new(&SequenceSpec {
+        with_combine(seq_len, vocab_size, Combine::Sum)
+    }
+
+    fn with_combine(seq_len: usize, vocab_size: usize, combine: Combine) -> NeighborsTask {
+        NeighborsTask::new(&NeighborsSpec {
             seq_len,
             vocab_size,
+            combine,
         })
         .unwrap()
     }
@@ -81,6 +142,25 @@ mod tests {
                     .collect();
                 assert_eq!(target, expected);
             }
+        }
+    }
+
+    #[test]
+    fn difference_subtracts_the_right_neighbour_from_the_left() {
+        let task = with_combine(4, 7, Combine::Difference);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..100 {
+            let Example { input, target } = task.sample(&mut rng);
+            let at = |i: i64| -> i64 {
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| input.get(i))
+                    .map_or(0, |&t| t as i64)
+            };
+            let expected: Vec<Option<u32>> = (0..4i64)
+                .map(|i| Some((at(i - 1) - at(i + 1)).rem_euclid(7) as u32))
+                .collect();
+            assert_eq!(target, expected);
         }
     }
 
@@ -109,9 +189,10 @@ mod tests {
 
     #[test]
     fn rejects_bad_sizes() {
-        let error = NeighborsTask::new(&SequenceSpec {
+        let error = NeighborsTask::new(&NeighborsSpec {
             seq_len: 5,
             vocab_size: 0,
+            combine: Combine::Sum,
         })
         .unwrap_err();
         assert!(
