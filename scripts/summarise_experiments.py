@@ -52,9 +52,9 @@ def roles(run):
 
 def symmetry_table(runs):
     lines = [
-        "| arm | eval token acc | QK cosine (end) | OV cosine (end) | pattern JS (end) "
-        "| heads first differ at step | roles |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| arm | eval token acc | steps to 99% | QK cosine (end) | OV cosine (end) "
+        "| pattern JS (end) | heads first differ at step | roles |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for arm in ["random", "symmetric", "symmetric-dropout"]:
         run = runs / f"symmetry-{arm}"
@@ -62,8 +62,10 @@ def symmetry_table(runs):
         end = rows[-1]
         first = first_divergence(rows)
         first = "never" if first is None else str(first)
+        to_99 = "not reached" if m["to_99"] is None else str(m["to_99"])
         lines.append(
-            f"| {arm} | {pct(m['acc'])} | {end['qk_cosine']:.4f} | {end['ov_cosine']:.4f} "
+            f"| {arm} | {pct(m['acc'])} | {to_99} | {end['qk_cosine']:.4f} "
+            f"| {end['ov_cosine']:.4f} "
             f"| {end['pattern_js']:.4f} | {first} | {roles(run)} |"
         )
     return "\n".join(lines)
