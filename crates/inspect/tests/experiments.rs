@@ -4,8 +4,8 @@
 //! are `scripts/experiments.sh`.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use inspect::report::{Report, write_report};
 use train::{Progress, RunConfig, TrainOptions};
@@ -38,8 +38,13 @@ checkpoint_every = 1000
 snapshot_every = 200
 "#;
 
+/// One training at a time: the device RNG that draws the initial weights is shared by every
+/// thread, and a run training beside another could start from other weights.
+static DEVICE_RNG: Mutex<()> = Mutex::new(());
+
 /// Trains `config_text` (with `overrides`) in a temporary directory and inspects it.
 fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
+    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let config_path = tmp.path().join("config.toml");
     std::fs::write(&config_path, config_text).unwrap();
