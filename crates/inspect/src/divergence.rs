@@ -4,8 +4,6 @@
 //! unless something breaks the symmetry; random init starts apart and moves.
 
 use std::fmt::Write as _;
-use std::path::Path;
-
 use train::snapshot::{SnapshotError, head_tensors, list_snapshots, load_snapshot};
 
 use crate::probe::Probe;
@@ -81,9 +79,4 @@ pub fn to_csv(points: &[DivergencePoint]) -> String {
         .expect("writing to a String");
     }
     csv
-}
-
-/// Whether the run in `dir` took any snapshots.
-pub fn has_snapshots(dir: &Path) -> bool {
-    !list_snapshots(dir).is_empty()
 }

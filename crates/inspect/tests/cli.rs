@@ -2,13 +2,12 @@
 //! be recomputed from the dumped weights and activations, and clear errors for runs that
 //! cannot be inspected.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use train::tensor_file::read_tensors;
-use train::{Progress, RunConfig, TrainOptions};
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -17,20 +16,7 @@ const TINY: &str = concat!(
 
 /// Trains the tiny config (with `overrides`) into `dir` through the library.
 fn train_tiny(dir: &Path, overrides: &[&str]) {
-    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let run = RunConfig::load(Path::new(TINY), &overrides)
-        .unwrap()
-        .resolve(Path::new(TINY))
-        .unwrap();
-    let options = TrainOptions {
-        run_dir: dir.to_path_buf(),
-        resume: false,
-        force: false,
-        progress: Progress::Quiet,
-        stop: Arc::new(AtomicBool::new(false)),
-        stop_at_step: None,
-    };
-    train::train(&run, &options).unwrap();
+    common::train_run(Path::new(TINY), overrides, dir);
 }
 
 fn inspect(args: &[&str]) -> Output {

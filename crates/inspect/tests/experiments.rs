@@ -3,12 +3,12 @@
 //! that start identical (no dropout) are still identical after training. The full-size runs
 //! are `scripts/experiments.sh`.
 
+mod common;
+
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use inspect::report::{Report, write_report};
-use train::{Progress, RunConfig, TrainOptions};
 
 /// `(x[i-1] - x[i+1]) mod 5` on sequences of 8, one layer of two heads.
 const NEIGHBORS_DIFFERENCE: &str = r#"
@@ -48,21 +48,8 @@ fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
     let tmp = tempfile::tempdir().unwrap();
     let config_path = tmp.path().join("config.toml");
     std::fs::write(&config_path, config_text).unwrap();
-    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let run = RunConfig::load(&config_path, &overrides)
-        .unwrap()
-        .resolve(&config_path)
-        .unwrap();
     let run_dir = tmp.path().join("run");
-    let options = TrainOptions {
-        run_dir: run_dir.clone(),
-        resume: false,
-        force: false,
-        progress: Progress::Quiet,
-        stop: Arc::new(AtomicBool::new(false)),
-        stop_at_step: None,
-    };
-    train::train(&run, &options).unwrap();
+    common::train_run(&config_path, overrides, &run_dir);
     let loaded = inspect::run::load(&run_dir, None).unwrap();
     write_report(&loaded, Path::new(&run_dir.join("inspect")), 32).unwrap()
 }
