@@ -13,6 +13,7 @@ use plotters::style::{FontStyle, register_font};
 use train::metrics::MetricsRecord;
 
 use crate::divergence::DivergencePoint;
+use crate::pruning::{PruneCurve, Pruning};
 use crate::report::HeadRecord;
 use crate::similarity::LayerSimilarity;
 
@@ -164,44 +165,44 @@ impl Heatmap<'_> {
     }
 }
 
-/// Inputs of the attention-pattern figure.
+/// Inputs of an attention-pattern grid.
 pub struct PatternFigure<'a> {
-    /// Per layer, per head: `[seq, seq]` attention of one probe sequence, row-major.
+    /// The figure's title.
+    pub title: &'a str,
+    /// Per grid row, per column: `[seq, seq]` attention on one probe sequence, row-major.
+    /// In `attention.png` rows are layers and columns heads.
     pub patterns: &'a [Vec<Vec<f32>>],
     /// That sequence's tokens.
     pub tokens: &'a [u32],
-    /// One record per head (for the captions).
-    pub heads: &'a [HeadRecord],
+    /// One caption per panel, like `patterns`.
+    pub captions: &'a [Vec<String>],
 }
 
-/// `attention.png`: a layers x heads grid of heatmaps for one probe sequence, queries down,
-/// keys across, tokens on both axes.
+/// A grid of attention heatmaps for one probe sequence, queries down, keys across, tokens
+/// on both axes: `attention.png` (layers x heads) and `compare`'s `matched-attention.png`
+/// (runs x matched heads).
 pub fn attention_patterns(path: &Path, figure: &PatternFigure) -> Result<(), FigureError> {
     let n_layers = figure.patterns.len();
     let n_heads = figure.patterns.first().map_or(1, Vec::len);
     let seq = figure.tokens.len();
-    let panel = (200 + 14 * seq as u32).min(420);
+    // Large grids (many runs side by side) get smaller panels, down to 200 px.
+    let largest_side = n_layers.max(n_heads) as u32;
+    let panel = (200 + 14 * seq as u32)
+        .min(420)
+        .min((1800 / largest_side.max(1)).max(200));
     let labels: Vec<String> = figure.tokens.iter().map(u32::to_string).collect();
     render(
         path,
         (panel * n_heads as u32, panel * n_layers as u32 + 30),
         |root| {
             let (title, grid) = root.split_vertically(30);
-            title.titled(
-                "Attention of each head on probe sequence 0 (row: query, column: key)",
-                (FONT, 16),
-            )?;
+            title.titled(figure.title, (FONT, 16))?;
             let panels = grid.split_evenly((n_layers, n_heads));
             for (index, area) in panels.iter().enumerate() {
                 let (layer, head) = (index / n_heads, index % n_heads);
                 let pattern = &figure.patterns[layer][head];
-                let role = figure
-                    .heads
-                    .iter()
-                    .find(|r| r.layer == layer && r.head == head)
-                    .map_or("", |r| r.role.as_str());
                 Heatmap {
-                    caption: format!("L{layer} H{head}: {role}"),
+                    caption: figure.captions[layer][head].clone(),
                     values: &|i, j| pattern[i * seq + j] as f64,
                     rows: seq,
                     cols: seq,
@@ -269,7 +270,7 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
 fn line_chart(
     area: &Area,
     caption: &str,
-    y_desc: &str,
+    (x_desc, y_desc): (&str, &str),
     series: &[(String, Vec<(f64, f64)>)],
     y_range: Option<(f64, f64)>,
     legend_at: SeriesLabelPosition,
@@ -294,7 +295,7 @@ fn line_chart(
         .build_cartesian_2d(0.0..x_max, y_lo..y_hi)?;
     chart
         .configure_mesh()
-        .x_desc("step")
+        .x_desc(x_desc)
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_desc(y_desc)
         .label_style((FONT, 12))
@@ -340,7 +341,7 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
         line_chart(
             &panels[0],
             "QK circuits: mean pairwise cosine",
-            "cosine",
+            ("step", "cosine"),
             &curve(|p| p.qk_cosine),
             Some((-0.1, 1.05)),
             SeriesLabelPosition::UpperRight,
@@ -348,7 +349,7 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
         line_chart(
             &panels[1],
             "OV circuits: mean pairwise cosine",
-            "cosine",
+            ("step", "cosine"),
             &curve(|p| p.ov_cosine),
             Some((-0.1, 1.05)),
             SeriesLabelPosition::UpperRight,
@@ -356,7 +357,7 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
         line_chart(
             &panels[2],
             "Patterns: mean pairwise JS distance",
-            "JS distance",
+            ("step", "JS distance"),
             &curve(|p| p.pattern_js),
             Some((0.0, 1.0)),
             SeriesLabelPosition::UpperRight,
@@ -411,6 +412,50 @@ pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
             bar
         }))?;
         Ok(())
+    })
+}
+
+/// `pruning.png`: eval token accuracy as heads are removed, in both orders, with the
+/// line the accuracy may not cross (full model minus the tolerance).
+pub fn pruning(path: &Path, pruning: &Pruning) -> Result<(), FigureError> {
+    let curve = |curve: &PruneCurve| -> Vec<(f64, f64)> {
+        std::iter::once((0.0, pruning.base_token_acc * 100.0))
+            .chain(
+                curve
+                    .steps
+                    .iter()
+                    .map(|s| (s.heads_removed as f64, s.token_acc * 100.0)),
+            )
+            .collect()
+    };
+    let total = pruning.total_heads as f64;
+    let floor = (pruning.base_token_acc - pruning.tolerance) * 100.0;
+    let series = [
+        (
+            format!(
+                "ranked by single-head drop ({} removable)",
+                pruning.ranked.removable
+            ),
+            curve(&pruning.ranked),
+        ),
+        (
+            format!("greedy ({} removable)", pruning.greedy.removable),
+            curve(&pruning.greedy),
+        ),
+        (
+            format!("full model - {:.1} points", pruning.tolerance * 100.0),
+            vec![(0.0, floor), (total, floor)],
+        ),
+    ];
+    render(path, (720, 420), |root| {
+        line_chart(
+            root,
+            "Pruning heads at test time: eval token accuracy as heads are removed",
+            ("heads removed", "eval token accuracy (%)"),
+            &series,
+            Some((0.0, 101.0)),
+            SeriesLabelPosition::LowerLeft,
+        )
     })
 }
 
@@ -477,7 +522,7 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
         line_chart(
             &panels[1],
             "Eval accuracy",
-            "fraction right",
+            ("step", "fraction right"),
             &[
                 series("token accuracy", |r| r.eval_token_acc),
                 series("sequence accuracy", |r| r.eval_seq_acc),

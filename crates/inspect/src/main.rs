@@ -7,7 +7,7 @@ use clap::Parser;
 
 /// Measure what each attention head of a headlab run learned. Writes into RUN/inspect (or
 /// --out): weights.safetensors, activations.safetensors, heads.json, similarity.json,
-/// divergence.csv (from the run's snapshots), figures/*.png and index.html, and prints one
+/// pruning.json, summary.json, divergence.csv (from the run's snapshots), figures/*.png and index.html, and prints one
 /// line per head with its role, entropy, confidence, attention distance and ablation drop.
 #[derive(Parser, Debug)]
 #[command(name = "inspect", version)]
@@ -23,6 +23,10 @@ struct Args {
     /// Sequences in the probe batch (drawn from the run's task with a fixed seed).
     #[arg(long, default_value_t = 64)]
     probe: usize,
+    /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
+    /// task counts as failed.
+    #[arg(long, default_value_t = inspect::pruning::DEFAULT_TOLERANCE)]
+    prune_tolerance: f64,
 }
 
 fn main() -> ExitCode {
@@ -38,9 +42,19 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.probe > 0, "--probe must be at least 1");
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.prune_tolerance),
+        "--prune-tolerance must be in [0, 1] (accuracy points as a fraction: 0.01 is one \
+         point), got {}",
+        args.prune_tolerance
+    );
     let loaded = inspect::run::load(&args.run, args.checkpoint.as_deref())?;
     let out = args.out.unwrap_or_else(|| args.run.join("inspect"));
-    let report = inspect::report::write_report(&loaded, &out, args.probe)?;
+    let options = inspect::report::ReportOptions {
+        probe_size: args.probe,
+        prune_tolerance: args.prune_tolerance,
+    };
+    let report = inspect::report::write_report(&loaded, &out, &options)?;
     println!(
         "{} ({}), eval token accuracy {:.2}%",
         args.run.display(),
@@ -51,6 +65,16 @@ fn run(args: Args) -> anyhow::Result<()> {
     for file in &report.files {
         println!("wrote {}", file.display());
     }
+    let pruning = &report.pruning;
+    println!(
+        "pruning: {} of {} heads can go with accuracy within {:.1} points of {:.2}% (greedy; \
+         {} in single-head-drop order)",
+        pruning.greedy.removable,
+        pruning.total_heads,
+        pruning.tolerance * 100.0,
+        pruning.base_token_acc * 100.0,
+        pruning.ranked.removable
+    );
     if report.divergence.is_empty() {
         println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
     }

@@ -178,11 +178,42 @@ fn a_trained_run_gets_every_report_file() {
         .collect();
     assert_eq!(steps, ["0", "5", "10", "15", "20"]);
 
+    // Greedy pruning's first step removes the head whose single ablation costs least, so
+    // its accuracy is the best of heads.json's single-head results.
+    let pruning = read_json(&report.join("pruning.json"));
+    let base = pruning["base_token_acc"].as_f64().unwrap();
+    let tolerance = pruning["tolerance"].as_f64().unwrap();
+    assert_eq!(tolerance, 0.01);
+    let best_single = heads
+        .iter()
+        .map(|h| base - h["ablation_drop"].as_f64().unwrap())
+        .fold(f64::NEG_INFINITY, f64::max);
+    for order in ["greedy", "ranked"] {
+        let curve = &pruning[order];
+        let accs: Vec<f64> = curve["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["token_acc"].as_f64().unwrap())
+            .collect();
+        assert_eq!(accs.len(), 2, "{order}: one step per head");
+        let removable = curve["removable"].as_u64().unwrap() as usize;
+        assert!(accs[..removable].iter().all(|a| *a >= base - tolerance));
+        assert!(accs.get(removable).is_none_or(|a| *a < base - tolerance));
+    }
+    let greedy_first = pruning["greedy"]["steps"][0]["token_acc"].as_f64().unwrap();
+    assert!((greedy_first - best_single).abs() < 1e-9);
+    let summary = read_json(&report.join("summary.json"));
+    assert_eq!(summary["eval_token_acc"].as_f64().unwrap(), base);
+    assert_eq!(summary["task"], "reverse");
+    assert_eq!(summary["removable_heads"], pruning["greedy"]["removable"]);
+
     let figures = [
         "attention",
         "similarity",
         "divergence",
         "ablation",
+        "pruning",
         "training",
     ];
     for name in figures {
@@ -264,7 +295,16 @@ fn recomputed_pattern(report: &Path, head: usize) -> (Vec<f32>, Vec<f32>) {
 
 #[test]
 fn patterns_recompute_from_the_dumped_weights_in_every_layout() {
-    for layout in ["split", "wide", "narrow"] {
+    // The tiny model: d_model 16, 2 heads. Attention parameters counted by hand: the q/k/v
+    // projection with its bias, then the output projection (n_heads d_head -> d_model) with
+    // its bias.
+    let (d, h) = (16, 2);
+    for (layout, d_head, qkv_params) in [
+        ("split", 8, d * 3 * h * 8 + 3 * h * 8),
+        ("wide", 16, d * 3 * h * 16 + 3 * h * 16),
+        // Each head projects only its chunk of d / h inputs.
+        ("narrow", 8, h * (d / h) * 3 * 8 + h * 3 * 8),
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let run = tmp.path().join(layout);
         let set = format!("model.head_layout={layout}");
@@ -274,6 +314,15 @@ fn patterns_recompute_from_the_dumped_weights_in_every_layout() {
             output.status.success(),
             "{}",
             String::from_utf8_lossy(&output.stderr)
+        );
+        let summary = read_json(&run.join("inspect/summary.json"));
+        assert_eq!(summary["head_layout"], layout);
+        assert_eq!(summary["d_head"], d_head);
+        let output_params = h * d_head * d + d;
+        assert_eq!(
+            summary["attention_params"],
+            qkv_params + output_params,
+            "{layout}"
         );
         for head in 0..2 {
             let (expected, dumped) = recomputed_pattern(&run.join("inspect"), head);

@@ -1,14 +1,17 @@
 //! The README's experiment claims, checked on models small enough to train in a test:
-//! heads on the asymmetric neighbors rule split the two neighbours between them, and heads
-//! that start identical (no dropout) are still identical after training. The full-size runs
-//! are `scripts/experiments.sh`.
+//! heads on the asymmetric neighbors rule split the two neighbours between them, heads
+//! that start identical (no dropout) are still identical after training, and heads matched
+//! across seeds do the same job. The full-size runs are `scripts/experiments.sh`.
 
 mod common;
 
 use std::path::Path;
 use std::sync::Mutex;
 
-use inspect::report::{Report, write_report};
+use inspect::compare::compare;
+use inspect::probe::Probe;
+use inspect::report::{Report, ReportOptions, head_roles, write_report};
+use inspect::run::LoadedRun;
 
 /// `(x[i-1] - x[i+1]) mod 5` on sequences of 8, one layer of two heads.
 const NEIGHBORS_DIFFERENCE: &str = r#"
@@ -51,7 +54,15 @@ fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
     let run_dir = tmp.path().join("run");
     common::train_run(&config_path, overrides, &run_dir);
     let loaded = inspect::run::load(&run_dir, None).unwrap();
-    write_report(&loaded, Path::new(&run_dir.join("inspect")), 32).unwrap()
+    write_report(
+        &loaded,
+        Path::new(&run_dir.join("inspect")),
+        &ReportOptions {
+            probe_size: 32,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 #[test]
@@ -100,4 +111,64 @@ fn symmetric_heads_without_dropout_stay_identical_through_training() {
     };
     assert_eq!(a.pattern_scores, b.pattern_scores);
     assert_eq!(a.ablation_drop, b.ablation_drop);
+}
+
+/// Experiment 4 at tiny size: train three seeds, match their heads, and check that the
+/// matching pairs heads that lean to the same neighbour.
+#[test]
+fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config_path = tmp.path().join("config.toml");
+    std::fs::write(&config_path, NEIGHBORS_DIFFERENCE).unwrap();
+    let runs: Vec<LoadedRun> = (0..3)
+        .map(|seed| {
+            let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
+            let run_dir = tmp.path().join(format!("seed-{seed}"));
+            let seed = format!("seed={seed}");
+            common::train_run(&config_path, &[&seed, "train.snapshot_every=0"], &run_dir);
+            inspect::run::load(&run_dir, None).unwrap()
+        })
+        .collect();
+    let comparison = compare(&runs, &tmp.path().join("compare"), 32).unwrap();
+
+    // Each head's lean, measured independently of `compare` on the reference's probe:
+    // previous-token score minus next-token score.
+    let reference = &runs[0];
+    let probe = Probe::new(
+        &reference.run.task,
+        32,
+        reference.run.config.seed,
+        &reference.device,
+    );
+    let tokens = probe.token_ids();
+    let leans = |run: &LoadedRun| -> Vec<f64> {
+        let layers = probe.run(&run.model);
+        head_roles(&run.run.task, &layers[0], &tokens)
+            .iter()
+            .map(|(scores, _)| scores["previous_token"] - scores["next_token"])
+            .collect()
+    };
+    let reference_leans = leans(reference);
+    // The reference has one head on each side (the split of the test above).
+    assert!(
+        reference_leans[0] * reference_leans[1] < 0.0,
+        "{reference_leans:?}"
+    );
+    for (run, compared) in runs.iter().zip(&comparison.runs).skip(1) {
+        let run_leans = leans(run);
+        assert!(
+            run_leans[0] * run_leans[1] < 0.0,
+            "seed {}: {run_leans:?}",
+            compared.seed
+        );
+        for (slot, &partner) in compared.layers[0].partner.iter().enumerate() {
+            assert!(
+                reference_leans[slot] * run_leans[partner] > 0.0,
+                "seed {}: slot {slot} (lean {}) matched to head {partner} (lean {})",
+                compared.seed,
+                reference_leans[slot],
+                run_leans[partner]
+            );
+        }
+    }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use burn::module::Param;
 use burn::prelude::*;
-use inspect::report::{HeadRecord, write_report};
+use inspect::report::{HeadRecord, ReportOptions, write_report};
 use inspect::run::LoadedRun;
 use model::Encoder;
 use train::RunConfig;
@@ -143,7 +143,15 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         device,
     };
 
-    let report = write_report(&loaded, &tmp.path().join("report"), 32).unwrap();
+    let report = write_report(
+        &loaded,
+        &tmp.path().join("report"),
+        &ReportOptions {
+            probe_size: 32,
+            ..Default::default()
+        },
+    )
+    .unwrap();
 
     // Position 0 has nothing to copy and is scored wrong; the other 5 of 6 are right.
     let expected_accuracy = (SEQ - 1) as f64 / SEQ as f64;

@@ -1,0 +1,53 @@
+//! `compare`: match the heads of several runs of one task (for example one config trained
+//! with several seeds) and show which roles every run has.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Match the attention heads of several headlab runs of the same task and model shape. Every
+/// run is probed on the first run's probe sequences; per layer, its heads are paired with the
+/// first run's by the permutation that maximises attention-pattern similarity (Hungarian
+/// algorithm). Prints one row per head of the first run with the matched head's role in every
+/// run, and writes matching.json and matched-attention.png into --out.
+#[derive(Parser, Debug)]
+#[command(name = "compare", version)]
+struct Args {
+    /// Run directories written by `train`; the first is the reference.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<PathBuf>,
+    /// Output directory. Default: FIRST_RUN/compare.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Sequences in the shared probe batch.
+    #[arg(long, default_value_t = 64)]
+    probe: usize,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.probe > 0, "--probe must be at least 1");
+    let loaded = args
+        .runs
+        .iter()
+        .map(|dir| inspect::run::load(dir, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
+    let comparison = inspect::compare::compare(&loaded, &out, args.probe)?;
+    println!("{}", inspect::compare::table(&comparison));
+    for file in &comparison.files {
+        println!("wrote {}", file.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! The `compare` binary on tiny trained runs: heads matched across seeds (a run matched to
+//! itself keeps every head with similarity 1; another seed gets the best permutation), its
+//! files, and clear refusals for runs that cannot be matched.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const TINY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../train/tests/fixtures/tiny.toml"
+);
+
+fn compare(args: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_compare"))
+        .args(args)
+        .output()
+        .expect("the compare binary runs")
+}
+
+fn compare_fails(args: &[&Path]) -> String {
+    let output = compare(args);
+    let err = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "expected failure for {args:?}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn heads_are_matched_across_seeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (seed_3, seed_4) = (tmp.path().join("seed-3"), tmp.path().join("seed-4"));
+    common::train_run(Path::new(TINY), &[], &seed_3);
+    common::train_run(Path::new(TINY), &["seed=4"], &seed_4);
+    let out = tmp.path().join("compared");
+    // The reference, another seed, and the reference again.
+    let output = compare(&[&seed_3, &seed_4, &seed_3, Path::new("--out"), &out]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("slot") && stdout.contains("L0H0") && stdout.contains("L0H1"),
+        "{stdout}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("matching.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[1]["seed"], 4);
+    let layer = |run: usize| &runs[run]["layers"][0];
+    let numbers =
+        |value: &serde_json::Value| -> Vec<f64> { serde_json::from_value(value.clone()).unwrap() };
+    let partners = |run: usize| -> Vec<usize> {
+        serde_json::from_value(layer(run)["partner"].clone()).unwrap()
+    };
+
+    // A run matched to itself: identity, similarity 1.
+    for run in [0, 2] {
+        assert_eq!(partners(run), vec![0, 1]);
+        for s in numbers(&layer(run)["similarity"]) {
+            assert!((s - 1.0).abs() < 1e-9, "{s}");
+        }
+    }
+
+    // Another seed: a permutation, at least as good as the other one, with the similarities
+    // read from the matrix.
+    let matrix: Vec<Vec<f64>> = serde_json::from_value(layer(1)["matrix"].clone()).unwrap();
+    let partner = partners(1);
+    let mut sorted = partner.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![0, 1]);
+    let chosen: f64 = (0..2).map(|h| matrix[h][partner[h]]).sum();
+    let other: f64 = (0..2).map(|h| matrix[h][1 - partner[h]]).sum();
+    assert!(chosen >= other, "{matrix:?} {partner:?}");
+    let similarity = numbers(&layer(1)["similarity"]);
+    for h in 0..2 {
+        assert_eq!(similarity[h], matrix[h][partner[h]]);
+        assert!((0.0..=1.0).contains(&similarity[h]));
+    }
+
+    let slots = json["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 2);
+    for slot in slots {
+        assert_eq!(slot["roles"].as_array().unwrap().len(), 3);
+        // Reference and its copy agree, so the mean over the other runs is (s + 1) / 2.
+        let h = slot["head"].as_u64().unwrap() as usize;
+        let expected = (similarity[h] + 1.0) / 2.0;
+        assert!((slot["mean_similarity"].as_f64().unwrap() - expected).abs() < 1e-9);
+    }
+    for count in json["runs_with_role"][0].as_object().unwrap().values() {
+        assert!((1..=3).contains(&count.as_u64().unwrap()));
+    }
+
+    let figure = out.join("matched-attention.png");
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&figure).unwrap(),
+    ));
+    let info = decoder.read_info().unwrap().info().clone();
+    // Two rows (reference heads), three columns (runs).
+    assert!(info.width > info.height, "{}x{}", info.width, info.height);
+}
+
+#[test]
+fn runs_that_cannot_be_matched_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = tmp.path().join("reference");
+    common::train_run(Path::new(TINY), &["train.steps=5"], &reference);
+
+    let longer = tmp.path().join("longer");
+    common::train_run(
+        Path::new(TINY),
+        &["train.steps=5", "task.seq_len=7"],
+        &longer,
+    );
+    let err = compare_fails(&[&reference, &longer]);
+    assert!(
+        err.contains("tasks differ")
+            && err.contains(longer.to_str().unwrap())
+            && err.contains(reference.to_str().unwrap()),
+        "{err}"
+    );
+
+    let wider = tmp.path().join("four-heads");
+    common::train_run(
+        Path::new(TINY),
+        &["train.steps=5", "model.n_heads=4"],
+        &wider,
+    );
+    let err = compare_fails(&[&reference, &wider]);
+    assert!(
+        err.contains("layers x heads differ") && err.contains("(1, 2) vs (1, 4)"),
+        "{err}"
+    );
+
+    let err = compare_fails(&[&reference, &tmp.path().join("nope")]);
+    assert!(err.contains("not a headlab run directory"), "{err}");
+
+    // One run is nothing to compare.
+    let err = compare_fails(&[&reference]);
+    assert!(err.contains("required"), "{err}");
+}
