@@ -110,14 +110,18 @@ impl Default for TrainConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error(
+        "cannot read config file {path}: {error}; expected a TOML file such as configs/reverse.toml"
+    )]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main would
+        /// print it twice.
+        error: std::io::Error,
     },
-    /// TOML syntax, unknown key or wrong type in the file (the message gives line and column).
+    /// TOML syntax, unknown key or wrong type in the file (the message gives line and column,
+    /// and a close match for a misspelt key or name).
     #[error("{path}: {message}")]
     Parse {
         /// The file.
@@ -143,21 +147,29 @@ pub enum ConfigError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// The `[train]` section is out of range (a [`ConfigError::Range`] inside).
+    #[error("{path}: {error}")]
+    Train {
+        /// The config file.
+        path: PathBuf,
+        /// Why.
+        error: Box<ConfigError>,
+    },
     /// The task section could not be built.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Task {
         /// The config file.
         path: PathBuf,
-        /// Why.
-        source: crate::tasks::TaskError,
+        /// Why (not a `source`, so the chain does not repeat it).
+        error: crate::tasks::TaskError,
     },
     /// The model section does not fit together.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Model {
         /// The config file.
         path: PathBuf,
-        /// Why.
-        source: model::ConfigError,
+        /// Why (not a `source`, so the chain does not repeat it).
+        error: model::ConfigError,
     },
 }
 
@@ -176,13 +188,13 @@ impl RunConfig {
     /// Reads `path`, applies `overrides` (`key.path=value`, TOML values; bare words are
     /// strings) and fills the name from the file stem when unset.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let parse_error = |e: toml::de::Error| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: explain_parse_error(&text, &e),
         };
         // Parse the text itself first: its errors carry line numbers.
         let mut config: RunConfig = toml::from_str(&text).map_err(parse_error)?;
@@ -195,7 +207,7 @@ impl RunConfig {
                     RunConfig::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
                         ConfigError::Override {
                             assignment: assignment.clone(),
-                            message: e.to_string().trim_end().to_string(),
+                            message: explain(&e.to_string()),
                         }
                     })?;
             }
@@ -221,13 +233,16 @@ impl RunConfig {
     /// Builds the task and checks every section. `path` names the file in messages;
     /// relative dataset paths resolve against the current directory.
     pub fn resolve(self, path: &Path) -> Result<ResolvedRun, ConfigError> {
-        self.train.validate()?;
+        self.train.validate().map_err(|error| ConfigError::Train {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })?;
         let task = self
             .task
             .build(Path::new("."))
-            .map_err(|source| ConfigError::Task {
+            .map_err(|error| ConfigError::Task {
                 path: path.to_path_buf(),
-                source,
+                error,
             })?;
         let io = EncoderIo {
             vocab_size: task.input_vocab(),
@@ -236,9 +251,9 @@ impl RunConfig {
         };
         self.model
             .validate(&io)
-            .map_err(|source| ConfigError::Model {
+            .map_err(|error| ConfigError::Model {
                 path: path.to_path_buf(),
-                source,
+                error,
             })?;
         Ok(ResolvedRun {
             config: self,
@@ -349,11 +364,114 @@ fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), Confi
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         current = entry.as_table_mut().ok_or_else(|| {
             fail(format!(
-                "`{}` is a value, not a section",
+                "`{}` is a value, not a section; expected a key path like train.lr or \
+                 model.n_heads",
                 segments[..=depth].join(".")
             ))
         })?;
     }
     current.insert(last.to_string(), value);
     Ok(())
+}
+
+/// toml's message for an error in the config file `text`, made more helpful: a close match
+/// for a misspelt key or name, and the key and line at fault when toml could only point at
+/// the `[task]` header.
+fn explain_parse_error(text: &str, error: &toml::de::Error) -> String {
+    let mut message = explain(&error.to_string());
+    let Some(span) = error.span() else {
+        return message;
+    };
+    let header_line = text[..span.start.min(text.len())].matches('\n').count();
+    let at_task_header = text
+        .lines()
+        .nth(header_line)
+        .is_some_and(|line| line.trim_start().starts_with("[task]"));
+    if !at_task_header {
+        return message;
+    }
+    let table: Option<toml::Table> = toml::from_str(text).ok();
+    let task = table.as_ref().and_then(|t| t.get("task")?.as_table());
+    let Some(key) = task.and_then(TaskConfig::key_at_fault) else {
+        return message;
+    };
+    // The key's own line: the first `key =` after the header, before the next section.
+    let key_line = text
+        .lines()
+        .enumerate()
+        .skip(header_line + 1)
+        .take_while(|(_, line)| !line.trim_start().starts_with('['))
+        .find(|(_, line)| {
+            line.trim_start()
+                .strip_prefix(key.as_str())
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        });
+    match key_line {
+        Some((index, _)) => message.push_str(&format!("\nat `task.{key}`, line {}", index + 1)),
+        None => message.push_str(&format!("\nat `task.{key}`")),
+    }
+    message
+}
+
+/// serde's message with a hint added: "did you mean `d_ff`?" after an unknown field or
+/// variant that is close to an accepted one, and what a missing `task` or `kind` can be.
+fn explain(message: &str) -> String {
+    let mut message = message.trim_end().to_string();
+    if let Some((at, hint)) = did_you_mean(&message) {
+        message.insert_str(at, &hint);
+    }
+    let kinds = TaskConfig::KINDS.join(", ");
+    if message.contains("missing field `task`") {
+        message.push_str(&format!(
+            "\nevery config needs a [task] section with `kind` = one of {kinds}"
+        ));
+    } else if message.contains("missing field `kind`") {
+        message.push_str(&format!("\n[task] needs `kind` = one of {kinds}"));
+    } else if message.contains("missing field `path`") {
+        message
+            .push_str("\nkind = \"file\" needs `path` = a JSONL file, e.g. \"data/sample.jsonl\"");
+    } else if message.ends_with("duplicate key") {
+        message.push_str("; each key may appear once per section");
+    }
+    message
+}
+
+/// For "unknown field `x`, expected one of `a`, `b`" (or "unknown variant"): where to insert
+/// a hint (the end of that line) and the hint, if one accepted name is close to `x`.
+fn did_you_mean(message: &str) -> Option<(usize, String)> {
+    let (start, end) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|marker| {
+            let start = message.find(marker)? + marker.len();
+            Some((start, start + message[start..].find('`')?))
+        })?;
+    let given = message[start..end].to_lowercase();
+    let line_end = message[end..].find('\n').map_or(message.len(), |n| end + n);
+    // The accepted names are the backquoted words after the given one on the same line.
+    let accepted = message[end + 1..line_end].split('`').skip(1).step_by(2);
+    let (distance, best) = accepted
+        // Optimal string alignment: inserts, deletions, substitutions and swaps of two
+        // neighbours, each one edit.
+        .map(|name| (strsim::osa_distance(&given, &name.to_lowercase()), name))
+        .min_by_key(|(distance, _)| *distance)?;
+    // One edit per four characters, at least one: close enough to be a typo, not a guess.
+    let close = distance <= 1 + given.chars().count() / 4;
+    close.then(|| (line_end, format!("; did you mean `{best}`?")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_names_get_a_suggestion_and_far_ones_do_not() {
+        let message = "unknown field `d_fff`, expected one of `d_model`, `d_ff`\nin `model`";
+        assert_eq!(
+            explain(message),
+            "unknown field `d_fff`, expected one of `d_model`, `d_ff`; did you mean `d_ff`?\n\
+             in `model`"
+        );
+        let message = "unknown variant `cuda`, expected one of `flex`, `ndarray`, `wgpu`";
+        assert_eq!(explain(message), message);
+    }
 }

@@ -42,7 +42,19 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        // --help and --version go to stdout as clap prints them.
+        Err(error) if !error.use_stderr() => error.exit(),
+        Err(error) => {
+            // clap ends with a blank line and a pointer to --help: keep the message one
+            // paragraph, like every other error of `train`.
+            let text = error.render().to_string();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            eprintln!("{}", lines.join("\n"));
+            return ExitCode::from(2);
+        }
+    };
     match run(args) {
         Ok(code) => code,
         Err(error) => {
@@ -61,7 +73,19 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(&config.name));
-    let resolved = config.resolve(&args.config)?;
+    // A range error found after `--set` names the overrides too: the bad value may be
+    // one of them rather than the file's.
+    let source = if args.overrides.is_empty() {
+        args.config.clone()
+    } else {
+        let sets: Vec<String> = args
+            .overrides
+            .iter()
+            .map(|s| format!("--set {s}"))
+            .collect();
+        PathBuf::from(format!("{} with {}", args.config.display(), sets.join(" ")))
+    };
+    let resolved = config.resolve(&source)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = stop.clone();

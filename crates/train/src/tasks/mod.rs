@@ -91,7 +91,11 @@ pub enum TaskError {
         expected: String,
     },
     /// The dataset file could not be opened or read as UTF-8 text.
-    #[error("cannot read task.path {path}: {error}")]
+    #[error(
+        "cannot read task.path {path}: {error}; expected a JSONL file, one \
+         {{\"input\": [..], \"target\": [..]}} object per line (a relative path is resolved \
+         against the current directory)"
+    )]
     Read {
         /// The dataset file, after resolving it against the config's directory.
         path: PathBuf,
@@ -219,6 +223,36 @@ impl TaskConfig {
         "recall",
         "file",
     ];
+
+    /// The key inside `[task]` that makes `table` (the section as parsed) fail to
+    /// deserialize, e.g. `seq_len` for `seq_len = "six"`. `None` when the section is fine or
+    /// the problem is `kind` itself.
+    ///
+    /// Why: `[task]` is tagged by `kind`, and serde buffers such sections before it knows the
+    /// variant, so toml can only point at the `[task]` header, not at the key at fault.
+    /// Deserializing the variant's own spec type directly gets the key back.
+    pub fn key_at_fault(table: &toml::Table) -> Option<String> {
+        let kind = table.get("kind")?.as_str()?;
+        let mut rest = table.clone();
+        rest.remove("kind");
+        let value = toml::Value::Table(rest);
+        let error = match kind {
+            "copy" | "reverse" | "sort" | "histogram" => SequenceSpec::deserialize(value).err(),
+            "shift" => ShiftSpec::deserialize(value).err(),
+            "neighbors" => NeighborsSpec::deserialize(value).err(),
+            "recall" => RecallSpec::deserialize(value).err(),
+            "file" => FileSpec::deserialize(value).err(),
+            _ => None,
+        }?;
+        let message = error.to_string();
+        // toml names the path as "in `key`"; an unknown field is named in the message itself.
+        let quoted = |marker: &str| {
+            let start = message.find(marker)? + marker.len();
+            let end = message[start..].find('`')?;
+            Some(message[start..start + end].to_string())
+        };
+        quoted("in `").or_else(|| quoted("unknown field `"))
+    }
 
     /// Short name: "copy", "reverse", ...
     pub fn kind_name(&self) -> &'static str {
