@@ -167,18 +167,82 @@ fn resuming_a_paused_run_equals_the_uninterrupted_run() {
             b
         );
     }
-    let tensors = |dir: &Path| {
-        let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
-        let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-        let mut tensors: Vec<(String, Vec<u8>)> = file
-            .tensors()
-            .into_iter()
-            .map(|(name, view)| (name, view.data().to_vec()))
-            .collect();
-        tensors.sort();
-        tensors
-    };
-    assert_eq!(tensors(&whole), tensors(&split), "final weights differ");
+    assert_eq!(
+        final_tensors(&whole),
+        final_tensors(&split),
+        "final weights differ"
+    );
+}
+
+/// The final weights of a run, tensor by tensor.
+fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut tensors: Vec<(String, Vec<u8>)> = file
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| (name, view.data().to_vec()))
+        .collect();
+    tensors.sort();
+    tensors
+}
+
+/// Cuts `file` to half its length, as a crash or a full disk might leave it.
+fn truncate_half(file: &Path) {
+    let bytes = std::fs::read(file).unwrap();
+    std::fs::write(file, &bytes[..bytes.len() / 2]).unwrap();
+}
+
+#[test]
+fn resume_skips_a_corrupt_checkpoint_and_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = out_dir(&tmp, "whole");
+    let split = out_dir(&tmp, "split");
+    assert!(
+        train(&[TINY, "--out", whole.to_str().unwrap()])
+            .status
+            .success()
+    );
+    // Checkpoints at steps 10 and 12; the newest is then damaged.
+    let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
+    assert!(paused.status.success(), "{}", stderr(&paused));
+    let newest = split.join("checkpoints/step-12/model.bpk");
+    truncate_half(&newest);
+
+    let resumed = train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
+    let err = stderr(&resumed);
+    assert!(resumed.status.success(), "{err}");
+    assert!(
+        err.contains("warning:") && err.contains("model.bpk") && err.contains("step-12"),
+        "the bad file is named: {err}"
+    );
+    assert!(err.contains("resuming from the older"), "{err}");
+    assert!(err.contains("step-10"), "{err}");
+    // From step 10 the run is the uninterrupted one again.
+    assert_eq!(
+        final_tensors(&whole),
+        final_tensors(&split),
+        "final weights differ"
+    );
+}
+
+#[test]
+fn resume_with_every_checkpoint_corrupt_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = out_dir(&tmp, "run");
+    let paused = train(&[TINY, "--out", run.to_str().unwrap(), "--stop-at", "12"]);
+    assert!(paused.status.success(), "{}", stderr(&paused));
+    for step in [10, 12] {
+        truncate_half(&run.join(format!("checkpoints/step-{step}/state.json")));
+    }
+    let err = train_fails(&[TINY, "--out", run.to_str().unwrap(), "--resume"]);
+    assert!(
+        err.contains("no checkpoint could be loaded")
+            && err.contains("step-12")
+            && err.contains("state.json"),
+        "{err}"
+    );
+    assert!(!run.join("model.safetensors").exists());
 }
 
 #[test]
