@@ -125,18 +125,22 @@ fn walk(dir: &Path) -> Vec<String> {
     found
 }
 
+/// The tiny run trained whole into `whole`, and paused at step 12 into `split` (checkpoints
+/// at steps 10 and 12).
+fn whole_and_paused(tmp: &tempfile::TempDir) -> (PathBuf, PathBuf) {
+    let whole = out_dir(tmp, "whole");
+    let split = out_dir(tmp, "split");
+    let uninterrupted = train(&[TINY, "--out", whole.to_str().unwrap()]);
+    assert!(uninterrupted.status.success(), "{}", stderr(&uninterrupted));
+    let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
+    assert!(paused.status.success(), "{}", stderr(&paused));
+    (whole, split)
+}
+
 #[test]
 fn resuming_a_paused_run_equals_the_uninterrupted_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let whole = out_dir(&tmp, "whole");
-    let split = out_dir(&tmp, "split");
-    assert!(
-        train(&[TINY, "--out", whole.to_str().unwrap()])
-            .status
-            .success()
-    );
-    let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
-    assert!(paused.status.success(), "{}", stderr(&paused));
+    let (whole, split) = whole_and_paused(&tmp);
     assert!(
         !split.join("model.safetensors").exists(),
         "a paused run has no final weights"
@@ -196,16 +200,8 @@ fn truncate_half(file: &Path) {
 #[test]
 fn resume_skips_a_corrupt_checkpoint_and_names_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let whole = out_dir(&tmp, "whole");
-    let split = out_dir(&tmp, "split");
-    assert!(
-        train(&[TINY, "--out", whole.to_str().unwrap()])
-            .status
-            .success()
-    );
     // Checkpoints at steps 10 and 12; the newest is then damaged.
-    let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
-    assert!(paused.status.success(), "{}", stderr(&paused));
+    let (whole, split) = whole_and_paused(&tmp);
     let newest = split.join("checkpoints/step-12/model.bpk");
     truncate_half(&newest);
 
