@@ -363,7 +363,7 @@ pub fn write_report(
             task.name(),
             model.blocks.len(),
             model.n_heads(),
-            format!("{:?}", config.model.head_layout).to_lowercase(),
+            summary.head_layout,
             loaded.weights.display(),
             eval_token_acc * 100.0,
             probe_size,
