@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
+/// handing back to the kernel (see the README's performance section).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Measure what each attention head of a headlab run learned. Writes into RUN/inspect (or
 /// --out): weights.safetensors, activations.safetensors, heads.json, similarity.json,
 /// pruning.json, summary.json, divergence.csv (from the run's snapshots), figures/*.png and index.html, and prints one

@@ -61,6 +61,62 @@ pub fn create_dir_atomic(dir: &Path, fill: impl FnOnce(&Path) -> io::Result<()>)
     result
 }
 
+/// Deletes `dir` by renaming it to a hidden temporary name first: a kill halfway through
+/// the deletion leaves a `.name.tmp-PID` directory (which [`remove_temporaries`] clears), never
+/// a `dir` that has lost some of its files. For checkpoints that matters: a `step-N` directory
+/// that still holds `state.json` is listed as complete.
+pub fn remove_dir_atomic(dir: &Path) -> io::Result<()> {
+    let doomed = temporary_path(dir);
+    if doomed.exists() {
+        fs::remove_dir_all(&doomed)?;
+    }
+    fs::rename(dir, &doomed)?;
+    fs::remove_dir_all(&doomed)
+}
+
+/// Whether `name` is one that a writer of this module uses for a file or directory on its
+/// way in or out: `.name.tmp-PID`, `.name.old-PID`, or Burn's `.name.tmp`.
+fn is_temporary_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let pid_suffix = |marker: &str| {
+        rest.rsplit_once(marker).is_some_and(|(stem, pid)| {
+            !stem.is_empty() && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+        })
+    };
+    pid_suffix(".tmp-")
+        || pid_suffix(".old-")
+        || (rest.len() > ".tmp".len() && rest.ends_with(".tmp"))
+}
+
+/// Removes what killed writers left in `dir` (not recursive): temporary files and
+/// directories named as [`write_atomic`], [`create_dir_atomic`] and [`remove_dir_atomic`]
+/// name them. Returns how many entries went. Only for a directory that no other process is
+/// writing, such as a run being resumed.
+pub fn remove_temporaries(dir: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if !is_temporary_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            fs::remove_dir_all(&path)?;
+        } else {
+            fs::remove_file(&path)?;
+        }
+        removed += 1;
+    }
+    Ok(removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +140,56 @@ mod tests {
         assert!(err.is_err());
         assert_eq!(fs::read(target.join("x")).unwrap(), b"1");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn temporaries_are_told_apart_from_real_files() {
+        for name in [
+            ".step-10.tmp-4242",
+            ".metrics.jsonl.tmp-1",
+            ".step-10.old-77",
+            ".model.safetensors.tmp",
+        ] {
+            assert!(is_temporary_name(name), "{name}");
+        }
+        for name in [
+            "step-10",
+            "model.safetensors",
+            ".tmp",
+            ".step-10.tmp-",
+            ".step-10.tmp-12a",
+            ".hidden",
+            "x.tmp-12",
+        ] {
+            assert!(!is_temporary_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn leftovers_of_killed_writers_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = dir.path().join("step-5");
+        create_dir_atomic(&keep, |d| fs::write(d.join("state.json"), b"{}")).unwrap();
+        fs::create_dir(dir.path().join(".step-6.tmp-123")).unwrap();
+        fs::write(dir.path().join(".step-6.tmp-123/model.bpk"), b"half").unwrap();
+        fs::write(dir.path().join(".a.json.tmp-9"), b"half").unwrap();
+        fs::write(dir.path().join(".notes"), b"the user's").unwrap();
+        assert_eq!(remove_temporaries(dir.path()).unwrap(), 2);
+        let mut left: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".notes", "step-5"]);
+        assert_eq!(remove_temporaries(&dir.path().join("absent")).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_directory_removed_atomically_is_gone_without_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("step-5");
+        create_dir_atomic(&target, |d| fs::write(d.join("x"), b"1")).unwrap();
+        remove_dir_atomic(&target).unwrap();
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

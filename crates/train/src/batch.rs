@@ -68,12 +68,25 @@ pub fn masked_cross_entropy(
     targets: Tensor<2, Int>,
     weights: Tensor<2>,
 ) -> Tensor<1> {
+    let scored = weights.clone().sum().clamp_min(1.0);
+    masked_cross_entropy_sum(logits, targets, weights) / scored
+}
+
+/// Summed (not averaged) cross-entropy over scored positions: what a shard of a batch
+/// contributes before dividing by the whole batch's scored positions.
+///
+/// # Shapes
+/// - `logits`: `[batch, seq, classes]`; `targets`, `weights`: `[batch, seq]` -> `[1]`
+pub fn masked_cross_entropy_sum(
+    logits: Tensor<3>,
+    targets: Tensor<2, Int>,
+    weights: Tensor<2>,
+) -> Tensor<1> {
     let log_probs = log_softmax(logits, 2); // [batch, seq, classes]
     let picked = log_probs
         .gather(2, targets.unsqueeze_dim::<3>(2))
         .squeeze_dim::<2>(2); // [batch, seq]
-    let scored = weights.clone().sum().clamp_min(1.0);
-    (picked * weights).sum().neg() / scored
+    (picked * weights).sum().neg()
 }
 
 /// Token and whole-sequence accuracy counts of one batch.

@@ -13,7 +13,7 @@ use burn::tensor::Bytes;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
 
-use crate::atomic::create_dir_atomic;
+use crate::atomic::{create_dir_atomic, remove_dir_atomic};
 
 /// What a checkpoint records besides tensors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,12 +32,13 @@ pub struct CheckpointState {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     /// I/O failure (disk full, read-only directory, ...).
-    #[error("cannot write checkpoint {path}: {source}")]
+    #[error("cannot write checkpoint {path}: {error}")]
     Write {
         /// The checkpoint directory.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main would
+        /// print it twice.
+        error: std::io::Error,
     },
     /// A file of the checkpoint is missing or unreadable.
     #[error("checkpoint {path} is unreadable: {message}")]
@@ -63,9 +64,9 @@ pub fn save(
     keep: usize,
 ) -> Result<PathBuf, CheckpointError> {
     let dir = checkpoint_dir(run_dir, state.step);
-    let write_error = |source| CheckpointError::Write {
+    let write_error = |error| CheckpointError::Write {
         path: dir.clone(),
-        source,
+        error,
     };
     let model_bytes = model
         .clone()
@@ -88,8 +89,9 @@ pub fn save(
         Ok(())
     })
     .map_err(write_error)?;
-    for old in list(run_dir).into_iter().skip(keep) {
-        let _ = fs::remove_dir_all(old.1);
+    for (_, old) in list(run_dir).into_iter().skip(keep) {
+        // Best effort: a checkpoint that could not be pruned is only disk space.
+        let _ = remove_dir_atomic(&old);
     }
     Ok(dir)
 }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod metrics;
 pub mod schedule;
 pub mod snapshot;
+pub mod step;
 pub mod tasks;
 pub mod tensor_file;
 pub mod trainer;

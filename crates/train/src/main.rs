@@ -9,6 +9,11 @@ use anyhow::Context;
 use clap::Parser;
 use train::{BackendKind, Outcome, Progress, RunConfig, TrainOptions};
 
+/// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
+/// handing back to the kernel (see the README's performance section).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Train a transformer encoder on a toy sequence task, as a config file says, and write a
 /// run directory (config.toml, metrics.jsonl, checkpoints/, snapshots/, model.safetensors)
 /// for `inspect` to read.

@@ -15,28 +15,30 @@ use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::optim::{AdamWConfig, ModuleOptimizer};
 use burn::prelude::*;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use indicatif::{ProgressBar, ProgressStyle};
 use model::{Encoder, EncoderInput};
 
 use crate::atomic::write_atomic;
-use crate::backend::NoAdapter;
+use crate::backend::{BackendKind, NoAdapter};
 use crate::batch::{Accuracy, Batch, masked_cross_entropy, mix_seed, training_examples};
 use crate::checkpoint::{self, CheckpointError, CheckpointState};
 use crate::config::{ResolvedRun, RunConfig};
 use crate::metrics::{MetricsLog, MetricsRecord};
 use crate::schedule::learning_rate;
 use crate::snapshot::write_snapshot;
+use crate::step::{StepGradients, step_gradients};
 use crate::tasks::Example;
+use crate::tensor_file::TensorFileError;
 
 /// Stream number of the evaluation set, apart from every step's stream.
 const EVAL_STREAM: u64 = u64::MAX;
 /// Stream offset of dropout masks, apart from batch streams.
 const DROPOUT_STREAM: u64 = 1 << 62;
 /// Sequences per evaluation forward pass.
-const EVAL_CHUNK: usize = 256;
+pub(crate) const EVAL_CHUNK: usize = 256;
 
 /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
 /// measures ablations on.
@@ -162,6 +164,18 @@ fn write_error(path: &Path) -> impl Fn(std::io::Error) -> TrainError + '_ {
     }
 }
 
+/// A snapshot that could not be written, with its path named once (the file error names it
+/// too).
+fn snapshot_error(error: TensorFileError) -> TrainError {
+    match error {
+        TensorFileError::Io { path, source } => TrainError::Write {
+            path,
+            message: source.to_string(),
+        },
+        TensorFileError::Corrupt { path, message } => TrainError::Write { path, message },
+    }
+}
+
 /// Trains `run` as the options say.
 pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, TrainError> {
     let config = &run.config;
@@ -188,46 +202,78 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     let mut elapsed_before = 0.0;
     let mut best_eval = None;
     if options.resume {
+        // A process killed while writing leaves hidden temporaries (a half-written
+        // checkpoint directory, say). They are never read; clear them so kills do not pile
+        // up disk. Best effort: a directory that refuses is reported by the first real write.
+        for dir in [
+            run_dir.clone(),
+            run_dir.join("checkpoints"),
+            run_dir.join("snapshots"),
+        ] {
+            let _ = crate::atomic::remove_temporaries(&dir);
+        }
         let (loaded_model, loaded_optim, state) = resume(run_dir, model, optim)?;
         (model, optim) = (loaded_model, loaded_optim);
         start_step = state.step;
         elapsed_before = state.elapsed_s;
         best_eval = state.best_eval_token_acc;
     }
+    // A run stops at the first evaluation that reaches the target, and that evaluation is
+    // the only one whose checkpoint records a best accuracy at or above it. Resuming from
+    // that checkpoint (a kill before model.safetensors was written) must not train on.
+    let target_reached = matches!(
+        (config.train.target_accuracy, best_eval),
+        (Some(target), Some(best)) if best >= target
+    );
 
-    let mut metrics = MetricsLog::open(run_dir, start_step).map_err(write_error(run_dir))?;
+    let metrics_path = run_dir.join("metrics.jsonl");
+    let mut metrics = MetricsLog::open(run_dir, start_step).map_err(write_error(&metrics_path))?;
     let eval_examples = eval_examples(config, &run.task);
     let snapshots = run_dir.join("snapshots");
     if config.train.snapshot_every > 0 {
         std::fs::create_dir_all(&snapshots).map_err(write_error(&snapshots))?;
         if start_step == 0 {
             let path = snapshots.join("step-0.safetensors");
-            write_snapshot(&path, &model.valid(), 0).map_err(|e| TrainError::Write {
-                path,
-                message: e.to_string(),
-            })?;
+            write_snapshot(&path, &model.valid(), 0).map_err(snapshot_error)?;
         }
     }
 
     let train = &config.train;
     let tokens_per_step = (train.batch_size * run.task.seq_len()) as f64;
     let read_loss_every_step = config.backend.is_deterministic();
+    // Shards are for CPU cores; a GPU runs the whole batch at once.
+    let shards = match config.backend {
+        BackendKind::Wgpu => 1,
+        BackendKind::Flex | BackendKind::Ndarray => train.shards,
+    };
+    // Dropout draws its masks from the device's one generator: shards running at once would
+    // draw in an order set by thread timing, so with dropout they take turns.
+    let parallel_shards = config.model.dropout == 0.0;
     let mut display = Display::new(options.progress, train.steps, start_step);
     let started = Instant::now();
     let (mut last_log_time, mut last_log_step) = (Instant::now(), start_step);
     let mut last_eval = None;
     let mut last_good_checkpoint = checkpoint::list(run_dir).first().map(|c| c.1.clone());
-    let mut outcome = Outcome::Finished;
+    let mut outcome = if target_reached {
+        Outcome::TargetReached
+    } else {
+        Outcome::Finished
+    };
     let mut step = start_step;
 
-    while step < train.steps {
+    while step < train.steps && !target_reached {
         let lr = learning_rate(train, step);
         // Dropout masks come from the device RNG: reseed it per step so resume is exact.
         device.seed(mix_seed(config.seed, DROPOUT_STREAM + step as u64));
         let examples = training_examples(&run.task, config.seed, step, train.batch_size);
-        let batch = Batch::new(&examples, &device);
-        let logits = model.forward(batch.tokens); // [batch, seq, classes]
-        let loss = masked_cross_entropy(logits, batch.targets, batch.weights);
+        let StepGradients { grads, loss } = step_gradients(
+            &model,
+            Encoder::forward,
+            &examples,
+            shards,
+            parallel_shards,
+            &device,
+        );
 
         let done = step + 1;
         let is_last = done == train.steps;
@@ -250,7 +296,6 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
             });
         }
 
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(lr, model, grads);
         step = done;
 
@@ -290,10 +335,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
         let stopping = stop_requested || outcome == Outcome::TargetReached;
         if train.snapshot_every > 0 && (step % train.snapshot_every == 0 || is_last || stopping) {
             let path = snapshots.join(format!("step-{step}.safetensors"));
-            write_snapshot(&path, &model.valid(), step).map_err(|e| TrainError::Write {
-                path,
-                message: e.to_string(),
-            })?;
+            write_snapshot(&path, &model.valid(), step).map_err(snapshot_error)?;
         }
         if checkpoint_due || stopping {
             let state = CheckpointState {
@@ -327,8 +369,8 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     })
 }
 
-/// AdamW as the config says.
-fn optimizer(config: &RunConfig) -> ModuleOptimizer {
+/// AdamW as the config says: weight decay and gradient clipping from `[train]`.
+pub fn optimizer(config: &RunConfig) -> ModuleOptimizer {
     let train = &config.train;
     AdamWConfig::new()
         .with_weight_decay(train.weight_decay as f32)
@@ -453,14 +495,19 @@ fn write_final_weights(run_dir: &Path, model: &Encoder) -> Result<(), TrainError
     let path = run_dir.join("model.safetensors");
     let tmp = run_dir.join(".model.safetensors.tmp");
     let mut store = SafetensorsStore::from_file(&tmp).overwrite(true);
-    model
+    let result = model
         .valid()
         .save_into(&mut store)
         .map_err(|e| TrainError::Write {
             path: path.clone(),
             message: format!("{e:?}"),
-        })?;
-    std::fs::rename(&tmp, &path).map_err(write_error(&path))
+        })
+        .and_then(|()| std::fs::rename(&tmp, &path).map_err(write_error(&path)));
+    if result.is_err() {
+        // A full disk leaves half a file under the temporary name: do not keep it.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Progress bar or plain lines.

@@ -6,6 +6,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
+/// handing back to the kernel (see the README's performance section).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Match the attention heads of several headlab runs of the same task and model shape. Every
 /// run is probed on the first run's probe sequences; per layer, its heads are paired with the
 /// first run's by the permutation that maximises attention-pattern similarity (Hungarian

@@ -46,24 +46,21 @@ pub(super) struct FileTask {
 
 impl FileTask {
     pub(super) fn load(spec: &FileSpec, base_dir: &Path) -> Result<Self, TaskError> {
-        let eval_fraction = spec.eval_fraction;
-        if !(eval_fraction > 0.0 && eval_fraction < 1.0) {
-            let expected = "0 < eval_fraction < 1".to_owned();
-            return Err(super::out_of_range(
-                "eval_fraction",
-                eval_fraction,
-                expected,
-            ));
-        }
-        if let Some(vocab_size) = spec.vocab_size {
-            super::check_size("vocab_size", vocab_size, 1)?;
-        }
+        // Before reading: a bad spec is named even when the file is missing too.
+        check_spec(spec)?;
         let path = base_dir.join(&spec.path);
         let text = std::fs::read_to_string(&path).map_err(|error| TaskError::Read {
             path: path.clone(),
             error,
         })?;
-        let records = parse_records(&text, &path, spec.vocab_size)?;
+        Self::from_text(spec, &path, &text)
+    }
+
+    /// The task from the dataset's text, already read from `path` (named in messages).
+    pub(super) fn from_text(spec: &FileSpec, path: &Path, text: &str) -> Result<Self, TaskError> {
+        check_spec(spec)?;
+        let path = path.to_path_buf();
+        let records = parse_records(text, &path, spec.vocab_size)?;
         let seq_len = match records.first() {
             Some(first) => first.input.len(),
             None => return Err(TaskError::NoRecords { path }),
@@ -85,7 +82,7 @@ impl FileTask {
             .max();
         let output_vocab = max_target.map_or(1, |class| class as usize + 1);
 
-        let (train, eval) = split(records, eval_fraction);
+        let (train, eval) = split(records, spec.eval_fraction);
         Ok(Self {
             train: train.into(),
             eval: eval.into(),
@@ -94,6 +91,23 @@ impl FileTask {
             output_vocab,
         })
     }
+}
+
+/// Checks the spec's own values, before any file is read.
+fn check_spec(spec: &FileSpec) -> Result<(), TaskError> {
+    let eval_fraction = spec.eval_fraction;
+    if !(eval_fraction > 0.0 && eval_fraction < 1.0) {
+        let expected = "0 < eval_fraction < 1".to_owned();
+        return Err(super::out_of_range(
+            "eval_fraction",
+            eval_fraction,
+            expected,
+        ));
+    }
+    if let Some(vocab_size) = spec.vocab_size {
+        super::check_size("vocab_size", vocab_size, 1)?;
+    }
+    Ok(())
 }
 
 /// Parses and checks every non-blank line, reporting the first problem with its line number.
@@ -168,6 +182,26 @@ fn parse_records(
                     vocab_size,
                 });
             }
+        }
+        // Ids size the embedding and the output layer: an id of 4e9 (a typo, say) would ask
+        // for a table of 4e9 rows. They stay within the generators' bound.
+        let max = super::MAX_SIZE;
+        let input_at = record.input.iter().position(|&t| t as usize >= max);
+        let target_at = record
+            .target
+            .iter()
+            .position(|t| t.is_some_and(|c| c as usize >= max));
+        let too_large = input_at
+            .map(|p| ("input token", p, record.input[p]))
+            .or_else(|| target_at.map(|p| ("target class", p, record.target[p].unwrap_or(0))));
+        if let Some((what, position, id)) = too_large {
+            return Err(TaskError::IdTooLarge {
+                path: path.to_owned(),
+                line,
+                what,
+                position,
+                id,
+            });
         }
         records.push(record);
     }
@@ -452,6 +486,29 @@ mod tests {
              task.vocab_size (4)"
         );
         assert!(Dataset::new(&[&good, &bad]).load(0.5, Some(6)).is_ok());
+    }
+
+    #[test]
+    fn ids_beyond_the_generators_bound() {
+        let good = record(&[1, 2, 3], &[Some(1), None, None]);
+        let big_token = record(&[1, 16_777_216, 3], &[Some(1), None, None]);
+        assert_eq!(
+            Dataset::new(&[&good, &big_token]).error(None),
+            " line 2: input token 16777216 at position 1 is out of range: expected ids below \
+             16777216, which sizes the model's tables"
+        );
+        let big_class = record(&[1, 2, 3], &[Some(1), None, Some(u32::MAX)]);
+        assert!(
+            Dataset::new(&[&good, &big_class])
+                .error(None)
+                .starts_with(" line 2: target class 4294967295 at position 2 is out of range")
+        );
+        let largest = record(&[16_777_215, 2, 3], &[Some(16_777_215), None, None]);
+        let task = Dataset::new(&[&good, &largest]).load(0.5, None).unwrap();
+        assert_eq!(
+            (task.input_vocab(), task.output_vocab()),
+            (1 << 24, 1 << 24)
+        );
     }
 
     #[test]

@@ -183,6 +183,24 @@ pub enum TaskError {
         /// The configured vocabulary size.
         vocab_size: usize,
     },
+    /// An input token or target class id beyond what headlab accepts.
+    #[error(
+        "{path} line {line}: {what} {id} at position {position} is out of range: expected ids \
+         below {max}, which sizes the model's tables",
+        max = MAX_SIZE
+    )]
+    IdTooLarge {
+        /// The dataset file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// "input token" or "target class".
+        what: &'static str,
+        /// 0-based position within the record.
+        position: usize,
+        /// The offending id.
+        id: u32,
+    },
     /// The file has a single record, leaving nothing to split into train and eval.
     #[error(
         "{path} holds only {count} record; at least 2 are needed so one can be held out \
@@ -273,6 +291,18 @@ impl TaskConfig {
 #[derive(Debug, Clone)]
 pub struct Task {
     kind: TaskKind,
+}
+
+impl Task {
+    /// The `file` task from a dataset already read: `text` is the JSONL content of `path`
+    /// (named in messages; `spec.path` is not read). What [`TaskConfig::build`] does for
+    /// `kind = "file"` once it has the file's text.
+    pub fn from_jsonl(spec: &FileSpec, path: &Path, text: &str) -> Result<Task, TaskError> {
+        let task = file::FileTask::from_text(spec, path, text)?;
+        Ok(Task {
+            kind: TaskKind::File(task),
+        })
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,256 @@
+//! One benchmark case (a model size, a backend, an implementation) and its measurement:
+//! training steps per second with AdamW on the reverse task, forward-only passes per
+//! second, and peak memory. Both implementations go through the same batches, loss and
+//! optimizer as `train`, so only the encoder differs.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context;
+use burn::module::Module;
+use burn::prelude::*;
+use model::Encoder;
+use serde::{Deserialize, Serialize};
+use train::batch::{Batch, training_examples};
+use train::step::{StepGradients, step_gradients};
+use train::{BackendKind, ResolvedRun, RunConfig};
+
+use crate::machine;
+use crate::reference::BurnEncoder;
+
+/// The two model sizes of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Size {
+    /// d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, batch 64.
+    Small,
+    /// d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32.
+    Large,
+}
+
+impl Size {
+    /// The name used on the command line and in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Large => "large",
+        }
+    }
+
+    /// A headlab run config at this size: the reverse task over 10 tokens, a pre-norm
+    /// encoder with sinusoidal positions and no dropout, AdamW at a constant 1e-3.
+    pub fn run_config(self, backend: BackendKind) -> RunConfig {
+        let (d_model, n_heads, n_layers, d_ff, seq_len, batch_size) = match self {
+            Size::Small => (64, 4, 2, 256, 32, 64),
+            Size::Large => (256, 8, 4, 1024, 64, 32),
+        };
+        let text = format!(
+            "name = \"bench-{size}\"\nbackend = \"{backend}\"\n\
+             [task]\nkind = \"reverse\"\nseq_len = {seq_len}\nvocab_size = 10\n\
+             [model]\nd_model = {d_model}\nn_heads = {n_heads}\nn_layers = {n_layers}\n\
+             d_ff = {d_ff}\npositional = \"sinusoidal\"\ndropout = 0.0\n\
+             [train]\nbatch_size = {batch_size}\nschedule = \"constant\"\nwarmup_steps = 0\n",
+            size = self.name(),
+            backend = backend.name(),
+        );
+        toml::from_str(&text).expect("the benchmark configs are valid")
+    }
+}
+
+/// Whose encoder blocks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Implementation {
+    /// headlab's [`model::Encoder`].
+    Headlab,
+    /// Burn's built-in `TransformerEncoder` ([`BurnEncoder`]).
+    Burn,
+}
+
+impl Implementation {
+    /// The name used on the command line and in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Headlab => "headlab",
+            Implementation::Burn => "burn",
+        }
+    }
+}
+
+/// One measurement to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Case {
+    /// Model and batch size.
+    pub size: Size,
+    /// Where tensors live.
+    pub backend: BackendKind,
+    /// Whose encoder.
+    pub implementation: Implementation,
+    /// Parts each batch is split into (`train.shards`): headlab's setting; the Burn
+    /// reference always trains on the whole batch, as a plain Burn training loop does.
+    pub shards: usize,
+}
+
+/// How long to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Untimed steps first (allocator, thread pool and shader warmup).
+    pub warmup_steps: usize,
+    /// Timed steps at least.
+    pub min_steps: usize,
+    /// Timed seconds at least, for training and again for the forward passes.
+    pub min_seconds: f64,
+}
+
+/// What one case measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// The case.
+    pub case: Case,
+    /// Sequences per step.
+    pub batch_size: usize,
+    /// Tokens per sequence.
+    pub seq_len: usize,
+    /// Parameters of the model.
+    pub parameters: usize,
+    /// Threads of the global rayon pool, which flex and ndarray use.
+    pub threads: usize,
+    /// Timed training steps.
+    pub train_steps: usize,
+    /// Training steps (forward, backward, AdamW) per second.
+    pub train_steps_per_s: f64,
+    /// Forward passes (inference, no autodiff) per second.
+    pub forward_passes_per_s: f64,
+    /// The loss of the last timed step: the same for both implementations only in kind
+    /// (their weights start differently), but a NaN here would void the figures.
+    pub last_loss: f32,
+    /// Peak resident memory of the case's process, MiB (host memory only on wgpu).
+    pub peak_rss_mib: Option<f64>,
+}
+
+impl CaseResult {
+    /// Training tokens per second.
+    pub fn train_tokens_per_s(&self) -> f64 {
+        self.train_steps_per_s * (self.batch_size * self.seq_len) as f64
+    }
+
+    /// Forward-only tokens per second.
+    pub fn forward_tokens_per_s(&self) -> f64 {
+        self.forward_passes_per_s * (self.batch_size * self.seq_len) as f64
+    }
+}
+
+/// A model the benchmark can train: tokens in, logits per position out.
+trait Classifier: Module + Sync {
+    /// `tokens`: `[batch, seq]` -> `[batch, seq, classes]`.
+    fn logits(&self, tokens: Tensor<2, Int>) -> Tensor<3>;
+}
+
+impl Classifier for Encoder {
+    fn logits(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        self.forward(tokens)
+    }
+}
+
+impl Classifier for BurnEncoder {
+    fn logits(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
+        self.forward(tokens)
+    }
+}
+
+/// Measures `case` in this process.
+pub fn run_case(case: Case, budget: Budget) -> anyhow::Result<CaseResult> {
+    let run = case
+        .size
+        .run_config(case.backend)
+        .resolve(Path::new("<benchmark>"))
+        .context("building the benchmark config")?;
+    let plain_device = case.backend.device()?;
+    let device = plain_device.clone().autodiff();
+    device.seed(run.config.seed);
+    match case.implementation {
+        Implementation::Headlab => {
+            let model = run.config.model.init(&run.io, &device)?;
+            measure(case, model, &run, &device, &plain_device, budget)
+        }
+        Implementation::Burn => {
+            let model = BurnEncoder::new(&run.config.model, &run.io, &device);
+            measure(case, model, &run, &device, &plain_device, budget)
+        }
+    }
+}
+
+/// Times training steps, then forward passes, of `model`.
+fn measure<M: Classifier>(
+    case: Case,
+    mut model: M,
+    run: &ResolvedRun,
+    device: &Device,
+    plain_device: &Device,
+    budget: Budget,
+) -> anyhow::Result<CaseResult> {
+    let config = &run.config;
+    let batch_size = config.train.batch_size;
+    let shards = case.shards;
+    let parameters = model.num_params();
+    let mut optim = train::trainer::optimizer(config);
+    let mut step = 0;
+    let mut train_step = |model: M| -> (M, f32) {
+        let examples = training_examples(&run.task, config.seed, step, batch_size);
+        let StepGradients { grads, loss } =
+            step_gradients(&model, M::logits, &examples, shards, true, device);
+        // Reading the loss waits for the device, as `train` does on CPU backends.
+        let value = loss.into_scalar::<f32>();
+        step += 1;
+        (optim.step(config.train.lr, model, grads), value)
+    };
+
+    for _ in 0..budget.warmup_steps {
+        model = train_step(model).0;
+    }
+    let (mut train_steps, mut last_loss) = (0, f32::NAN);
+    let started = Instant::now();
+    while train_steps < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
+        (model, last_loss) = train_step(model);
+        train_steps += 1;
+    }
+    let train_seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        last_loss.is_finite(),
+        "{} {} on {}: the loss became {last_loss}",
+        case.implementation.name(),
+        case.size.name(),
+        case.backend.name()
+    );
+
+    let inference = model.valid();
+    let examples = training_examples(&run.task, config.seed, 0, batch_size);
+    let tokens = Batch::new(&examples, plain_device).tokens;
+    let forward = || {
+        // Reading the logits back waits for the device.
+        let _ = inference.logits(tokens.clone()).into_data();
+    };
+    for _ in 0..budget.warmup_steps {
+        forward();
+    }
+    let mut passes = 0;
+    let started = Instant::now();
+    while passes < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
+        forward();
+        passes += 1;
+    }
+    let forward_seconds = started.elapsed().as_secs_f64();
+
+    Ok(CaseResult {
+        case,
+        batch_size,
+        seq_len: run.task.seq_len(),
+        parameters,
+        threads: rayon::current_num_threads(),
+        train_steps,
+        train_steps_per_s: train_steps as f64 / train_seconds,
+        forward_passes_per_s: passes as f64 / forward_seconds,
+        last_loss,
+        peak_rss_mib: machine::peak_rss_mib(),
+    })
+}

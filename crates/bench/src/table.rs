@@ -1,0 +1,185 @@
+//! The benchmark's markdown table: one row per size and backend, headlab and Burn side by
+//! side with their ratio.
+
+use std::fmt::Write;
+
+use crate::case::{CaseResult, Implementation, Size};
+use train::BackendKind;
+
+/// Where and when the figures were taken, for the line above the table.
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// CPU model name.
+    pub cpu: String,
+    /// Logical cores.
+    pub cores: usize,
+    /// Rayon threads the cases used.
+    pub threads: usize,
+    /// Whether the CPU has AVX-512F.
+    pub avx512: bool,
+    /// headlab's `train.shards`.
+    pub shards: usize,
+}
+
+/// The results as a markdown table with a provenance line. `results` may miss cases (a
+/// failed or unrequested one shows as a dash).
+pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}). Reverse task, AdamW, \
+         steps of batch x seq tokens; small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, \
+         batch 64; large: d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32. \
+         headlab trains with train.shards = {}; Burn's encoder in a plain Burn step on the \
+         whole batch. Ratios are headlab / Burn.\n",
+        provenance.date,
+        provenance.cpu,
+        provenance.cores,
+        provenance.threads,
+        if provenance.avx512 { "on" } else { "off" },
+        provenance.shards,
+    );
+    out.push_str(
+        "| size | backend | train steps/s headlab | train steps/s Burn | ratio | \
+         train tokens/s headlab | train tokens/s Burn | forward tokens/s headlab | \
+         forward tokens/s Burn | ratio | peak MiB headlab | peak MiB Burn |\n",
+    );
+    out.push_str("| --- | --- |");
+    out.push_str(&" ---: |".repeat(10));
+    out.push('\n');
+
+    let mut rows: Vec<(Size, BackendKind)> = Vec::new();
+    for result in results {
+        let key = (result.case.size, result.case.backend);
+        if !rows.contains(&key) {
+            rows.push(key);
+        }
+    }
+    for (size, backend) in rows {
+        let find = |implementation| {
+            results.iter().find(|r| {
+                r.case.size == size
+                    && r.case.backend == backend
+                    && r.case.implementation == implementation
+            })
+        };
+        let (ours, burn) = (find(Implementation::Headlab), find(Implementation::Burn));
+        let figure = |result: Option<&CaseResult>, f: fn(&CaseResult) -> f64| {
+            result.map_or_else(|| "-".to_string(), |r| format_figure(f(r)))
+        };
+        let ratio = |f: fn(&CaseResult) -> f64| match (ours, burn) {
+            (Some(a), Some(b)) => format!("{:.2}x", f(a) / f(b)),
+            _ => "-".to_string(),
+        };
+        let memory = |result: Option<&CaseResult>| {
+            result
+                .and_then(|r| r.peak_rss_mib)
+                .map_or_else(|| "-".to_string(), |mib| format!("{mib:.0}"))
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            size.name(),
+            backend.name(),
+            figure(ours, |r| r.train_steps_per_s),
+            figure(burn, |r| r.train_steps_per_s),
+            ratio(|r| r.train_steps_per_s),
+            figure(ours, CaseResult::train_tokens_per_s),
+            figure(burn, CaseResult::train_tokens_per_s),
+            figure(ours, CaseResult::forward_tokens_per_s),
+            figure(burn, CaseResult::forward_tokens_per_s),
+            ratio(|r| r.forward_passes_per_s),
+            memory(ours),
+            memory(burn),
+        );
+    }
+    out
+}
+
+/// Three significant figures, without a decimal point from 100 up (`31.4`, `2.05`, `58200`).
+fn format_figure(value: f64) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    if value >= 100.0 {
+        let magnitude = 10f64.powi(value.log10().floor() as i32 - 2);
+        return format!("{:.0}", (value / magnitude).round() * magnitude);
+    }
+    let decimals = if value >= 10.0 { 1 } else { 2 };
+    format!("{value:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Case;
+
+    fn result(implementation: Implementation, steps_per_s: f64) -> CaseResult {
+        CaseResult {
+            case: Case {
+                size: Size::Small,
+                backend: BackendKind::Flex,
+                implementation,
+                shards: 1,
+            },
+            batch_size: 64,
+            seq_len: 32,
+            parameters: 1000,
+            threads: 2,
+            train_steps: 10,
+            train_steps_per_s: steps_per_s,
+            forward_passes_per_s: 4.0 * steps_per_s,
+            last_loss: 1.0,
+            peak_rss_mib: Some(50.4),
+        }
+    }
+
+    fn provenance() -> Provenance {
+        Provenance {
+            date: "2026-11-21".into(),
+            cpu: "Test CPU".into(),
+            cores: 2,
+            threads: 2,
+            avx512: true,
+            shards: 2,
+        }
+    }
+
+    #[test]
+    fn a_row_holds_both_implementations_and_their_ratio() {
+        let table = markdown(
+            &[
+                result(Implementation::Headlab, 30.0),
+                result(Implementation::Burn, 20.0),
+            ],
+            &provenance(),
+        );
+        let row = table.lines().last().unwrap();
+        // 30 steps/s of 64 x 32 tokens = 61440 tokens/s; forward is 4x that.
+        assert_eq!(
+            row,
+            "| small | flex | 30.0 | 20.0 | 1.50x | 61400 | 41000 | 246000 | 164000 | 1.50x | 50 | 50 |"
+        );
+        assert!(table.starts_with("Measured 2026-11-21 on Test CPU (2 cores"));
+    }
+
+    #[test]
+    fn a_missing_implementation_shows_dashes() {
+        let table = markdown(&[result(Implementation::Headlab, 3.0)], &provenance());
+        let row = table.lines().last().unwrap();
+        assert_eq!(
+            row,
+            "| small | flex | 3.00 | - | - | 6140 | - | 24600 | - | - | 50 | - |"
+        );
+    }
+
+    #[test]
+    fn figures_keep_three_significant_digits() {
+        assert_eq!(format_figure(31.44), "31.4");
+        assert_eq!(format_figure(2.054), "2.05");
+        assert_eq!(format_figure(58_249.0), "58200");
+        assert_eq!(format_figure(123.4), "123");
+    }
+}
