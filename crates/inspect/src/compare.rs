@@ -92,12 +92,13 @@ pub enum CompareError {
     #[error(transparent)]
     Figure(#[from] FigureError),
     /// `matching.json`.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {error}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main
+        /// would print it twice.
+        error: std::io::Error,
     },
 }
 
@@ -220,7 +221,7 @@ pub fn compare(
 
     let write_error = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| CompareError::Write { path, source }
+        move |error| CompareError::Write { path, error }
     };
     std::fs::create_dir_all(out).map_err(write_error(out))?;
     let figure_path = out.join("matched-attention.png");

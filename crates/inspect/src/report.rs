@@ -85,12 +85,13 @@ pub enum ReportError {
     #[error(transparent)]
     Figure(#[from] FigureError),
     /// Another file.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {error}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main
+        /// would print it twice.
+        error: std::io::Error,
     },
 }
 
@@ -153,7 +154,7 @@ pub fn write_report(
     let probe_size = options.probe_size;
     let write_error = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| ReportError::Write { path, source }
+        move |error| ReportError::Write { path, error }
     };
     let figures_dir = out.join("figures");
     std::fs::create_dir_all(&figures_dir).map_err(write_error(&figures_dir))?;

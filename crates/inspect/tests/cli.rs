@@ -360,8 +360,17 @@ fn runs_that_cannot_be_inspected_get_a_clear_error() {
         "{err}"
     );
 
-    // A torn snapshot is named, not skipped: the divergence curve would silently lose a step.
     std::fs::write(&weights, &bytes).unwrap();
+    // An output directory that cannot be made is named, with its cause said once. /proc
+    // refuses new directories even to root.
+    let err = inspect_fails(&[run.to_str().unwrap(), "--out", "/proc/headlab-test/report"]);
+    assert!(
+        err.contains("cannot write /proc/headlab-test/report"),
+        "{err}"
+    );
+    assert_eq!(err.matches("(os error").count(), 1, "{err}");
+
+    // A torn snapshot is named, not skipped: the divergence curve would silently lose a step.
     let snapshot = run.join("snapshots").join("step-5.safetensors");
     std::fs::write(&snapshot, b"not a safetensors file").unwrap();
     let err = inspect_fails(&[run.to_str().unwrap()]);

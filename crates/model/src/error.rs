@@ -71,7 +71,35 @@ pub enum ConfigError {
     },
 }
 
-/// The divisors of `n`, ascending; used to suggest head counts that would work.
+/// The divisors of `n`, ascending; used to suggest head counts that would work. Pairs up
+/// to the square root, so an absurd `d_model` in a config costs microseconds, not minutes.
 pub(crate) fn divisors(n: usize) -> Vec<usize> {
-    (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut d = 1;
+    while d <= n / d {
+        if n.is_multiple_of(d) {
+            small.push(d);
+            if d != n / d {
+                large.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    small.extend(large.into_iter().rev());
+    small
+}
+
+#[cfg(test)]
+mod tests {
+    use super::divisors;
+
+    #[test]
+    fn divisors_match_a_plain_count() {
+        for n in [1usize, 2, 12, 36, 64, 97, 100, 1 << 20] {
+            let expected: Vec<usize> = (1..=n).filter(|d| n.is_multiple_of(*d)).collect();
+            assert_eq!(divisors(n), expected, "n = {n}");
+        }
+        assert!(divisors(0).is_empty());
+    }
 }
