@@ -20,8 +20,9 @@ pub enum BackendKind {
 /// No device of the asked kind could be started.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "backend \"wgpu\" found no usable GPU adapter ({reason}); run on the CPU with \
-     --backend flex, or install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers)"
+    "backend \"wgpu\" found no usable GPU adapter; run on the CPU with --backend flex, or \
+     install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers). wgpu said: \
+     {reason}"
 )]
 pub struct NoAdapter {
     /// What wgpu said.

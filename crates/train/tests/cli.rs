@@ -440,6 +440,35 @@ fn ctrl_c_saves_a_checkpoint_and_exits() {
 }
 
 #[test]
+fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "no-gpu");
+    // Hide every Vulkan driver and every EGL vendor (wgpu's GL fallback) from the process.
+    let output = Command::new(env!("CARGO_BIN_EXE_train"))
+        .args([TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
+        .args(["--set", "train.steps=2"])
+        .env("VK_LOADER_DRIVERS_DISABLE", "*")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent/egl.json")
+        .env("XDG_RUNTIME_DIR", "/tmp")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    if output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+        eprintln!("skipped: the adapter could not be hidden on this machine");
+        return;
+    }
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error: backend \"wgpu\" found no usable GPU adapter; run on the CPU with --backend flex"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!dir.exists(), "no run directory without a device");
+}
+
+#[test]
 fn wgpu_trains_a_few_steps_or_says_why_not() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "wgpu");
