@@ -5,6 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::final_tensors;
+
 const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
 
 fn train(args: &[&str]) -> Output {
@@ -176,19 +179,6 @@ fn resuming_a_paused_run_equals_the_uninterrupted_run() {
         final_tensors(&split),
         "final weights differ"
     );
-}
-
-/// The final weights of a run, tensor by tensor.
-fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
-    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let mut tensors: Vec<(String, Vec<u8>)> = file
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| (name, view.data().to_vec()))
-        .collect();
-    tensors.sort();
-    tensors
 }
 
 /// Cuts `file` to half its length, as a crash or a full disk might leave it.

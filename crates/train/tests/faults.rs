@@ -14,6 +14,9 @@ use std::process::{Command, Output};
 use burn::optim::AdamWConfig;
 use train::{BackendKind, RunConfig, checkpoint};
 
+mod common;
+use common::final_tensors;
+
 const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
 
 /// The disk-full runs, each on a tmpfs with room for the config and five checkpoints, not
@@ -168,19 +171,6 @@ fn loadable_checkpoints(dir: &Path, config_sets: &[&str]) -> Vec<usize> {
             step
         })
         .collect()
-}
-
-/// The final weights of a run, tensor by tensor.
-fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
-    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let mut tensors: Vec<(String, Vec<u8>)> = file
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| (name, view.data().to_vec()))
-        .collect();
-    tensors.sort();
-    tensors
 }
 
 /// Resumes the run copied to `copy` to its end on a sound disk, and checks that it ends

@@ -19,6 +19,9 @@ use burn::optim::AdamWConfig;
 use burn::prelude::*;
 use train::{BackendKind, RunConfig, checkpoint, tensor_file};
 
+mod common;
+use common::final_tensors;
+
 const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
 
 /// The run under test: the tiny fixture widened so that a checkpoint is 4.6 MB (its write
@@ -180,19 +183,6 @@ fn check_visible_files(dir: &Path) {
         let bytes = std::fs::read(&weights).unwrap();
         safetensors::SafeTensors::deserialize(&bytes).expect("model.safetensors is whole");
     }
-}
-
-/// The final weights of a run, tensor by tensor (safetensors' header order is not fixed).
-fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
-    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let mut tensors: Vec<(String, Vec<u8>)> = file
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| (name, view.data().to_vec()))
-        .collect();
-    tensors.sort();
-    tensors
 }
 
 /// Every snapshot of a run, by file name (temporaries aside).
