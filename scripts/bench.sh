@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/headlab-target}"
+# The target directory plain cargo uses, so this reuses the build of `cargo run`.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 cargo build --release --workspace --bins
 

@@ -12,15 +12,32 @@
 # built in $CARGO_TARGET_DIR, so Burn is not compiled again: only headlab's crates are.
 # Without them the fuzzer runs uninstrumented and says that coverage was not measured.
 # Output (outcomes.txt, any failing input, coverage.txt) goes to $HEADLAB_FUZZ_OUT (default
-# $CARGO_TARGET_DIR/fuzz).
+# $CARGO_TARGET_DIR/fuzz; the target directory is cargo's, target/ unless CARGO_TARGET_DIR says).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/headlab-target}"
+# The target directory plain cargo uses.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 out="${HEADLAB_FUZZ_OUT:-$CARGO_TARGET_DIR/fuzz}"
-rm -rf "$out"
-mkdir -p "$out"
+
+# Empties a directory this script made before (it holds .headlab-fuzz), or makes a new one;
+# refuses any other non-empty directory, so a mistyped HEADLAB_FUZZ_OUT deletes nothing.
+fresh_dir() {
+    local dir="$1"
+    if [[ -L "$dir" ]]; then
+        echo "fuzz.sh: $dir is a symbolic link; not clearing it" >&2
+        exit 1
+    fi
+    if [[ -d "$dir" && -n "$(ls -A "$dir")" && ! -f "$dir/.headlab-fuzz" ]]; then
+        echo "fuzz.sh: $dir is not empty and was not made by fuzz.sh; choose another directory" >&2
+        exit 1
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    touch "$dir/.headlab-fuzz"
+}
+fresh_dir "$out"
 export HEADLAB_FUZZ_SECONDS="$seconds" HEADLAB_FUZZ_OUT="$out"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
@@ -37,7 +54,7 @@ cargo test --release -p train --test fuzz --no-run
 main="$CARGO_TARGET_DIR/release"
 cov_target="$CARGO_TARGET_DIR-coverage"
 cov="$cov_target/release"
-rm -rf "$cov_target"
+fresh_dir "$cov_target"
 mkdir -p "$cov/deps"
 # Cargo rewrites fingerprints and dep-info files in place, so those are copied; rustc and
 # the linker replace their outputs rather than write into them, so the rest is hard-linked.

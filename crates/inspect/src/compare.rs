@@ -11,11 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use train::tasks::TaskConfig;
 
 use crate::figures::{self, FigureError};
+use crate::heads::head_roles;
 use crate::matching::{LayerMatch, match_layers};
-use crate::probe::{LayerProbe, Probe};
-use crate::report::head_roles;
+use crate::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::run::{LoadedRun, RunError};
 
 /// One compared run, heads listed in the reference's slot order.
@@ -70,22 +71,40 @@ pub struct Comparison {
 pub enum CompareError {
     /// A run that does not load.
     #[error(transparent)]
-    Run(#[from] RunError),
+    Run(RunError),
+    /// A run without final weights: `inspect`'s advice (`--checkpoint`) is no option of
+    /// `compare`.
+    #[error(
+        "{run} has not finished training ({weights} is missing), and compare matches final \
+         weights: let it finish (train's --resume continues it from its newest checkpoint){}",
+        checkpoint_advice(.run, .available)
+    )]
+    Unfinished {
+        /// The run directory.
+        run: PathBuf,
+        /// The final weights it lacks.
+        weights: PathBuf,
+        /// Its checkpoints, as `RunError::NoFinalWeights` lists them ("none" when none).
+        available: String,
+    },
+    /// A probe batch too large for the runs.
+    #[error(transparent)]
+    ProbeSize(#[from] ProbeSizeError),
     /// A run of another task or shape.
     #[error(
-        "{other} cannot be matched to {reference}: {what} differ ({reference_value} vs \
-         {other_value}); compare runs of one task and one model shape"
+        "{other} cannot be matched to {reference}: the {what} differ: {reference} \
+         {reference_value}, {other} {other_value}; compare runs of one task and one model shape"
     )]
     Mismatch {
         /// The reference run.
         reference: PathBuf,
         /// The run that differs.
         other: PathBuf,
-        /// What differs.
+        /// What differs: "tasks" or "model shapes".
         what: &'static str,
-        /// The reference's value.
+        /// The reference's, in words: "is reverse (seq_len = 6)", "has 1 layer x 2 heads".
         reference_value: String,
-        /// The other run's value.
+        /// The other run's, in words.
         other_value: String,
     },
     /// The figure.
@@ -102,32 +121,96 @@ pub enum CompareError {
     },
 }
 
+fn checkpoint_advice(run: &Path, available: &str) -> String {
+    if available == "none" {
+        String::new()
+    } else {
+        format!(
+            ", or inspect one of its checkpoints alone with `inspect {} --checkpoint step-N` \
+             (available: {available})",
+            run.display()
+        )
+    }
+}
+
+/// Loads every run in `dirs` with its final weights.
+pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
+    dirs.iter()
+        .map(|dir| {
+            crate::run::load(dir, None).map_err(|error| match error {
+                RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
+                    run: dir.clone(),
+                    weights,
+                    available,
+                },
+                error => CompareError::Run(error),
+            })
+        })
+        .collect()
+}
+
 /// Checks that `other` has the reference's task and head grid.
 fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), CompareError> {
     let mismatch = |what, a: String, b: String| CompareError::Mismatch {
-        reference: reference.dir.clone(),
-        other: other.dir.clone(),
+        reference: reference.dir.root().to_path_buf(),
+        other: other.dir.root().to_path_buf(),
         what,
         reference_value: a,
         other_value: b,
     };
-    let (a, b) = (&reference.run.config, &other.run.config);
-    if a.task != b.task {
-        return Err(mismatch(
-            "tasks",
-            format!("{:?}", a.task),
-            format!("{:?}", b.task),
-        ));
+    let (a, b) = (&reference.run.config.task, &other.run.config.task);
+    if a != b {
+        let (a, b) = task_difference(a, b);
+        return Err(mismatch("tasks", format!("is {a}"), format!("is {b}")));
     }
-    let grid = |run: &LoadedRun| (run.model.blocks.len(), run.model.n_heads());
+    let grid = |run: &LoadedRun| {
+        let (layers, heads) = (run.model.blocks.len(), run.model.n_heads());
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        format!(
+            "has {} x {}",
+            plural(layers, "layer"),
+            plural(heads, "head")
+        )
+    };
     if grid(reference) != grid(other) {
-        return Err(mismatch(
-            "layers x heads",
-            format!("{:?}", grid(reference)),
-            format!("{:?}", grid(other)),
-        ));
+        return Err(mismatch("model shapes", grid(reference), grid(other)));
     }
     Ok(())
+}
+
+/// Two different `[task]` sections in words, as `kind (key = value, ...)`: of the same
+/// kind, only the keys that differ; of different kinds, every key.
+fn task_difference(a: &TaskConfig, b: &TaskConfig) -> (String, String) {
+    let keys = |task: &TaskConfig| -> BTreeMap<String, String> {
+        match serde_json::to_value(task) {
+            Ok(serde_json::Value::Object(fields)) => fields
+                .into_iter()
+                .filter(|(key, _)| key != "kind")
+                .map(|(key, value)| (key, value.to_string()))
+                .collect(),
+            _ => BTreeMap::new(),
+        }
+    };
+    let (keys_a, keys_b) = (keys(a), keys(b));
+    let same_kind = a.kind_name() == b.kind_name();
+    let describe =
+        |task: &TaskConfig, own: &BTreeMap<String, String>, other: &BTreeMap<String, String>| {
+            let mut shown: Vec<String> = own
+                .iter()
+                .filter(|(key, value)| !same_kind || other.get(*key) != Some(*value))
+                .map(|(key, value)| format!("{key} = {value}"))
+                .collect();
+            if same_kind {
+                let unset = other.keys().filter(|key| !own.contains_key(*key));
+                shown.extend(unset.map(|key| format!("{key} unset")));
+            }
+            if shown.is_empty() {
+                task.kind_name().to_string()
+            } else {
+                format!("{} ({})", task.kind_name(), shown.join(", "))
+            }
+        };
+    (describe(a, &keys_a, &keys_b), describe(b, &keys_b, &keys_a))
 }
 
 /// Matches the heads of every run in `runs` to those of `runs[0]` and writes the comparison
@@ -141,6 +224,7 @@ pub fn compare(
     for other in &runs[1..] {
         check_comparable(reference, other)?;
     }
+    Probe::check_size(probe_size, &reference.run, runs.len())?;
     let probe = Probe::new(
         &reference.run.task,
         probe_size,
@@ -163,12 +247,14 @@ pub fn compare(
                     matched.partner.iter().map(|&p| own[p].1.clone()).collect()
                 })
                 .collect();
-            let eval_token_acc = train::metrics::read(&run.dir.join("metrics.jsonl"))
+            let eval_token_acc = run
+                .dir
+                .metrics()
                 .iter()
                 .rev()
                 .find_map(|r| r.eval_token_acc);
             ComparedRun {
-                dir: run.dir.clone(),
+                dir: run.dir.root().to_path_buf(),
                 seed: run.run.config.seed,
                 eval_token_acc,
                 layers: matches,
@@ -317,4 +403,55 @@ pub fn table(comparison: &Comparison) -> String {
         ));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use train::tasks::{Combine, NeighborsSpec, SequenceSpec};
+
+    use super::*;
+
+    fn sequence(seq_len: usize, vocab_size: usize) -> SequenceSpec {
+        SequenceSpec {
+            seq_len,
+            vocab_size,
+        }
+    }
+
+    #[test]
+    fn tasks_of_different_kinds_are_told_apart_by_kind_and_keys() {
+        let (a, b) = task_difference(
+            &TaskConfig::Reverse(sequence(8, 5)),
+            &TaskConfig::Copy(sequence(8, 5)),
+        );
+        assert_eq!(a, "reverse (seq_len = 8, vocab_size = 5)");
+        assert_eq!(b, "copy (seq_len = 8, vocab_size = 5)");
+    }
+
+    #[test]
+    fn tasks_of_one_kind_name_only_the_keys_that_differ() {
+        let (a, b) = task_difference(
+            &TaskConfig::Reverse(sequence(6, 5)),
+            &TaskConfig::Reverse(sequence(7, 5)),
+        );
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("reverse (seq_len = 6)", "reverse (seq_len = 7)")
+        );
+
+        let sum = NeighborsSpec {
+            combine: Combine::Sum,
+            ..NeighborsSpec::default()
+        };
+        let difference = NeighborsSpec {
+            combine: Combine::Difference,
+            ..NeighborsSpec::default()
+        };
+        let (a, b) = task_difference(
+            &TaskConfig::Neighbors(sum),
+            &TaskConfig::Neighbors(difference),
+        );
+        assert_eq!(a, "neighbors (combine = \"sum\")");
+        assert_eq!(b, "neighbors (combine = \"difference\")");
+    }
 }

@@ -25,14 +25,14 @@ pub struct DivergencePoint {
     pub pattern_js: f64,
 }
 
-/// The divergence curve of every layer over the snapshots in `loaded.dir` (empty when the
+/// The divergence curve of every layer over the snapshots of `loaded.dir` (empty when the
 /// run took none).
 pub fn divergence(
     loaded: &LoadedRun,
     probe: &Probe,
 ) -> Result<Vec<DivergencePoint>, SnapshotError> {
     let mut points = vec![];
-    for (step, path) in list_snapshots(&loaded.dir) {
+    for (step, path) in list_snapshots(&loaded.dir.snapshots_dir()) {
         let fresh = loaded
             .run
             .config

@@ -13,8 +13,8 @@ use plotters::style::{FontStyle, register_font};
 use train::metrics::MetricsRecord;
 
 use crate::divergence::DivergencePoint;
+use crate::heads::HeadRecord;
 use crate::pruning::{PruneCurve, Pruning};
-use crate::report::HeadRecord;
 use crate::similarity::LayerSimilarity;
 
 /// What a drawing step returns; plotters' errors are boxed.
@@ -24,6 +24,11 @@ type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64));
 
 const FONT: &str = "sans-serif";
+
+/// Most pixels a figure may have: 2^28 (768 MiB of RGB), e.g. 16384 x 16384. Grids grow
+/// with layers, heads and (in `compare`) runs; past this they have too many panels to read,
+/// and the buffer alone would take gigabytes.
+pub const MAX_FIGURE_PIXELS: u64 = 1 << 28;
 
 /// A figure that could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +65,12 @@ fn render(
         path: path.to_path_buf(),
         message,
     };
+    if u64::from(width) * u64::from(height) > MAX_FIGURE_PIXELS {
+        return Err(fail(format!(
+            "{width} x {height} pixels is over the {MAX_FIGURE_PIXELS} pixels a figure may \
+             have: too many panels (layers, heads or runs) to draw"
+        )));
+    }
     let mut rgb = vec![0u8; width as usize * height as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
@@ -531,4 +542,37 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
             SeriesLabelPosition::LowerRight,
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_too_large_to_hold_is_refused_before_drawing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ablation.png");
+        // 46 px per bar: 20000 heads make a 920240 x 380 canvas, 350 M pixels.
+        let heads: Vec<HeadRecord> = (0..20_000)
+            .map(|h| HeadRecord {
+                layer: 0,
+                head: h,
+                entropy: 0.0,
+                confidence: 1.0,
+                mean_distance: 0.0,
+                pattern_scores: Default::default(),
+                ablation_drop: 0.0,
+                role: "mixed".into(),
+            })
+            .collect();
+        let error = ablation(&path, &heads).unwrap_err();
+        assert!(
+            error.to_string().starts_with(&format!(
+                "cannot draw {}: 920240 x 380 pixels",
+                path.display()
+            )),
+            "{error}"
+        );
+        assert!(!path.exists());
+    }
 }

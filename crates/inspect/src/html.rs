@@ -10,7 +10,7 @@ use std::path::Path;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::report::HeadRecord;
+use crate::heads::HeadRecord;
 
 /// A figure to embed: its PNG file and what it shows.
 pub struct Figure<'a> {

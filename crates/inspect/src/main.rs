@@ -25,15 +25,22 @@ struct Args {
     /// Inspect a checkpoint (e.g. step-500) instead of the final weights.
     #[arg(long, value_name = "step-N")]
     checkpoint: Option<String>,
-    /// Sequences in the probe batch (drawn from the run's task with a fixed seed).
-    #[arg(long, default_value_t = 64)]
+    /// Sequences in the probe batch (drawn from the run's task with a fixed seed); at least
+    /// 1, at most what keeps the probe's activations within 1 GiB for this run.
+    // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
+    // as an unknown flag.
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true,
+          value_parser = inspect::probe::parse_size)]
     probe: usize,
     /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
-    /// task counts as failed.
-    #[arg(long, default_value_t = inspect::pruning::DEFAULT_TOLERANCE)]
+    /// task counts as failed; in [0, 1].
+    #[arg(long, default_value_t = inspect::pruning::DEFAULT_TOLERANCE,
+          allow_negative_numbers = true, value_parser = inspect::pruning::parse_tolerance)]
     prune_tolerance: f64,
 }
 
+/// Usage errors (clap's, including out-of-range flag values) exit with 2; errors from the
+/// run with 1.
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(args) {
@@ -46,15 +53,11 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(args.probe > 0, "--probe must be at least 1");
-    anyhow::ensure!(
-        (0.0..=1.0).contains(&args.prune_tolerance),
-        "--prune-tolerance must be in [0, 1] (accuracy points as a fraction: 0.01 is one \
-         point), got {}",
-        args.prune_tolerance
-    );
     let loaded = inspect::run::load(&args.run, args.checkpoint.as_deref())?;
-    let out = args.out.unwrap_or_else(|| args.run.join("inspect"));
+    if let Some(note) = &loaded.note {
+        eprintln!("note: {note}");
+    }
+    let out = args.out.unwrap_or_else(|| loaded.dir.report_dir());
     let options = inspect::report::ReportOptions {
         probe_size: args.probe,
         prune_tolerance: args.prune_tolerance,

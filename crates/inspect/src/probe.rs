@@ -1,14 +1,53 @@
 //! The probe batch: a fixed, seeded set of sequences from the run's task, and what every
-//! layer's attention does on it, copied to the host for measuring.
+//! layer's attention does on it, copied to the host for measuring. Its size is checked
+//! against the run before anything is allocated ([`Probe::check_size`]).
 
 use burn::prelude::*;
 use model::{Encoder, EncoderInput};
+use train::ResolvedRun;
 use train::batch::{Batch, mix_seed};
+use train::config::MAX_TENSOR_VALUES;
 use train::tasks::{Example, Task};
 use train::tensor_file::HostTensor;
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
 const PROBE_STREAM: u64 = u64::MAX - 1;
+
+/// Most bytes the probe's forward pass may hold (see [`Probe::max_size`]): 1 GiB. The
+/// report keeps about three copies of the cached part at its peak (the layers on the host,
+/// the activations map and its encoded file), so inspect stays within a few GiB; the
+/// default probe of 64 sequences is far below it for headlab's models.
+pub const MAX_PROBE_BYTES: u128 = 1 << 30;
+
+// A probe within the byte budget has no tensor over train's per-tensor cap either.
+const _: () = assert!(MAX_PROBE_BYTES / 4 <= MAX_TENSOR_VALUES);
+
+/// A probe batch size that cannot be used for a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeSizeError {
+    /// No sequences.
+    #[error("--probe must be at least 1")]
+    Empty,
+    /// More than [`MAX_PROBE_BYTES`] of activations.
+    #[error(
+        "--probe {size} is too large for {}: the forward pass would hold about {:.1} GiB of \
+         activations, over the {} GiB allowed; {}",
+        runs_phrase(*.runs),
+        *.bytes as f64 / (1u64 << 30) as f64,
+        MAX_PROBE_BYTES >> 30,
+        largest_phrase(*.max)
+    )]
+    TooLarge {
+        /// The size asked for.
+        size: usize,
+        /// The largest accepted.
+        max: usize,
+        /// Runs probed together.
+        runs: usize,
+        /// Bytes the size asked for would take (saturating).
+        bytes: u128,
+    },
+}
 
 /// The probe sequences, the same for every report on a run and every snapshot of it.
 #[derive(Debug, Clone)]
@@ -20,11 +59,44 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// `size` sequences drawn from `task` with the run's `seed`.
+    /// `size` sequences drawn from `task` with the run's `seed`. The file task has a fixed
+    /// eval split: its first `size` records.
     pub fn new(task: &Task, size: usize, seed: u64, device: &Device) -> Self {
-        let examples = task.eval_set(size, mix_seed(seed, PROBE_STREAM));
+        let mut examples = task.eval_set(size, mix_seed(seed, PROBE_STREAM));
+        examples.truncate(size);
         let tokens = Batch::new(&examples, device).tokens;
         Self { examples, tokens }
+    }
+
+    /// The most sequences a probe of `run` may hold when `runs` runs of its shape are probed
+    /// and kept together (`compare`), so that their forward passes hold at most
+    /// [`MAX_PROBE_BYTES`]. 0 when even one sequence is over it.
+    pub fn max_size(run: &ResolvedRun, runs: usize) -> usize {
+        let bytes_per_sequence = values_per_sequence(run)
+            .saturating_mul(runs.max(1) as u128)
+            .saturating_mul(4);
+        usize::try_from(MAX_PROBE_BYTES / bytes_per_sequence.max(1)).unwrap_or(usize::MAX)
+    }
+
+    /// Checks `size` against [`Probe::max_size`], before anything is allocated.
+    pub fn check_size(size: usize, run: &ResolvedRun, runs: usize) -> Result<(), ProbeSizeError> {
+        let max = Self::max_size(run, runs);
+        if size == 0 {
+            Err(ProbeSizeError::Empty)
+        } else if size > max {
+            let bytes = values_per_sequence(run)
+                .saturating_mul(runs.max(1) as u128)
+                .saturating_mul(size as u128)
+                .saturating_mul(4);
+            Err(ProbeSizeError::TooLarge {
+                size,
+                max,
+                runs,
+                bytes,
+            })
+        } else {
+            Ok(())
+        }
     }
 
     /// Input tokens, row-major `[batch * seq]`.
@@ -47,6 +119,59 @@ impl Probe {
                 head_out: HostTensor::of(layer.head_outputs),
             })
             .collect()
+    }
+}
+
+fn runs_phrase(runs: usize) -> String {
+    if runs == 1 {
+        "this run".to_string()
+    } else {
+        format!("these {runs} runs")
+    }
+}
+
+fn largest_phrase(max: usize) -> String {
+    if max == 0 {
+        "even one sequence is over it".to_string()
+    } else {
+        format!("the largest accepted is --probe {max}")
+    }
+}
+
+/// Values (f32) the forward pass on one probe sequence holds, at most: the embeddings; per
+/// layer its input, q/k/v, scores and probabilities, head outputs, attention output,
+/// feed-forward hidden layer and output, residual sum; the logits. Every layout is counted
+/// as if each head read the full input, as train's size check does.
+fn values_per_sequence(run: &ResolvedRun) -> u128 {
+    let model = &run.config.model;
+    // In u128, saturating: products of several 64-bit sizes neither wrap nor overflow.
+    let product = |factors: &[usize]| {
+        factors
+            .iter()
+            .fold(1u128, |acc, &f| acc.saturating_mul(f as u128))
+    };
+    let (d, h, dh, ff) = (
+        model.d_model,
+        model.n_heads,
+        model.resolved_d_head(),
+        model.d_ff,
+    );
+    let seq = run.task.seq_len();
+    let layer = product(&[seq, 4, d])
+        .saturating_add(product(&[seq, 4, h, dh]))
+        .saturating_add(product(&[2, h, seq, seq]))
+        .saturating_add(product(&[seq, ff]));
+    product(&[seq, d])
+        .saturating_add(product(&[model.n_layers]).saturating_mul(layer))
+        .saturating_add(product(&[seq, run.io.n_outputs]))
+}
+
+/// `--probe` as typed: a whole number of sequences, at least 1 (the most depends on the run:
+/// [`Probe::check_size`]). For clap's `value_parser`, so `-1` gets this message too.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(size) if size > 0 => Ok(size),
+        _ => Err("expected a whole number of probe sequences, at least 1".to_string()),
     }
 }
 
@@ -99,5 +224,98 @@ impl LayerProbe {
     /// `d_head`.
     pub fn d_head(&self) -> usize {
         self.head_out.shape[3]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use train::RunConfig;
+    use train::tasks::TaskConfig;
+
+    use super::*;
+
+    /// The tiny test config: one layer, d_model 16, 2 heads of 8, d_ff 32, reverse on
+    /// sequences of 6 over 5 tokens.
+    fn tiny() -> ResolvedRun {
+        let path = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../train/tests/fixtures/tiny.toml"
+        ));
+        RunConfig::load(path, &[]).unwrap().resolve(path).unwrap()
+    }
+
+    #[test]
+    fn the_largest_probe_is_counted_from_the_run_sizes() {
+        // Per sequence: embeddings 6 x 16; the layer's input, attention output, feed-forward
+        // output and residual 4 x 6 x 16, q/k/v and head outputs 4 x 6 x 2 x 8, scores and
+        // probabilities 2 x 2 x 6 x 6, feed-forward hidden 6 x 32; logits 6 x 5.
+        let values: u128 = 96 + (384 + 384 + 144 + 192) + 30;
+        assert_eq!(values_per_sequence(&tiny()), values);
+        let max = (MAX_PROBE_BYTES / (4 * values)) as usize;
+        assert_eq!(Probe::max_size(&tiny(), 1), max);
+        assert_eq!(Probe::max_size(&tiny(), 3), max / 3);
+        assert_eq!(Probe::check_size(max, &tiny(), 1), Ok(()));
+    }
+
+    #[test]
+    fn a_probe_over_the_budget_is_refused_before_allocating() {
+        let run = tiny();
+        let max = Probe::max_size(&run, 1);
+        let error = Probe::check_size(max + 1, &run, 1).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "--probe {} is too large for this run: the forward pass would hold about 1.0 \
+                 GiB of activations, over the 1 GiB allowed; the largest accepted is --probe \
+                 {max}",
+                max + 1
+            )
+        );
+        let error = Probe::check_size(100_000_000, &run, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("too large for these 2 runs")
+                && error.contains(&format!("--probe {}", Probe::max_size(&run, 2))),
+            "{error}"
+        );
+        assert_eq!(
+            Probe::check_size(0, &run, 1),
+            Err(ProbeSizeError::Empty),
+            "an empty probe has no sequence 0 to draw"
+        );
+        // A size that would not even fit in memory's address space is refused, not wrapped.
+        assert!(Probe::check_size(usize::MAX, &run, usize::MAX).is_err());
+    }
+
+    #[test]
+    fn probe_sizes_parse_as_whole_positive_numbers() {
+        assert_eq!(parse_size("64"), Ok(64));
+        for bad in ["0", "-1", "1.5", "lots", ""] {
+            let error = parse_size(bad).unwrap_err();
+            assert!(error.contains("at least 1"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_file_task_probe_takes_at_most_the_size_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data.jsonl");
+        let records: String = (0..40)
+            .map(|i| format!("{{\"input\": [{}, 1, 2], \"target\": [0, 1, 2]}}\n", i % 3))
+            .collect();
+        std::fs::write(&data, records).unwrap();
+        let spec: train::tasks::FileSpec = serde_json::from_value(serde_json::json!({
+            "path": data,
+            "eval_fraction": 0.5,
+        }))
+        .unwrap();
+        let task = TaskConfig::File(spec).build(Path::new(".")).unwrap();
+        assert_eq!(task.eval_set(3, 0).len(), 20, "the whole eval split");
+        let probe = Probe::new(&task, 3, 0, &Device::flex());
+        assert_eq!(probe.examples.len(), 3);
+        assert_eq!(probe.tokens.dims(), [3, 3]);
     }
 }

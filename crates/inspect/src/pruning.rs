@@ -22,6 +22,17 @@ use train::trainer::evaluate;
 /// The accuracy a model loses before we say the task failed: one point.
 pub const DEFAULT_TOLERANCE: f64 = 0.01;
 
+/// `--prune-tolerance` as typed: a fraction in [0, 1]. For clap's `value_parser`, so `-1`
+/// gets this message too.
+pub fn parse_tolerance(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(tolerance) if (0.0..=1.0).contains(&tolerance) => Ok(tolerance),
+        _ => {
+            Err("expected accuracy points as a fraction in [0, 1] (0.01 is one point)".to_string())
+        }
+    }
+}
+
 /// One point of a pruning curve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PruneStep {
@@ -156,6 +167,17 @@ pub fn prune_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tolerances_parse_as_fractions_in_zero_to_one() {
+        assert_eq!(parse_tolerance("0.01"), Ok(0.01));
+        assert_eq!(parse_tolerance("0"), Ok(0.0));
+        assert_eq!(parse_tolerance("1"), Ok(1.0));
+        for bad in ["-1", "-0.5", "1.5", "NaN", "inf", "one point"] {
+            let error = parse_tolerance(bad).unwrap_err();
+            assert!(error.contains("[0, 1]"), "{bad}: {error}");
+        }
+    }
 
     /// Accuracy = 1 minus the summed cost of the removed heads, where `pairs` are pairs of
     /// heads that back each other up: removing one costs nothing, removing both costs

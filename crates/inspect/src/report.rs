@@ -6,45 +6,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use burn::prelude::*;
+use burn::module::Module;
 use serde::{Deserialize, Serialize};
 use train::snapshot::{SnapshotError, head_tensors};
-use train::tasks::{AttentionPattern, Example, Task};
 use train::tensor_file::{HostTensor, TensorFileError, write_tensors};
-use train::trainer::{eval_examples, evaluate};
+use train::trainer::eval_examples;
 
 use crate::divergence::{self, DivergencePoint};
 use crate::figures::{self, FigureError};
+use crate::heads::{HeadRecord, measure_heads};
 use crate::html;
-use crate::measures::HeadPattern;
-use crate::probe::{LayerProbe, Probe};
+use crate::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::pruning::{self, Pruning};
 use crate::run::LoadedRun;
 use crate::similarity::{LayerSimilarity, mean_off_diagonal};
-/// A head takes a pattern's name as its role when that pattern gets at least this much of
-/// its attention on average.
-pub const ROLE_THRESHOLD: f64 = 0.5;
-
-/// One head's line of `heads.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeadRecord {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
-    /// Mean entropy of the attention rows, in nats.
-    pub entropy: f64,
-    /// Mean largest attention probability (Voita et al. 2019).
-    pub confidence: f64,
-    /// Mean |query - key| weighted by attention.
-    pub mean_distance: f64,
-    /// Mean attention mass on each pattern's positions.
-    pub pattern_scores: BTreeMap<String, f64>,
-    /// Eval token accuracy lost when only this head is ablated.
-    pub ablation_drop: f64,
-    /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
-    pub role: String,
-}
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
@@ -75,6 +50,9 @@ pub struct SimilarityFile {
 /// A report that could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A probe batch too large for the run.
+    #[error(transparent)]
+    ProbeSize(#[from] ProbeSizeError),
     /// A tensor file.
     #[error(transparent)]
     Tensors(#[from] TensorFileError),
@@ -151,74 +129,85 @@ pub fn write_report(
     out: &Path,
     options: &ReportOptions,
 ) -> Result<Report, ReportError> {
-    let probe_size = options.probe_size;
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| ReportError::Write { path, error }
-    };
+    Probe::check_size(options.probe_size, &loaded.run, 1)?;
     let figures_dir = out.join("figures");
-    std::fs::create_dir_all(&figures_dir).map_err(write_error(&figures_dir))?;
+    std::fs::create_dir_all(&figures_dir).map_err(|error| ReportError::Write {
+        path: figures_dir.clone(),
+        error,
+    })?;
+    let run = &loaded.run;
+    let probe = Probe::new(
+        &run.task,
+        options.probe_size,
+        run.config.seed,
+        &loaded.device,
+    );
+
+    let measured = measure(loaded, &probe, options)?;
+    let mut files = write_tensor_files(out, &probe, &measured)?;
+    files.extend(write_measures(out, &measured)?);
+    let figures = draw_figures(&figures_dir, loaded, &probe, &measured)?;
+    files.extend(figures.iter().map(|(path, _)| path.clone()));
+    files.push(write_page(out, loaded, &probe, &measured, &figures)?);
+
+    let Measured {
+        heads,
+        eval_token_acc,
+        similarity,
+        pruning,
+        summary,
+        divergence,
+        ..
+    } = measured;
+    Ok(Report {
+        heads,
+        similarity,
+        divergence,
+        pruning,
+        summary,
+        eval_token_acc,
+        files,
+    })
+}
+
+/// Everything the report measures, before anything is written.
+struct Measured {
+    /// Per-head weights and circuits, named as in `weights.safetensors`.
+    weights: BTreeMap<String, HostTensor>,
+    /// Each layer's attention on the probe batch.
+    layers: Vec<LayerProbe>,
+    heads: Vec<HeadRecord>,
+    eval_token_acc: f64,
+    similarity: Vec<LayerSimilarity>,
+    pruning: Pruning,
+    summary: Summary,
+    divergence: Vec<DivergencePoint>,
+}
+
+/// Runs the probe, measures and ablates every head, compares heads, prunes, and follows
+/// the heads through the run's snapshots.
+fn measure(
+    loaded: &LoadedRun,
+    probe: &Probe,
+    options: &ReportOptions,
+) -> Result<Measured, ReportError> {
     let (config, task, model, device) = (
         &loaded.run.config,
         &loaded.run.task,
         &loaded.model,
         &loaded.device,
     );
-    let mut files = vec![];
-
     let weights = head_tensors(model, true);
-    let weights_path = out.join("weights.safetensors");
-    write_tensors(&weights_path, &weights, None)?;
-    files.push(weights_path);
-
-    let probe = Probe::new(task, probe_size, config.seed, device);
     let layers = probe.run(model);
-    let mut activations = BTreeMap::new();
-    activations.insert(
-        "tokens".to_string(),
-        HostTensor::of_int(probe.tokens.clone()),
-    );
-    for (l, layer) in layers.iter().enumerate() {
-        activations.insert(format!("layers.{l}.attn_input"), layer.attn_input.clone());
-        activations.insert(format!("layers.{l}.pattern"), layer.pattern.clone());
-        activations.insert(format!("layers.{l}.head_out"), layer.head_out.clone());
-    }
-    let activations_path = out.join("activations.safetensors");
-    write_tensors(&activations_path, &activations, None)?;
-    files.push(activations_path);
-
     let eval = eval_examples(config, task);
-    let (heads, eval_token_acc) = measure_heads(loaded, &eval, &probe, &layers);
-    let heads_path = out.join("heads.json");
-    let json = serde_json::to_vec_pretty(&heads).expect("records serialize");
-    train::atomic::write_atomic(&heads_path, &json).map_err(write_error(&heads_path))?;
-    files.push(heads_path);
-
+    let (heads, eval_token_acc) = measure_heads(loaded, &eval, probe, &layers);
     let similarity: Vec<LayerSimilarity> = layers
         .iter()
         .enumerate()
         .map(|(l, layer)| LayerSimilarity::measure(l, &weights, layer, true))
         .collect();
-    let similarity_path = out.join("similarity.json");
-    let file = SimilarityFile {
-        layers: similarity.clone(),
-    };
-    let json = serde_json::to_vec_pretty(&file).expect("matrices serialize");
-    train::atomic::write_atomic(&similarity_path, &json).map_err(write_error(&similarity_path))?;
-    files.push(similarity_path);
-
     let drops: Vec<f64> = heads.iter().map(|h| h.ablation_drop).collect();
     let pruning = pruning::prune_model(model, &eval, device, &drops, options.prune_tolerance);
-    let pruning_path = out.join("pruning.json");
-    let json = serde_json::to_vec_pretty(&pruning).expect("curves serialize");
-    train::atomic::write_atomic(&pruning_path, &json).map_err(write_error(&pruning_path))?;
-    files.push(pruning_path);
-
-    let with_pairs: Vec<f64> = similarity
-        .iter()
-        .filter(|l| l.pattern_js.len() > 1)
-        .map(|l| mean_off_diagonal(&l.pattern_js))
-        .collect();
     let summary = Summary {
         name: config.name.clone(),
         task: task.name().to_string(),
@@ -230,28 +219,147 @@ pub fn write_report(
         attention_params: model.blocks.iter().map(|b| b.attention.num_params()).sum(),
         eval_token_acc,
         heads_with_role: heads.iter().filter(|h| h.role != "mixed").count(),
-        mean_pattern_js: if with_pairs.is_empty() {
-            0.0
-        } else {
-            with_pairs.iter().sum::<f64>() / with_pairs.len() as f64
-        },
+        mean_pattern_js: mean_pattern_js(&similarity),
         removable_heads: pruning.greedy.removable,
     };
-    let summary_path = out.join("summary.json");
-    let json = serde_json::to_vec_pretty(&summary).expect("summary serializes");
-    train::atomic::write_atomic(&summary_path, &json).map_err(write_error(&summary_path))?;
-    files.push(summary_path);
+    let divergence = divergence::divergence(loaded, probe)?;
+    Ok(Measured {
+        weights,
+        layers,
+        heads,
+        eval_token_acc,
+        similarity,
+        pruning,
+        summary,
+        divergence,
+    })
+}
 
-    let divergence = divergence::divergence(loaded, &probe)?;
-    if !divergence.is_empty() {
+/// Mean pattern JS distance between the heads of a layer, over layers with more than one
+/// head; 0 when there are none.
+fn mean_pattern_js(similarity: &[LayerSimilarity]) -> f64 {
+    let with_pairs: Vec<f64> = similarity
+        .iter()
+        .filter(|l| l.pattern_js.len() > 1)
+        .map(|l| mean_off_diagonal(&l.pattern_js))
+        .collect();
+    if with_pairs.is_empty() {
+        0.0
+    } else {
+        with_pairs.iter().sum::<f64>() / with_pairs.len() as f64
+    }
+}
+
+/// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer
+/// `attn_input`, `pattern`, `head_out`).
+fn write_tensor_files(
+    out: &Path,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let weights_path = out.join("weights.safetensors");
+    write_tensors(&weights_path, &measured.weights, None)?;
+
+    let mut activations = BTreeMap::new();
+    activations.insert(
+        "tokens".to_string(),
+        HostTensor::of_int(probe.tokens.clone()),
+    );
+    for (l, layer) in measured.layers.iter().enumerate() {
+        activations.insert(format!("layers.{l}.attn_input"), layer.attn_input.clone());
+        activations.insert(format!("layers.{l}.pattern"), layer.pattern.clone());
+        activations.insert(format!("layers.{l}.head_out"), layer.head_out.clone());
+    }
+    let activations_path = out.join("activations.safetensors");
+    write_tensors(&activations_path, &activations, None)?;
+    Ok(vec![weights_path, activations_path])
+}
+
+/// `heads.json`, `similarity.json`, `pruning.json`, `summary.json`, and `divergence.csv`
+/// when the run took snapshots.
+fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, ReportError> {
+    let similarity = SimilarityFile {
+        layers: measured.similarity.clone(),
+    };
+    let mut files = vec![
+        write_json(&out.join("heads.json"), &measured.heads)?,
+        write_json(&out.join("similarity.json"), &similarity)?,
+        write_json(&out.join("pruning.json"), &measured.pruning)?,
+        write_json(&out.join("summary.json"), &measured.summary)?,
+    ];
+    if !measured.divergence.is_empty() {
         let path = out.join("divergence.csv");
-        let csv = divergence::to_csv(&divergence);
-        train::atomic::write_atomic(&path, csv.as_bytes()).map_err(write_error(&path))?;
+        let csv = divergence::to_csv(&measured.divergence);
+        write_file(&path, csv.as_bytes())?;
         files.push(path);
     }
+    Ok(files)
+}
 
-    let seq = task.seq_len();
-    let first_sequence: Vec<Vec<Vec<f32>>> = layers
+/// Every figure with its caption, in the page's order: attention, similarity, divergence
+/// (with snapshots), ablation, pruning, training (with metrics).
+fn draw_figures(
+    figures_dir: &Path,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<Vec<(PathBuf, &'static str)>, ReportError> {
+    let mut figures: Vec<(PathBuf, &'static str)> = vec![];
+    let path = figures_dir.join("attention.png");
+    draw_attention(&path, loaded, probe, measured)?;
+    figures.push((
+        path,
+        "attention of every head (rows: layers, columns: heads) on the first probe sequence; \
+         row i is where query position i looks, brighter is more attention",
+    ));
+    let path = figures_dir.join("similarity.png");
+    figures::similarity(&path, &measured.similarity)?;
+    figures.push((
+        path,
+        "per layer, how alike each pair of heads is: QK and OV circuit cosine, attention \
+         pattern JS distance, output CKA",
+    ));
+    if !measured.divergence.is_empty() {
+        let path = figures_dir.join("divergence.png");
+        figures::divergence(&path, &measured.divergence)?;
+        figures.push((
+            path,
+            "mean pairwise head similarity at each training snapshot: heads moving apart \
+             (cosine falling, JS distance rising) or staying identical",
+        ));
+    }
+    let path = figures_dir.join("ablation.png");
+    figures::ablation(&path, &measured.heads)?;
+    figures.push((
+        path,
+        "eval token accuracy lost when each head alone is masked",
+    ));
+    let path = figures_dir.join("pruning.png");
+    figures::pruning(&path, &measured.pruning)?;
+    figures.push((
+        path,
+        "eval token accuracy as heads are removed at test time, least important first \
+         (ranked by single-head drop) or the least harmful at each step (greedy)",
+    ));
+    let metrics = loaded.dir.metrics();
+    if !metrics.is_empty() {
+        let path = figures_dir.join("training.png");
+        figures::training(&path, &metrics)?;
+        figures.push((path, "training loss and eval accuracy by step"));
+    }
+    Ok(figures)
+}
+
+/// `attention.png`: every head's pattern on probe sequence 0, captioned with its role.
+fn draw_attention(
+    path: &Path,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<(), FigureError> {
+    let seq = loaded.run.task.seq_len();
+    let first_sequence: Vec<Vec<Vec<f32>>> = measured
+        .layers
         .iter()
         .map(|layer| {
             let (_, n_heads, _) = layer.dims();
@@ -265,65 +373,63 @@ pub fn write_report(
         .enumerate()
         .map(|(l, layer)| {
             (0..layer.len())
-                .map(|h| format!("L{l} H{h}: {}", heads[l * layer.len() + h].role))
+                .map(|h| format!("L{l} H{h}: {}", measured.heads[l * layer.len() + h].role))
                 .collect()
         })
         .collect();
-    let mut figures: Vec<(PathBuf, &str)> = vec![];
-    let path = figures_dir.join("attention.png");
     figures::attention_patterns(
-        &path,
+        path,
         &figures::PatternFigure {
             title: "Attention of each head on probe sequence 0 (row: query, column: key)",
             patterns: &first_sequence,
             tokens: &probe.examples[0].input,
             captions: &captions,
         },
-    )?;
-    figures.push((
-        path,
-        "attention of every head (rows: layers, columns: heads) on the first probe sequence; \
-         row i is where query position i looks, brighter is more attention",
-    ));
-    let path = figures_dir.join("similarity.png");
-    figures::similarity(&path, &similarity)?;
-    figures.push((
-        path,
-        "per layer, how alike each pair of heads is: QK and OV circuit cosine, attention \
-         pattern JS distance, output CKA",
-    ));
-    if !divergence.is_empty() {
-        let path = figures_dir.join("divergence.png");
-        figures::divergence(&path, &divergence)?;
-        figures.push((
-            path,
-            "mean pairwise head similarity at each training snapshot: heads moving apart \
-             (cosine falling, JS distance rising) or staying identical",
-        ));
-    }
-    let path = figures_dir.join("ablation.png");
-    figures::ablation(&path, &heads)?;
-    figures.push((
-        path,
-        "eval token accuracy lost when each head alone is masked",
-    ));
-    let path = figures_dir.join("pruning.png");
-    figures::pruning(&path, &pruning)?;
-    figures.push((
-        path,
-        "eval token accuracy as heads are removed at test time, least important first \
-         (ranked by single-head drop) or the least harmful at each step (greedy)",
-    ));
-    let metrics = train::metrics::read(&loaded.dir.join("metrics.jsonl"));
-    if !metrics.is_empty() {
-        let path = figures_dir.join("training.png");
-        figures::training(&path, &metrics)?;
-        figures.push((path, "training loss and eval accuracy by step"));
-    }
-    files.extend(figures.iter().map(|(path, _)| path.clone()));
+    )
+}
 
+/// `index.html`: the summary line, head table, figures, the run's config and the files.
+fn write_page(
+    out: &Path,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+    figures: &[(PathBuf, &str)],
+) -> Result<PathBuf, ReportError> {
+    let (config, model) = (&loaded.run.config, &loaded.model);
     let html_path = out.join("index.html");
-    let config_toml = std::fs::read_to_string(loaded.dir.join("config.toml")).unwrap_or_default();
+    let config_toml = std::fs::read_to_string(loaded.dir.config_path()).unwrap_or_default();
+    let page = html::Page {
+        title: &config.name,
+        summary: format!(
+            "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
+             probe batch {} sequences",
+            loaded.run.task.name(),
+            model.blocks.len(),
+            model.n_heads(),
+            measured.summary.head_layout,
+            loaded.weights.display(),
+            measured.eval_token_acc * 100.0,
+            probe.examples.len(),
+        ),
+        heads: &measured.heads,
+        figures: figures
+            .iter()
+            .map(|(path, caption)| html::Figure { path, caption })
+            .collect(),
+        config_toml: &config_toml,
+        files: described_files(!measured.divergence.is_empty()),
+    };
+    let page = html::render(&page).map_err(|error| ReportError::Write {
+        path: html_path.clone(),
+        error,
+    })?;
+    write_file(&html_path, page.as_bytes())?;
+    Ok(html_path)
+}
+
+/// The page's list of data files, with what each holds.
+fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
     let mut described: Vec<(String, &str)> = vec![
         (
             "weights.safetensors".into(),
@@ -350,128 +456,28 @@ pub fn write_report(
             "sizes, parameter counts, accuracy, specialisation and pruning in one object",
         ),
     ];
-    if !divergence.is_empty() {
+    if with_divergence {
         described.push((
             "divergence.csv".into(),
             "per snapshot and layer: mean pairwise qk_cosine, ov_cosine, pattern_js",
         ));
     }
-    let page = html::Page {
-        title: &config.name,
-        summary: format!(
-            "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
-             probe batch {} sequences",
-            task.name(),
-            model.blocks.len(),
-            model.n_heads(),
-            summary.head_layout,
-            loaded.weights.display(),
-            eval_token_acc * 100.0,
-            probe_size,
-        ),
-        heads: &heads,
-        figures: figures
-            .iter()
-            .map(|(path, caption)| html::Figure { path, caption })
-            .collect(),
-        config_toml: &config_toml,
-        files: described,
-    };
-    let page = html::render(&page).map_err(write_error(&html_path))?;
-    train::atomic::write_atomic(&html_path, page.as_bytes()).map_err(write_error(&html_path))?;
-    files.push(html_path);
+    described
+}
 
-    Ok(Report {
-        heads,
-        similarity,
-        divergence,
-        pruning,
-        summary,
-        eval_token_acc,
-        files,
+/// Writes `value` as pretty JSON to `path` and returns the path.
+fn write_json(path: &Path, value: &impl Serialize) -> Result<PathBuf, ReportError> {
+    let json = serde_json::to_vec_pretty(value).expect("report records serialize");
+    write_file(path, &json)?;
+    Ok(path.to_path_buf())
+}
+
+/// Writes `bytes` to `path` atomically.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    train::atomic::write_atomic(path, bytes).map_err(|error| ReportError::Write {
+        path: path.to_path_buf(),
+        error,
     })
-}
-
-/// Every head's record (measures on the probe, ablation on the eval set), and the eval
-/// token accuracy with all heads on.
-fn measure_heads(
-    loaded: &LoadedRun,
-    eval: &[Example],
-    probe: &Probe,
-    layers: &[LayerProbe],
-) -> (Vec<HeadRecord>, f64) {
-    let (task, model, device) = (&loaded.run.task, &loaded.model, &loaded.device);
-    let (_, base) = evaluate(model, eval, device, None);
-    let (n_layers, n_heads) = (model.blocks.len(), model.n_heads());
-    let tokens = probe.token_ids();
-
-    let mut heads = vec![];
-    for (l, layer) in layers.iter().enumerate() {
-        let (batch, _, seq) = layer.dims();
-        let roles = head_roles(task, layer, &tokens);
-        for (h, (pattern_scores, role)) in roles.into_iter().enumerate() {
-            let probs = layer.head_pattern(h);
-            let head = HeadPattern {
-                probs: &probs,
-                tokens: &tokens,
-                batch,
-                seq,
-            };
-            let mut mask = vec![1.0f32; n_layers * n_heads];
-            mask[l * n_heads + h] = 0.0;
-            let mask = Tensor::from_data(TensorData::new(mask, [n_layers, n_heads]), device);
-            let (_, ablated) = evaluate(model, eval, device, Some(mask));
-            heads.push(HeadRecord {
-                layer: l,
-                head: h,
-                entropy: head.entropy(),
-                confidence: head.confidence(),
-                mean_distance: head.mean_distance(),
-                pattern_scores,
-                ablation_drop: base.token_accuracy() - ablated.token_accuracy(),
-                role,
-            });
-        }
-    }
-    (heads, base.token_accuracy())
-}
-
-/// Each head's mean attention on every pattern (the generic ones and the task's solving
-/// patterns), and its role: the best pattern if it reaches [`ROLE_THRESHOLD`], else
-/// "mixed". `tokens` are the probe's inputs, `[batch * seq]`.
-pub fn head_roles(
-    task: &Task,
-    layer: &LayerProbe,
-    tokens: &[u32],
-) -> Vec<(BTreeMap<String, f64>, String)> {
-    let mut scored_patterns: Vec<AttentionPattern> = AttentionPattern::generic().to_vec();
-    for pattern in task.solving_patterns() {
-        if !scored_patterns.contains(&pattern) {
-            scored_patterns.push(pattern);
-        }
-    }
-    let (batch, n_heads, seq) = layer.dims();
-    (0..n_heads)
-        .map(|h| {
-            let probs = layer.head_pattern(h);
-            let head = HeadPattern {
-                probs: &probs,
-                tokens,
-                batch,
-                seq,
-            };
-            let pattern_scores: BTreeMap<String, f64> = scored_patterns
-                .iter()
-                .map(|p| (p.name(), head.pattern_score(*p)))
-                .collect();
-            let role = pattern_scores
-                .iter()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .filter(|(_, score)| **score >= ROLE_THRESHOLD)
-                .map_or_else(|| "mixed".to_string(), |(name, _)| name.clone());
-            (pattern_scores, role)
-        })
-        .collect()
 }
 
 /// The head table printed on the terminal.

@@ -1,20 +1,20 @@
-//! Loading a run directory written by `train`: its resolved config, its task, and the model
-//! with the final weights (`model.safetensors`) or a checkpoint's (`checkpoints/step-N`).
+//! Loading a run for measuring: through [`train::RunDir`], which checks that the directory is
+//! a run whose config and dataset are the ones it was trained with, then the model with the
+//! final weights (`model.safetensors`) or a checkpoint's (`checkpoints/step-N`). A run still
+//! training is read from its newest checkpoint.
 
 use std::path::{Path, PathBuf};
 
-use burn::module::Module;
 use burn::prelude::*;
-use burn::store::{ModuleRecord, ModuleSnapshot, SafetensorsStore};
-use burn::tensor::Bytes;
 use model::Encoder;
-use train::{ResolvedRun, RunConfig};
+use train::run_dir::{LockHolder, RunDirError, RunLock};
+use train::{ResolvedRun, RunDir, checkpoint, weights};
 
 /// A run ready to be measured.
 #[derive(Debug)]
 pub struct LoadedRun {
     /// The run directory.
-    pub dir: PathBuf,
+    pub dir: RunDir,
     /// Config, task and model sizes.
     pub run: ResolvedRun,
     /// The model, inference-only, on `device`.
@@ -23,45 +23,77 @@ pub struct LoadedRun {
     pub weights: PathBuf,
     /// The CPU device the model lives on.
     pub device: Device,
+    /// Said when the weights are not the ones asked for (a run still training).
+    pub note: Option<String>,
+    /// A shared lock, so no `train --force` or `--resume` rewrites the run while it is read.
+    _lock: Option<RunLock>,
+}
+
+impl LoadedRun {
+    /// A run whose model was made in memory (a hand-built model in a test, say) rather than
+    /// loaded: `dir` holds its config, `weights` says where the weights came from.
+    pub fn from_model(dir: RunDir, run: ResolvedRun, model: Encoder, weights: PathBuf) -> Self {
+        let device = model
+            .devices()
+            .first()
+            .cloned()
+            .unwrap_or_else(Device::flex);
+        LoadedRun {
+            dir,
+            run,
+            model: model.valid(),
+            weights,
+            device,
+            note: None,
+            _lock: None,
+        }
+    }
 }
 
 /// A run that cannot be inspected.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// No `config.toml`.
-    #[error(
-        "{0} is not a headlab run directory: it has no config.toml (train writes one; check the path)"
-    )]
-    NotARun(PathBuf),
-    /// The config no longer loads.
+    /// Not a run, an edited config or dataset, an unreadable marker.
     #[error(transparent)]
-    Config(#[from] train::config::ConfigError),
+    RunDir(#[from] RunDirError),
     /// No final weights.
     #[error(
         "{0} is missing: the run has not finished; inspect a checkpoint with --checkpoint step-N \
-         (available: {1})"
+         (available: {1}), or finish it with train --resume"
     )]
     NoFinalWeights(PathBuf, String),
-    /// No such checkpoint.
-    #[error("checkpoint {0} does not exist (available: {1})")]
-    NoCheckpoint(PathBuf, String),
-    /// Weights that do not load.
-    #[error("cannot load weights from {path}: {message}; the file may be truncated or corrupt")]
-    BadWeights {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        message: String,
+    /// A run still training that has written no checkpoint yet.
+    #[error(
+        "{run} is still training ({holder}) and has no checkpoint yet; wait for its first \
+         checkpoint (train.checkpoint_every) or for the end"
+    )]
+    InProgress {
+        /// The run.
+        run: PathBuf,
+        /// Who trains it.
+        holder: LockHolder,
     },
+    /// No such checkpoint.
+    #[error("checkpoint {0} does not exist (available: {1}; names are step-N)")]
+    NoCheckpoint(String, String),
+    /// Final weights that do not load.
+    #[error(transparent)]
+    BadWeights(#[from] weights::WeightsError),
+    /// A checkpoint that does not load.
+    #[error(transparent)]
+    BadCheckpoint(#[from] checkpoint::CheckpointError),
 }
 
-/// Loads the run in `dir`, with the weights of `checkpoint` (`step-N`) or the final ones.
-pub fn load(dir: &Path, checkpoint: Option<&str>) -> Result<LoadedRun, RunError> {
-    let config_path = dir.join("config.toml");
-    if !config_path.is_file() {
-        return Err(RunError::NotARun(dir.to_path_buf()));
-    }
-    let run = RunConfig::from_toml(&config_path)?.resolve(&config_path)?;
+/// Loads the run in `dir`, with the weights of `checkpoint` (`step-N`) or the final ones. A
+/// run still training (its lock held by `train`) is read from its newest checkpoint, and
+/// [`LoadedRun::note`] says so.
+pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunError> {
+    let run_dir = RunDir::open(dir)?;
+    let (lock, writer) = match run_dir.lock_for_reading() {
+        Ok(lock) => (lock, None),
+        Err(holder) => (None, Some(holder)),
+    };
+    let run = run_dir.resolve()?;
     let device = Device::flex();
     device.seed(run.config.seed);
     let model = run
@@ -69,61 +101,64 @@ pub fn load(dir: &Path, checkpoint: Option<&str>) -> Result<LoadedRun, RunError>
         .model
         .init(&run.io, &device)
         .expect("a resolved config builds");
-    let available = || {
-        let steps: Vec<String> = train::checkpoint::list(dir)
-            .iter()
-            .map(|(step, _)| format!("step-{step}"))
-            .collect();
-        if steps.is_empty() {
-            "none".to_string()
-        } else {
-            steps.join(", ")
+
+    let newest = checkpoint::list(&run_dir).first().map(|(step, _)| *step);
+    let (checkpoint_dir, note) = match (checkpoint_name, writer) {
+        (Some(name), _) => {
+            // Only `step-N`: the name becomes a path, and must stay inside the run.
+            let step = name.strip_prefix("step-").and_then(|n| n.parse().ok());
+            let Some(step) = step else {
+                return Err(RunError::NoCheckpoint(
+                    name.to_string(),
+                    checkpoint::names(&run_dir),
+                ));
+            };
+            (Some(run_dir.checkpoint_dir(step)), None)
         }
+        (None, Some(holder)) => match newest {
+            Some(step) => (
+                Some(run_dir.checkpoint_dir(step)),
+                Some(format!(
+                    "{} is still training ({holder}): inspecting its newest checkpoint, \
+                     step-{step}",
+                    dir.display()
+                )),
+            ),
+            None => {
+                return Err(RunError::InProgress {
+                    run: dir.to_path_buf(),
+                    holder,
+                });
+            }
+        },
+        (None, None) => (None, None),
     };
-    let bad = |path: &Path, message: String| RunError::BadWeights {
-        path: path.to_path_buf(),
-        message,
-    };
-    let (model, weights) = match checkpoint {
+    let (model, weights) = match checkpoint_dir {
         None => {
-            let path = dir.join("model.safetensors");
+            let path = run_dir.final_weights_path();
             if !path.is_file() {
-                return Err(RunError::NoFinalWeights(path, available()));
+                return Err(RunError::NoFinalWeights(path, checkpoint::names(&run_dir)));
             }
-            let mut model = model;
-            let mut store = SafetensorsStore::from_file(&path);
-            let result = model
-                .load_from(&mut store)
-                .map_err(|e| bad(&path, format!("{e}")))?;
-            if !result.missing.is_empty() || !result.errors.is_empty() {
-                let message = format!(
-                    "missing tensors {:?}, errors {:?}",
-                    result.missing, result.errors
-                );
-                return Err(bad(&path, message));
-            }
-            (model, path)
+            (weights::load(&path, model)?, path)
         }
-        Some(name) => {
-            let checkpoint_dir = dir.join("checkpoints").join(name);
-            let path = checkpoint_dir.join("model.bpk");
-            if !path.is_file() {
-                return Err(RunError::NoCheckpoint(checkpoint_dir, available()));
+        Some(checkpoint_dir) => {
+            if !checkpoint::is_complete(&checkpoint_dir) {
+                return Err(RunError::NoCheckpoint(
+                    checkpoint_dir.display().to_string(),
+                    checkpoint::names(&run_dir),
+                ));
             }
-            let bytes = std::fs::read(&path).map_err(|e| bad(&path, e.to_string()))?;
-            let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes))
-                .map_err(|e| bad(&path, format!("{e:?}")))?;
-            let model = model
-                .try_load_record(record)
-                .map_err(|e| bad(&path, format!("{e:?}")))?;
-            (model, path)
+            let model = checkpoint::load_model(&checkpoint_dir, model)?;
+            (model, checkpoint_dir)
         }
     };
     Ok(LoadedRun {
-        dir: dir.to_path_buf(),
+        dir: run_dir,
         run,
         model: model.valid(),
         weights,
         device,
+        note,
+        _lock: lock,
     })
 }

@@ -7,6 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use inspect::probe::Probe;
+use train::RunConfig;
 use train::tensor_file::read_tensors;
 
 const TINY: &str = concat!(
@@ -20,10 +22,7 @@ fn train_tiny(dir: &Path, overrides: &[&str]) {
 }
 
 fn inspect(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_inspect"))
-        .args(args)
-        .output()
-        .expect("the inspect binary runs")
+    common::run_bin(env!("CARGO_BIN_EXE_inspect"), args)
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
@@ -385,6 +384,64 @@ fn runs_that_cannot_be_inspected_get_a_clear_error() {
         err.contains("has not finished") && err.contains("--checkpoint"),
         "{err}"
     );
+}
+
+#[test]
+fn flag_values_out_of_range_are_usage_errors_with_the_accepted_range() {
+    // clap's own errors never carry a backtrace; the variable makes sure nothing panics
+    // on the way.
+    let usage_error = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_inspect"))
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .expect("the inspect binary runs");
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{args:?}: {err}"
+        );
+        err
+    };
+    for (flag, value, accepted) in [
+        ("--probe", "-1", "at least 1"),
+        ("--probe", "0", "at least 1"),
+        ("--probe", "many", "at least 1"),
+        ("--prune-tolerance", "-1", "in [0, 1]"),
+        ("--prune-tolerance", "-0.5", "in [0, 1]"),
+        ("--prune-tolerance", "2", "in [0, 1]"),
+    ] {
+        let err = usage_error(&["runs/any", flag, value]);
+        assert!(
+            err.contains(&format!("invalid value '{value}' for '{flag} "))
+                && err.contains(accepted),
+            "{flag} {value}: {err}"
+        );
+    }
+    let err = usage_error(&["runs/any", "--bogus"]);
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+}
+
+#[test]
+fn a_probe_too_large_for_the_run_is_refused_before_allocating() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    train_tiny(&run, &["train.steps=5"]);
+    let config = RunConfig::load(Path::new(TINY), &[]).unwrap();
+    let max = Probe::max_size(&config.resolve(Path::new(TINY)).unwrap(), 1);
+
+    // It used to allocate until the machine ran out of memory.
+    for size in ["100000000", &(max + 1).to_string()] {
+        let err = inspect_fails(&[run.to_str().unwrap(), "--probe", size]);
+        assert!(
+            err.starts_with(&format!("error: --probe {size} is too large for this run"))
+                && err.contains(&format!("the largest accepted is --probe {max}")),
+            "{err}"
+        );
+    }
+    assert!(!run.join("inspect").exists(), "nothing written");
 }
 
 /// Mean pairwise QK cosine and pattern JS distance of layer 0, per divergence.csv row.

@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -13,10 +13,7 @@ const TINY: &str = concat!(
 );
 
 fn compare(args: &[&Path]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compare"))
-        .args(args)
-        .output()
-        .expect("the compare binary runs")
+    common::run_bin(env!("CARGO_BIN_EXE_compare"), args)
 }
 
 fn compare_fails(args: &[&Path]) -> String {
@@ -118,10 +115,29 @@ fn runs_that_cannot_be_matched_are_refused() {
         &longer,
     );
     let err = compare_fails(&[&reference, &longer]);
+    let (reference_name, longer_name) = (reference.display(), longer.display());
     assert!(
-        err.contains("tasks differ")
-            && err.contains(longer.to_str().unwrap())
-            && err.contains(reference.to_str().unwrap()),
+        err.contains(&format!(
+            "the tasks differ: {reference_name} is reverse (seq_len = 6), {longer_name} is \
+             reverse (seq_len = 7)"
+        )),
+        "{err}"
+    );
+
+    // Another kind of task: said in words (kind and keys), not as Rust debug text.
+    let copy = tmp.path().join("copy");
+    common::train_run(Path::new(TINY), &["train.steps=5", "task.kind=copy"], &copy);
+    let err = compare_fails(&[&reference, &copy]);
+    assert!(
+        err.contains(&format!(
+            "{reference_name} is reverse (seq_len = 6, vocab_size = 5), {} is copy (seq_len = \
+             6, vocab_size = 5)",
+            copy.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        !err.contains("SequenceSpec") && !err.contains("Copy("),
         "{err}"
     );
 
@@ -133,14 +149,86 @@ fn runs_that_cannot_be_matched_are_refused() {
     );
     let err = compare_fails(&[&reference, &wider]);
     assert!(
-        err.contains("layers x heads differ") && err.contains("(1, 2) vs (1, 4)"),
+        err.contains(&format!(
+            "the model shapes differ: {reference_name} has 1 layer x 2 heads, {} has 1 layer x \
+             4 heads",
+            wider.display()
+        )),
         "{err}"
     );
 
     let err = compare_fails(&[&reference, &tmp.path().join("nope")]);
     assert!(err.contains("not a headlab run directory"), "{err}");
 
-    // One run is nothing to compare.
-    let err = compare_fails(&[&reference]);
+    // One run is nothing to compare: a usage error.
+    let output = compare(&[&reference]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("required"), "{err}");
+}
+
+#[test]
+fn an_unfinished_run_gets_advice_that_compare_can_follow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reference = tmp.path().join("reference");
+    common::train_run(Path::new(TINY), &["train.steps=10"], &reference);
+    let unfinished = tmp.path().join("unfinished");
+    common::train_run(Path::new(TINY), &["train.steps=10"], &unfinished);
+    std::fs::remove_file(unfinished.join("model.safetensors")).unwrap();
+
+    let err = compare_fails(&[&reference, &unfinished]);
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} has not finished training",
+            unfinished.display()
+        )) && err.contains("--resume")
+            && err.contains(&format!(
+                "`inspect {} --checkpoint step-N` (available: step-10)",
+                unfinished.display()
+            )),
+        "{err}"
+    );
+    // inspect's advice, which names a flag compare does not have.
+    assert!(
+        !err.contains("inspect a checkpoint with --checkpoint"),
+        "{err}"
+    );
+}
+
+#[test]
+fn probe_sizes_are_checked_before_anything_is_allocated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    common::train_run(Path::new(TINY), &["train.steps=5"], &run);
+    let probe = |size: &str| {
+        let output = compare(&[&run, &run, Path::new("--probe"), Path::new(size)]);
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{err}"
+        );
+        (output.status.code(), err)
+    };
+
+    for size in ["-1", "0"] {
+        let (code, err) = probe(size);
+        assert_eq!(code, Some(2), "--probe {size}: {err}");
+        assert!(
+            err.contains("'--probe <PROBE>'") && err.contains("at least 1"),
+            "--probe {size}: {err}"
+        );
+    }
+
+    // Both runs' activations are kept together, so the limit is half a single run's.
+    let config = train::RunConfig::load(Path::new(TINY), &[]).unwrap();
+    let max = inspect::probe::Probe::max_size(&config.resolve(Path::new(TINY)).unwrap(), 2);
+    let (code, err) = probe("100000000");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.starts_with("error: --probe 100000000 is too large for these 2 runs")
+            && err.contains(&format!("the largest accepted is --probe {max}")),
+        "{err}"
+    );
+    assert!(!run.join("compare").exists(), "nothing written");
 }

@@ -9,8 +9,9 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use inspect::compare::compare;
+use inspect::heads::head_roles;
 use inspect::probe::Probe;
-use inspect::report::{Report, ReportOptions, head_roles, write_report};
+use inspect::report::{Report, ReportOptions, write_report};
 use inspect::run::LoadedRun;
 
 /// `(x[i-1] - x[i+1]) mod 5` on sequences of 8, one layer of two heads.

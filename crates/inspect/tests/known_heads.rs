@@ -11,10 +11,11 @@ use std::path::Path;
 
 use burn::module::Param;
 use burn::prelude::*;
-use inspect::report::{HeadRecord, ReportOptions, write_report};
+use inspect::heads::HeadRecord;
+use inspect::report::{ReportOptions, write_report};
 use inspect::run::LoadedRun;
 use model::Encoder;
-use train::RunConfig;
+use train::{RunConfig, RunDir};
 
 const SEQ: usize = 6;
 const VOCAB: usize = 5;
@@ -135,13 +136,9 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     let device = Device::flex();
     let mut model = run.config.model.init(&run.io, &device).unwrap();
     wire_previous_token_copier(&mut model, &device);
-    let loaded = LoadedRun {
-        dir: tmp.path().to_path_buf(),
-        run,
-        model,
-        weights: Path::new("hand-built").to_path_buf(),
-        device,
-    };
+    let (dir, _lock) = RunDir::create(&tmp.path().join("run"), &run, false, "test").unwrap();
+    let weights = Path::new("hand-built").to_path_buf();
+    let loaded = LoadedRun::from_model(dir, run, model, weights);
 
     let report = write_report(
         &loaded,

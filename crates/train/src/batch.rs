@@ -8,6 +8,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::tasks::{Example, Task};
 
+/// Sequences per evaluation forward pass: bounds the memory of evaluating a large set.
+pub const EVAL_CHUNK: usize = 256;
+
 /// A batch on a device.
 #[derive(Debug, Clone)]
 pub struct Batch {

@@ -14,6 +14,7 @@ use model::Encoder;
 use serde::{Deserialize, Serialize};
 
 use crate::atomic::{create_dir_atomic, remove_dir_atomic};
+use crate::run_dir::RunDir;
 
 /// What a checkpoint records besides tensors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,20 +51,15 @@ pub enum CheckpointError {
     },
 }
 
-/// `checkpoints/step-N` under `run_dir`.
-pub fn checkpoint_dir(run_dir: &Path, step: usize) -> PathBuf {
-    run_dir.join("checkpoints").join(format!("step-{step}"))
-}
-
 /// Writes a checkpoint of `model`, `optim` and `state`, then keeps only the newest `keep`.
 pub fn save(
-    run_dir: &Path,
+    run: &RunDir,
     model: &Encoder,
     optim: &ModuleOptimizer,
     state: &CheckpointState,
     keep: usize,
 ) -> Result<PathBuf, CheckpointError> {
-    let dir = checkpoint_dir(run_dir, state.step);
+    let dir = run.checkpoint_dir(state.step);
     let write_error = |error| CheckpointError::Write {
         path: dir.clone(),
         error,
@@ -77,28 +73,28 @@ pub fn save(
         .into_bytes()
         .map_err(|e| write_error(std::io::Error::other(format!("{e:?}"))))?;
     let state_json = serde_json::to_vec_pretty(state).expect("state serializes");
-    fs::create_dir_all(run_dir.join("checkpoints")).map_err(write_error)?;
+    fs::create_dir_all(run.checkpoints_dir()).map_err(write_error)?;
     create_dir_atomic(&dir, |tmp| {
-        fs::write(tmp.join("model.bpk"), &*model_bytes)?;
-        fs::write(tmp.join("optimizer.bpk"), &*optim_bytes)?;
+        fs::write(tmp.join(MODEL), &*model_bytes)?;
+        fs::write(tmp.join(OPTIMIZER), &*optim_bytes)?;
         // state.json last: its presence marks a complete checkpoint even without the rename.
-        fs::write(tmp.join("state.json"), &state_json)?;
-        for file in ["model.bpk", "optimizer.bpk", "state.json"] {
+        fs::write(tmp.join(STATE), &state_json)?;
+        for file in [MODEL, OPTIMIZER, STATE] {
             fs::File::open(tmp.join(file))?.sync_all()?;
         }
         Ok(())
     })
     .map_err(write_error)?;
-    for (_, old) in list(run_dir).into_iter().skip(keep) {
+    for (_, old) in list(run).into_iter().skip(keep) {
         // Best effort: a checkpoint that could not be pruned is only disk space.
         let _ = remove_dir_atomic(&old);
     }
     Ok(dir)
 }
 
-/// Complete checkpoints under `run_dir`, newest first, as `(step, directory)`.
-pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
-    let mut found: Vec<(usize, PathBuf)> = fs::read_dir(run_dir.join("checkpoints"))
+/// Complete checkpoints of `run`, newest first, as `(step, directory)`.
+pub fn list(run: &RunDir) -> Vec<(usize, PathBuf)> {
+    let mut found: Vec<(usize, PathBuf)> = fs::read_dir(run.checkpoints_dir())
         .into_iter()
         .flatten()
         .flatten()
@@ -106,39 +102,99 @@ pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
             let name = entry.file_name().to_string_lossy().into_owned();
             let step = name.strip_prefix("step-")?.parse().ok()?;
             let path = entry.path();
-            path.join("state.json").is_file().then_some((step, path))
+            is_complete(&path).then_some((step, path))
         })
         .collect();
     found.sort_by_key(|c| std::cmp::Reverse(c.0));
     found
 }
 
-/// Loads the checkpoint in `dir` into `model` and `optim` (built fresh from the config).
+/// Whether `dir` holds a complete checkpoint (its `state.json`, written last).
+pub fn is_complete(dir: &Path) -> bool {
+    dir.join(STATE).is_file()
+}
+
+/// `step-10, step-5` (or "none"): the checkpoints of `run`, for messages.
+pub fn names(run: &RunDir) -> String {
+    let steps: Vec<String> = list(run)
+        .iter()
+        .map(|(step, _)| format!("step-{step}"))
+        .collect();
+    if steps.is_empty() {
+        "none".to_string()
+    } else {
+        steps.join(", ")
+    }
+}
+
+/// Loads the checkpoint `step` of `run` into `model` and `optim` (built fresh from the
+/// config). Its `state.json` must agree with its directory's name and lie within
+/// `max_step`, the run's `train.steps`.
 pub fn load(
-    dir: &Path,
+    run: &RunDir,
+    step: usize,
+    max_step: usize,
     model: Encoder,
     optim: ModuleOptimizer,
 ) -> Result<(Encoder, ModuleOptimizer, CheckpointState), CheckpointError> {
-    let read = |name: &str| {
-        let path = dir.join(name);
-        fs::read(&path).map_err(|e| CheckpointError::Corrupt {
-            path: path.clone(),
-            message: e.to_string(),
-        })
-    };
-    let corrupt = |name: &str, message: String| CheckpointError::Corrupt {
-        path: dir.join(name),
+    let dir = run.checkpoint_dir(step);
+    let state = read_state(&dir)?;
+    let corrupt = |message: String| CheckpointError::Corrupt {
+        path: dir.join(STATE),
         message,
     };
-    let state: CheckpointState = serde_json::from_slice(&read("state.json")?)
-        .map_err(|e| corrupt("state.json", e.to_string()))?;
-    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(read("model.bpk")?))
-        .map_err(|e| corrupt("model.bpk", format!("{e:?}")))?;
-    let model = model
-        .try_load_record(record)
-        .map_err(|e| corrupt("model.bpk", format!("{e:?}")))?;
+    if state.step > max_step {
+        return Err(corrupt(format!(
+            "step {} is past the run's train.steps = {max_step}",
+            state.step
+        )));
+    }
+    if state.step != step {
+        return Err(corrupt(format!(
+            "it says step {}, but it lies in step-{step}",
+            state.step
+        )));
+    }
+    let model = load_model(&dir, model)?;
     let optim = optim
-        .from_bytes(Bytes::from_bytes_vec(read("optimizer.bpk")?))
-        .map_err(|e| corrupt("optimizer.bpk", format!("{e:?}")))?;
+        .from_bytes(Bytes::from_bytes_vec(read(&dir, OPTIMIZER)?))
+        .map_err(|e| CheckpointError::Corrupt {
+            path: dir.join(OPTIMIZER),
+            message: format!("{e:?}"),
+        })?;
     Ok((model, optim, state))
 }
+
+/// Loads only the model of the checkpoint in `dir` into `model` (what `inspect
+/// --checkpoint` reads).
+pub fn load_model(dir: &Path, model: Encoder) -> Result<Encoder, CheckpointError> {
+    let corrupt = |message: String| CheckpointError::Corrupt {
+        path: dir.join(MODEL),
+        message,
+    };
+    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(read(dir, MODEL)?))
+        .map_err(|e| corrupt(format!("{e:?}")))?;
+    model
+        .try_load_record(record)
+        .map_err(|e| corrupt(format!("{e:?}")))
+}
+
+/// The `state.json` of the checkpoint in `dir`.
+pub fn read_state(dir: &Path) -> Result<CheckpointState, CheckpointError> {
+    serde_json::from_slice(&read(dir, STATE)?).map_err(|e| CheckpointError::Corrupt {
+        path: dir.join(STATE),
+        message: e.to_string(),
+    })
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>, CheckpointError> {
+    let path = dir.join(name);
+    fs::read(&path).map_err(|e| CheckpointError::Corrupt {
+        path: path.clone(),
+        message: e.to_string(),
+    })
+}
+
+const MODEL: &str = "model.bpk";
+const OPTIMIZER: &str = "optimizer.bpk";
+const STATE: &str = "state.json";

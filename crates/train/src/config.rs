@@ -154,6 +154,17 @@ pub enum ConfigError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// `name` is not a directory name.
+    #[error(
+        "name = \"{value}\" is not a run name: {problem}; a run name is one directory name \
+         under runs/ (letters, digits, `-`, `_`, `.`), or pass --out to choose the directory"
+    )]
+    Name {
+        /// The name, or its start.
+        value: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
     /// The `[train]` section is out of range (a [`ConfigError::Range`] inside).
     #[error("{path}: {error}")]
     Train {
@@ -173,7 +184,7 @@ pub enum ConfigError {
         /// The config file.
         path: PathBuf,
         /// The tensor and the keys that size it.
-        what: &'static str,
+        what: String,
         /// How many values it would hold (saturating).
         values: f64,
     },
@@ -234,7 +245,7 @@ impl RunConfig {
                 config =
                     RunConfig::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
                         ConfigError::Override {
-                            assignment: assignment.clone(),
+                            assignment: excerpt(assignment, 80),
                             message: explain(&e.to_string()),
                         }
                     })?;
@@ -261,6 +272,10 @@ impl RunConfig {
     /// Builds the task and checks every section. `path` names the file in messages;
     /// relative dataset paths resolve against the current directory.
     pub fn resolve(self, path: &Path) -> Result<ResolvedRun, ConfigError> {
+        check_name(&self.name).map_err(|error| ConfigError::Train {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })?;
         self.train.validate().map_err(|error| ConfigError::Train {
             path: path.to_path_buf(),
             error: Box::new(error),
@@ -385,6 +400,57 @@ impl TrainConfig {
     }
 }
 
+/// Longest run name, in bytes: a file name on every common file system.
+const MAX_NAME_BYTES: usize = 255;
+
+/// A run name is one directory name under `runs/`: not empty, no path separator, not `.` or
+/// `..`, no control characters. Anything else could put a run (or a `--force`) outside `runs/`.
+fn check_name(name: &str) -> Result<(), ConfigError> {
+    let problem = if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("`.` and `..` name directories, not runs")
+    } else if name.contains(['/', '\\']) {
+        Some("it holds a path separator")
+    } else if name.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else if name.len() > MAX_NAME_BYTES {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(ConfigError::Name {
+            value: excerpt(name, 40),
+            problem,
+        }),
+    }
+}
+
+/// At most `max_chars` characters of `text` for a message, with the total length when cut
+/// (a 50 MB value must not make a 50 MB message), and control characters escaped.
+pub fn excerpt(text: &str, max_chars: usize) -> String {
+    let count = text.chars().count();
+    let shown: String = text
+        .chars()
+        .take(max_chars)
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect();
+    if count <= max_chars {
+        shown
+    } else {
+        format!("{shown}... ({count} characters)")
+    }
+}
+
 /// Most CPU threads `train.threads` may ask for.
 const MAX_THREADS: usize = 1024;
 
@@ -401,15 +467,9 @@ fn largest_tensor_over_limit(
     config: &RunConfig,
     task: &Task,
     io: &EncoderIo,
-) -> Option<(&'static str, u128)> {
+) -> Option<(String, u128)> {
     let model = &config.model;
     let train = &config.train;
-    // In u128, saturating: products of several 64-bit sizes neither wrap nor overflow.
-    let product = |factors: &[usize]| {
-        factors
-            .iter()
-            .fold(1u128, |acc, &f| acc.saturating_mul(f as u128))
-    };
     let (d, h, dh, ff) = (
         model.d_model,
         model.n_heads,
@@ -417,16 +477,21 @@ fn largest_tensor_over_limit(
         model.d_ff,
     );
     let (vocab, outputs, seq) = (io.vocab_size, io.n_outputs, io.max_seq_len);
-    // Generated tasks draw `eval_size` evaluation sequences; the file task holds its own.
-    let eval_size = if task.name() == "file" {
-        0
+    // Generated tasks draw `eval_size` evaluation sequences; the file task holds its own
+    // split. Evaluation runs in chunks of at most EVAL_CHUNK sequences, which can be more
+    // rows than a training batch: each is checked, and named, on its own.
+    let (eval_sequences, eval_rows_key) = if task.name() == "file" {
+        (
+            task.eval_set(0, 0).len(),
+            "an evaluation chunk (min(256, the dataset's evaluation records)",
+        )
     } else {
-        train.eval_size
+        (
+            train.eval_size,
+            "an evaluation chunk (min(256, train.eval_size) sequences",
+        )
     };
-    // Training batches and evaluation chunks go through the same model.
-    let rows = train
-        .batch_size
-        .max(eval_size.min(crate::trainer::EVAL_CHUNK));
+    let eval_rows = eval_sequences.min(crate::batch::EVAL_CHUNK);
     let layer = product(&[4, d, h, dh]).saturating_add(product(&[2, d, ff]));
     let parameters = product(&[model.n_layers])
         .saturating_mul(layer)
@@ -458,39 +523,79 @@ fn largest_tensor_over_limit(
             "the model (model.n_layers layers of model.d_model, model.n_heads, model.d_ff)",
             parameters,
         ),
+    ]
+    .map(|(what, values)| (what.to_string(), values))
+    .into_iter()
+    .chain(
+        [
+            (
+                "a training batch (train.batch_size sequences",
+                train.batch_size,
+            ),
+            (eval_rows_key, eval_rows),
+        ]
+        .into_iter()
+        .flat_map(|(rows_key, rows)| activations(rows_key, rows, h, dh, ff, seq, outputs)),
+    )
+    .chain([(
+        "the evaluation set (train.eval_size x the task's sequence length)".to_string(),
+        product(&[eval_sequences, seq]),
+    )])
+    .find(|(_, values)| *values > MAX_TENSOR_VALUES)
+}
+
+/// The product of sizes in u128, saturating: products of several 64-bit sizes neither wrap
+/// nor overflow.
+fn product(factors: &[usize]) -> u128 {
+    factors
+        .iter()
+        .fold(1u128, |acc, &f| acc.saturating_mul(f as u128))
+}
+
+/// The largest activations of a forward pass over `rows` sequences, each named with the key
+/// (`rows_key`, an open parenthesis to close) that sets the row count.
+fn activations(
+    rows_key: &str,
+    rows: usize,
+    heads: usize,
+    d_head: usize,
+    d_ff: usize,
+    seq: usize,
+    outputs: usize,
+) -> [(String, u128); 4] {
+    [
         (
-            "a batch's attention patterns (train.batch_size x model.n_heads x the task's \
-             sequence length squared)",
-            product(&[rows, h, seq, seq]),
+            format!(
+                "{rows_key}) x model.n_heads x the task's sequence length squared: its \
+                 attention patterns"
+            ),
+            product(&[rows, heads, seq, seq]),
         ),
         (
-            "a batch's queries, keys and values (train.batch_size x the task's sequence length \
-             x 3 x model.n_heads x the head size)",
-            product(&[rows, seq, 3, h, dh]),
+            format!(
+                "{rows_key}) x the task's sequence length x 3 x model.n_heads x the head \
+                 size: its queries, keys and values"
+            ),
+            product(&[rows, seq, 3, heads, d_head]),
         ),
         (
-            "a batch's feed-forward activations (train.batch_size x the task's sequence length \
-             x model.d_ff)",
-            product(&[rows, seq, ff]),
+            format!(
+                "{rows_key}) x the task's sequence length x model.d_ff: its feed-forward \
+                 activations"
+            ),
+            product(&[rows, seq, d_ff]),
         ),
         (
-            "a batch's logits (train.batch_size x the task's sequence length x the task's \
-             classes)",
+            format!("{rows_key}) x the task's sequence length x the task's classes: its logits"),
             product(&[rows, seq, outputs]),
         ),
-        (
-            "the evaluation set (train.eval_size x the task's sequence length)",
-            product(&[eval_size, seq]),
-        ),
     ]
-    .into_iter()
-    .find(|(_, values)| *values > MAX_TENSOR_VALUES)
 }
 
 /// Sets `key.path` in `table` to `value` (parsed as a TOML value; a bare word is a string).
 fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<(), ConfigError> {
     let fail = |message: String| ConfigError::Override {
-        assignment: assignment.to_string(),
+        assignment: excerpt(assignment, 80),
         message,
     };
     let (key, raw) = assignment
@@ -566,7 +671,14 @@ fn explain_parse_error(text: &str, error: &toml::de::Error) -> String {
 /// serde's message with a hint added: "did you mean `d_ff`?" after an unknown field or
 /// variant that is close to an accepted one, and what a missing `task` or `kind` can be.
 fn explain(message: &str) -> String {
-    let mut message = message.trim_end().to_string();
+    // toml quotes the offending line (and points under it): cut each line short, so a 50 MB
+    // value does not make a 50 MB message.
+    let mut message = message
+        .trim_end()
+        .lines()
+        .map(|line| excerpt(line, 160))
+        .collect::<Vec<_>>()
+        .join("\n");
     if let Some((at, hint)) = did_you_mean(&message) {
         message.insert_str(at, &hint);
     }
@@ -612,6 +724,65 @@ fn did_you_mean(message: &str) -> Option<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_name_is_one_directory_name() {
+        for good in ["reverse", "seed-3", "a.b_c", "exp 2"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            (".", "`.` and `..`"),
+            ("..", "`.` and `..`"),
+            ("../../escape", "separator"),
+            ("/tmp/x", "separator"),
+            ("a\\b", "separator"),
+            ("a\nb", "control"),
+        ] {
+            let message = check_name(bad).unwrap_err().to_string();
+            assert!(message.contains(why), "{bad:?}: {message}");
+        }
+        let long = "x".repeat(256);
+        let message = check_name(&long).unwrap_err().to_string();
+        assert!(
+            message.contains("255 bytes") && message.len() < 400,
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_excerpt_is_short_whatever_the_value() {
+        assert_eq!(excerpt("short", 10), "short");
+        assert_eq!(excerpt("a\nb", 10), "a\\nb");
+        let huge = "y".repeat(50_000_000);
+        assert_eq!(excerpt(&huge, 5), "yyyyy... (50000000 characters)");
+    }
+
+    #[test]
+    fn a_huge_value_in_a_config_makes_a_short_message() {
+        // A 5 MB string where a number belongs: toml quotes the line, which must be cut.
+        let text = format!(
+            "[task]\nkind = \"reverse\"\nseq_len = \"{}\"\n",
+            "9".repeat(5_000_000)
+        );
+        let error = RunConfig::parse(&text, Path::new("big.toml"), &[]).unwrap_err();
+        let message = error.to_string();
+        assert!(message.len() < 2_000, "{} bytes", message.len());
+        assert!(message.contains("big.toml"), "{}", &message[..200]);
+        let long_set = format!("train.steps={}", "n".repeat(1_000_000));
+        let error = RunConfig::parse(
+            "[task]\nkind = \"copy\"\n",
+            Path::new("c.toml"),
+            &[long_set],
+        );
+        let message = error.unwrap_err().to_string();
+        assert!(message.len() < 2_000, "{} bytes", message.len());
+        assert!(
+            message.starts_with("--set train.steps=nnn"),
+            "{}",
+            &message[..100]
+        );
+    }
 
     #[test]
     fn close_names_get_a_suggestion_and_far_ones_do_not() {

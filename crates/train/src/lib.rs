@@ -2,9 +2,8 @@
 //!
 //! A run goes: [`config::RunConfig::load`] (TOML plus `--set` overrides) ->
 //! [`config::RunConfig::resolve`] (build the task, check the model) ->
-//! [`trainer::train`] -> a run directory that `inspect` reads:
-//! `config.toml`, `metrics.jsonl`, `checkpoints/step-N/`, `snapshots/step-N.safetensors`,
-//! `model.safetensors`.
+//! [`trainer::train`] -> a run directory ([`run_dir::RunDir`], the one owner of its layout)
+//! that `inspect` reads.
 
 pub mod atomic;
 pub mod backend;
@@ -12,13 +11,18 @@ pub mod batch;
 pub mod checkpoint;
 pub mod config;
 pub mod metrics;
+pub mod run_dir;
 pub mod schedule;
 pub mod snapshot;
 pub mod step;
+pub mod stop;
 pub mod tasks;
 pub mod tensor_file;
 pub mod trainer;
+pub mod weights;
 
 pub use backend::BackendKind;
 pub use config::{ResolvedRun, RunConfig, TrainConfig};
+pub use run_dir::RunDir;
+pub use stop::StopSignal;
 pub use trainer::{Outcome, Progress, RunSummary, TrainOptions, train};

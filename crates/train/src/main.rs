@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Parser;
-use train::{BackendKind, Outcome, Progress, RunConfig, TrainOptions};
+use train::{BackendKind, Outcome, Progress, RunConfig, StopSignal, TrainOptions};
 
 /// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
 /// handing back to the kernel (see the README's performance section).
@@ -92,16 +90,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let resolved = config.resolve(&source)?;
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = stop.clone();
-    ctrlc::set_handler(move || {
-        if handler_stop.swap(true, Ordering::SeqCst) {
-            // A second Ctrl-C while the checkpoint is written: give up at once.
-            std::process::exit(130);
-        }
-        eprintln!("\ninterrupted: saving a checkpoint after this step (Ctrl-C again to abort)");
-    })
-    .context("installing the Ctrl-C handler")?;
+    pin_default_device(resolved.config.backend);
+    // Ctrl-C, SIGTERM (a scheduler's pre-emption) and SIGHUP: finish the step, checkpoint,
+    // exit 128 + the signal; a second one aborts at once.
+    let stop = StopSignal::install().context("installing the signal handlers")?;
 
     let options = TrainOptions {
         run_dir: run_dir.clone(),
@@ -128,16 +120,35 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ended = match summary.outcome {
         Outcome::Finished => "finished",
         Outcome::TargetReached => "reached the target accuracy",
-        Outcome::Interrupted => "interrupted",
+        Outcome::Interrupted(_) => "interrupted",
         Outcome::Paused => "paused",
     };
     println!("{ended} at step {}{eval}", summary.step);
-    if matches!(summary.outcome, Outcome::Interrupted | Outcome::Paused) {
+    if matches!(summary.outcome, Outcome::Interrupted(_) | Outcome::Paused) {
         println!("checkpoint saved; continue with --resume");
     }
     println!("run directory: {}", run_dir.display());
     Ok(match summary.outcome {
-        Outcome::Interrupted => ExitCode::from(130),
+        // 128 + the signal, as a shell reports a process the signal ended: 130 for Ctrl-C,
+        // 143 for SIGTERM, 129 for SIGHUP.
+        Outcome::Interrupted(signal) => ExitCode::from((128 + signal) as u8),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Points Burn's default device at the run's backend. Burn loads optimizer state onto its
+/// default device (`ModuleOptimizer::load_record`), which with the wgpu feature compiled in is
+/// the GPU: on a CPU run that started the GPU stack on every `--resume` (and printed its
+/// complaints) for tensors that move to the CPU at the next step anyway.
+fn pin_default_device(backend: BackendKind) {
+    if std::env::var_os("BURN_DEVICE").is_some() || backend == BackendKind::Wgpu {
+        return;
+    }
+    // SAFETY: called from `main`'s thread before any other thread exists (the signal
+    // handlers, the thread pool and Burn's devices all start after it), so no other thread
+    // can be reading the environment.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::set_var("BURN_DEVICE", backend.name());
+    }
 }

@@ -41,9 +41,9 @@ pub struct MetricsLog {
 }
 
 impl MetricsLog {
-    /// Opens `run_dir/metrics.jsonl`, keeping only complete records with `step <= keep_up_to`.
-    pub fn open(run_dir: &Path, keep_up_to: usize) -> io::Result<Self> {
-        let path = run_dir.join("metrics.jsonl");
+    /// Opens the log at `path`, keeping only complete records with `step <= keep_up_to`.
+    pub fn open(path: &Path, keep_up_to: usize) -> io::Result<Self> {
+        let path = path.to_path_buf();
         // Keep the lines as written: re-serializing parsed floats could change their digits.
         let kept: String = fs::read_to_string(&path)
             .unwrap_or_default()

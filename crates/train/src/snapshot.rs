@@ -120,9 +120,10 @@ pub fn load_snapshot(path: &Path, mut model: Encoder) -> Result<Encoder, Snapsho
     Ok(model.to_device(&device))
 }
 
-/// Every snapshot of the run in `run_dir`, by step (empty when there are none).
-pub fn list_snapshots(run_dir: &Path) -> Vec<(usize, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(run_dir.join("snapshots")) else {
+/// Every snapshot in a run's `snapshots/` directory ([`crate::RunDir::snapshots_dir`]), by
+/// step (empty when there are none).
+pub fn list_snapshots(snapshots_dir: &Path) -> Vec<(usize, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(snapshots_dir) else {
         return vec![];
     };
     let mut snapshots: Vec<(usize, PathBuf)> = entries
@@ -219,7 +220,7 @@ mod tests {
         ] {
             std::fs::write(snapshots.join(name), b"").unwrap();
         }
-        let steps: Vec<usize> = list_snapshots(dir.path()).iter().map(|s| s.0).collect();
+        let steps: Vec<usize> = list_snapshots(&snapshots).iter().map(|s| s.0).collect();
         assert_eq!(steps, [50, 100]);
     }
 }

@@ -8,37 +8,36 @@
 //! and checkpoints hold the optimizer's moments with the parameter ids they belong to.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamWConfig, ModuleOptimizer};
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
-use burn::store::{ModuleSnapshot, SafetensorsStore};
 use indicatif::{ProgressBar, ProgressStyle};
 use model::{Encoder, EncoderInput};
 
-use crate::atomic::write_atomic;
 use crate::backend::{BackendKind, NoAdapter};
-use crate::batch::{Accuracy, Batch, masked_cross_entropy, mix_seed, training_examples};
+use crate::batch::{
+    Accuracy, Batch, EVAL_CHUNK, masked_cross_entropy, mix_seed, training_examples,
+};
 use crate::checkpoint::{self, CheckpointError, CheckpointState};
 use crate::config::{ResolvedRun, RunConfig};
 use crate::metrics::{MetricsLog, MetricsRecord};
+use crate::run_dir::{RunDir, RunDirError, RunLock};
 use crate::schedule::learning_rate;
 use crate::snapshot::write_snapshot;
 use crate::step::{StepGradients, step_gradients};
+use crate::stop::{StopSignal, signal_name};
 use crate::tasks::Example;
 use crate::tensor_file::TensorFileError;
+use crate::weights::{self, WeightsError};
 
 /// Stream number of the evaluation set, apart from every step's stream.
 const EVAL_STREAM: u64 = u64::MAX;
 /// Stream offset of dropout masks, apart from batch streams.
 const DROPOUT_STREAM: u64 = 1 << 62;
-/// Sequences per evaluation forward pass.
-pub(crate) const EVAL_CHUNK: usize = 256;
 
 /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
 /// measures ablations on.
@@ -62,12 +61,13 @@ pub struct TrainOptions {
     pub run_dir: PathBuf,
     /// Continue the run in `run_dir` from its newest loadable checkpoint.
     pub resume: bool,
-    /// Replace an existing run in `run_dir`.
+    /// Replace an existing run in `run_dir` (a headlab run only; nothing else is deleted).
     pub force: bool,
     /// How progress is shown.
     pub progress: Progress,
-    /// Set from another thread (Ctrl-C) to stop after the current step with a checkpoint.
-    pub stop: Arc<AtomicBool>,
+    /// Set by a signal (Ctrl-C, SIGTERM, SIGHUP) to stop after the current step with a
+    /// checkpoint.
+    pub stop: StopSignal,
     /// Stop with a checkpoint once this many steps are done (continue later with `resume`).
     pub stop_at_step: Option<usize>,
 }
@@ -79,8 +79,8 @@ pub enum Outcome {
     Finished,
     /// Eval token accuracy reached the target.
     TargetReached,
-    /// Stopped by Ctrl-C; a checkpoint was saved.
-    Interrupted,
+    /// Stopped by a signal (its number); a checkpoint was saved.
+    Interrupted(i32),
     /// Stopped at `stop_at_step`; a checkpoint was saved.
     Paused,
 }
@@ -101,12 +101,9 @@ pub struct RunSummary {
 /// Why a run could not start or went on.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
-    /// Refusing to overwrite.
-    #[error(
-        "run directory {0} already holds a run; pass --resume to continue it, --force to \
-         replace it, or --out to choose another directory"
-    )]
-    RunExists(PathBuf),
+    /// The run directory could not be created, opened or locked.
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
     /// `--resume` without a checkpoint.
     #[error("nothing to resume in {0}: it has no complete checkpoint")]
     NothingToResume(PathBuf),
@@ -147,6 +144,9 @@ pub enum TrainError {
     /// A checkpoint could not be written.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// The final weights could not be written.
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
     /// Another file of the run could not be written.
     #[error("cannot write {path}: {message}")]
     Write {
@@ -157,216 +157,89 @@ pub enum TrainError {
     },
 }
 
-fn write_error(path: &Path) -> impl Fn(std::io::Error) -> TrainError + '_ {
-    move |e| TrainError::Write {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
-}
-
-/// A snapshot that could not be written, with its path named once (the file error names it
-/// too).
-fn snapshot_error(error: TensorFileError) -> TrainError {
-    match error {
-        TensorFileError::Io { path, source } => TrainError::Write {
-            path,
-            message: source.to_string(),
-        },
-        TensorFileError::Corrupt { path, message } => TrainError::Write { path, message },
+impl From<TensorFileError> for TrainError {
+    /// A snapshot that could not be written, with its path named once (the file error names
+    /// it too).
+    fn from(error: TensorFileError) -> Self {
+        match error {
+            TensorFileError::Io { path, source } => TrainError::Write {
+                path,
+                message: source.to_string(),
+            },
+            TensorFileError::Corrupt { path, message } => TrainError::Write { path, message },
+        }
     }
 }
 
 /// Trains `run` as the options say.
 pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, TrainError> {
-    let config = &run.config;
-    let run_dir = &options.run_dir;
+    let train = &run.config.train;
     // The device first: a missing GPU must not leave a half-made run directory behind.
-    let plain_device = config.backend.device()?;
-    prepare_run_dir(config, options)?;
-    if let Some(threads) = config.train.threads {
+    let device = run.config.backend.device()?;
+    let (dir, _lock) = claim_run_dir(run, options)?;
+    if let Some(threads) = train.threads {
         // Fails only if a pool already exists (a second run in one process): keep that one.
         let _ = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build_global();
     }
+    let mut trainer = Trainer::start(run, &dir, options.resume, device)?;
+    let mut display = Display::new(options.progress, train.steps, trainer.step);
+    // A run resumed from the checkpoint of the evaluation that reached the target (killed
+    // before model.safetensors was written) must not train on.
+    let mut ended = trainer.target_reached().then_some(Outcome::TargetReached);
 
-    let device = plain_device.clone().autodiff();
-    device.seed(config.seed);
-    let mut model = config
-        .model
-        .init(&run.io, &device)
-        .expect("the model config was validated when the run was resolved");
-    let mut optim = optimizer(config);
-
-    let mut start_step = 0;
-    let mut elapsed_before = 0.0;
-    let mut best_eval = None;
-    if options.resume {
-        // A process killed while writing leaves hidden temporaries (a half-written
-        // checkpoint directory, say). They are never read; clear them so kills do not pile
-        // up disk. Best effort: a directory that refuses is reported by the first real write.
-        for dir in [
-            run_dir.clone(),
-            run_dir.join("checkpoints"),
-            run_dir.join("snapshots"),
-        ] {
-            let _ = crate::atomic::remove_temporaries(&dir);
-        }
-        let (loaded_model, loaded_optim, state) = resume(run_dir, model, optim)?;
-        (model, optim) = (loaded_model, loaded_optim);
-        start_step = state.step;
-        elapsed_before = state.elapsed_s;
-        best_eval = state.best_eval_token_acc;
-    }
-    // A run stops at the first evaluation that reaches the target, and that evaluation is
-    // the only one whose checkpoint records a best accuracy at or above it. Resuming from
-    // that checkpoint (a kill before model.safetensors was written) must not train on.
-    let target_reached = matches!(
-        (config.train.target_accuracy, best_eval),
-        (Some(target), Some(best)) if best >= target
-    );
-
-    let metrics_path = run_dir.join("metrics.jsonl");
-    let mut metrics = MetricsLog::open(run_dir, start_step).map_err(write_error(&metrics_path))?;
-    let eval_examples = eval_examples(config, &run.task);
-    let snapshots = run_dir.join("snapshots");
-    if config.train.snapshot_every > 0 {
-        std::fs::create_dir_all(&snapshots).map_err(write_error(&snapshots))?;
-        if start_step == 0 {
-            let path = snapshots.join("step-0.safetensors");
-            write_snapshot(&path, &model.valid(), 0).map_err(snapshot_error)?;
-        }
-    }
-
-    let train = &config.train;
-    let tokens_per_step = (train.batch_size * run.task.seq_len()) as f64;
-    let read_loss_every_step = config.backend.is_deterministic();
-    // Shards are for CPU cores; a GPU runs the whole batch at once.
-    let shards = match config.backend {
-        BackendKind::Wgpu => 1,
-        BackendKind::Flex | BackendKind::Ndarray => train.shards,
-    };
-    // Dropout draws its masks from the device's one generator: shards running at once would
-    // draw in an order set by thread timing, so with dropout they take turns.
-    let parallel_shards = config.model.dropout == 0.0;
-    let mut display = Display::new(options.progress, train.steps, start_step);
-    let started = Instant::now();
-    let (mut last_log_time, mut last_log_step) = (Instant::now(), start_step);
-    let mut last_eval = None;
-    let mut last_good_checkpoint = checkpoint::list(run_dir).first().map(|c| c.1.clone());
-    let mut outcome = if target_reached {
-        Outcome::TargetReached
-    } else {
-        Outcome::Finished
-    };
-    let mut step = start_step;
-
-    while step < train.steps && !target_reached {
-        let lr = learning_rate(train, step);
-        // Dropout masks come from the device RNG: reseed it per step so resume is exact.
-        device.seed(mix_seed(config.seed, DROPOUT_STREAM + step as u64));
-        let examples = training_examples(&run.task, config.seed, step, train.batch_size);
-        let StepGradients { grads, loss } = step_gradients(
-            &model,
-            Encoder::forward,
-            &examples,
-            shards,
-            parallel_shards,
-            &device,
-        );
-
-        let done = step + 1;
+    while ended.is_none() && trainer.step < train.steps {
+        let lr = learning_rate(train, trainer.step);
+        let StepGradients { grads, loss } = trainer.gradients();
+        let done = trainer.step + 1;
         let is_last = done == train.steps;
-        let interrupted = options.stop.load(Ordering::SeqCst);
-        let paused = options.stop_at_step == Some(done) && !is_last;
-        let stop_requested = interrupted || paused;
-        let eval_due = done % train.eval_every == 0 || is_last || stop_requested;
-        let checkpoint_due = done % train.checkpoint_every == 0 || is_last || stop_requested;
+        let stop = stop_requested(options, done, is_last);
+        let eval_due = done % train.eval_every == 0 || is_last || stop.is_some();
+        let checkpoint_due = done % train.checkpoint_every == 0 || is_last || stop.is_some();
         let log_due = done % train.log_every == 0 || eval_due;
-        let loss_value = (read_loss_every_step || log_due || checkpoint_due)
-            .then(|| loss.clone().into_scalar::<f32>());
-        if let Some(value) = loss_value.filter(|v| !v.is_finite()) {
-            return Err(TrainError::NonFinite {
-                step: done,
-                loss: value,
-                kept: match &last_good_checkpoint {
-                    Some(dir) => format!("The last good checkpoint is {}.", dir.display()),
-                    None => "No checkpoint was written yet.".to_string(),
-                },
-            });
-        }
-
-        model = optim.step(lr, model, grads);
-        step = done;
+        let loss = trainer.read_loss(loss, log_due || checkpoint_due)?;
+        trainer.update(lr, grads);
 
         if log_due {
-            let now = Instant::now();
-            let seconds = now.duration_since(last_log_time).as_secs_f64().max(1e-9);
-            let mut record = MetricsRecord {
-                step,
-                loss: loss_value.unwrap_or(f32::NAN) as f64,
-                lr,
-                tokens_per_s: tokens_per_step * (step - last_log_step) as f64 / seconds,
-                elapsed_s: elapsed_before + started.elapsed().as_secs_f64(),
-                eval_loss: None,
-                eval_token_acc: None,
-                eval_seq_acc: None,
-            };
-            if eval_due {
-                let (eval_loss, accuracy) =
-                    evaluate(&model.valid(), &eval_examples, &plain_device, None);
-                record.eval_loss = Some(eval_loss);
-                record.eval_token_acc = Some(accuracy.token_accuracy());
-                record.eval_seq_acc = Some(accuracy.sequence_accuracy());
-                let token_acc = accuracy.token_accuracy();
-                best_eval = Some(best_eval.map_or(token_acc, |b: f64| b.max(token_acc)));
-                last_eval = Some((eval_loss, token_acc, accuracy.sequence_accuracy()));
-                if train.target_accuracy.is_some_and(|t| token_acc >= t) {
-                    outcome = Outcome::TargetReached;
-                }
+            let record = trainer.log(loss, lr, eval_due)?;
+            display.update(&record, trainer.last_eval);
+            if eval_due && trainer.target_reached() {
+                ended = Some(Outcome::TargetReached);
             }
-            metrics
-                .append(&record)
-                .map_err(write_error(metrics.path()))?;
-            display.update(&record, last_eval);
-            (last_log_time, last_log_step) = (now, step);
         }
-
-        let stopping = stop_requested || outcome == Outcome::TargetReached;
-        if train.snapshot_every > 0 && (step % train.snapshot_every == 0 || is_last || stopping) {
-            let path = snapshots.join(format!("step-{step}.safetensors"));
-            write_snapshot(&path, &model.valid(), step).map_err(snapshot_error)?;
+        if let Some(stop) = stop {
+            display.note(&stop, done);
+            ended = Some(stop);
         }
-        if checkpoint_due || stopping {
-            let state = CheckpointState {
-                step,
-                seed: config.seed,
-                best_eval_token_acc: best_eval,
-                elapsed_s: elapsed_before + started.elapsed().as_secs_f64(),
-            };
-            let dir = checkpoint::save(run_dir, &model, &optim, &state, train.keep_checkpoints)?;
-            last_good_checkpoint = Some(dir);
+        let snapshot_due = train.snapshot_every > 0 && done % train.snapshot_every == 0;
+        if train.snapshot_every > 0 && (snapshot_due || is_last || ended.is_some()) {
+            trainer.snapshot()?;
         }
-        if interrupted {
-            outcome = Outcome::Interrupted;
-        } else if paused {
-            outcome = Outcome::Paused;
-        }
-        if stopping {
-            break;
+        if checkpoint_due || ended.is_some() {
+            trainer.checkpoint()?;
         }
     }
 
+    let outcome = ended.unwrap_or(Outcome::Finished);
     if matches!(outcome, Outcome::Finished | Outcome::TargetReached) {
-        write_final_weights(run_dir, &model)?;
+        weights::write(&dir.final_weights_path(), &trainer.model)?;
     }
     display.finish();
     Ok(RunSummary {
         outcome,
-        step,
-        last_eval,
-        run_dir: run_dir.clone(),
+        step: trainer.step,
+        last_eval: trainer.last_eval,
+        run_dir: dir.root().to_path_buf(),
     })
+}
+
+/// Why the loop should stop after step `done`, if it should: a signal, or `--stop-at`.
+fn stop_requested(options: &TrainOptions, done: usize, is_last: bool) -> Option<Outcome> {
+    if let Some(signal) = options.stop.requested() {
+        return Some(Outcome::Interrupted(signal));
+    }
+    (options.stop_at_step == Some(done) && !is_last).then_some(Outcome::Paused)
 }
 
 /// AdamW as the config says: weight decay and gradient clipping from `[train]`.
@@ -380,36 +253,51 @@ pub fn optimizer(config: &RunConfig) -> ModuleOptimizer {
         .init()
 }
 
-/// Checks the run directory against the options and writes the resolved config.
-fn prepare_run_dir(config: &RunConfig, options: &TrainOptions) -> Result<(), TrainError> {
-    let dir = &options.run_dir;
-    let occupied = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
-    let config_path = dir.join("config.toml");
-    if options.resume {
-        if checkpoint::list(dir).is_empty() {
-            return Err(TrainError::NothingToResume(dir.clone()));
-        }
-        if let Ok(saved) = RunConfig::from_toml(&config_path) {
-            // The backend may change on resume; nothing else may.
-            let mut saved = saved;
-            saved.backend = config.backend;
-            if let Some(key) = first_difference(&saved, config) {
-                return Err(TrainError::ConfigChanged {
-                    dir: dir.clone(),
-                    key,
-                });
-            }
-        }
-        return Ok(());
+/// The run directory, locked for this process: a new one, or for `--resume` the existing run
+/// after checking that it is the same experiment (config and dataset).
+fn claim_run_dir(
+    run: &ResolvedRun,
+    options: &TrainOptions,
+) -> Result<(RunDir, RunLock), TrainError> {
+    if !options.resume {
+        return Ok(RunDir::create(
+            &options.run_dir,
+            run,
+            options.force,
+            "train",
+        )?);
     }
-    if occupied {
-        if !options.force {
-            return Err(TrainError::RunExists(dir.clone()));
+    let dir = match RunDir::open(&options.run_dir) {
+        Err(RunDirError::NotARun(path) | RunDirError::Unfinished(path)) => {
+            return Err(TrainError::NothingToResume(path));
         }
-        std::fs::remove_dir_all(dir).map_err(write_error(dir))?;
+        opened => opened?,
+    };
+    let lock = dir.lock("train")?;
+    if checkpoint::list(&dir).is_empty() {
+        return Err(TrainError::NothingToResume(dir.root().to_path_buf()));
     }
-    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
-    write_atomic(&config_path, config.to_toml().as_bytes()).map_err(write_error(&config_path))
+    // The backend may change on resume; nothing else may.
+    let mut saved = dir.config()?;
+    saved.backend = run.config.backend;
+    if let Some(key) = first_difference(&saved, &run.config) {
+        return Err(TrainError::ConfigChanged {
+            dir: dir.root().to_path_buf(),
+            key,
+        });
+    }
+    dir.check_dataset_unchanged(run)?;
+    // A process killed while writing leaves hidden temporaries (a half-written checkpoint
+    // directory, say). They are never read; clear them so kills do not pile up disk. Best
+    // effort: a directory that refuses is reported by the first real write.
+    for path in [
+        dir.root().to_path_buf(),
+        dir.checkpoints_dir(),
+        dir.snapshots_dir(),
+    ] {
+        let _ = crate::atomic::remove_temporaries(&path);
+    }
+    Ok((dir, lock))
 }
 
 /// The first top-level key or section where two configs differ.
@@ -425,20 +313,230 @@ fn first_difference(a: &RunConfig, b: &RunConfig) -> Option<String> {
         .cloned()
 }
 
+/// The state of a run in progress: model, optimizer, where it is, and what it has written.
+struct Trainer<'a> {
+    run: &'a ResolvedRun,
+    dir: &'a RunDir,
+    /// The plain device, for evaluation; `autodiff` is the same with gradients.
+    device: Device,
+    autodiff: Device,
+    model: Encoder,
+    optim: ModuleOptimizer,
+    /// Optimizer steps completed.
+    step: usize,
+    best_eval: Option<f64>,
+    last_eval: Option<(f64, f64, f64)>,
+    eval_set: Vec<Example>,
+    metrics: MetricsLog,
+    /// Training seconds of the process(es) before this one.
+    elapsed_before: f64,
+    started: Instant,
+    last_log: (Instant, usize),
+    last_good_checkpoint: Option<PathBuf>,
+}
+
+impl<'a> Trainer<'a> {
+    /// A fresh model, or for `resume` the newest checkpoint that loads; the metrics log cut
+    /// back to the checkpoint; the step-0 snapshot of a new run.
+    fn start(
+        run: &'a ResolvedRun,
+        dir: &'a RunDir,
+        resume: bool,
+        device: Device,
+    ) -> Result<Self, TrainError> {
+        let config = &run.config;
+        let autodiff = device.clone().autodiff();
+        autodiff.seed(config.seed);
+        let model = config
+            .model
+            .init(&run.io, &autodiff)
+            .expect("the model config was validated when the run was resolved");
+        let optim = optimizer(config);
+        let (model, optim, state) = if resume {
+            let (model, optim, state) = load_newest_checkpoint(dir, config, model, optim)?;
+            (model, optim, Some(state))
+        } else {
+            (model, optim, None)
+        };
+        let step = state.as_ref().map_or(0, |s| s.step);
+        let metrics_path = dir.metrics_path();
+        let metrics = MetricsLog::open(&metrics_path, step).map_err(|e| TrainError::Write {
+            path: metrics_path.clone(),
+            message: e.to_string(),
+        })?;
+        let trainer = Trainer {
+            run,
+            dir,
+            device,
+            autodiff,
+            model,
+            optim,
+            step,
+            best_eval: state.as_ref().and_then(|s| s.best_eval_token_acc),
+            last_eval: None,
+            eval_set: eval_examples(config, &run.task),
+            metrics,
+            elapsed_before: state.as_ref().map_or(0.0, |s| s.elapsed_s),
+            started: Instant::now(),
+            last_log: (Instant::now(), step),
+            last_good_checkpoint: checkpoint::list(dir).first().map(|c| c.1.clone()),
+        };
+        if config.train.snapshot_every > 0 {
+            let snapshots = dir.snapshots_dir();
+            std::fs::create_dir_all(&snapshots).map_err(|e| TrainError::Write {
+                path: snapshots,
+                message: e.to_string(),
+            })?;
+            if step == 0 {
+                trainer.snapshot()?;
+            }
+        }
+        Ok(trainer)
+    }
+
+    /// Whether the best evaluation so far reached `train.target_accuracy`.
+    fn target_reached(&self) -> bool {
+        matches!(
+            (self.run.config.train.target_accuracy, self.best_eval),
+            (Some(target), Some(best)) if best >= target
+        )
+    }
+
+    /// Forward and backward on the step's batch.
+    fn gradients(&self) -> StepGradients {
+        let config = &self.run.config;
+        // Dropout masks come from the device RNG: reseed it per step so resume is exact.
+        self.autodiff
+            .seed(mix_seed(config.seed, DROPOUT_STREAM + self.step as u64));
+        let examples = training_examples(
+            &self.run.task,
+            config.seed,
+            self.step,
+            config.train.batch_size,
+        );
+        // Shards are for CPU cores; a GPU runs the whole batch at once.
+        let shards = match config.backend {
+            BackendKind::Wgpu => 1,
+            BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
+        };
+        // Dropout draws its masks from the device's one generator: shards running at once
+        // would draw in an order set by thread timing, so with dropout they take turns.
+        let parallel_shards = config.model.dropout == 0.0;
+        step_gradients(
+            &self.model,
+            Encoder::forward,
+            &examples,
+            shards,
+            parallel_shards,
+            &self.autodiff,
+        )
+    }
+
+    /// The loss as a number when it is needed (a log line, a checkpoint) or cheap (a CPU
+    /// backend, where reading it costs no sync); an error if it is not finite.
+    fn read_loss(&self, loss: Tensor<1>, needed: bool) -> Result<Option<f32>, TrainError> {
+        let read = needed || self.run.config.backend.is_deterministic();
+        let value = read.then(|| loss.into_scalar::<f32>());
+        if let Some(value) = value.filter(|v| !v.is_finite()) {
+            return Err(TrainError::NonFinite {
+                step: self.step + 1,
+                loss: value,
+                kept: match &self.last_good_checkpoint {
+                    Some(dir) => format!("The last good checkpoint is {}.", dir.display()),
+                    None => "No checkpoint was written yet.".to_string(),
+                },
+            });
+        }
+        Ok(value)
+    }
+
+    /// One AdamW update at rate `lr`.
+    fn update(&mut self, lr: f64, grads: GradientsParams) {
+        self.model = self.optim.step(lr, self.model.clone(), grads);
+        self.step += 1;
+    }
+
+    /// Appends a line to `metrics.jsonl`, evaluating first when `evaluate` says so.
+    fn log(
+        &mut self,
+        loss: Option<f32>,
+        lr: f64,
+        evaluate_now: bool,
+    ) -> Result<MetricsRecord, TrainError> {
+        let now = Instant::now();
+        let seconds = now.duration_since(self.last_log.0).as_secs_f64().max(1e-9);
+        let tokens_per_step = (self.run.config.train.batch_size * self.run.task.seq_len()) as f64;
+        let mut record = MetricsRecord {
+            step: self.step,
+            loss: loss.unwrap_or(f32::NAN) as f64,
+            lr,
+            tokens_per_s: tokens_per_step * (self.step - self.last_log.1) as f64 / seconds,
+            elapsed_s: self.elapsed(),
+            eval_loss: None,
+            eval_token_acc: None,
+            eval_seq_acc: None,
+        };
+        if evaluate_now {
+            let (eval_loss, accuracy) =
+                evaluate(&self.model.valid(), &self.eval_set, &self.device, None);
+            let (token_acc, seq_acc) = (accuracy.token_accuracy(), accuracy.sequence_accuracy());
+            record.eval_loss = Some(eval_loss);
+            record.eval_token_acc = Some(token_acc);
+            record.eval_seq_acc = Some(seq_acc);
+            self.best_eval = Some(self.best_eval.map_or(token_acc, |b| b.max(token_acc)));
+            self.last_eval = Some((eval_loss, token_acc, seq_acc));
+        }
+        self.metrics
+            .append(&record)
+            .map_err(|e| TrainError::Write {
+                path: self.metrics.path().to_path_buf(),
+                message: e.to_string(),
+            })?;
+        self.last_log = (now, self.step);
+        Ok(record)
+    }
+
+    /// `snapshots/step-N.safetensors` for the current step.
+    fn snapshot(&self) -> Result<(), TrainError> {
+        let path = self.dir.snapshot_path(self.step);
+        Ok(write_snapshot(&path, &self.model.valid(), self.step)?)
+    }
+
+    /// `checkpoints/step-N/` for the current step, pruning old ones.
+    fn checkpoint(&mut self) -> Result<(), TrainError> {
+        let state = CheckpointState {
+            step: self.step,
+            seed: self.run.config.seed,
+            best_eval_token_acc: self.best_eval,
+            elapsed_s: self.elapsed(),
+        };
+        let keep = self.run.config.train.keep_checkpoints;
+        let dir = checkpoint::save(self.dir, &self.model, &self.optim, &state, keep)?;
+        self.last_good_checkpoint = Some(dir);
+        Ok(())
+    }
+
+    /// Training seconds, this process's and its predecessors'.
+    fn elapsed(&self) -> f64 {
+        self.elapsed_before + self.started.elapsed().as_secs_f64()
+    }
+}
+
 /// Loads the newest checkpoint that loads, falling back to older ones.
-fn resume(
-    run_dir: &Path,
+fn load_newest_checkpoint(
+    dir: &RunDir,
+    config: &RunConfig,
     model: Encoder,
     optim: ModuleOptimizer,
 ) -> Result<(Encoder, ModuleOptimizer, CheckpointState), TrainError> {
     let mut newest_error = None;
-    for (_, dir) in checkpoint::list(run_dir) {
-        match checkpoint::load(&dir, model.clone(), optim.clone()) {
+    for (step, path) in checkpoint::list(dir) {
+        match checkpoint::load(dir, step, config.train.steps, model.clone(), optim.clone()) {
             Ok(loaded) => {
                 if let Some(error) = &newest_error {
                     eprintln!(
                         "warning: {error}; resuming from the older {}",
-                        dir.display()
+                        path.display()
                     );
                 }
                 return Ok(loaded);
@@ -450,10 +548,10 @@ fn resume(
     }
     Err(match newest_error {
         Some(newest) => TrainError::NoLoadableCheckpoint {
-            dir: run_dir.to_path_buf(),
+            dir: dir.root().to_path_buf(),
             newest,
         },
-        None => TrainError::NothingToResume(run_dir.to_path_buf()),
+        None => TrainError::NothingToResume(dir.root().to_path_buf()),
     })
 }
 
@@ -488,26 +586,6 @@ pub fn evaluate(
         weighted_loss / accuracy.scored_tokens.max(1) as f64,
         accuracy,
     )
-}
-
-/// `model.safetensors`: the final weights under their module paths.
-fn write_final_weights(run_dir: &Path, model: &Encoder) -> Result<(), TrainError> {
-    let path = run_dir.join("model.safetensors");
-    let tmp = run_dir.join(".model.safetensors.tmp");
-    let mut store = SafetensorsStore::from_file(&tmp).overwrite(true);
-    let result = model
-        .valid()
-        .save_into(&mut store)
-        .map_err(|e| TrainError::Write {
-            path: path.clone(),
-            message: format!("{e:?}"),
-        })
-        .and_then(|()| std::fs::rename(&tmp, &path).map_err(write_error(&path)));
-    if result.is_err() {
-        // A full disk leaves half a file under the temporary name: do not keep it.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// Progress bar or plain lines.
@@ -550,6 +628,21 @@ impl Display {
             bar.set_message(message);
         } else if self.lines && record.eval_token_acc.is_some() {
             println!("step {}/{} {message}", record.step, self.total);
+        }
+    }
+
+    /// Says that a stop was asked for, and what happens next.
+    fn note(&self, stop: &Outcome, step: usize) {
+        let message = match stop {
+            Outcome::Interrupted(signal) => format!(
+                "{} received: saving a checkpoint at step {step} (send it again to abort)",
+                signal_name(*signal)
+            ),
+            _ => return,
+        };
+        match &self.bar {
+            Some(bar) => bar.println(message),
+            None => eprintln!("{message}"),
         }
     }
 

@@ -8,10 +8,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::{TINY, train_cmd};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bad_inputs");
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
 
 /// Words that say what would be accepted; every message needs one of them.
 const ACCEPTED_HINTS: [&str; 9] = [
@@ -28,14 +30,9 @@ const ACCEPTED_HINTS: [&str; 9] = [
 
 /// Runs `train` in `dir` with a backtrace asked for, so that a panic could not hide.
 fn train(dir: &Path, args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_train"))
+    train_cmd(args)
         .current_dir(dir)
-        .args(args)
         .env("RUST_BACKTRACE", "1")
-        .env(
-            "XDG_RUNTIME_DIR",
-            std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
-        )
         .output()
         .expect("the train binary runs")
 }

@@ -6,20 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::final_tensors;
-
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
-
-fn train(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_train"))
-        .args(args)
-        .env(
-            "XDG_RUNTIME_DIR",
-            std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
-        )
-        .output()
-        .expect("the train binary runs")
-}
+use common::{TINY, final_tensors, run_train, train_cmd};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -27,7 +14,7 @@ fn stderr(output: &Output) -> String {
 
 /// Runs `train` expecting failure; returns stderr after checking it is one clean message.
 fn train_fails(args: &[&str]) -> String {
-    let output = train(args);
+    let output = run_train(args);
     let err = stderr(&output);
     assert!(!output.status.success(), "expected failure for {args:?}");
     assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
@@ -54,7 +41,7 @@ fn metrics(dir: &Path) -> Vec<serde_json::Value> {
 fn a_tiny_run_writes_the_whole_run_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "run");
-    let output = train(&[TINY, "--out", dir.to_str().unwrap()]);
+    let output = run_train(&[TINY, "--out", dir.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("finished at step 20"));
 
@@ -107,11 +94,13 @@ fn a_tiny_run_writes_the_whole_run_directory() {
         "{names:?}"
     );
     assert!(names.contains(&"embedding.weight"), "{names:?}");
-    // Nothing half-written is left behind.
+    // The marker and the lock are there; nothing half-written is left behind (the lock is
+    // the one hidden file a run keeps).
+    assert!(dir.join("run.json").is_file() && dir.join(".lock").is_file());
     let prefix = dir.display().to_string();
     let hidden: Vec<_> = walk(&dir)
         .into_iter()
-        .filter(|p| p[prefix.len()..].contains("/."))
+        .filter(|p| p[prefix.len()..].contains("/.") && *p != format!("{prefix}/.lock"))
         .collect();
     assert!(hidden.is_empty(), "temporary files left: {hidden:?}");
 }
@@ -133,9 +122,9 @@ fn walk(dir: &Path) -> Vec<String> {
 fn whole_and_paused(tmp: &tempfile::TempDir) -> (PathBuf, PathBuf) {
     let whole = out_dir(tmp, "whole");
     let split = out_dir(tmp, "split");
-    let uninterrupted = train(&[TINY, "--out", whole.to_str().unwrap()]);
+    let uninterrupted = run_train(&[TINY, "--out", whole.to_str().unwrap()]);
     assert!(uninterrupted.status.success(), "{}", stderr(&uninterrupted));
-    let paused = train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
+    let paused = run_train(&[TINY, "--out", split.to_str().unwrap(), "--stop-at", "12"]);
     assert!(paused.status.success(), "{}", stderr(&paused));
     (whole, split)
 }
@@ -148,7 +137,7 @@ fn resuming_a_paused_run_equals_the_uninterrupted_run() {
         !split.join("model.safetensors").exists(),
         "a paused run has no final weights"
     );
-    let resumed = train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
+    let resumed = run_train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
     assert!(resumed.status.success(), "{}", stderr(&resumed));
 
     let strip = |records: Vec<serde_json::Value>| -> Vec<(u64, String)> {
@@ -195,7 +184,7 @@ fn resume_skips_a_corrupt_checkpoint_and_names_it() {
     let newest = split.join("checkpoints/step-12/model.bpk");
     truncate_half(&newest);
 
-    let resumed = train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
+    let resumed = run_train(&[TINY, "--out", split.to_str().unwrap(), "--resume"]);
     let err = stderr(&resumed);
     assert!(resumed.status.success(), "{err}");
     assert!(
@@ -216,7 +205,7 @@ fn resume_skips_a_corrupt_checkpoint_and_names_it() {
 fn resume_with_every_checkpoint_corrupt_is_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let run = out_dir(&tmp, "run");
-    let paused = train(&[TINY, "--out", run.to_str().unwrap(), "--stop-at", "12"]);
+    let paused = run_train(&[TINY, "--out", run.to_str().unwrap(), "--stop-at", "12"]);
     assert!(paused.status.success(), "{}", stderr(&paused));
     for step in [10, 12] {
         truncate_half(&run.join(format!("checkpoints/step-{step}/state.json")));
@@ -236,12 +225,12 @@ fn the_same_seed_gives_the_same_numbers() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (out_dir(&tmp, "a"), out_dir(&tmp, "b"));
     assert!(
-        train(&[TINY, "--out", a.to_str().unwrap()])
+        run_train(&[TINY, "--out", a.to_str().unwrap()])
             .status
             .success()
     );
     assert!(
-        train(&[TINY, "--out", b.to_str().unwrap(), "--backend", "flex"])
+        run_train(&[TINY, "--out", b.to_str().unwrap(), "--backend", "flex"])
             .status
             .success()
     );
@@ -259,7 +248,7 @@ fn an_existing_run_is_never_overwritten_without_force_or_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "run");
     assert!(
-        train(&[TINY, "--out", dir.to_str().unwrap()])
+        run_train(&[TINY, "--out", dir.to_str().unwrap()])
             .status
             .success()
     );
@@ -274,7 +263,7 @@ fn an_existing_run_is_never_overwritten_without_force_or_resume() {
         before
     );
 
-    let replaced = train(&[
+    let replaced = run_train(&[
         TINY,
         "--out",
         dir.to_str().unwrap(),
@@ -393,18 +382,17 @@ fn a_diverging_loss_stops_the_run_naming_the_step() {
 fn ctrl_c_saves_a_checkpoint_and_exits() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "sigint");
-    let child = Command::new(env!("CARGO_BIN_EXE_train"))
-        .args([
-            TINY,
-            "--out",
-            dir.to_str().unwrap(),
-            "--set",
-            "train.steps=1000000",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = train_cmd(&[
+        TINY,
+        "--out",
+        dir.to_str().unwrap(),
+        "--set",
+        "train.steps=1000000",
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     // Wait until training has logged a step, then interrupt.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !dir.join("metrics.jsonl").is_file()
@@ -425,7 +413,7 @@ fn ctrl_c_saves_a_checkpoint_and_exits() {
     assert!(killed.success());
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
-    let checkpoints = train::checkpoint::list(&dir);
+    let checkpoints = common::checkpoints(&dir);
     assert!(!checkpoints.is_empty(), "no checkpoint after Ctrl-C");
 }
 
@@ -434,8 +422,7 @@ fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "no-gpu");
     // Hide every Vulkan driver and every EGL vendor (wgpu's GL fallback) from the process.
-    let output = Command::new(env!("CARGO_BIN_EXE_train"))
-        .args([TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
+    let output = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
         .args(["--set", "train.steps=2"])
         .env("VK_LOADER_DRIVERS_DISABLE", "*")
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
@@ -462,7 +449,7 @@ fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
 fn wgpu_trains_a_few_steps_or_says_why_not() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "wgpu");
-    let output = train(&[
+    let output = run_train(&[
         TINY,
         "--out",
         dir.to_str().unwrap(),

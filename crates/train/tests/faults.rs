@@ -15,9 +15,7 @@ use burn::optim::AdamWConfig;
 use train::{BackendKind, RunConfig, checkpoint};
 
 mod common;
-use common::final_tensors;
-
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
+use common::{TINY, TRAIN, final_tensors, train_cmd};
 
 /// The disk-full runs, each on a tmpfs with room for the config and five checkpoints, not
 /// six: one where checkpoints fill the disk (one at every step, 56 kB each on tmpfs, no
@@ -101,7 +99,7 @@ fn in_private_mounts(test: &str, script: &str, vars: &[(&str, &Path)]) -> Option
     command
         .args(&prefix[1..])
         .args(["sh", "-c", script])
-        .env("TRAIN", env!("CARGO_BIN_EXE_train"))
+        .env("TRAIN", TRAIN)
         .env("TINY", TINY)
         .env(
             "XDG_RUNTIME_DIR",
@@ -120,17 +118,11 @@ fn in_private_mounts(test: &str, script: &str, vars: &[(&str, &Path)]) -> Option
 }
 
 fn train(config_sets: &[&str], dir: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_train"))
-        .arg(TINY)
-        .arg("--out")
+    train_cmd(&[TINY, "--out"])
         .arg(dir)
         .arg("--quiet")
         .args(config_sets.iter().flat_map(|set| ["--set", set]))
         .args(extra)
-        .env(
-            "XDG_RUNTIME_DIR",
-            std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
-        )
         .output()
         .expect("the train binary runs")
 }
@@ -161,11 +153,13 @@ fn loadable_checkpoints(dir: &Path, config_sets: &[&str]) -> Vec<usize> {
         .resolve(Path::new(TINY))
         .unwrap();
     let device = BackendKind::Flex.device().unwrap().autodiff();
-    checkpoint::list(dir)
+    let run_dir = train::RunDir::open(dir).unwrap();
+    checkpoint::list(&run_dir)
         .into_iter()
-        .map(|(step, path)| {
+        .map(|(step, _)| {
             let model = run.config.model.init(&run.io, &device).unwrap();
-            let (_, _, state) = checkpoint::load(&path, model, AdamWConfig::new().init())
+            let optim = AdamWConfig::new().init();
+            let (_, _, state) = checkpoint::load(&run_dir, step, usize::MAX, model, optim)
                 .unwrap_or_else(|e| panic!("an earlier checkpoint is damaged: {e}"));
             assert_eq!(state.step, step);
             step
@@ -253,7 +247,7 @@ cp -a "$MNT/run" "$OUT/run""#
                 .into_iter()
                 .flatten()
                 .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .filter(|name| name.starts_with('.'))
+                .filter(|name| name.starts_with('.') && name != ".lock")
                 .collect();
             assert!(leftovers.is_empty(), "{test}: {leftovers:?}");
         }
@@ -291,7 +285,8 @@ cp -a "$MNT/run" "$OUT/after""#;
     let run_in_mount = mnt.join("run");
     for (case, path) in [
         ("new", mnt.join("new")),
-        ("resume", run_in_mount.join("metrics.jsonl")),
+        // Resuming starts by locking the run, which needs its lock file writable.
+        ("resume", run_in_mount.join(".lock")),
         ("force", run_in_mount.clone()),
     ] {
         check_failure(

@@ -20,9 +20,7 @@ use burn::prelude::*;
 use train::{BackendKind, RunConfig, checkpoint, tensor_file};
 
 mod common;
-use common::final_tensors;
-
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
+use common::{TINY, final_tensors, train_cmd};
 
 /// The run under test: the tiny fixture widened so that a checkpoint is 4.6 MB (its write
 /// takes a third of the run's time, so kills can land in it), with a checkpoint every other
@@ -44,18 +42,12 @@ const SETS: [&str; 9] = [
 const MAX_KILLS: usize = 30;
 
 fn train_command(dir: &Path, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_train"));
+    let mut command = train_cmd(&[TINY, "--out"]);
     command
-        .arg(TINY)
-        .arg("--out")
         .arg(dir)
         .arg("--quiet")
         .args(SETS.iter().flat_map(|set| ["--set", set]))
-        .args(extra)
-        .env(
-            "XDG_RUNTIME_DIR",
-            std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
-        );
+        .args(extra);
     command
 }
 
@@ -151,10 +143,12 @@ impl Loader {
 
     /// Every checkpoint `list` offers loads whole, and holds the step its name says.
     fn check_listed_checkpoints(&self, dir: &Path) -> usize {
-        let listed = checkpoint::list(dir);
+        let listed = common::checkpoints(dir);
         for (step, path) in &listed {
+            let run = train::RunDir::open(dir).unwrap();
             let model = self.run.config.model.init(&self.run.io, &self.device);
-            let loaded = checkpoint::load(path, model.unwrap(), AdamWConfig::new().init());
+            let optim = AdamWConfig::new().init();
+            let loaded = checkpoint::load(&run, *step, usize::MAX, model.unwrap(), optim);
             match loaded {
                 Ok((_, _, state)) => assert_eq!(state.step, *step, "{}", path.display()),
                 Err(e) => panic!("a listed checkpoint does not load: {e}"),
@@ -216,7 +210,9 @@ fn hidden_entries(dir: &Path) -> Vec<PathBuf> {
     let mut found = vec![];
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with('.') {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // The run's lock file is meant to stay; anything else hidden is a temporary.
+        if name.starts_with('.') && name != ".lock" {
             found.push(path.clone());
         }
         if path.is_dir() {
@@ -252,7 +248,7 @@ fn killed_at_random_moments_and_resumed_equals_an_uninterrupted_run() {
             k if k % 2 == 1 => Trigger::CheckpointWrite(1 + schedule.below(4) as usize),
             _ => Trigger::Delay(Duration::from_micros(schedule.below(longest_delay))),
         };
-        let flags: &[&str] = if checkpoint::list(&dir).is_empty() {
+        let flags: &[&str] = if common::checkpoints(&dir).is_empty() {
             if dir.exists() {
                 // Killed before the first checkpoint: nothing to resume, so start over.
                 let refused = run_to_end(&dir, &["--resume"]);
@@ -319,7 +315,7 @@ fn killed_at_random_moments_and_resumed_equals_an_uninterrupted_run() {
     );
     assert_eq!(snapshots(&whole), snapshots(&dir), "snapshots differ");
     assert_eq!(metric_values(&whole), metric_values(&dir), "metrics differ");
-    let steps = |d: &Path| -> Vec<usize> { checkpoint::list(d).iter().map(|c| c.0).collect() };
+    let steps = |d: &Path| -> Vec<usize> { common::checkpoints(d).iter().map(|c| c.0).collect() };
     assert_eq!(steps(&whole), steps(&dir));
     assert_eq!(steps(&dir), [300, 298]);
 }
@@ -337,16 +333,10 @@ fn a_kill_after_the_target_was_reached_resumes_to_the_same_end() {
         "train.steps=40",
     ];
     let run = |dir: &Path, extra: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_train"))
-            .arg(TINY)
-            .arg("--out")
+        let output = train_cmd(&[TINY, "--out"])
             .arg(dir)
             .args(target)
             .args(extra)
-            .env(
-                "XDG_RUNTIME_DIR",
-                std::env::var("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
-            )
             .output()
             .unwrap();
         let (out, err) = (
@@ -375,7 +365,7 @@ fn a_kill_after_the_target_was_reached_resumes_to_the_same_end() {
     );
     assert_eq!(final_tensors(&whole), final_tensors(&killed));
     assert_eq!(metric_values(&whole), metric_values(&killed));
-    let steps: Vec<usize> = checkpoint::list(&killed).iter().map(|c| c.0).collect();
+    let steps: Vec<usize> = common::checkpoints(&killed).iter().map(|c| c.0).collect();
     assert_eq!(steps, [10]);
     assert_eq!(hidden_entries(&killed), Vec::<PathBuf>::new());
 }

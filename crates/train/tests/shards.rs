@@ -2,14 +2,13 @@
 //! thread count, stay close to the unsharded run's, and a bad value is refused.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
+mod common;
+use common::{TINY, train_cmd};
 
 fn train(out: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_train"))
-        .arg(TINY)
-        .arg("--out")
+    train_cmd(&[TINY, "--out"])
         .arg(out)
         .args(args)
         .output()

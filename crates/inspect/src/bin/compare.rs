@@ -25,11 +25,17 @@ struct Args {
     /// Output directory. Default: FIRST_RUN/compare.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Sequences in the shared probe batch.
-    #[arg(long, default_value_t = 64)]
+    /// Sequences in the shared probe batch; at least 1, at most what keeps the probe's
+    /// activations of all runs within 1 GiB.
+    // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
+    // as an unknown flag.
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true,
+          value_parser = inspect::probe::parse_size)]
     probe: usize,
 }
 
+/// Usage errors (clap's, including out-of-range flag values) exit with 2; errors from the
+/// runs with 1.
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(args) {
@@ -42,12 +48,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(args.probe > 0, "--probe must be at least 1");
-    let loaded = args
-        .runs
-        .iter()
-        .map(|dir| inspect::run::load(dir, None))
-        .collect::<Result<Vec<_>, _>>()?;
+    let loaded = inspect::compare::load_runs(&args.runs)?;
     let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
     let comparison = inspect::compare::compare(&loaded, &out, args.probe)?;
     println!("{}", inspect::compare::table(&comparison));

@@ -1,8 +1,11 @@
-//! What the `inspect` tests share: training a run through the `train` library.
+//! What the `inspect` tests share: training a run through the `train` library, and the one
+//! way they start this crate's binaries.
+// Each test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::process::{Command, Output};
 
 use train::{Progress, RunConfig, TrainOptions};
 
@@ -18,8 +21,23 @@ pub fn train_run(config: &Path, overrides: &[&str], run_dir: &Path) {
         resume: false,
         force: false,
         progress: Progress::Quiet,
-        stop: Arc::new(AtomicBool::new(false)),
+        stop: Default::default(),
         stop_at_step: None,
     };
     train::train(&run, &options).unwrap();
+}
+
+/// `bin`, one of this crate's binaries (`env!("CARGO_BIN_EXE_inspect")` or
+/// `env!("CARGO_BIN_EXE_compare")`), with `args`, to adjust further or to run.
+pub fn bin_cmd<S: AsRef<OsStr>>(bin: &str, args: &[S]) -> Command {
+    let mut command = Command::new(bin);
+    command.args(args);
+    command
+}
+
+/// Runs [`bin_cmd`] to its end and collects its output.
+pub fn run_bin<S: AsRef<OsStr>>(bin: &str, args: &[S]) -> Output {
+    bin_cmd(bin, args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"))
 }

@@ -1,68 +1,47 @@
 //! The histogram task: the target at each position is how many positions (itself included)
 //! hold the same token, which a head attending to same-token positions can count.
 
-use rand_chacha::ChaCha8Rng;
+use super::AttentionPattern;
+use super::sequence::SequenceRule;
 
-use super::{AttentionPattern, Example, SequenceSpec, TaskError, TaskImpl};
-
-/// Uniform random sequences whose target counts each token's occurrences.
+/// The target counts each token's occurrences.
 #[derive(Debug, Clone)]
-pub(super) struct HistogramTask {
-    seq_len: usize,
-    vocab: u32,
-}
+pub(super) struct HistogramRule;
 
-impl HistogramTask {
-    pub(super) fn new(spec: &SequenceSpec) -> Result<Self, TaskError> {
-        let vocab = spec.validate()?;
-        Ok(Self {
-            seq_len: spec.seq_len,
-            vocab,
-        })
-    }
-}
-
-impl TaskImpl for HistogramTask {
-    fn input_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    /// Counts run from 1 to seq_len; class 0 is never a target but keeps ids equal to counts.
-    fn output_vocab(&self) -> usize {
-        self.seq_len + 1
-    }
-
-    fn seq_len(&self) -> usize {
-        self.seq_len
-    }
-
-    fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
-        let input = super::random_tokens(rng, self.seq_len, self.vocab);
-        let mut counts = vec![0_u32; self.vocab as usize];
-        for &token in &input {
+impl SequenceRule for HistogramRule {
+    fn target(&self, input: &[u32], vocab: u32) -> Vec<u32> {
+        let mut counts = vec![0_u32; vocab as usize];
+        for &token in input {
             counts[token as usize] += 1;
         }
-        let target = super::all_scored(input.iter().map(|&token| counts[token as usize]));
-        Example { input, target }
+        input.iter().map(|&token| counts[token as usize]).collect()
     }
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         vec![AttentionPattern::SameToken]
     }
+
+    /// Counts run from 1 to seq_len; class 0 is never a target but keeps ids equal to counts.
+    fn output_vocab(&self, seq_len: usize, _vocab: u32) -> usize {
+        seq_len + 1
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
-    use super::*;
+    use crate::tasks::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
 
-    fn task(seq_len: usize, vocab_size: usize) -> HistogramTask {
-        HistogramTask::new(&SequenceSpec {
+    fn task(seq_len: usize, vocab_size: usize) -> Task {
+        let spec = SequenceSpec {
             seq_len,
             vocab_size,
-        })
-        .unwrap()
+        };
+        TaskConfig::Histogram(spec).build(Path::new(".")).unwrap()
     }
 
     #[test]
@@ -102,22 +81,5 @@ mod tests {
             constant.is_some(),
             "a 5-token binary sequence is constant 1 time in 16"
         );
-    }
-
-    #[test]
-    fn deterministic_per_seed() {
-        let task = task(12, 10);
-        assert_eq!(task.eval_set(10, 1), task.eval_set(10, 1));
-        assert_ne!(task.eval_set(10, 1), task.eval_set(10, 2));
-    }
-
-    #[test]
-    fn rejects_bad_sizes() {
-        let error = HistogramTask::new(&SequenceSpec {
-            seq_len: 0,
-            vocab_size: 3,
-        })
-        .unwrap_err();
-        assert!(error.to_string().starts_with("task.seq_len = 0"), "{error}");
     }
 }

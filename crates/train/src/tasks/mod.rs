@@ -8,13 +8,14 @@ mod neighbors;
 mod pattern;
 mod recall;
 mod reverse;
+mod sequence;
 mod shift;
 mod sort;
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +23,10 @@ pub use self::file::FileSpec;
 pub use self::neighbors::{Combine, NeighborsSpec};
 pub use self::pattern::AttentionPattern;
 pub use self::recall::RecallSpec;
+pub use self::sequence::SequenceSpec;
 pub use self::shift::ShiftSpec;
+
+use self::sequence::SequenceTask;
 
 /// One training or evaluation example: input tokens and one target per position.
 /// `None` targets are ignored by the loss and by accuracy (e.g. non-query positions in recall).
@@ -56,25 +60,6 @@ pub enum TaskConfig {
     Recall(RecallSpec),
     /// Examples read from a JSONL file.
     File(FileSpec),
-}
-
-/// Size of a task over plain random sequences.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SequenceSpec {
-    /// Tokens per sequence.
-    pub seq_len: usize,
-    /// Distinct input tokens; ids are `0..vocab_size`.
-    pub vocab_size: usize,
-}
-
-impl Default for SequenceSpec {
-    fn default() -> Self {
-        Self {
-            seq_len: 12,
-            vocab_size: 10,
-        }
-    }
 }
 
 /// Why a task config could not be turned into a task.
@@ -218,12 +203,16 @@ impl TaskConfig {
     /// Validates sizes and builds the task. `base_dir` resolves relative dataset paths.
     pub fn build(&self, base_dir: &Path) -> Result<Task, TaskError> {
         let kind = match self {
-            Self::Copy(spec) => TaskKind::Copy(copy::CopyTask::new(spec)?),
-            Self::Reverse(spec) => TaskKind::Reverse(reverse::ReverseTask::new(spec)?),
-            Self::Shift(spec) => TaskKind::Shift(shift::ShiftTask::new(spec)?),
-            Self::Neighbors(spec) => TaskKind::Neighbors(neighbors::NeighborsTask::new(spec)?),
-            Self::Sort(spec) => TaskKind::Sort(sort::SortTask::new(spec)?),
-            Self::Histogram(spec) => TaskKind::Histogram(histogram::HistogramTask::new(spec)?),
+            Self::Copy(spec) => TaskKind::Copy(SequenceTask::new(spec, copy::CopyRule)?),
+            Self::Reverse(spec) => {
+                TaskKind::Reverse(SequenceTask::new(spec, reverse::ReverseRule)?)
+            }
+            Self::Shift(spec) => TaskKind::Shift(spec.task()?),
+            Self::Neighbors(spec) => TaskKind::Neighbors(spec.task()?),
+            Self::Sort(spec) => TaskKind::Sort(SequenceTask::new(spec, sort::SortRule)?),
+            Self::Histogram(spec) => {
+                TaskKind::Histogram(SequenceTask::new(spec, histogram::HistogramRule)?)
+            }
             Self::Recall(spec) => TaskKind::Recall(recall::RecallTask::new(spec)?),
             Self::File(spec) => TaskKind::File(file::FileTask::load(spec, base_dir)?),
         };
@@ -307,12 +296,12 @@ impl Task {
 
 #[derive(Debug, Clone)]
 enum TaskKind {
-    Copy(copy::CopyTask),
-    Reverse(reverse::ReverseTask),
-    Shift(shift::ShiftTask),
-    Neighbors(neighbors::NeighborsTask),
-    Sort(sort::SortTask),
-    Histogram(histogram::HistogramTask),
+    Copy(SequenceTask<copy::CopyRule>),
+    Reverse(SequenceTask<reverse::ReverseRule>),
+    Shift(SequenceTask<shift::ShiftRule>),
+    Neighbors(SequenceTask<neighbors::NeighborsRule>),
+    Sort(SequenceTask<sort::SortRule>),
+    Histogram(SequenceTask<histogram::HistogramRule>),
     Recall(recall::RecallTask),
     File(file::FileTask),
 }
@@ -418,28 +407,9 @@ fn check_size(field: &'static str, value: usize, min: usize) -> Result<(), TaskE
     }
 }
 
-impl SequenceSpec {
-    /// Returns the vocabulary size as a token bound once both sizes are accepted.
-    fn validate(&self) -> Result<u32, TaskError> {
-        check_size("seq_len", self.seq_len, 1)?;
-        // A single token would make every target constant.
-        check_size("vocab_size", self.vocab_size, 2)?;
-        Ok(to_id(self.vocab_size))
-    }
-}
-
 /// Converts a size already bounded by [`MAX_SIZE`] to a token id.
 fn to_id(size: usize) -> u32 {
     u32::try_from(size).expect("sizes are validated against MAX_SIZE")
-}
-
-fn random_tokens(rng: &mut ChaCha8Rng, len: usize, vocab: u32) -> Vec<u32> {
-    (0..len).map(|_| rng.random_range(0..vocab)).collect()
-}
-
-/// Every position scored: the common case for the generators.
-fn all_scored(target: impl IntoIterator<Item = u32>) -> Vec<Option<u32>> {
-    target.into_iter().map(Some).collect()
 }
 
 #[cfg(test)]
@@ -571,6 +541,7 @@ mod tests {
             "task.vocab_size = 1 is out of range: expected 2 <= vocab_size <= 16777216"
         );
         assert!(build(12, 0).starts_with("task.vocab_size = 0 is out of range"));
+        assert!(build(0, 0).starts_with("task.seq_len = 0 is out of range"));
         assert!(build(MAX_SIZE + 1, 10).starts_with("task.seq_len = 16777217 is out of range"));
     }
 
@@ -607,14 +578,36 @@ mod tests {
         }
     }
 
+    /// Runs, resumes and the README's numbers rest on this: the same seed draws the same
+    /// examples, for every kind. The file task's eval set is its held-out split, whatever the
+    /// seed, so only the generators' eval sets must change with it.
     #[test]
-    fn eval_sets_are_deterministic_per_seed() {
-        for config in every_generator() {
-            let task = config.build(Path::new(".")).unwrap();
-            let first = task.eval_set(20, 3);
-            assert_eq!(first.len(), 20);
-            assert_eq!(first, task.eval_set(20, 3), "{}", task.name());
-            assert_ne!(first, task.eval_set(20, 4), "{}", task.name());
+    fn examples_are_deterministic_per_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: Vec<String> = (0..10)
+            .map(|i| format!("{{\"input\": [{i}, 1], \"target\": [{}, null]}}", i % 3))
+            .collect();
+        std::fs::write(dir.path().join("data.jsonl"), records.join("\n")).unwrap();
+        let file = TaskConfig::File(FileSpec {
+            path: "data.jsonl".into(),
+            eval_fraction: 0.2,
+            vocab_size: None,
+        });
+        for config in every_generator().into_iter().chain([file]) {
+            let task = config.build(dir.path()).unwrap();
+            let name = task.name();
+            let samples = |seed| {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                (0..20).map(|_| task.sample(&mut rng)).collect::<Vec<_>>()
+            };
+            assert_eq!(samples(5), samples(5), "{name}");
+            assert_ne!(samples(5), samples(6), "{name}");
+            let eval = task.eval_set(20, 3);
+            assert_eq!(eval, task.eval_set(20, 3), "{name}");
+            if name != "file" {
+                assert_eq!(eval.len(), 20, "{name}");
+                assert_ne!(eval, task.eval_set(20, 4), "{name}");
+            }
         }
     }
 
@@ -625,6 +618,6 @@ mod tests {
             .unwrap();
         let copy = task.clone();
         assert_eq!(copy.eval_set(3, 1), task.eval_set(3, 1));
-        assert!(format!("{task:?}").contains("CopyTask"));
+        assert!(format!("{task:?}").contains("CopyRule"));
     }
 }

@@ -5,10 +5,10 @@
 //! both (and reads the sum of their values) can solve it; the difference is not, so a head
 //! has to tell left from right, which two heads do most easily by specialising.
 
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{AttentionPattern, Example, SequenceSpec, TaskError, TaskImpl};
+use super::sequence::{SequenceRule, SequenceTask};
+use super::{AttentionPattern, SequenceSpec, TaskError};
 
 /// How the two neighbours make the target.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,60 +47,40 @@ impl Default for NeighborsSpec {
     }
 }
 
-/// Uniform random sequences whose target combines the two neighbours, with 0 standing in
-/// for the missing neighbour at either end.
+impl NeighborsSpec {
+    /// The task this spec describes.
+    pub(super) fn task(&self) -> Result<SequenceTask<NeighborsRule>, TaskError> {
+        let sizes = SequenceSpec {
+            seq_len: self.seq_len,
+            vocab_size: self.vocab_size,
+        };
+        let rule = NeighborsRule {
+            combine: self.combine,
+        };
+        SequenceTask::new(&sizes, rule)
+    }
+}
+
+/// The target combines the two neighbours, with 0 standing in for the missing neighbour at
+/// either end.
 #[derive(Debug, Clone)]
-pub(super) struct NeighborsTask {
-    seq_len: usize,
-    vocab: u32,
+pub(super) struct NeighborsRule {
     combine: Combine,
 }
 
-impl NeighborsTask {
-    pub(super) fn new(spec: &NeighborsSpec) -> Result<Self, TaskError> {
-        let vocab = SequenceSpec {
-            seq_len: spec.seq_len,
-            vocab_size: spec.vocab_size,
-        }
-        .validate()?;
-        Ok(Self {
-            seq_len: spec.seq_len,
-            vocab,
-            combine: spec.combine,
-        })
-    }
-
-    /// The target for neighbours `left` and `right`, both below the vocabulary.
-    fn combine(&self, left: u32, right: u32) -> u32 {
-        // Both are below vocab <= MAX_SIZE, so neither form can overflow.
-        match self.combine {
-            Combine::Sum => (left + right) % self.vocab,
-            Combine::Difference => (left + self.vocab - right) % self.vocab,
-        }
-    }
-}
-
-impl TaskImpl for NeighborsTask {
-    fn input_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    fn output_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    fn seq_len(&self) -> usize {
-        self.seq_len
-    }
-
-    fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
-        let input = super::random_tokens(rng, self.seq_len, self.vocab);
+impl SequenceRule for NeighborsRule {
+    fn target(&self, input: &[u32], vocab: u32) -> Vec<u32> {
         let token_at = |i: Option<usize>| i.and_then(|i| input.get(i)).copied().unwrap_or(0);
-        let target = super::all_scored((0..input.len()).map(|i| {
-            let (left, right) = (token_at(i.checked_sub(1)), token_at(Some(i + 1)));
-            self.combine(left, right)
-        }));
-        Example { input, target }
+        (0..input.len())
+            .map(|i| {
+                let (left, right) = (token_at(i.checked_sub(1)), token_at(Some(i + 1)));
+                // Both are below vocab <= MAX_SIZE, so neither form can overflow.
+                match self.combine {
+                    Combine::Sum => (left + right) % vocab,
+                    Combine::Difference => (left + vocab - right) % vocab,
+                }
+            })
+            .collect()
     }
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
@@ -110,21 +90,29 @@ impl TaskImpl for NeighborsTask {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     use super::*;
+    use crate::tasks::{Example, Task, TaskConfig};
 
-    fn task(seq_len: usize, vocab_size: usize) -> NeighborsTask {
+    fn task(seq_len: usize, vocab_size: usize) -> Task {
         with_combine(seq_len, vocab_size, Combine::Sum)
     }
 
-    fn with_combine(seq_len: usize, vocab_size: usize, combine: Combine) -> NeighborsTask {
-        NeighborsTask::new(&NeighborsSpec {
+    fn with_combine(seq_len: usize, vocab_size: usize, combine: Combine) -> Task {
+        build(NeighborsSpec {
             seq_len,
             vocab_size,
             combine,
         })
         .unwrap()
+    }
+
+    fn build(spec: NeighborsSpec) -> Result<Task, TaskError> {
+        TaskConfig::Neighbors(spec).build(Path::new("."))
     }
 
     #[test]
@@ -181,15 +169,8 @@ mod tests {
     }
 
     #[test]
-    fn deterministic_per_seed() {
-        let task = task(12, 10);
-        assert_eq!(task.eval_set(10, 1), task.eval_set(10, 1));
-        assert_ne!(task.eval_set(10, 1), task.eval_set(10, 2));
-    }
-
-    #[test]
     fn rejects_bad_sizes() {
-        let error = NeighborsTask::new(&NeighborsSpec {
+        let error = build(NeighborsSpec {
             seq_len: 5,
             vocab_size: 0,
             combine: Combine::Sum,

@@ -1,45 +1,16 @@
 //! The reverse task: the target at position i is the input at the mirrored position
 //! `len - 1 - i`, so a head on the anti-diagonal solves it.
 
-use rand_chacha::ChaCha8Rng;
+use super::AttentionPattern;
+use super::sequence::SequenceRule;
 
-use super::{AttentionPattern, Example, SequenceSpec, TaskError, TaskImpl};
-
-/// Uniform random sequences whose target is the input reversed.
+/// The target is the input reversed.
 #[derive(Debug, Clone)]
-pub(super) struct ReverseTask {
-    seq_len: usize,
-    vocab: u32,
-}
+pub(super) struct ReverseRule;
 
-impl ReverseTask {
-    pub(super) fn new(spec: &SequenceSpec) -> Result<Self, TaskError> {
-        let vocab = spec.validate()?;
-        Ok(Self {
-            seq_len: spec.seq_len,
-            vocab,
-        })
-    }
-}
-
-impl TaskImpl for ReverseTask {
-    fn input_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    fn output_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    fn seq_len(&self) -> usize {
-        self.seq_len
-    }
-
-    fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
-        let input = super::random_tokens(rng, self.seq_len, self.vocab);
-        let len = input.len();
-        let target = super::all_scored((0..len).map(|i| input[len - 1 - i]));
-        Example { input, target }
+impl SequenceRule for ReverseRule {
+    fn target(&self, input: &[u32], _vocab: u32) -> Vec<u32> {
+        input.iter().rev().copied().collect()
     }
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
@@ -49,16 +20,19 @@ impl TaskImpl for ReverseTask {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
-    use super::*;
+    use crate::tasks::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
 
-    fn task(seq_len: usize) -> ReverseTask {
-        ReverseTask::new(&SequenceSpec {
+    fn task(seq_len: usize) -> Task {
+        let spec = SequenceSpec {
             seq_len,
             vocab_size: 7,
-        })
-        .unwrap()
+        };
+        TaskConfig::Reverse(spec).build(Path::new(".")).unwrap()
     }
 
     #[test]
@@ -84,22 +58,5 @@ mod tests {
                 assert_eq!(Some(input[keys[0]]), expected);
             }
         }
-    }
-
-    #[test]
-    fn deterministic_per_seed() {
-        let task = task(12);
-        assert_eq!(task.eval_set(10, 1), task.eval_set(10, 1));
-        assert_ne!(task.eval_set(10, 1), task.eval_set(10, 2));
-    }
-
-    #[test]
-    fn rejects_bad_sizes() {
-        let error = ReverseTask::new(&SequenceSpec {
-            seq_len: 0,
-            vocab_size: 3,
-        })
-        .unwrap_err();
-        assert!(error.to_string().starts_with("task.seq_len = 0"), "{error}");
     }
 }

@@ -1,10 +1,10 @@
 //! The shift task: the target at position i is the input `shift` positions earlier; the first
 //! `shift` positions get a dedicated blank class.
 
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{AttentionPattern, Example, SequenceSpec, TaskError, TaskImpl};
+use super::sequence::{SequenceRule, SequenceTask};
+use super::{AttentionPattern, SequenceSpec, TaskError};
 
 /// Size of the shift task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,66 +33,43 @@ impl Default for ShiftSpec {
     }
 }
 
-/// Uniform random sequences whose target is the input delayed by `shift`.
-#[derive(Debug, Clone)]
-pub(super) struct ShiftTask {
-    seq_len: usize,
-    vocab: u32,
-    shift: usize,
-}
-
-impl ShiftTask {
-    pub(super) fn new(spec: &ShiftSpec) -> Result<Self, TaskError> {
+impl ShiftSpec {
+    /// The task this spec describes, once `shift` fits the sequence.
+    pub(super) fn task(&self) -> Result<SequenceTask<ShiftRule>, TaskError> {
         let ShiftSpec {
             seq_len,
             vocab_size,
             shift,
-        } = *spec;
-        let vocab = SequenceSpec {
+        } = *self;
+        let sizes = SequenceSpec {
             seq_len,
             vocab_size,
-        }
-        .validate()?;
+        };
+        let task = SequenceTask::new(&sizes, ShiftRule { shift })?;
         if shift == 0 || shift >= seq_len {
             let expected = format!("1 <= shift < seq_len ({seq_len})");
             return Err(super::out_of_range("shift", shift, expected));
         }
-        Ok(Self {
-            seq_len,
-            vocab,
-            shift,
-        })
-    }
-
-    /// The class for positions with nothing `shift` positions before them.
-    fn blank(&self) -> u32 {
-        self.vocab
+        Ok(task)
     }
 }
 
-impl TaskImpl for ShiftTask {
-    fn input_vocab(&self) -> usize {
-        self.vocab as usize
-    }
+/// The target is the input delayed by `shift`; the input vocabulary size is the blank class
+/// for positions with nothing `shift` positions before them.
+#[derive(Debug, Clone)]
+pub(super) struct ShiftRule {
+    shift: usize,
+}
 
-    fn output_vocab(&self) -> usize {
-        self.vocab as usize + 1
-    }
-
-    fn seq_len(&self) -> usize {
-        self.seq_len
-    }
-
-    fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
-        let input = super::random_tokens(rng, self.seq_len, self.vocab);
-        let target = (0..self.seq_len)
+impl SequenceRule for ShiftRule {
+    fn target(&self, input: &[u32], vocab: u32) -> Vec<u32> {
+        let blank = vocab;
+        (0..input.len())
             .map(|i| {
                 i.checked_sub(self.shift)
-                    .map_or(self.blank(), |source| input[source])
+                    .map_or(blank, |source| input[source])
             })
-            .map(Some)
-            .collect();
-        Example { input, target }
+            .collect()
     }
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
@@ -104,13 +81,26 @@ impl TaskImpl for ShiftTask {
             vec![offset]
         }
     }
+
+    /// The input tokens and the blank.
+    fn output_vocab(&self, _seq_len: usize, vocab: u32) -> usize {
+        vocab as usize + 1
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     use super::*;
+    use crate::tasks::{Example, Task, TaskConfig};
+
+    fn build(spec: ShiftSpec) -> Result<Task, TaskError> {
+        TaskConfig::Shift(spec).build(Path::new("."))
+    }
 
     fn spec(seq_len: usize, vocab_size: usize, shift: usize) -> ShiftSpec {
         ShiftSpec {
@@ -123,7 +113,7 @@ mod tests {
     #[test]
     fn target_is_the_delayed_input() {
         for shift in 1..6 {
-            let task = ShiftTask::new(&spec(6, 4, shift)).unwrap();
+            let task = build(spec(6, 4, shift)).unwrap();
             let mut rng = ChaCha8Rng::seed_from_u64(shift as u64);
             for _ in 0..100 {
                 let Example { input, target } = task.sample(&mut rng);
@@ -138,7 +128,7 @@ mod tests {
 
     #[test]
     fn offset_pattern_reads_the_target() {
-        let task = ShiftTask::new(&spec(10, 5, 3)).unwrap();
+        let task = build(spec(10, 5, 3)).unwrap();
         assert_eq!(task.solving_patterns(), [AttentionPattern::Offset(-3)]);
         for Example { input, target } in task.eval_set(50, 1) {
             for (i, expected) in target.into_iter().enumerate() {
@@ -153,7 +143,7 @@ mod tests {
 
     #[test]
     fn shift_one_also_offers_previous_token() {
-        let task = ShiftTask::new(&spec(12, 10, 1)).unwrap();
+        let task = build(spec(12, 10, 1)).unwrap();
         let expected = [
             AttentionPattern::Offset(-1),
             AttentionPattern::PreviousToken,
@@ -163,23 +153,14 @@ mod tests {
     }
 
     #[test]
-    fn deterministic_per_seed() {
-        let task = ShiftTask::new(&ShiftSpec::default()).unwrap();
-        assert_eq!(task.eval_set(10, 1), task.eval_set(10, 1));
-        assert_ne!(task.eval_set(10, 1), task.eval_set(10, 2));
-    }
-
-    #[test]
     fn rejects_shift_out_of_range() {
         for shift in [0, 12, 13] {
-            let error = ShiftTask::new(&spec(12, 10, shift))
-                .unwrap_err()
-                .to_string();
+            let error = build(spec(12, 10, shift)).unwrap_err().to_string();
             let expected =
                 format!("task.shift = {shift} is out of range: expected 1 <= shift < seq_len (12)");
             assert_eq!(error, expected);
         }
-        let error = ShiftTask::new(&spec(12, 1, 1)).unwrap_err().to_string();
+        let error = build(spec(12, 1, 1)).unwrap_err().to_string();
         assert!(error.starts_with("task.vocab_size = 1"), "{error}");
     }
 }

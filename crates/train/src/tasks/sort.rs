@@ -1,48 +1,18 @@
 //! The sort task: the target is the input sorted ascending. No single attention pattern solves
 //! it, so it lists none.
 
-use rand_chacha::ChaCha8Rng;
+use super::AttentionPattern;
+use super::sequence::SequenceRule;
 
-use super::{AttentionPattern, Example, SequenceSpec, TaskError, TaskImpl};
-
-/// Uniform random sequences whose target is the input in ascending order.
+/// The target is the input in ascending order.
 #[derive(Debug, Clone)]
-pub(super) struct SortTask {
-    seq_len: usize,
-    vocab: u32,
-}
+pub(super) struct SortRule;
 
-impl SortTask {
-    pub(super) fn new(spec: &SequenceSpec) -> Result<Self, TaskError> {
-        let vocab = spec.validate()?;
-        Ok(Self {
-            seq_len: spec.seq_len,
-            vocab,
-        })
-    }
-}
-
-impl TaskImpl for SortTask {
-    fn input_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    fn output_vocab(&self) -> usize {
-        self.vocab as usize
-    }
-
-    fn seq_len(&self) -> usize {
-        self.seq_len
-    }
-
-    fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
-        let input = super::random_tokens(rng, self.seq_len, self.vocab);
-        let mut sorted = input.clone();
+impl SequenceRule for SortRule {
+    fn target(&self, input: &[u32], _vocab: u32) -> Vec<u32> {
+        let mut sorted = input.to_vec();
         sorted.sort_unstable();
-        Example {
-            input,
-            target: super::all_scored(sorted),
-        }
+        sorted
     }
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
@@ -52,16 +22,19 @@ impl TaskImpl for SortTask {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
-    use super::*;
+    use crate::tasks::{Example, SequenceSpec, Task, TaskConfig};
 
-    fn task() -> SortTask {
-        SortTask::new(&SequenceSpec {
+    fn task() -> Task {
+        let spec = SequenceSpec {
             seq_len: 10,
             vocab_size: 6,
-        })
-        .unwrap()
+        };
+        TaskConfig::Sort(spec).build(Path::new(".")).unwrap()
     }
 
     #[test]
@@ -86,22 +59,5 @@ mod tests {
     #[test]
     fn has_no_solving_pattern() {
         assert!(task().solving_patterns().is_empty());
-    }
-
-    #[test]
-    fn deterministic_per_seed() {
-        let task = task();
-        assert_eq!(task.eval_set(10, 1), task.eval_set(10, 1));
-        assert_ne!(task.eval_set(10, 1), task.eval_set(10, 2));
-    }
-
-    #[test]
-    fn rejects_bad_sizes() {
-        let error = SortTask::new(&SequenceSpec {
-            seq_len: 0,
-            vocab_size: 0,
-        })
-        .unwrap_err();
-        assert!(error.to_string().starts_with("task.seq_len = 0"), "{error}");
     }
 }

@@ -1,6 +1,34 @@
-//! Helpers shared by the `train` binary's integration tests.
+//! Helpers shared by the `train` binary's integration tests: the one way they start `train`,
+//! and the tiny run they start it on.
+// Each test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
 
-use std::path::Path;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `train` binary Cargo built for these tests.
+pub const TRAIN: &str = env!("CARGO_BIN_EXE_train");
+
+/// A config that trains in about a second on two cores.
+pub const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny.toml");
+
+/// `train` with `args`, to adjust further or to spawn. XDG_RUNTIME_DIR is kept, or set to
+/// /tmp where it is unset: graphics drivers probed by the wgpu backend complain on stderr
+/// without it, and the tests read stderr.
+pub fn train_cmd<S: AsRef<OsStr>>(args: &[S]) -> Command {
+    let mut command = Command::new(TRAIN);
+    command.args(args).env(
+        "XDG_RUNTIME_DIR",
+        std::env::var_os("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
+    );
+    command
+}
+
+/// Runs `train` with `args` to its end and collects its output.
+pub fn run_train<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    train_cmd(args).output().expect("the train binary runs")
+}
 
 /// The final weights of a run, tensor by tensor, sorted by name: safetensors' header order
 /// is not fixed, so runs are compared by their tensors, not their file bytes.
@@ -14,4 +42,12 @@ pub fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect();
     tensors.sort();
     tensors
+}
+
+/// The complete checkpoints of the run in `dir`, newest first; none when `dir` is not (yet)
+/// a run that opens.
+pub fn checkpoints(dir: &Path) -> Vec<(usize, PathBuf)> {
+    train::RunDir::open(dir)
+        .map(|run| train::checkpoint::list(&run))
+        .unwrap_or_default()
 }

@@ -1,0 +1,663 @@
+//! The run directory, the contract between `train`, `inspect`, `compare` and `bench`. One type
+//! owns it: [`RunDir`] creates a run (refusing anything that is not one), locks it against a
+//! second writer, opens it for reading after checking that it is what it says, and knows
+//! every path in it:
+//!
+//! ```text
+//! RUN/run.json                     the marker: written first, names the config's and dataset's hashes
+//! RUN/.lock                        advisory lock; holds the writer's process id and program
+//! RUN/config.toml                  the resolved config
+//! RUN/dataset.jsonl                a file run's copy of its dataset
+//! RUN/metrics.jsonl                one JSON object per logged step
+//! RUN/checkpoints/step-N/          model.bpk, optimizer.bpk, state.json
+//! RUN/snapshots/step-N.safetensors every head's weights at step N
+//! RUN/model.safetensors            the final weights
+//! RUN/inspect/                     inspect's report (its default place)
+//! ```
+//!
+//! Deleting is limited to those names: `--force` removes them from a directory that holds the
+//! marker and leaves anything else (a user's notes, a dataset kept there) in place, and never
+//! follows a symbolic link.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::atomic::{remove_dir_atomic, write_atomic};
+use crate::config::{ConfigError, ResolvedRun, RunConfig};
+use crate::metrics::{self, MetricsRecord};
+use crate::tasks::TaskConfig;
+
+/// The marker file: its presence makes a directory a headlab run.
+pub const MARKER: &str = "run.json";
+const LOCK: &str = ".lock";
+const CONFIG: &str = "config.toml";
+const DATASET: &str = "dataset.jsonl";
+const METRICS: &str = "metrics.jsonl";
+const CHECKPOINTS: &str = "checkpoints";
+const SNAPSHOTS: &str = "snapshots";
+const FINAL_WEIGHTS: &str = "model.safetensors";
+const REPORT: &str = "inspect";
+
+/// Every name headlab writes at the top of a run directory: what `--force` may delete.
+/// The lock is not among them: it must outlive the deletion it guards.
+const LAYOUT: [&str; 8] = [
+    MARKER,
+    CONFIG,
+    DATASET,
+    METRICS,
+    CHECKPOINTS,
+    SNAPSHOTS,
+    FINAL_WEIGHTS,
+    REPORT,
+];
+
+/// Version of the layout written into the marker; a newer one is refused rather than misread.
+const FORMAT: u32 = 1;
+
+/// The marker's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunMarker {
+    /// Layout version ([`FORMAT`]).
+    pub format: u32,
+    /// The program and version that created the run.
+    pub created_by: String,
+    /// SHA-256 of `config.toml` as written: an edited config is refused, not misread.
+    pub config_sha256: String,
+    /// A file run's dataset, copied to `dataset.jsonl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetRecord>,
+}
+
+/// Where a file run's data came from, and what it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetRecord {
+    /// The dataset's canonical path when the run was created.
+    pub source: PathBuf,
+    /// SHA-256 of its bytes (and of the copy in the run).
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// Why a run directory could not be created, opened or locked.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// Without `--force`, an existing run is kept.
+    #[error(
+        "run directory {0} already holds a run; pass --resume to continue it, --force to \
+         replace it, or --out to choose another directory"
+    )]
+    RunExists(PathBuf),
+    /// The directory holds files headlab did not write: never written into, never deleted.
+    #[error(
+        "{path} is not empty and is not a headlab run (it has no {MARKER}; it holds {example}); \
+         train writes a new run only into a new or empty directory and replaces only a run it \
+         wrote, so nothing there was touched; choose another directory with --out"
+    )]
+    NotARunDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// One of its entries, as an example.
+        example: String,
+    },
+    /// A path that is not a directory.
+    #[error("{0} exists and is not a directory; choose another directory with --out")]
+    NotADirectory(PathBuf),
+    /// `--force` through a symbolic link.
+    #[error(
+        "{0} is a symbolic link; --force does not follow links, so nothing was deleted; pass \
+         the directory it points to, or remove the link"
+    )]
+    Symlink(PathBuf),
+    /// The dataset to copy lies inside the run that `--force` would clear.
+    #[error(
+        "the dataset {dataset} is the run's own copy in {run}, which --force would delete; \
+         move the dataset out of the run directory and point task.path at it"
+    )]
+    DatasetInsideRun {
+        /// The dataset.
+        dataset: PathBuf,
+        /// The run.
+        run: PathBuf,
+    },
+    /// Reading a run that is not one.
+    #[error(
+        "{0} is not a headlab run directory: it has no {MARKER} (train writes one when it \
+         creates a run; check the path, or train the run again)"
+    )]
+    NotARun(PathBuf),
+    /// The marker is unreadable or of a layout this build does not know.
+    #[error("{path} is unreadable: {message}")]
+    BadMarker {
+        /// The marker file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The run's creation was cut short (killed before its config was written): nothing in
+    /// it is worth keeping.
+    #[error(
+        "{0} holds a run whose creation was interrupted before its config was written; start it \
+         again with --force"
+    )]
+    Unfinished(PathBuf),
+    /// The config is missing.
+    #[error(
+        "{0} is missing: the run's config is gone, so its weights cannot be interpreted; \
+         restore it, or train the run again with --force"
+    )]
+    MissingConfig(PathBuf),
+    /// A file changed after the run was created.
+    #[error(
+        "{path} was changed after the run started (its SHA-256 no longer matches the one in \
+         {MARKER}); {advice}"
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// What to do.
+        advice: &'static str,
+    },
+    /// The config no longer parses.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Another process holds the run.
+    #[error(
+        "{path} is in use by {holder}; wait for it to finish, or stop it (a stopped train \
+         continues with --resume)"
+    )]
+    Locked {
+        /// The run.
+        path: PathBuf,
+        /// "process 1234 (train)", as the lock file says.
+        holder: String,
+    },
+    /// File system failure.
+    #[error("cannot {action} {path}: {error}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path at fault.
+        path: PathBuf,
+        /// Why (not a `source`, so `{e:#}` says it once).
+        error: io::Error,
+    },
+}
+
+fn io_error<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> RunDirError + 'a {
+    move |error| RunDirError::Io {
+        action,
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// A verified run directory: it holds [`MARKER`].
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    root: PathBuf,
+    marker: RunMarker,
+}
+
+/// The advisory lock on a run (`flock`), released when dropped or when the process dies,
+/// however it dies.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+}
+
+/// Who holds a run's lock, as its lock file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder(pub String);
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl RunDir {
+    /// Creates a run for `run` at `root` and locks it: a new or empty directory, or, with
+    /// `force`, a headlab run whose files are removed first. `program` ("train") is what the
+    /// lock names to a second writer. A file run's dataset (`dataset_text`, the bytes its
+    /// task was built from) is copied in.
+    pub fn create(
+        root: &Path,
+        run: &ResolvedRun,
+        force: bool,
+        program: &str,
+    ) -> Result<(RunDir, RunLock), RunDirError> {
+        let is_link = fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && force {
+            return Err(RunDirError::Symlink(root.to_path_buf()));
+        }
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(io_error("create", parent))?;
+        }
+        match fs::create_dir(root) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if !root.is_dir() {
+                    return Err(RunDirError::NotADirectory(root.to_path_buf()));
+                }
+            }
+            Err(e) => return Err(io_error("create", root)(e)),
+        }
+        // Checked before the lock file is made (a user's directory gets nothing added), and
+        // again under the lock (another process may have written meanwhile).
+        refuse_foreign(root)?;
+        let lock = lock_exclusive(root, program)?;
+        let others = refuse_foreign(root)?;
+        if !others.is_empty() && !force {
+            return Err(RunDirError::RunExists(root.to_path_buf()));
+        }
+
+        let dataset = dataset_bytes(run)?;
+        if let Some((path, _)) = &dataset
+            && let Ok(inside) = path.strip_prefix(canonical(root)?)
+            && LAYOUT.iter().any(|name| inside.starts_with(name))
+        {
+            return Err(RunDirError::DatasetInsideRun {
+                dataset: path.clone(),
+                run: root.to_path_buf(),
+            });
+        }
+        if !others.is_empty() {
+            remove_layout(root)?;
+        }
+
+        let config_text = run.config.to_toml();
+        let marker = RunMarker {
+            format: FORMAT,
+            created_by: format!("headlab {program} {}", env!("CARGO_PKG_VERSION")),
+            config_sha256: sha256_hex(config_text.as_bytes()),
+            dataset: dataset.as_ref().map(|(source, bytes)| DatasetRecord {
+                source: source.clone(),
+                sha256: sha256_hex(bytes),
+                bytes: bytes.len() as u64,
+            }),
+        };
+        let dir = RunDir {
+            root: root.to_path_buf(),
+            marker,
+        };
+        // The marker first: from here on the directory is a run, which --force may clear
+        // again if this process dies before the rest is written.
+        let marker_json = serde_json::to_vec_pretty(&dir.marker).expect("the marker serializes");
+        dir.write(&dir.marker_path(), &marker_json)?;
+        if let Some((_, bytes)) = &dataset {
+            dir.write(&dir.dataset_path(), bytes)?;
+        }
+        dir.write(&dir.config_path(), config_text.as_bytes())?;
+        Ok((dir, lock))
+    }
+
+    /// Opens the run at `root` for reading: the marker must be there, the config must be the
+    /// one the run was created with, and a file run's copy of its dataset must be intact.
+    pub fn open(root: &Path) -> Result<RunDir, RunDirError> {
+        let marker_path = root.join(MARKER);
+        let text = match fs::read(&marker_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(RunDirError::NotARun(root.to_path_buf()));
+            }
+            Err(e) => return Err(io_error("read", &marker_path)(e)),
+        };
+        let bad = |message: String| RunDirError::BadMarker {
+            path: marker_path.clone(),
+            message,
+        };
+        let marker: RunMarker = serde_json::from_slice(&text).map_err(|e| bad(format!("{e}")))?;
+        if marker.format != FORMAT {
+            return Err(bad(format!(
+                "layout version {} is not {FORMAT}, the one this build reads; use the headlab \
+                 that wrote it",
+                marker.format
+            )));
+        }
+        let dir = RunDir {
+            root: root.to_path_buf(),
+            marker,
+        };
+        dir.verify(
+            &dir.config_path(),
+            &dir.marker.config_sha256.clone(),
+            "restore it, or \
+             train the run again (a run's config cannot change under its weights)",
+        )?;
+        if let Some(dataset) = &dir.marker.dataset {
+            dir.verify(
+                &dir.dataset_path(),
+                &dataset.sha256,
+                "it is the data the run was \
+                 trained and evaluated on; restore it from the original, or train the run again",
+            )?;
+        }
+        Ok(dir)
+    }
+
+    /// Checks that `path` still hashes to `expected`.
+    fn verify(&self, path: &Path, expected: &str, advice: &'static str) -> Result<(), RunDirError> {
+        let bytes = match fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && path == self.config_path() => {
+                // Written right after the marker: without checkpoints or weights either, the
+                // run was killed while being created.
+                let trained = self.checkpoints_dir().exists() || self.final_weights_path().exists();
+                return Err(if trained {
+                    RunDirError::MissingConfig(path.to_path_buf())
+                } else {
+                    RunDirError::Unfinished(self.root.clone())
+                });
+            }
+            Err(e) => return Err(io_error("read", path)(e)),
+        };
+        if sha256_hex(&bytes) != expected {
+            return Err(RunDirError::Changed {
+                path: path.to_path_buf(),
+                advice,
+            });
+        }
+        Ok(())
+    }
+
+    /// Locks the run for writing (`--resume`), refusing while another process holds it.
+    pub fn lock(&self, program: &str) -> Result<RunLock, RunDirError> {
+        lock_exclusive(&self.root, program)
+    }
+
+    /// Takes a shared lock for reading when no writer holds the run; `Err` names the writer
+    /// (a run still training). A run without a lock file, or on a read-only file system, is
+    /// read without one.
+    pub fn lock_for_reading(&self) -> Result<Option<RunLock>, LockHolder> {
+        let path = self.root.join(LOCK);
+        let Ok(file) = File::open(&path) else {
+            return Ok(None);
+        };
+        match file.try_lock_shared() {
+            Ok(()) => Ok(Some(RunLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Err(holder(&path)),
+            Err(fs::TryLockError::Error(_)) => Ok(None),
+        }
+    }
+
+    /// The config as written when the run was created (verified by [`RunDir::open`]).
+    pub fn config(&self) -> Result<RunConfig, RunDirError> {
+        Ok(RunConfig::from_toml(&self.config_path())?)
+    }
+
+    /// The config with its task built, a file run's from the run's own copy of the dataset,
+    /// so a run reads the same from any directory.
+    pub fn resolve(&self) -> Result<ResolvedRun, RunDirError> {
+        let mut config = self.config()?;
+        if let TaskConfig::File(spec) = &mut config.task {
+            spec.path = fs::canonicalize(self.dataset_path())
+                .map_err(io_error("read", &self.dataset_path()))?;
+        }
+        Ok(config.resolve(&self.config_path())?)
+    }
+
+    /// For `--resume` of a file run: the dataset the config names (read into `run`) must be
+    /// the one the run was trained on.
+    pub fn check_dataset_unchanged(&self, run: &ResolvedRun) -> Result<(), RunDirError> {
+        let (Some(recorded), Some((path, bytes))) = (&self.marker.dataset, dataset_bytes(run)?)
+        else {
+            return Ok(());
+        };
+        if sha256_hex(&bytes) != recorded.sha256 {
+            return Err(RunDirError::Changed {
+                path,
+                advice: "resuming would train on other data than the run started with; \
+                         restore the file (the run keeps a copy in dataset.jsonl), or start a \
+                         new run with --force or --out",
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` to `path` in the run atomically.
+    pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+        write_atomic(path, bytes).map_err(io_error("write", path))
+    }
+
+    /// The run's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// The marker's content.
+    pub fn marker(&self) -> &RunMarker {
+        &self.marker
+    }
+    /// `run.json`.
+    pub fn marker_path(&self) -> PathBuf {
+        self.root.join(MARKER)
+    }
+    /// `config.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join(CONFIG)
+    }
+    /// `dataset.jsonl`: a file run's copy of its data.
+    pub fn dataset_path(&self) -> PathBuf {
+        self.root.join(DATASET)
+    }
+    /// `metrics.jsonl`.
+    pub fn metrics_path(&self) -> PathBuf {
+        self.root.join(METRICS)
+    }
+    /// Every complete record of `metrics.jsonl`.
+    pub fn metrics(&self) -> Vec<MetricsRecord> {
+        metrics::read(&self.metrics_path())
+    }
+    /// `checkpoints/`.
+    pub fn checkpoints_dir(&self) -> PathBuf {
+        self.root.join(CHECKPOINTS)
+    }
+    /// `checkpoints/step-N/`.
+    pub fn checkpoint_dir(&self, step: usize) -> PathBuf {
+        self.checkpoints_dir().join(format!("step-{step}"))
+    }
+    /// `snapshots/`.
+    pub fn snapshots_dir(&self) -> PathBuf {
+        self.root.join(SNAPSHOTS)
+    }
+    /// `snapshots/step-N.safetensors`.
+    pub fn snapshot_path(&self, step: usize) -> PathBuf {
+        self.snapshots_dir()
+            .join(format!("step-{step}.safetensors"))
+    }
+    /// `model.safetensors`: the final weights.
+    pub fn final_weights_path(&self) -> PathBuf {
+        self.root.join(FINAL_WEIGHTS)
+    }
+    /// `inspect/`: where `inspect` writes its report unless told otherwise.
+    pub fn report_dir(&self) -> PathBuf {
+        self.root.join(REPORT)
+    }
+}
+
+/// `path` with `..` and links resolved; for a path not there yet, its parent's.
+fn canonical(path: &Path) -> Result<PathBuf, RunDirError> {
+    fs::canonicalize(path).map_err(io_error("resolve", path))
+}
+
+/// A file run's dataset: its canonical path and bytes, read again (the task was built from
+/// the same file moments before; the bytes are what gets copied and hashed).
+fn dataset_bytes(run: &ResolvedRun) -> Result<Option<(PathBuf, Vec<u8>)>, RunDirError> {
+    let TaskConfig::File(spec) = &run.config.task else {
+        return Ok(None);
+    };
+    let path = canonical(&spec.path)?;
+    let bytes = fs::read(&path).map_err(io_error("read", &path))?;
+    Ok(Some((path, bytes)))
+}
+
+/// The entries of `root` (without the lock file), refusing a non-empty directory that is not
+/// a run.
+fn refuse_foreign(root: &Path) -> Result<Vec<String>, RunDirError> {
+    let others = entries_other_than_lock(root)?;
+    match others.first() {
+        Some(example) if !root.join(MARKER).is_file() => Err(RunDirError::NotARunDirectory {
+            path: root.to_path_buf(),
+            example: quote_name(example),
+        }),
+        _ => Ok(others),
+    }
+}
+
+/// The directory's entries, without the lock file.
+fn entries_other_than_lock(root: &Path) -> Result<Vec<String>, RunDirError> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(root).map_err(io_error("read", root))? {
+        let name = entry
+            .map_err(io_error("read", root))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name != LOCK {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Removes the names of [`LAYOUT`] from `root`: a directory through a hidden temporary name
+/// (so a kill never leaves half of one under its real name), a symbolic link as a link.
+fn remove_layout(root: &Path) -> Result<(), RunDirError> {
+    // The marker last: until everything else is gone the directory stays a run, so a kill
+    // part-way leaves something --force clears again.
+    for name in LAYOUT.iter().rev() {
+        let path = root.join(name);
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let removed = if meta.is_dir() {
+            remove_dir_atomic(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+        removed.map_err(io_error("remove", &path))?;
+    }
+    crate::atomic::remove_temporaries(root).map_err(io_error("clean", root))?;
+    Ok(())
+}
+
+/// Takes the exclusive lock of the run at `root`, writing `program` and the process id into
+/// the lock file for whoever is refused next.
+fn lock_exclusive(root: &Path, program: &str) -> Result<RunLock, RunDirError> {
+    let path = root.join(LOCK);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_error("open", &path))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            return Err(RunDirError::Locked {
+                path: root.to_path_buf(),
+                holder: holder(&path).0,
+            });
+        }
+        Err(fs::TryLockError::Error(error)) => return Err(io_error("lock", &path)(error)),
+    }
+    let who = format!("process {} ({program})\n", std::process::id());
+    file.set_len(0)
+        .and_then(|()| file.write_all(who.as_bytes()))
+        .map_err(io_error("write", &path))?;
+    Ok(RunLock { _file: file })
+}
+
+/// The lock holder as its lock file names it.
+fn holder(lock_path: &Path) -> LockHolder {
+    let mut text = String::new();
+    let _ = File::open(lock_path).and_then(|mut f| f.read_to_string(&mut text));
+    let text = text.trim();
+    LockHolder(if text.is_empty() || text.len() > 200 {
+        "another process".to_string()
+    } else {
+        text.to_string()
+    })
+}
+
+/// A file name for a message: quoted, and cut short if long.
+fn quote_name(name: &str) -> String {
+    format!("\"{}\"", crate::config::excerpt(name, 60))
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_matches_the_standard_test_vector() {
+        // FIPS 180-2, appendix B.1.
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn clearing_a_run_removes_only_its_own_names_and_never_follows_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("run");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(run.join("checkpoints/step-5")).unwrap();
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("keep"), b"x").unwrap();
+        for name in [MARKER, CONFIG, METRICS, "notes.txt", LOCK] {
+            fs::write(run.join(name), b"1").unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, run.join(SNAPSHOTS)).unwrap();
+        remove_layout(&run).unwrap();
+        let left = entries_other_than_lock(&run).unwrap();
+        assert_eq!(left, ["notes.txt"]);
+        assert!(run.join(LOCK).is_file(), "the lock outlives the clearing");
+        assert_eq!(fs::read(outside.join("keep")).unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_directory_with_foreign_files_is_refused_and_an_empty_one_is_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(refuse_foreign(tmp.path()).unwrap().is_empty());
+        fs::write(tmp.path().join(LOCK), b"").unwrap();
+        assert!(refuse_foreign(tmp.path()).unwrap().is_empty());
+        fs::write(tmp.path().join("important.txt"), b"mine").unwrap();
+        let message = refuse_foreign(tmp.path()).unwrap_err().to_string();
+        assert!(message.contains("\"important.txt\""), "{message}");
+        fs::write(tmp.path().join(MARKER), b"{}").unwrap();
+        assert_eq!(refuse_foreign(tmp.path()).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_second_exclusive_lock_is_refused_naming_the_holder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let _held = lock_exclusive(tmp.path(), "train").unwrap();
+        let error = lock_exclusive(tmp.path(), "train").unwrap_err().to_string();
+        let pid = std::process::id();
+        assert!(
+            error.contains(&format!("is in use by process {pid} (train)")),
+            "{error}"
+        );
+    }
+}
