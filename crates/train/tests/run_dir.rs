@@ -218,22 +218,22 @@ fn a_file_run_keeps_its_dataset_and_refuses_to_resume_on_a_changed_one() {
     }
 }
 
+/// The overrides of a run long enough (600 steps, a few seconds) to be caught mid-way.
+const LONG_RUN: [&str; 8] = [
+    "--set",
+    "train.steps=600",
+    "--set",
+    "train.eval_every=200",
+    "--set",
+    "train.checkpoint_every=200",
+    "--set",
+    "train.snapshot_every=0",
+];
+
 /// Starts a long `train` into `dir` and waits until it has taken the run's lock and logged.
 fn start_long_run(dir: &Path, extra: &[&str]) -> Child {
-    let mut args = vec![
-        TINY,
-        "--out",
-        path_str(dir),
-        "--quiet",
-        "--set",
-        "train.steps=600",
-        "--set",
-        "train.eval_every=200",
-        "--set",
-        "train.checkpoint_every=200",
-        "--set",
-        "train.snapshot_every=0",
-    ];
+    let mut args = vec![TINY, "--out", path_str(dir), "--quiet"];
+    args.extend(LONG_RUN);
     args.extend(extra);
     let child = command(&args)
         .stdout(Stdio::piped())
@@ -306,21 +306,9 @@ fn sigterm_checkpoints_exits_143_and_resumes_to_the_uninterrupted_weights() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("continue with --resume"));
     assert!(!dir.join("model.safetensors").exists());
 
-    let resumed = train(&[
-        TINY,
-        "--out",
-        path_str(&dir),
-        "--quiet",
-        "--resume",
-        "--set",
-        "train.steps=600",
-        "--set",
-        "train.eval_every=200",
-        "--set",
-        "train.checkpoint_every=200",
-        "--set",
-        "train.snapshot_every=0",
-    ]);
+    let mut args = vec![TINY, "--out", path_str(&dir), "--quiet", "--resume"];
+    args.extend(LONG_RUN);
+    let resumed = train(&args);
     succeeded(&resumed);
     assert_eq!(final_tensors(&dir), final_tensors(&whole));
 }
