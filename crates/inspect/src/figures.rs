@@ -18,12 +18,14 @@ use crate::pruning::{PruneCurve, Pruning};
 use crate::similarity::LayerSimilarity;
 
 /// What a drawing step returns; plotters' errors are boxed.
-type DrawResult = Result<(), Box<dyn Error>>;
-type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+pub type DrawResult = Result<(), Box<dyn Error>>;
+/// The drawing area a figure draws on.
+pub type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 /// A similarity panel: its title, its matrix and the colour scale's range.
 type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64));
 
-const FONT: &str = "sans-serif";
+/// The embedded font's family name, for text styles.
+pub const FONT: &str = "sans-serif";
 
 /// Most pixels a figure may have: 2^28 (768 MiB of RGB), e.g. 16384 x 16384. Grids grow
 /// with layers, heads and (in `compare`) runs; past this they have too many panels to read,
@@ -55,7 +57,7 @@ fn register_fonts() {
 }
 
 /// Draws a `width` x `height` figure with `draw` and writes it to `path` as PNG (atomically).
-fn render(
+pub fn render(
     path: &Path,
     (width, height): (u32, u32),
     draw: impl FnOnce(&Area) -> DrawResult,

@@ -1,0 +1,270 @@
+//! Running one run of a sweep: `train` (new, resumed or restarted as the run's state says),
+//! then `inspect`, as child processes of the `train` and `inspect` binaries installed beside
+//! `sweep`. A child runs in its own process group, so a Ctrl-C at the terminal reaches only
+//! `sweep`, which passes exactly one SIGTERM on: `train` then checkpoints and exits, and
+//! the next `sweep run` (or `submit`) resumes it. Both the local pool and a Slurm array task
+//! run a run through [`execute`].
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use train::StopSignal;
+
+use crate::spec::{InspectStep, PlannedRun};
+use crate::state::{RunState, SweepOut, directory_state};
+
+/// The `train` and `inspect` binaries a sweep runs.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    /// `train`.
+    pub train: PathBuf,
+    /// `inspect`.
+    pub inspect: PathBuf,
+}
+
+impl Binaries {
+    /// The binaries in the directory of the running `sweep` (cargo builds them side by side).
+    pub fn beside_current_exe() -> Result<Binaries, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the sweep binary's own path: {e}"))?;
+        let dir = exe.parent().unwrap_or(Path::new("."));
+        let binaries = Binaries {
+            train: dir.join("train"),
+            inspect: dir.join("inspect"),
+        };
+        for path in [&binaries.train, &binaries.inspect] {
+            if !path.is_file() {
+                return Err(format!(
+                    "{} is missing: sweep runs the train and inspect binaries built beside it; \
+                     build all three with `cargo build --release --workspace --bins`",
+                    path.display()
+                ));
+            }
+        }
+        Ok(binaries)
+    }
+}
+
+/// How one attempt at a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    /// Already done: nothing ran.
+    AlreadyDone,
+    /// Trained (or resumed) and inspected now.
+    Done,
+    /// Stopped by a signal: `train` saved a checkpoint (or `inspect` stopped); run it again.
+    Interrupted,
+    /// Another process holds the run.
+    Busy(String),
+    /// Failed; the message says why (and is in `_sweep/failed/NAME.txt`).
+    Failed(String),
+}
+
+/// What one run needs besides its plan.
+#[derive(Debug, Clone)]
+pub struct RunContext<'a> {
+    /// The sweep's output directory.
+    pub out: &'a SweepOut,
+    /// The binaries.
+    pub binaries: &'a Binaries,
+    /// The inspect step.
+    pub inspect: &'a InspectStep,
+    /// Threads each child may use (`RAYON_NUM_THREADS`).
+    pub threads: usize,
+    /// Set when the sweep is asked to stop.
+    pub stop: &'a StopSignal,
+}
+
+/// Brings `run` to done: trains, resumes or restarts it, then inspects it.
+pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
+    let out = context.out;
+    let failure = out.failure_path(run);
+    let log_path = out.log_path(run);
+    let mut log = match open_log(&log_path) {
+        Ok(log) => log,
+        Err(error) => {
+            return record_failure(
+                &failure,
+                format!("cannot write the log {}: {error}", log_path.display()),
+            );
+        }
+    };
+    // Train (or resume, or restart), then inspect: two children at most, a third pass only
+    // to see the run done.
+    let mut ran = false;
+    for _ in 0..3 {
+        if context.stop.requested().is_some() {
+            return Attempt::Interrupted;
+        }
+        // The directory says what to do; a failure record only reports the last attempt.
+        let command = match directory_state(out, run, context.inspect.enabled) {
+            RunState::Done => {
+                let _ = fs::remove_file(&failure);
+                return if ran {
+                    Attempt::Done
+                } else {
+                    Attempt::AlreadyDone
+                };
+            }
+            RunState::Running(holder) => return Attempt::Busy(holder),
+            RunState::Conflict(message) => return record_failure(&failure, message),
+            RunState::NotStarted | RunState::Failed(_) => train_command(run, context, None),
+            RunState::Unfinished => train_command(run, context, Some("--force")),
+            RunState::Interrupted => train_command(run, context, Some("--resume")),
+            RunState::Trained => inspect_command(run, context),
+        };
+        ran = true;
+        match run_child(command, &mut log, context) {
+            Ok(status) if status.success() => {}
+            Ok(status) => {
+                return match status.code() {
+                    // 128 + SIGHUP, SIGINT, SIGTERM: a clean stop with a checkpoint.
+                    Some(129 | 130 | 143) => Attempt::Interrupted,
+                    code => {
+                        let ended = code.map_or_else(
+                            || "was killed by a signal".to_string(),
+                            |c| format!("exited with {c}"),
+                        );
+                        let tail = log_tail(&log_path, 6);
+                        record_failure(
+                            &failure,
+                            format!(
+                                "{ended}: {} (log: {})\n{tail}",
+                                last_error_line(&tail),
+                                log_path.display()
+                            ),
+                        )
+                    }
+                };
+            }
+            Err(error) => return record_failure(&failure, error),
+        }
+    }
+    record_failure(
+        &failure,
+        "train and inspect succeeded but the run is still not done; see its log".to_string(),
+    )
+}
+
+fn train_command(run: &PlannedRun, context: &RunContext, mode: Option<&str>) -> Command {
+    let mut command = Command::new(&context.binaries.train);
+    command
+        .arg(&run.config)
+        .arg("--out")
+        .arg(context.out.run_dir(run))
+        .arg("--quiet");
+    for set in &run.overrides {
+        command.arg("--set").arg(set);
+    }
+    if let Some(mode) = mode {
+        command.arg(mode);
+    }
+    command
+}
+
+fn inspect_command(run: &PlannedRun, context: &RunContext) -> Command {
+    let mut command = Command::new(&context.binaries.inspect);
+    command
+        .arg(context.out.run_dir(run))
+        .args(context.inspect.args());
+    command
+}
+
+/// Runs `command` with its output appended to `log`, passing one SIGTERM on when the sweep
+/// is asked to stop.
+fn run_child(
+    mut command: Command,
+    log: &mut File,
+    context: &RunContext,
+) -> Result<ExitStatus, String> {
+    let shown = format!("{command:?}");
+    writeln!(log, "$ {shown}").map_err(|e| format!("cannot write the log: {e}"))?;
+    let stdout = log.try_clone().map_err(|e| e.to_string())?;
+    let stderr = log.try_clone().map_err(|e| e.to_string())?;
+    command
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .env("RAYON_NUM_THREADS", context.threads.to_string())
+        // Its own process group: the terminal's Ctrl-C goes to `sweep` alone, which sends one
+        // SIGTERM (a second signal would make `train` abort without its checkpoint).
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {shown}: {e}"))?;
+    wait_forwarding_stop(&mut child, context.stop).map_err(|e| format!("waiting for {shown}: {e}"))
+}
+
+fn wait_forwarding_stop(child: &mut Child, stop: &StopSignal) -> io::Result<ExitStatus> {
+    let mut forwarded = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !forwarded && stop.requested().is_some() {
+            terminate(child.id());
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends SIGTERM to the child `pid`.
+fn terminate(pid: u32) {
+    // SAFETY: kill(2) takes plain integers and touches no memory of this process; `pid` is a
+    // child this process has not yet reaped (try_wait returned None), so it names that child.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+    }
+}
+
+fn open_log(path: &Path) -> io::Result<File> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    file.seek(SeekFrom::End(0))?;
+    Ok(file)
+}
+
+/// The last `lines` lines of the log.
+fn log_tail(path: &Path, lines: usize) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = File::open(path) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        let _ = file.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+        let mut bytes = Vec::new();
+        let _ = file.read_to_end(&mut bytes);
+        text = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The child's `error: ...` line, or its last line.
+fn last_error_line(tail: &str) -> String {
+    let line = tail
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error"))
+        .or_else(|| tail.lines().last())
+        .unwrap_or("no output");
+    train::config::excerpt(line, 300)
+}
+
+fn record_failure(path: &Path, message: String) -> Attempt {
+    if let Some(parent) = path.parent() {
+        let _ = fs::create_dir_all(parent);
+    }
+    let _ = train::atomic::write_atomic(path, message.as_bytes());
+    Attempt::Failed(message.lines().next().unwrap_or_default().to_string())
+}

@@ -1,0 +1,18 @@
+//! Sweeps: many headlab runs (seeds x configs x a grid of overrides) from one sweep file, run
+//! on this machine by a pool of workers or on a Slurm cluster as one job array, and reported
+//! with means and 95% confidence intervals over seeds.
+//!
+//! Data flow: [`spec`] expands the sweep file into a plan of runs; [`state`] reads where each
+//! run stands from its run directory; [`exec`] brings one run to done (train or resume, then
+//! inspect, as child processes); [`local`] runs the plan on a worker pool and [`slurm`]
+//! submits it as a job array whose tasks call [`exec`] too; [`report`] collects the finished
+//! runs into tables and [`figures`].
+
+pub mod exec;
+pub mod figures;
+pub mod local;
+pub mod report;
+pub mod slurm;
+pub mod spec;
+pub mod state;
+pub mod stats;

@@ -1,0 +1,161 @@
+//! `sweep run`: the runs of a sweep on this machine, N at once, with one progress bar over
+//! runs. Finished runs are skipped and interrupted ones resumed, so running the sweep again
+//! after a crash or a Ctrl-C finishes what is left; one failed run is reported by name and
+//! does not stop the others.
+
+use std::collections::VecDeque;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::exec::{Attempt, RunContext, execute};
+use crate::spec::{PlannedRun, Sweep};
+use crate::state::{SweepOut, run_state};
+
+/// What a local sweep did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PoolSummary {
+    /// Runs done before this sweep started.
+    pub already_done: usize,
+    /// Runs brought to done now.
+    pub done: usize,
+    /// Failed runs: name and why.
+    pub failed: Vec<(String, String)>,
+    /// Runs another process holds.
+    pub busy: Vec<String>,
+    /// Runs stopped by a signal, or not started because of one.
+    pub interrupted: usize,
+}
+
+/// How to show progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Display {
+    /// A progress bar on a terminal, lines otherwise.
+    Auto,
+    /// Nothing but the final summary.
+    Quiet,
+}
+
+/// Default workers: the cores, over the threads a run uses (its `train.shards`, or
+/// `train.threads` when set), at least one.
+pub fn default_workers(sweep: &Sweep) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let per_run = sweep
+        .runs
+        .iter()
+        .filter_map(|run| run.resolved_config().ok())
+        .map(|config| config.train.threads.unwrap_or(config.train.shards).max(1))
+        .max()
+        .unwrap_or(1);
+    (cores / per_run).max(1)
+}
+
+/// Runs every run of `sweep` that is not done, `workers` at a time.
+pub fn run_pool(
+    sweep: &Sweep,
+    out: &SweepOut,
+    context_template: &RunContext,
+    workers: usize,
+    display: Display,
+) -> PoolSummary {
+    let mut summary = PoolSummary::default();
+    let mut queue: VecDeque<PlannedRun> = VecDeque::new();
+    for run in &sweep.runs {
+        if run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done {
+            summary.already_done += 1;
+        } else {
+            queue.push_back(run.clone());
+        }
+    }
+    let total = sweep.runs.len() as u64;
+    let bar = match display {
+        Display::Auto => ProgressBar::new(total),
+        Display::Quiet => ProgressBar::hidden(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs (eta {eta}) {wide_msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_position(summary.already_done as u64);
+    let queue = Arc::new(Mutex::new(queue));
+    let (sender, results) = mpsc::channel::<(PlannedRun, Attempt)>();
+    let running = Arc::new(Mutex::new(Vec::<String>::new()));
+
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            let queue = Arc::clone(&queue);
+            let sender = sender.clone();
+            let running = Arc::clone(&running);
+            let bar = bar.clone();
+            scope.spawn(move || {
+                loop {
+                    if context_template.stop.requested().is_some() {
+                        break;
+                    }
+                    let Some(run) = queue.lock().expect("queue lock").pop_front() else {
+                        break;
+                    };
+                    set_running(&bar, &running, |names| names.push(run.name.clone()));
+                    let attempt = execute(&run, context_template);
+                    set_running(&bar, &running, |names| names.retain(|n| *n != run.name));
+                    if sender.send((run, attempt)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        // indicatif draws nothing (println included) when stderr is not a terminal: a log
+        // file or CI gets plain lines instead.
+        let say = |line: String| {
+            if bar.is_hidden() {
+                if display == Display::Auto {
+                    println!("[{}/{total}] {line}", bar.position());
+                }
+            } else {
+                bar.println(line);
+            }
+        };
+        for (run, attempt) in results {
+            match attempt {
+                Attempt::AlreadyDone => {
+                    summary.already_done += 1;
+                    bar.inc(1);
+                }
+                Attempt::Done => {
+                    summary.done += 1;
+                    bar.inc(1);
+                    say(format!("done     {}", run.name));
+                }
+                Attempt::Interrupted => summary.interrupted += 1,
+                Attempt::Busy(holder) => {
+                    say(format!("busy     {} (held by {holder})", run.name));
+                    summary.busy.push(run.name);
+                }
+                Attempt::Failed(why) => {
+                    bar.inc(1);
+                    say(format!("failed   {}: {why}", run.name));
+                    summary.failed.push((run.name, why));
+                }
+            }
+        }
+    });
+    // Runs never taken from the queue because of a stop.
+    summary.interrupted += queue.lock().expect("queue lock").len();
+    bar.finish_and_clear();
+    summary
+}
+
+fn set_running(
+    bar: &ProgressBar,
+    running: &Mutex<Vec<String>>,
+    change: impl FnOnce(&mut Vec<String>),
+) {
+    let mut names = running.lock().expect("running lock");
+    change(&mut names);
+    bar.set_message(names.join(", "));
+}

@@ -1,0 +1,641 @@
+//! `sweep report`: every run of a sweep in one table, and what holds across seeds.
+//!
+//! Writes into `OUT/_sweep/report/`:
+//! - `sweep.csv`: one row per run (its state, the grid keys as columns, its training and
+//!   report numbers); `heads.csv`: one row per head per run.
+//! - `report.md`: per grid point, the mean and 95% confidence interval over seeds of each
+//!   number; per grid point and layer, how many seeds have a head of each role, against the
+//!   same count on untrained models of the same configs and seeds (the null: a role that
+//!   untrained models "have" as often says nothing); per grid point, the heads matched across
+//!   seeds as `compare` matches them, with each slot's most frequent role.
+//! - `report.json`: all of it, for Python.
+//! - `figures/*.png`: per number, its distribution over seeds at each grid point.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use inspect::compare::Comparison;
+use inspect::heads::{HeadRecord, head_roles};
+use inspect::probe::Probe;
+use inspect::report::Summary;
+use serde::Serialize;
+use train::RunDir;
+use train::metrics::MetricsRecord;
+
+use crate::spec::{PlannedRun, Sweep};
+use crate::state::{RunState, SweepOut, run_state};
+use crate::stats::{Estimate, wilson};
+
+/// Eval token accuracy that counts as solving the task in "steps to 99%".
+const SOLVED: f64 = 0.99;
+
+/// Most sequences in the probe that matches heads across seeds.
+const MATCH_PROBE: usize = 64;
+
+/// One run's numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// Run name.
+    pub name: String,
+    /// Its state (`done`, `failed`, ...).
+    pub state: String,
+    /// Base config's stem.
+    pub config: String,
+    /// Seed.
+    pub seed: u64,
+    /// Grid values.
+    pub grid: BTreeMap<String, String>,
+    /// Training and report numbers (absent when the run has not got that far).
+    pub numbers: BTreeMap<&'static str, f64>,
+    /// Every head's record from `heads.json`.
+    #[serde(skip)]
+    pub heads: Vec<HeadRecord>,
+}
+
+/// The numbers of a run, in table order: key, column title, decimals.
+pub const NUMBERS: [(&str, &str, usize); 10] = [
+    ("eval_token_acc", "eval token acc", 4),
+    ("eval_seq_acc", "eval seq acc", 4),
+    ("steps_to_99", "steps to 99%", 0),
+    ("steps", "steps", 0),
+    ("ms_per_step", "ms per step", 1),
+    ("heads_with_role", "heads with a role", 2),
+    ("mean_pattern_js", "mean pattern JS", 3),
+    ("removable_heads", "removable heads", 2),
+    ("attention_params", "attention params", 0),
+    ("n_params", "all params", 0),
+];
+
+/// The numbers drawn as figures.
+const FIGURES: [&str; 4] = [
+    "eval_token_acc",
+    "steps_to_99",
+    "heads_with_role",
+    "removable_heads",
+];
+
+/// The runs of one grid point.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    /// `config key=value ...`.
+    pub point: String,
+    /// Runs of the point that are done.
+    pub runs: usize,
+    /// Runs of the point in the plan.
+    pub planned: usize,
+    /// Per number: mean and 95% interval over the done runs that have it.
+    pub estimates: BTreeMap<String, EstimateJson>,
+    /// Of the done runs, how many reached 99% eval token accuracy.
+    pub reached_99: usize,
+    /// Per layer: role -> seeds with at least one head of it, trained and untrained.
+    pub roles: Vec<BTreeMap<String, RoleCount>>,
+    /// Heads matched across seeds (reference: the first seed), when two or more are done.
+    pub slots: Vec<SlotReport>,
+    /// Why matching was skipped, if it was.
+    pub matching_note: Option<String>,
+}
+
+/// [`Estimate`] for JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct EstimateJson {
+    /// Values.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// 95% half-width (null with one value).
+    pub ci95: Option<f64>,
+}
+
+/// In how many seeds a layer has a head of a role.
+#[derive(Debug, Clone, Copy, Serialize, Default)]
+pub struct RoleCount {
+    /// Trained runs with the role in the layer.
+    pub trained: usize,
+    /// Untrained models (same configs and seeds) with the role in the layer.
+    pub untrained: usize,
+    /// Runs counted.
+    pub of: usize,
+}
+
+/// One slot of the matching: a reference head and its matches in the other seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotReport {
+    /// Layer.
+    pub layer: usize,
+    /// The reference seed's head.
+    pub head: usize,
+    /// The most frequent role of the matched heads ("mixed" if none has a role).
+    pub role: String,
+    /// In how many seeds the matched head has that role.
+    pub count: usize,
+    /// Seeds matched.
+    pub of: usize,
+    /// Mean pattern similarity to the reference head (over the other seeds).
+    pub mean_similarity: f64,
+}
+
+/// `report.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// Sweep name.
+    pub sweep: String,
+    /// Grid keys.
+    pub grid_keys: Vec<String>,
+    /// Every run.
+    pub runs: Vec<RunRow>,
+    /// Every grid point.
+    pub points: Vec<PointReport>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads every run, writes the report into `OUT/_sweep/report/` and returns it.
+pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport> {
+    let dir = out.sweep_dir().join("report");
+    let figures = dir.join("figures");
+    std::fs::create_dir_all(&figures)?;
+    let rows: Vec<RunRow> = sweep
+        .runs
+        .iter()
+        .map(|run| read_run(sweep, out, run))
+        .collect();
+    let mut points = Vec::new();
+    for (point, runs) in group_by_point(sweep) {
+        let point_rows: Vec<&RunRow> = runs
+            .iter()
+            .map(|run| &rows[run.index])
+            .filter(|row| row.state == "done")
+            .collect();
+        let done_runs: Vec<&PlannedRun> = runs
+            .iter()
+            .copied()
+            .filter(|run| rows[run.index].state == "done")
+            .collect();
+        let matching = match_seeds(out, &done_runs, &dir.join("matching").join(slug(&point)));
+        points.push(point_report(point, runs.len(), &point_rows, matching));
+    }
+    let mut files = vec![
+        write_file(&dir.join("sweep.csv"), &runs_csv(sweep, &rows))?,
+        write_file(&dir.join("heads.csv"), &heads_csv(sweep, &rows))?,
+    ];
+    for (key, title, _) in NUMBERS.iter().filter(|(key, _, _)| FIGURES.contains(key)) {
+        let path = figures.join(format!("{key}.png"));
+        crate::figures::distribution(&path, title, key, &sweep_points(&points, &rows, sweep))?;
+        files.push(path);
+    }
+    let mut report = SweepReport {
+        sweep: sweep.name.clone(),
+        grid_keys: sweep.grid_keys.clone(),
+        runs: rows,
+        points,
+        files: Vec::new(),
+    };
+    files.push(write_file(&dir.join("report.md"), &markdown(&report))?);
+    files.push(dir.join("report.json"));
+    report.files = files;
+    write_file(
+        &dir.join("report.json"),
+        &serde_json::to_string_pretty(&report)?,
+    )?;
+    Ok(report)
+}
+
+/// Per grid point, in plan order, its runs.
+fn group_by_point(sweep: &Sweep) -> Vec<(String, Vec<&PlannedRun>)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<&PlannedRun>> = BTreeMap::new();
+    for run in &sweep.runs {
+        let point = run.point();
+        if !groups.contains_key(&point) {
+            order.push(point.clone());
+        }
+        groups.entry(point).or_default().push(run);
+    }
+    order
+        .into_iter()
+        .map(|point| {
+            let runs = groups.remove(&point).unwrap_or_default();
+            (point, runs)
+        })
+        .collect()
+}
+
+/// Values of each grid point's done runs, for the figures.
+fn sweep_points<'a>(
+    points: &'a [PointReport],
+    rows: &'a [RunRow],
+    sweep: &'a Sweep,
+) -> Vec<(&'a str, Vec<&'a RunRow>)> {
+    points
+        .iter()
+        .map(|point| {
+            let runs = sweep
+                .runs
+                .iter()
+                .filter(|run| run.point() == point.point)
+                .map(|run| &rows[run.index])
+                .filter(|row| row.state == "done")
+                .collect();
+            (point.point.as_str(), runs)
+        })
+        .collect()
+}
+
+fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
+    let state = run_state(out, run, sweep.inspect.enabled);
+    let mut row = RunRow {
+        name: run.name.clone(),
+        state: state.label().to_string(),
+        config: run.config_stem.clone(),
+        seed: run.seed,
+        grid: run.grid.clone(),
+        numbers: BTreeMap::new(),
+        heads: Vec::new(),
+    };
+    if !matches!(state, RunState::Done | RunState::Trained) {
+        return row;
+    }
+    let Ok(dir) = RunDir::open(&out.run_dir(run)) else {
+        return row;
+    };
+    add_training_numbers(&mut row.numbers, &dir.metrics());
+    let report = dir.report_dir();
+    if let Some(summary) = read_json::<Summary>(&report.join("summary.json")) {
+        let numbers = [
+            ("eval_token_acc", summary.eval_token_acc),
+            ("heads_with_role", summary.heads_with_role as f64),
+            ("mean_pattern_js", summary.mean_pattern_js),
+            ("removable_heads", summary.removable_heads as f64),
+            ("attention_params", summary.attention_params as f64),
+            ("n_params", summary.n_params as f64),
+        ];
+        row.numbers.extend(numbers);
+    }
+    row.heads = read_json(&report.join("heads.json")).unwrap_or_default();
+    row
+}
+
+/// Steps, time, the last evaluation and the first step at 99%, from `metrics.jsonl`.
+pub fn add_training_numbers(numbers: &mut BTreeMap<&'static str, f64>, records: &[MetricsRecord]) {
+    let Some(last) = records.last() else {
+        return;
+    };
+    numbers.insert("steps", last.step as f64);
+    if last.step > 0 {
+        numbers.insert("ms_per_step", last.elapsed_s * 1000.0 / last.step as f64);
+    }
+    if let Some(eval) = records.iter().rev().find(|r| r.eval_token_acc.is_some()) {
+        numbers.insert("eval_token_acc", eval.eval_token_acc.unwrap_or_default());
+        if let Some(seq) = eval.eval_seq_acc {
+            numbers.insert("eval_seq_acc", seq);
+        }
+    }
+    if let Some(first) = records
+        .iter()
+        .find(|r| r.eval_token_acc.is_some_and(|acc| acc >= SOLVED))
+    {
+        numbers.insert("steps_to_99", first.step as f64);
+    }
+}
+
+fn point_report(
+    point: String,
+    planned: usize,
+    rows: &[&RunRow],
+    matching: Result<(Comparison, Vec<BTreeMap<String, usize>>), String>,
+) -> PointReport {
+    let mut estimates = BTreeMap::new();
+    for (key, _, _) in NUMBERS {
+        let values: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r.numbers.get(key))
+            .copied()
+            .collect();
+        if let Some(e) = Estimate::of(&values) {
+            estimates.insert(
+                key.to_string(),
+                EstimateJson {
+                    n: e.n,
+                    mean: e.mean,
+                    ci95: (!e.half_width.is_nan()).then_some(e.half_width),
+                },
+            );
+        }
+    }
+    let reached_99 = rows
+        .iter()
+        .filter(|r| r.numbers.contains_key("steps_to_99"))
+        .count();
+    let (roles, slots, matching_note) = match matching {
+        Ok((comparison, untrained)) => {
+            let n = comparison.runs.len();
+            let roles = comparison
+                .runs_with_role
+                .iter()
+                .zip(&untrained)
+                .map(|(trained, null)| {
+                    let names: BTreeSet<&String> = trained.keys().chain(null.keys()).collect();
+                    names
+                        .into_iter()
+                        .filter(|name| *name != "mixed")
+                        .map(|name| {
+                            let count = RoleCount {
+                                trained: trained.get(name).copied().unwrap_or(0),
+                                untrained: null.get(name).copied().unwrap_or(0),
+                                of: n,
+                            };
+                            (name.clone(), count)
+                        })
+                        .collect()
+                })
+                .collect();
+            let slots = comparison
+                .slots
+                .iter()
+                .map(|slot| {
+                    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
+                    for role in slot.roles.iter().filter(|r| *r != "mixed") {
+                        *counts.entry(role).or_default() += 1;
+                    }
+                    let (role, count) = counts
+                        .into_iter()
+                        .max_by_key(|(_, count)| *count)
+                        .map_or(("mixed".to_string(), 0), |(r, c)| (r.clone(), c));
+                    SlotReport {
+                        layer: slot.layer,
+                        head: slot.head,
+                        role,
+                        count,
+                        of: slot.roles.len(),
+                        mean_similarity: slot.mean_similarity,
+                    }
+                })
+                .collect();
+            (roles, slots, None)
+        }
+        Err(note) => (Vec::new(), Vec::new(), Some(note)),
+    };
+    PointReport {
+        point,
+        runs: rows.len(),
+        planned,
+        estimates,
+        reached_99,
+        roles,
+        slots,
+        matching_note,
+    }
+}
+
+/// Matches the heads of a grid point's done runs (as `compare` does, writing its files into
+/// `dir`) and counts roles on untrained models of the same configs and seeds on the same probe.
+fn match_seeds(
+    out: &SweepOut,
+    runs: &[&PlannedRun],
+    dir: &Path,
+) -> Result<(Comparison, Vec<BTreeMap<String, usize>>), String> {
+    if runs.is_empty() {
+        return Err("no run is done".to_string());
+    }
+    let dirs: Vec<PathBuf> = runs.iter().map(|run| out.run_dir(run)).collect();
+    let loaded = inspect::compare::load_runs(&dirs).map_err(|e| e.to_string())?;
+    let reference = &loaded[0];
+    let probe_size = Probe::max_size(&reference.run, loaded.len()).clamp(1, MATCH_PROBE);
+    let comparison =
+        inspect::compare::compare(&loaded, dir, probe_size).map_err(|e| e.to_string())?;
+    // The null on the same probe: untrained models, each seeded as its run was.
+    let probe = Probe::new(
+        &reference.run.task,
+        probe_size,
+        reference.run.config.seed,
+        &reference.device,
+    );
+    let tokens = probe.token_ids();
+    let n_layers = reference.model.blocks.len();
+    let mut untrained: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); n_layers];
+    for run in &loaded {
+        let device = Device::flex();
+        device.seed(run.run.config.seed);
+        let model = run
+            .run
+            .config
+            .model
+            .init(&run.run.io, &device)
+            .map_err(|e| e.to_string())?;
+        for (layer, probed) in probe.run(&model).iter().enumerate() {
+            let roles: BTreeSet<String> = head_roles(&run.run.task, probed, &tokens)
+                .into_iter()
+                .map(|(_, role)| role)
+                .collect();
+            for role in roles {
+                *untrained[layer].entry(role).or_default() += 1;
+            }
+        }
+    }
+    Ok((comparison, untrained))
+}
+
+/// One CSV line (RFC 4180): a field holding a comma, a quote or a line break is quoted.
+/// Written here rather than with the `csv` crate, which asks for serde features the rest of
+/// the workspace does not, and so would make every package rebuild Burn.
+pub fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|field| {
+            if field.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", field.replace('"', "\"\""))
+            } else {
+                field.clone()
+            }
+        })
+        .collect();
+    format!("{}\n", quoted.join(","))
+}
+
+fn runs_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
+    let mut header: Vec<String> = ["run", "state", "config", "seed"]
+        .map(String::from)
+        .to_vec();
+    header.extend(sweep.grid_keys.iter().cloned());
+    header.extend(NUMBERS.iter().map(|(key, _, _)| key.to_string()));
+    let mut text = csv_line(&header);
+    for row in rows {
+        let mut record = vec![
+            row.name.clone(),
+            row.state.clone(),
+            row.config.clone(),
+            row.seed.to_string(),
+        ];
+        record.extend(sweep.grid_keys.iter().map(|k| row.grid[k].clone()));
+        record.extend(NUMBERS.iter().map(|(key, _, _)| {
+            row.numbers
+                .get(key)
+                .map_or(String::new(), |v| v.to_string())
+        }));
+        text.push_str(&csv_line(&record));
+    }
+    text
+}
+
+fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
+    let patterns: BTreeSet<&String> = rows
+        .iter()
+        .flat_map(|row| row.heads.iter().flat_map(|h| h.pattern_scores.keys()))
+        .collect();
+    let mut header: Vec<String> = ["run", "config", "seed"].map(String::from).to_vec();
+    header.extend(sweep.grid_keys.iter().cloned());
+    header.extend(
+        [
+            "layer",
+            "head",
+            "role",
+            "entropy",
+            "confidence",
+            "mean_distance",
+            "ablation_drop",
+        ]
+        .map(String::from),
+    );
+    header.extend(patterns.iter().map(|p| format!("score_{p}")));
+    let mut text = csv_line(&header);
+    for row in rows {
+        for head in &row.heads {
+            let mut record = vec![row.name.clone(), row.config.clone(), row.seed.to_string()];
+            record.extend(sweep.grid_keys.iter().map(|k| row.grid[k].clone()));
+            record.extend([
+                head.layer.to_string(),
+                head.head.to_string(),
+                head.role.clone(),
+                head.entropy.to_string(),
+                head.confidence.to_string(),
+                head.mean_distance.to_string(),
+                head.ablation_drop.to_string(),
+            ]);
+            record.extend(patterns.iter().map(|p| {
+                head.pattern_scores
+                    .get(*p)
+                    .map_or(String::new(), |v| v.to_string())
+            }));
+            text.push_str(&csv_line(&record));
+        }
+    }
+    text
+}
+
+/// `report.md`.
+pub fn markdown(report: &SweepReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Sweep `{}`\n", report.sweep);
+    let done = report.runs.iter().filter(|r| r.state == "done").count();
+    let _ = writeln!(
+        md,
+        "{done} of {} runs done. Each cell: mean ± 95% confidence interval over the seeds \
+         done (Student's t); \"steps to 99%\" over the runs that reached 99% eval token \
+         accuracy.\n",
+        report.runs.len()
+    );
+    let mut header = "| grid point | seeds | reached 99% |".to_string();
+    let mut rule = "| --- | --- | --- |".to_string();
+    for (_, title, _) in NUMBERS {
+        let _ = write!(header, " {title} |");
+        rule.push_str(" --- |");
+    }
+    let _ = writeln!(md, "{header}\n{rule}");
+    for point in &report.points {
+        let mut line = format!(
+            "| {} | {} of {} | {} of {} |",
+            point.point, point.runs, point.planned, point.reached_99, point.runs
+        );
+        for (key, _, digits) in NUMBERS {
+            let cell = point.estimates.get(key).map_or("-".to_string(), |e| {
+                Estimate {
+                    n: e.n,
+                    mean: e.mean,
+                    half_width: e.ci95.unwrap_or(f64::NAN),
+                }
+                .show(digits)
+            });
+            let _ = write!(line, " {cell} |");
+        }
+        let _ = writeln!(md, "{line}");
+    }
+    let _ = writeln!(
+        md,
+        "\n## Roles across seeds\n\nPer grid point and layer: in how many seeds at least one \
+         head has the role (a role: 0.5 or more of a head's attention on one pattern), with \
+         its 95% Wilson interval, and the same count on untrained models of the same configs \
+         and seeds, measured on the same probe. Then each head of the first seed, matched in \
+         every other seed as `compare` matches them: the matched heads' most frequent role.\n"
+    );
+    for point in &report.points {
+        let _ = writeln!(md, "### {}\n", point.point);
+        if let Some(note) = &point.matching_note {
+            let _ = writeln!(md, "Not matched: {note}\n");
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "| layer | role | trained | 95% interval | untrained |\n| --- | --- | --- | --- | --- |"
+        );
+        let mut any = false;
+        for (layer, roles) in point.roles.iter().enumerate() {
+            for (role, count) in roles {
+                any = true;
+                let (low, high) = wilson(count.trained, count.of);
+                let _ = writeln!(
+                    md,
+                    "| {layer} | {role} | {} of {} | {:.0}% to {:.0}% | {} of {} |",
+                    count.trained,
+                    count.of,
+                    low * 100.0,
+                    high * 100.0,
+                    count.untrained,
+                    count.of
+                );
+            }
+        }
+        if !any {
+            let _ = writeln!(md, "| - | no head has a role in any seed | | | |");
+        }
+        let _ = writeln!(
+            md,
+            "\n| slot | most frequent role | seeds | mean similarity |\n| --- | --- | --- | --- |"
+        );
+        for slot in &point.slots {
+            let _ = writeln!(
+                md,
+                "| L{}H{} | {} | {} of {} | {:.2} |",
+                slot.layer, slot.head, slot.role, slot.count, slot.of, slot.mean_similarity
+            );
+        }
+        let _ = writeln!(md);
+    }
+    md
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<PathBuf> {
+    train::atomic::write_atomic(path, text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    Ok(path.to_path_buf())
+}
+
+/// A grid point as a directory name.
+fn slug(point: &str) -> String {
+    point
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

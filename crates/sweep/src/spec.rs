@@ -1,0 +1,680 @@
+//! The sweep file: base configs, a grid of overrides, seeds and what to run after training,
+//! expanded into a plan of runs, each one `train` invocation with its own run directory.
+//!
+//! ```toml
+//! name = "layouts"                      # default: the file's stem; runs go to runs/<name>/
+//! configs = ["../experiments/layouts-sort.toml"]   # relative to this file
+//! seeds = { from = 0, count = 16 }      # or a list: seeds = [0, 1, 2]
+//! run_name = "{config}-{model.head_layout}-s{seed}"   # optional; this is the default
+//!
+//! [grid]                                # every combination of these values
+//! "model.head_layout" = ["split", "wide", "narrow"]
+//!
+//! [set]                                 # fixed overrides for every run
+//! "train.snapshot_every" = 0
+//!
+//! [inspect]                             # after training (default: on, inspect's defaults)
+//! enabled = true
+//! probe = 64
+//! prune_tolerance = 0.01
+//! ```
+//!
+//! Runs are ordered seed-major (every grid point's seed 0, then every grid point's seed 1, ...)
+//! so a sweep stopped half-way has the same number of seeds at every grid point. A run's index
+//! in the plan is its Slurm array index: it stays the same as long as the file does.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use train::RunConfig;
+
+/// Most runs one sweep may plan: a typo such as `count = 1e9` must not allocate a billion
+/// plans or launch a billion jobs.
+pub const MAX_RUNS: usize = 100_000;
+
+/// Longest run name in bytes (a file name on every common file system).
+const MAX_NAME_BYTES: usize = 255;
+
+/// The sweep file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepFile {
+    name: Option<String>,
+    configs: Vec<PathBuf>,
+    seeds: Seeds,
+    run_name: Option<String>,
+    #[serde(default)]
+    grid: toml::Table,
+    #[serde(default)]
+    set: toml::Table,
+    #[serde(default)]
+    inspect: InspectStep,
+}
+
+/// `seeds`: a list, or a range.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Seeds {
+    List(Vec<u64>),
+    Range(SeedRange),
+}
+
+/// `seeds = { from = 0, count = 16 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeedRange {
+    #[serde(default)]
+    from: u64,
+    count: u64,
+}
+
+/// `[inspect]`: whether and how each run is inspected after training.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InspectStep {
+    /// Run `inspect` on every trained run (`sweep report` needs its `summary.json`).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// `inspect --probe`.
+    pub probe: Option<usize>,
+    /// `inspect --prune-tolerance`.
+    pub prune_tolerance: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for InspectStep {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            probe: None,
+            prune_tolerance: None,
+        }
+    }
+}
+
+impl InspectStep {
+    /// The `inspect` arguments after the run directory.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(probe) = self.probe {
+            args.extend(["--probe".to_string(), probe.to_string()]);
+        }
+        if let Some(tolerance) = self.prune_tolerance {
+            args.extend(["--prune-tolerance".to_string(), tolerance.to_string()]);
+        }
+        args
+    }
+}
+
+/// A sweep, expanded.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// The sweep file.
+    pub path: PathBuf,
+    /// Its name: the default output directory is `runs/<name>`.
+    pub name: String,
+    /// Grid keys, in the file's order.
+    pub grid_keys: Vec<String>,
+    /// Every run, in plan order (seed-major).
+    pub runs: Vec<PlannedRun>,
+    /// What runs after training.
+    pub inspect: InspectStep,
+}
+
+/// One run of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRun {
+    /// Index in the plan (the Slurm array index).
+    pub index: usize,
+    /// Directory name under the sweep's output directory.
+    pub name: String,
+    /// The base config file.
+    pub config: PathBuf,
+    /// The base config's file stem (`{config}` in `run_name`).
+    pub config_stem: String,
+    /// The run's grid values, as they appear in names and tables (`split`, `4`).
+    pub grid: BTreeMap<String, String>,
+    /// The seed.
+    pub seed: u64,
+    /// `--set` arguments for `train`: the fixed ones, the grid's, then the seed.
+    pub overrides: Vec<String>,
+}
+
+impl PlannedRun {
+    /// The grid point: the config and the grid values, without the seed.
+    pub fn point(&self) -> String {
+        let mut parts = vec![self.config_stem.clone()];
+        parts.extend(self.grid.iter().map(|(k, v)| format!("{k}={v}")));
+        parts.join(" ")
+    }
+
+    /// The run's resolved config, as `train` would write it.
+    pub fn resolved_config(&self) -> Result<RunConfig, SweepError> {
+        let config =
+            RunConfig::load(&self.config, &self.overrides).map_err(|error| SweepError::Config {
+                run: self.name.clone(),
+                error: Box::new(error),
+            })?;
+        let source = PathBuf::from(format!("{} (run {})", self.config.display(), self.name));
+        let resolved = config
+            .resolve(&source)
+            .map_err(|error| SweepError::Config {
+                run: self.name.clone(),
+                error: Box::new(error),
+            })?;
+        Ok(resolved.config)
+    }
+}
+
+/// A sweep file that cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// Unreadable.
+    #[error("cannot read the sweep file {path}: {error}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Not TOML of the expected shape.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// toml's message (with the line), shortened.
+        message: String,
+    },
+    /// A key with a value out of range.
+    #[error("{path}: {key}: {message}")]
+    Key {
+        /// The file.
+        path: PathBuf,
+        /// The key, e.g. `grid."model.n_heads"`.
+        key: String,
+        /// What is wrong and what would be accepted.
+        message: String,
+    },
+    /// A run's config does not load or resolve with its overrides.
+    #[error("run {run}: {error}")]
+    Config {
+        /// The run.
+        run: String,
+        /// Why.
+        error: Box<train::config::ConfigError>,
+    },
+}
+
+impl Sweep {
+    /// Reads and expands the sweep file at `path`, checking every run's config.
+    pub fn load(path: &Path) -> Result<Sweep, SweepError> {
+        let text = std::fs::read_to_string(path).map_err(|error| SweepError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let sweep = Self::parse(&text, path)?;
+        for run in &sweep.runs {
+            run.resolved_config()?;
+        }
+        Ok(sweep)
+    }
+
+    /// Expands `text`, the content of `path`, without loading the configs.
+    pub fn parse(text: &str, path: &Path) -> Result<Sweep, SweepError> {
+        let file: SweepFile = toml::from_str(text).map_err(|e| SweepError::Parse {
+            path: path.to_path_buf(),
+            message: train::config::excerpt(e.to_string().trim_end(), 600),
+        })?;
+        let key_error = |key: &str, message: String| SweepError::Key {
+            path: path.to_path_buf(),
+            key: key.to_string(),
+            message,
+        };
+        let name = match &file.name {
+            Some(name) => name.clone(),
+            None => path
+                .file_stem()
+                .map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned()),
+        };
+        check_name(&name).map_err(|m| key_error("name", m))?;
+
+        if file.configs.is_empty() {
+            return Err(key_error(
+                "configs",
+                "the list is empty; give at least one config file, e.g. \
+                 configs = [\"../reverse.toml\"]"
+                    .into(),
+            ));
+        }
+        let base = path.parent().unwrap_or(Path::new(""));
+        let configs: Vec<(PathBuf, String)> = file
+            .configs
+            .iter()
+            .map(|config| {
+                let stem = config
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (base.join(config), stem)
+            })
+            .collect();
+        let stems: BTreeSet<&String> = configs.iter().map(|(_, stem)| stem).collect();
+        if stems.len() < configs.len() {
+            return Err(key_error(
+                "configs",
+                "two configs share a file name; run names and tables tell configs apart by it"
+                    .into(),
+            ));
+        }
+
+        let seeds = match &file.seeds {
+            Seeds::List(list) => list.clone(),
+            Seeds::Range(range) => {
+                if range.count as usize > MAX_RUNS {
+                    return Err(key_error(
+                        "seeds.count",
+                        format!("{} is more than {MAX_RUNS} runs", range.count),
+                    ));
+                }
+                let end = range.from.checked_add(range.count).ok_or_else(|| {
+                    key_error("seeds.from", "from + count is past the largest seed".into())
+                })?;
+                (range.from..end).collect()
+            }
+        };
+        if seeds.is_empty() {
+            return Err(key_error(
+                "seeds",
+                "no seeds; give a list or a count of at least 1".into(),
+            ));
+        }
+        if seeds.iter().collect::<BTreeSet<_>>().len() < seeds.len() {
+            return Err(key_error("seeds", "a seed is listed twice".into()));
+        }
+
+        let mut fixed = Vec::new();
+        for (key, value) in &file.set {
+            check_key(key).map_err(|m| key_error(&format!("set.\"{key}\""), m))?;
+            if key == "seed" {
+                return Err(key_error("set.seed", "set seeds with `seeds`".into()));
+            }
+            fixed.push(format!("{key}={}", toml_value(value)));
+        }
+
+        let mut axes: Vec<(String, Vec<(String, String)>)> = Vec::new();
+        for (key, values) in &file.grid {
+            let at = format!("grid.\"{key}\"");
+            check_key(key).map_err(|m| key_error(&at, m))?;
+            if key == "seed" {
+                return Err(key_error(&at, "seeds go in `seeds`, not the grid".into()));
+            }
+            if file.set.contains_key(key) {
+                return Err(key_error(&at, "the key is also in [set]; keep one".into()));
+            }
+            let toml::Value::Array(values) = values else {
+                return Err(key_error(
+                    &at,
+                    format!(
+                        "expected a list of values, e.g. [\"split\", \"wide\"], got {}",
+                        toml_value(values)
+                    ),
+                ));
+            };
+            if values.is_empty() {
+                return Err(key_error(&at, "the list is empty".into()));
+            }
+            let mut shown = BTreeSet::new();
+            let mut axis = Vec::new();
+            for value in values {
+                if matches!(value, toml::Value::Array(_) | toml::Value::Table(_)) {
+                    return Err(key_error(
+                        &at,
+                        format!("{} is not a single value", toml_value(value)),
+                    ));
+                }
+                let display = display_value(value);
+                if !shown.insert(display.clone()) {
+                    return Err(key_error(&at, format!("{display} is listed twice")));
+                }
+                axis.push((display, format!("{key}={}", toml_value(value))));
+            }
+            axes.push((key.clone(), axis));
+        }
+        let grid_keys: Vec<String> = axes.iter().map(|(key, _)| key.clone()).collect();
+
+        let points = axes
+            .iter()
+            .try_fold(configs.len(), |n, (_, axis)| n.checked_mul(axis.len()))
+            .and_then(|n| n.checked_mul(seeds.len()))
+            .filter(|&n| n <= MAX_RUNS);
+        let Some(total) = points else {
+            return Err(key_error(
+                "grid",
+                format!("configs x grid x seeds is more than {MAX_RUNS} runs"),
+            ));
+        };
+
+        let pattern = match &file.run_name {
+            Some(pattern) => pattern.clone(),
+            None => default_pattern(&grid_keys),
+        };
+        check_pattern(&pattern, &grid_keys).map_err(|m| key_error("run_name", m))?;
+
+        let mut runs = Vec::with_capacity(total);
+        for &seed in &seeds {
+            for (config, stem) in &configs {
+                for combination in combinations(&axes) {
+                    let grid: BTreeMap<String, String> = combination
+                        .iter()
+                        .map(|(key, (display, _))| (key.to_string(), display.clone()))
+                        .collect();
+                    let mut overrides = fixed.clone();
+                    overrides.extend(combination.iter().map(|(_, (_, set))| set.clone()));
+                    overrides.push(format!("seed={seed}"));
+                    let name = render(&pattern, stem, seed, &grid);
+                    check_name(&name)
+                        .map_err(|m| key_error("run_name", format!("run `{name}`: {m}")))?;
+                    runs.push(PlannedRun {
+                        index: runs.len(),
+                        name,
+                        config: config.clone(),
+                        config_stem: stem.clone(),
+                        grid,
+                        seed,
+                        overrides,
+                    });
+                }
+            }
+        }
+        let mut names = BTreeSet::new();
+        for run in &runs {
+            if !names.insert(&run.name) {
+                return Err(key_error(
+                    "run_name",
+                    format!(
+                        "`{pattern}` gives two runs the name `{}`; add the keys that tell them \
+                         apart ({{config}}, {{seed}} or a grid key in braces)",
+                        run.name
+                    ),
+                ));
+            }
+        }
+        Ok(Sweep {
+            path: path.to_path_buf(),
+            name,
+            grid_keys,
+            runs,
+            inspect: file.inspect,
+        })
+    }
+
+    /// The run called `name`.
+    pub fn run(&self, name: &str) -> Option<&PlannedRun> {
+        self.runs.iter().find(|run| run.name == name)
+    }
+}
+
+/// `{config}-{key}...-s{seed}`: the config's stem, each grid value, the seed.
+fn default_pattern(grid_keys: &[String]) -> String {
+    let mut parts = vec!["{config}".to_string()];
+    parts.extend(grid_keys.iter().map(|key| format!("{{{key}}}")));
+    parts.push("s{seed}".to_string());
+    parts.join("-")
+}
+
+/// Every placeholder must be `config`, `seed` or a grid key.
+fn check_pattern(pattern: &str, grid_keys: &[String]) -> Result<(), String> {
+    let mut rest = pattern;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            return Err(format!("`{pattern}` has a `{{` without its `}}`"));
+        };
+        let key = &rest[open + 1..open + close];
+        if key != "config" && key != "seed" && !grid_keys.iter().any(|k| k == key) {
+            return Err(format!(
+                "`{{{key}}}` is not a placeholder; use {{config}}, {{seed}} or a grid key ({})",
+                if grid_keys.is_empty() {
+                    "the grid is empty".to_string()
+                } else {
+                    grid_keys.join(", ")
+                }
+            ));
+        }
+        rest = &rest[open + close + 1..];
+    }
+    Ok(())
+}
+
+fn render(pattern: &str, config: &str, seed: u64, grid: &BTreeMap<String, String>) -> String {
+    let mut name = pattern
+        .replace("{config}", config)
+        .replace("{seed}", &seed.to_string());
+    for (key, value) in grid {
+        name = name.replace(&format!("{{{key}}}"), value);
+    }
+    name
+}
+
+/// Every combination of one value per axis, the first axis slowest.
+fn combinations(axes: &[(String, Vec<(String, String)>)]) -> Vec<Vec<(&str, &(String, String))>> {
+    let mut all: Vec<Vec<(&str, &(String, String))>> = vec![Vec::new()];
+    for (key, values) in axes {
+        all = all
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |value| {
+                    let mut next = prefix.clone();
+                    next.push((key.as_str(), value));
+                    next
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+/// A key path such as `model.n_heads`: dotted words.
+fn check_key(key: &str) -> Result<(), String> {
+    let ok = !key.is_empty()
+        && key.split('.').all(|part| {
+            !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not a config key path like \"model.n_heads\"",
+            train::config::excerpt(key, 60)
+        ))
+    }
+}
+
+/// A run or sweep name: one directory name of letters, digits, `-`, `_` and `.`, not starting
+/// with `.` or `_` (the sweep's own files live in `_sweep/`).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty".into());
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err("the name is longer than 255 bytes".into());
+    }
+    if name.starts_with(['.', '_']) {
+        return Err(format!(
+            "`{}` starts with `.` or `_`; those are kept for headlab's own files",
+            train::config::excerpt(name, 60)
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "`{}` holds {c:?}; a name is one directory name of letters, digits, `-`, `_` and `.`",
+            train::config::excerpt(name, 60)
+        ));
+    }
+    Ok(())
+}
+
+/// The value as a `--set` right-hand side (TOML).
+fn toml_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => toml::Value::String(s.clone()).to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The value as a name part or table cell: strings without quotes.
+fn display_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Sweep, SweepError> {
+        Sweep::parse(text, Path::new("sweeps/demo.toml"))
+    }
+
+    #[test]
+    fn expands_the_grid_seed_major_with_default_names() {
+        let sweep = parse(
+            r#"
+            configs = ["../a.toml"]
+            seeds = { from = 3, count = 2 }
+            [grid]
+            "model.head_layout" = ["split", "wide"]
+            "model.n_heads" = [1, 2]
+            [set]
+            "train.steps" = 10
+            "#,
+        )
+        .unwrap();
+        assert_eq!(sweep.name, "demo");
+        assert_eq!(sweep.grid_keys, ["model.head_layout", "model.n_heads"]);
+        let names: Vec<&str> = sweep.runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "a-split-1-s3",
+                "a-split-2-s3",
+                "a-wide-1-s3",
+                "a-wide-2-s3",
+                "a-split-1-s4",
+                "a-split-2-s4",
+                "a-wide-1-s4",
+                "a-wide-2-s4"
+            ]
+        );
+        let run = &sweep.runs[5];
+        assert_eq!(run.index, 5);
+        assert_eq!(run.config, Path::new("sweeps/../a.toml"));
+        assert_eq!(
+            run.overrides,
+            [
+                "train.steps=10",
+                "model.head_layout=\"split\"",
+                "model.n_heads=2",
+                "seed=4"
+            ]
+        );
+        assert_eq!(run.point(), "a model.head_layout=split model.n_heads=2");
+    }
+
+    #[test]
+    fn a_pattern_names_runs() {
+        let sweep = parse(
+            r#"
+            configs = ["x.toml", "y.toml"]
+            seeds = [7]
+            run_name = "{config}_h{model.n_heads}_{seed}"
+            [grid]
+            "model.n_heads" = [2]
+            "#,
+        )
+        .unwrap();
+        let names: Vec<&str> = sweep.runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["x_h2_7", "y_h2_7"]);
+    }
+
+    #[test]
+    fn bad_files_name_the_key() {
+        let cases = [
+            ("configs = []\nseeds = [0]", "configs"),
+            ("configs = [\"a.toml\"]\nseeds = []", "seeds"),
+            ("configs = [\"a.toml\"]\nseeds = [1, 1]", "listed twice"),
+            (
+                "configs = [\"a.toml\"]\nseeds = { count = 1000000000 }",
+                "seeds.count",
+            ),
+            (
+                "configs = [\"a/a.toml\", \"b/a.toml\"]\nseeds = [0]",
+                "share a file name",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\n[grid]\n\"m.x\" = 3",
+                "grid.\"m.x\"",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\n[grid]\n\"m.x\" = []",
+                "empty",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\n[grid]\nseed = [1]",
+                "`seeds`",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\n[grid]\n\"../x\" = [1]",
+                "key path",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0, 1]\nrun_name = \"same\"",
+                "two runs",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\nrun_name = \"{nope}\"",
+                "placeholder",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\nrun_name = \"a/x{seed}\"",
+                "holds '/'",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\nname = \"_x\"",
+                "starts with",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\nsteps = 3",
+                "unknown field",
+            ),
+            (
+                "configs = [\"a.toml\"]\nseeds = [0]\n[grid]\n\"a.b\" = [[1], [2]]",
+                "not a single value",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = parse(text).expect_err(text).to_string();
+            assert!(error.contains(expected), "{text}: {error}");
+            assert!(error.starts_with("sweeps/demo.toml"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_grid_too_large_is_refused_before_expanding() {
+        let values: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let list = values.join(", ");
+        let text = format!(
+            "configs = [\"a.toml\"]\nseeds = {{ count = 1000 }}\n[grid]\n\"a.b\" = [{list}]"
+        );
+        let error = parse(&text).unwrap_err().to_string();
+        assert!(error.contains("more than 100000 runs"), "{error}");
+    }
+}

@@ -1,0 +1,184 @@
+//! Where each run of a sweep stands, read from its run directory and the sweep's own records
+//! (`OUT/_sweep/`), so that `sweep run`, `sweep submit` and `sweep status` agree without a
+//! database: a run is done when its report is complete, running while `train` or `inspect`
+//! holds its lock, interrupted when it has checkpoints but no final weights.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use train::RunDir;
+use train::run_dir::RunDirError;
+
+use crate::spec::PlannedRun;
+
+/// The sweep's own directory inside its output directory (run names cannot start with `_`).
+pub const SWEEP_DIR: &str = "_sweep";
+
+/// The last file `inspect` writes: its presence means the report is complete.
+const REPORT_DONE: &str = "index.html";
+
+/// Where a sweep keeps its files.
+#[derive(Debug, Clone)]
+pub struct SweepOut {
+    /// The output directory: one run directory per run, and `_sweep/`.
+    pub root: PathBuf,
+}
+
+impl SweepOut {
+    /// The output directory at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The run directory of `run`.
+    pub fn run_dir(&self, run: &PlannedRun) -> PathBuf {
+        self.root.join(&run.name)
+    }
+
+    /// `_sweep/`.
+    pub fn sweep_dir(&self) -> PathBuf {
+        self.root.join(SWEEP_DIR)
+    }
+
+    /// `_sweep/logs/NAME.log`: what `train` and `inspect` printed for the run.
+    pub fn log_path(&self, run: &PlannedRun) -> PathBuf {
+        self.sweep_dir()
+            .join("logs")
+            .join(format!("{}.log", run.name))
+    }
+
+    /// `_sweep/failed/NAME.txt`: why the run's last attempt failed (absent once it succeeds).
+    pub fn failure_path(&self, run: &PlannedRun) -> PathBuf {
+        self.sweep_dir()
+            .join("failed")
+            .join(format!("{}.txt", run.name))
+    }
+
+    /// `_sweep/slurm/`: batch scripts, job ids and Slurm's output files.
+    pub fn slurm_dir(&self) -> PathBuf {
+        self.sweep_dir().join("slurm")
+    }
+}
+
+/// A run's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunState {
+    /// No run directory yet (or an empty one).
+    NotStarted,
+    /// A run whose creation was cut short before its first checkpoint: started again.
+    Unfinished,
+    /// Checkpoints but no final weights: resumed.
+    Interrupted,
+    /// Trained, report missing or incomplete.
+    Trained,
+    /// Trained and (if the sweep inspects) inspected.
+    Done,
+    /// Another process (`train` or `inspect`) holds the run.
+    Running(String),
+    /// The last attempt failed; the message says why.
+    Failed(String),
+    /// The directory is not this run: another config, not a run, unreadable. Never touched.
+    Conflict(String),
+}
+
+impl RunState {
+    /// Short label for tables and `sweep status`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            RunState::NotStarted | RunState::Unfinished => "left",
+            RunState::Interrupted => "interrupted",
+            RunState::Trained => "trained",
+            RunState::Done => "done",
+            RunState::Running(_) => "running",
+            RunState::Failed(_) => "failed",
+            RunState::Conflict(_) => "conflict",
+        }
+    }
+
+    /// Whether `sweep run` and `sweep submit` have work to do on the run.
+    pub fn needs_work(&self) -> bool {
+        matches!(
+            self,
+            RunState::NotStarted
+                | RunState::Unfinished
+                | RunState::Interrupted
+                | RunState::Trained
+                | RunState::Failed(_)
+        )
+    }
+}
+
+/// Reads the state of `run` under `out`. `inspect` says whether the sweep inspects its runs.
+pub fn run_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
+    let state = directory_state(out, run, inspect);
+    if state.needs_work()
+        && let Ok(reason) = fs::read_to_string(out.failure_path(run))
+    {
+        let first = reason.lines().next().unwrap_or("failed").to_string();
+        return RunState::Failed(first);
+    }
+    state
+}
+
+/// [`run_state`] from the run directory alone, without the failure record.
+pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
+    let path = out.run_dir(run);
+    match fs::symlink_metadata(&path) {
+        Err(_) => return RunState::NotStarted,
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return RunState::Conflict(format!(
+                "{} is a symbolic link; a sweep writes only into directories it made",
+                path.display()
+            ));
+        }
+        Ok(_) => {}
+    }
+    let dir = match RunDir::open(&path) {
+        Ok(dir) => dir,
+        Err(RunDirError::Unfinished(_)) => return RunState::Unfinished,
+        Err(RunDirError::NotARun(_)) if is_empty_dir(&path) => return RunState::NotStarted,
+        Err(error) => return RunState::Conflict(error.to_string()),
+    };
+    if let Err(holder) = dir.lock_for_reading() {
+        return RunState::Running(holder.0);
+    }
+    if let Err(message) = same_config(&dir, run) {
+        return RunState::Conflict(message);
+    }
+    if !dir.final_weights_path().exists() {
+        return if has_checkpoint(&dir) {
+            RunState::Interrupted
+        } else {
+            RunState::Unfinished
+        };
+    }
+    if inspect && !dir.report_dir().join(REPORT_DONE).exists() {
+        return RunState::Trained;
+    }
+    RunState::Done
+}
+
+/// The run's own config must be the one the sweep would give it: a sweep file edited after
+/// the run started must not resume a run of another config or count it as this one.
+fn same_config(dir: &RunDir, run: &PlannedRun) -> Result<(), String> {
+    let planned = run.resolved_config().map_err(|e| e.to_string())?;
+    let actual = dir.config().map_err(|e| e.to_string())?;
+    if planned.to_toml() == actual.to_toml() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} holds a run of another config than the sweep's (was the sweep file or a base \
+             config edited?); it was left as it is: move it away to train it again, or restore \
+             the sweep file",
+            dir.root().display()
+        ))
+    }
+}
+
+fn has_checkpoint(dir: &RunDir) -> bool {
+    !train::checkpoint::list(dir).is_empty()
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+}

@@ -1,0 +1,110 @@
+//! Helpers for the sweep tests: the binaries, a tiny sweep file, and waiting on files.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+/// The `sweep` binary under test.
+pub const SWEEP: &str = env!("CARGO_BIN_EXE_sweep");
+
+/// train's tiny test config: a run trains in well under a second.
+pub const TINY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../train/tests/fixtures/tiny.toml"
+);
+
+/// `sweep` runs the `train` and `inspect` binaries built beside it. `cargo test --workspace`
+/// builds them; `cargo test -p sweep` does not, so build them once here (seconds when the
+/// workspace is built: same profile, same features).
+pub fn ensure_binaries() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let dir = Path::new(SWEEP)
+            .parent()
+            .expect("the binary has a directory");
+        if dir.join("train").is_file() && dir.join("inspect").is_file() {
+            return;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "--bins",
+                "-p",
+                "train",
+                "-p",
+                "inspect",
+            ])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building train and inspect failed");
+    });
+}
+
+/// `sweep ARGS` in `dir`.
+pub fn sweep_cmd(dir: &Path, args: &[&str]) -> Command {
+    ensure_binaries();
+    let mut command = Command::new(SWEEP);
+    command.args(args).current_dir(dir).env(
+        "XDG_RUNTIME_DIR",
+        std::env::var_os("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
+    );
+    command
+}
+
+/// Runs `sweep ARGS` in `dir` to its end.
+pub fn run_sweep(dir: &Path, args: &[&str]) -> Output {
+    sweep_cmd(dir, args).output().expect("sweep runs")
+}
+
+/// stdout and stderr, for assertion messages.
+pub fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Writes `name` into `dir`: a sweep of the tiny config with `extra` appended.
+pub fn write_sweep(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let path = dir.join(name);
+    let text = format!("configs = [{:?}]\n{extra}", TINY);
+    std::fs::write(&path, text).expect("writing the sweep file");
+    path
+}
+
+/// Waits until `done` holds, for at most `limit`.
+pub fn wait_for(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether `run` has a complete checkpoint.
+pub fn has_checkpoint(run: &Path) -> bool {
+    std::fs::read_dir(run.join("checkpoints"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| entry.path().join("state.json").is_file())
+}
+
+/// The sweep's CSV as rows of fields (no field in these tests needs quoting).
+pub fn read_csv(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .expect("reading the csv")
+        .lines()
+        .map(|line| line.split(',').map(String::from).collect())
+        .collect()
+}

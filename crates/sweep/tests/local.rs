@@ -1,0 +1,349 @@
+//! `sweep plan`, `run`, `status` and `report` on the local pool, with the real `train` and
+//! `inspect` binaries: a 4-run sweep end to end, a rerun that redoes nothing, an interrupted
+//! sweep finished by running it again, and the runs a sweep must leave alone.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const GRID: &str = r#"
+seeds = { count = 2 }
+[grid]
+"model.head_layout" = ["split", "wide"]
+[inspect]
+probe = 16
+"#;
+
+fn mtime(path: &Path) -> std::time::SystemTime {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .expect("mtime")
+}
+
+#[test]
+fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(dir.path(), "grid.toml", GRID);
+
+    let plan = run_sweep(dir.path(), &["plan", "grid.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let stdout = String::from_utf8_lossy(&plan.stdout);
+    for name in [
+        "tiny-split-s0",
+        "tiny-wide-s0",
+        "tiny-split-s1",
+        "tiny-wide-s1",
+    ] {
+        assert!(
+            stdout.contains(name),
+            "{name} missing from the plan:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("4 runs: 2 grid points x 2 seeds"),
+        "{stdout}"
+    );
+
+    let run = run_sweep(dir.path(), &["run", "grid.toml", "--workers", "2"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let out = dir.path().join("runs/grid");
+    for name in [
+        "tiny-split-s0",
+        "tiny-wide-s0",
+        "tiny-split-s1",
+        "tiny-wide-s1",
+    ] {
+        let run_dir = out.join(name);
+        assert!(
+            run_dir.join("model.safetensors").is_file(),
+            "{name} not trained"
+        );
+        assert!(
+            run_dir.join("inspect/index.html").is_file(),
+            "{name} not inspected"
+        );
+        let config = fs::read_to_string(run_dir.join("config.toml")).unwrap();
+        let layout = name.split('-').nth(1).unwrap();
+        assert!(
+            config.contains(&format!("head_layout = \"{layout}\"")),
+            "{config}"
+        );
+        let seed = &name[name.len() - 1..];
+        assert!(config.contains(&format!("seed = {seed}")), "{config}");
+    }
+
+    let status = run_sweep(dir.path(), &["status", "grid.toml"]);
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(stdout.contains("4 runs: 4 done, 0 running"), "{stdout}");
+
+    // Again: nothing is trained twice.
+    let weights = out.join("tiny-split-s0/model.safetensors");
+    let before = mtime(&weights);
+    let again = run_sweep(dir.path(), &["run", "grid.toml"]);
+    assert!(again.status.success(), "{}", text(&again));
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(stdout.contains("0 done now, 4 done before"), "{stdout}");
+    assert_eq!(mtime(&weights), before);
+
+    let report = run_sweep(dir.path(), &["report", "grid.toml"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let report_dir = out.join("_sweep/report");
+    let rows = read_csv(&report_dir.join("sweep.csv"));
+    assert_eq!(rows.len(), 5, "a header and four runs: {rows:?}");
+    assert_eq!(
+        rows[0][..5],
+        ["run", "state", "config", "seed", "model.head_layout"]
+    );
+    let acc = rows[0].iter().position(|c| c == "eval_token_acc").unwrap();
+    for row in &rows[1..] {
+        assert_eq!(row[1], "done");
+        assert_eq!(row[4], row[0].split('-').nth(1).unwrap());
+        let value: f64 = row[acc].parse().expect("an accuracy");
+        assert!((0.0..=1.0).contains(&value));
+    }
+    let heads = read_csv(&report_dir.join("heads.csv"));
+    assert_eq!(heads.len(), 1 + 4 * 2, "a row per head of every run");
+    let markdown = fs::read_to_string(report_dir.join("report.md")).unwrap();
+    assert!(
+        markdown.contains("| tiny model.head_layout=split | 2 of 2 |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| L0H1 |"), "{markdown}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&fs::read(report_dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["points"].as_array().unwrap().len(), 2);
+    let split = &json["points"][0];
+    assert_eq!(split["roles"].as_array().unwrap().len(), 1, "one layer");
+    assert_eq!(
+        split["slots"].as_array().unwrap().len(),
+        2,
+        "two heads matched"
+    );
+    for figure in [
+        "eval_token_acc",
+        "steps_to_99",
+        "heads_with_role",
+        "removable_heads",
+    ] {
+        assert!(report_dir.join(format!("figures/{figure}.png")).is_file());
+    }
+    assert!(
+        report_dir.join("matching").is_dir(),
+        "compare's files per grid point"
+    );
+}
+
+#[test]
+fn an_interrupted_sweep_finishes_when_run_again_without_redoing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(
+        dir.path(),
+        "long.toml",
+        r#"
+seeds = [0, 1, 2]
+[set]
+"train.steps" = 600
+"train.checkpoint_every" = 20
+"train.snapshot_every" = 0
+[inspect]
+probe = 8
+"#,
+    );
+    let out = dir.path().join("runs/long");
+    let child = sweep_cmd(
+        dir.path(),
+        &["run", "long.toml", "--workers", "1", "--quiet"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Stop it once the first run is done and the second has a checkpoint.
+    wait_for(
+        Duration::from_secs(120),
+        "run 0 done, run 1 checkpointed",
+        || out.join("tiny-s0/inspect/index.html").is_file() && has_checkpoint(&out.join("tiny-s1")),
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(143), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("run the same command again"), "{stdout}");
+    assert!(
+        !out.join("tiny-s1/model.safetensors").exists(),
+        "s1 stopped before its end"
+    );
+    assert!(!out.join("tiny-s2").exists(), "s2 never started");
+
+    let status = run_sweep(dir.path(), &["status", "long.toml"]);
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        stdout.contains("1 done, 0 running, 1 interrupted"),
+        "{stdout}"
+    );
+
+    let weights = out.join("tiny-s0/model.safetensors");
+    let before = mtime(&weights);
+    let again = run_sweep(dir.path(), &["run", "long.toml", "--quiet"]);
+    assert!(again.status.success(), "{}", text(&again));
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        stdout.contains("2 done now, 1 done before, 0 failed"),
+        "{stdout}"
+    );
+    assert_eq!(
+        mtime(&weights),
+        before,
+        "the finished run was not trained again"
+    );
+    let log = fs::read_to_string(out.join("_sweep/logs/tiny-s1.log")).unwrap();
+    assert!(
+        log.contains("\"--resume\""),
+        "s1 resumed from its checkpoint:\n{log}"
+    );
+    let steps: Vec<u64> = fs::read_to_string(out.join("tiny-s1/metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["step"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        steps.windows(2).all(|w| w[0] < w[1]),
+        "one metrics history: {steps:?}"
+    );
+    assert_eq!(steps.last(), Some(&600));
+}
+
+#[test]
+fn a_sweep_leaves_foreign_and_changed_runs_alone_and_finishes_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = write_sweep(
+        dir.path(),
+        "mixed.toml",
+        "seeds = [0, 1, 2]\n[inspect]\nenabled = false\n",
+    );
+    let out = dir.path().join("runs/mixed");
+    // s0's directory holds a user's file: not a run, never written into.
+    fs::create_dir_all(out.join("tiny-s0")).unwrap();
+    fs::write(out.join("tiny-s0/notes.txt"), "mine").unwrap();
+
+    let run = run_sweep(dir.path(), &["run", "mixed.toml"]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("2 done now, 0 done before, 1 failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("failed: tiny-s0: ") && stdout.contains("not a headlab run"),
+        "{stdout}"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("tiny-s0/notes.txt")).unwrap(),
+        "mine"
+    );
+    assert_eq!(fs::read_dir(out.join("tiny-s0")).unwrap().count(), 1);
+    assert!(out.join("tiny-s1/model.safetensors").is_file());
+    assert!(!out.join("tiny-s1/inspect").exists(), "inspect is off");
+    let status = run_sweep(dir.path(), &["status", "mixed.toml"]);
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        stdout.contains("2 done") && stdout.contains("1 conflict"),
+        "{stdout}"
+    );
+
+    // The sweep file edited after the runs: they are not this config's runs any more.
+    let edited = fs::read_to_string(&sweep).unwrap() + "[set]\n\"train.lr\" = 1e-2\n";
+    fs::write(&sweep, edited).unwrap();
+    let weights = out.join("tiny-s1/model.safetensors");
+    let before = mtime(&weights);
+    let run = run_sweep(dir.path(), &["run", "mixed.toml"]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("another config than the sweep's"),
+        "{stdout}"
+    );
+    assert_eq!(
+        mtime(&weights),
+        before,
+        "a run of another config is never overwritten"
+    );
+}
+
+#[test]
+fn bad_sweep_files_are_refused_with_the_key_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("seeds = []\n", "seeds: no seeds"),
+        (
+            "seeds = [0]\n[grid]\n\"model.n_heads\" = 2\n",
+            "grid.\"model.n_heads\"",
+        ),
+        (
+            "seeds = [0]\n[grid]\n\"model.n_heads\" = [3]\n",
+            "run tiny-3-s0",
+        ),
+        ("seeds = [0]\nrun_name = \"../escape-{seed}\"\n", "run_name"),
+    ];
+    for (extra, expected) in cases {
+        write_sweep(dir.path(), "bad.toml", extra);
+        let output = run_sweep(dir.path(), &["run", "bad.toml"]);
+        assert_eq!(output.status.code(), Some(1), "{extra}: {}", text(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains(expected), "{extra}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!dir.path().join("runs").exists(), "nothing ran for {extra}");
+    }
+    let missing = run_sweep(dir.path(), &["plan", "nope.toml"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("cannot read the sweep file nope.toml")
+    );
+    let usage = run_sweep(dir.path(), &["submit", "bad.toml"]);
+    assert_eq!(
+        usage.status.code(),
+        Some(2),
+        "submit needs --slurm: {}",
+        text(&usage)
+    );
+}
+
+#[test]
+fn submit_dry_run_writes_an_array_of_the_runs_left() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(dir.path(), "grid.toml", GRID);
+    let output = run_sweep(
+        dir.path(),
+        &[
+            "submit",
+            "grid.toml",
+            "--slurm",
+            "--dry-run",
+            "--max-parallel",
+            "2",
+            "--time",
+            "10",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let script = fs::read_to_string(dir.path().join("runs/grid/_sweep/slurm/grid.sbatch")).unwrap();
+    assert!(script.contains("#SBATCH --array=0-3%2\n"), "{script}");
+    assert!(script.contains("#SBATCH --time=10\n"), "{script}");
+    assert!(script.contains(" task "), "{script}");
+    assert!(
+        !dir.path().join("runs/grid/_sweep/slurm/jobs.txt").exists(),
+        "not submitted"
+    );
+}
