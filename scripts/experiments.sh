@@ -1,64 +1,55 @@
 #!/usr/bin/env bash
-# Runs the README's experiments ("why do heads differ?") end to end on CPU: trains every
-# arm, inspects it, then writes the summary tables and copies the figures the README shows
-# into docs/experiments/ (scripts/summarise_experiments.py).
-# Usage: scripts/experiments.sh [OUT_DIR]   (default runs/experiments; about 30 minutes
-# on 2 cores once built)
+# Runs the README's experiments ("why do heads differ?") as sweeps, one per file in
+# configs/sweeps/, on this machine: every run trained and inspected (`sweep run`), then
+# `sweep report` (means with 95% intervals over seeds, roles against untrained models,
+# heads matched across seeds). Copies each report and the figures the README shows into
+# docs/experiments/.
+#
+# Usage: scripts/experiments.sh [SWEEP...]   (default: all five, smallest first)
+#   WORKERS=N  runs at once (default: the cores)
+# Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
+# On this project's 2-core machine the five take about 2.5 hours with 2 workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-runs/experiments}"
 cargo build --release --workspace --bins
 bin="${CARGO_TARGET_DIR:-target}/release"
-mkdir -p "$out"
+docs=docs/experiments
+mkdir -p "$docs"
 
-# run NAME CONFIG [KEY=VALUE...]: train into OUT/NAME (overrides as --set), then inspect.
-run() {
-    local name=$1 config=$2
-    shift 2
-    local sets=()
-    for assignment in "$@"; do sets+=(--set "$assignment"); done
-    echo "== $name"
-    "$bin/train" "$config" --out "$out/$name" --force --quiet "${sets[@]}" | tail -n 2 | head -n 1
-    "$bin/inspect" "$out/$name" > "$out/$name.inspect.txt"
+if [ "$#" -eq 0 ]; then
+    set -- symmetry specialise seeds-difference seeds-recall layouts
+fi
+workers=()
+if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
+
+# copy SOURCE TARGET: a figure into docs/experiments, if the run that draws it is done.
+copy() {
+    if [ -f "$1" ]; then cp "$1" "$docs/$2"; fi
 }
 
-# 1. Symmetry breaking: random init, symmetric init, symmetric init with dropout.
-for arm in random symmetric symmetric-dropout; do
-    run "symmetry-$arm" "configs/experiments/symmetry-$arm.toml"
-done
-
-# 2. Specialisation on neighbors: a symmetric rule (sum) and an asymmetric one
-# (difference), with 1, 2 and 4 heads in one layer.
-for combine in sum difference; do
-    for heads in 1 2 4; do
-        run "specialise-$combine-h$heads" "configs/experiments/specialise-$combine.toml" \
-            "model.n_heads=$heads"
+for sweep in "$@"; do
+    file="configs/sweeps/$sweep.toml"
+    echo "== $sweep"
+    start=$(date +%s)
+    "$bin/sweep" run "$file" "${workers[@]}"
+    echo "== $sweep: $(($(date +%s) - start)) s"
+    "$bin/sweep" report "$file" >/dev/null
+    report="runs/$sweep/_sweep/report"
+    cp "$report/report.md" "$docs/$sweep.md"
+    for figure in "$report"/figures/*.png; do
+        cp "$figure" "$docs/$sweep-$(basename "$figure")"
     done
 done
 
-# 3. Head layouts: split, wide and narrow at equal d_model on three tasks. 5. Pruning: the
-# same runs' inspect reports (pruning.json) say how many heads each can lose.
-for task in neighbors sort recall; do
-    for layout in split wide narrow; do
-        run "layouts-$task-$layout" "configs/experiments/layouts-$task.toml" \
-            "model.head_layout=$layout"
-    done
-done
-
-# 4. Seeds: one config, several seeds, heads matched across seeds by `compare`.
-for config in difference recall; do
-    case $config in
-        difference) seeds=(0 1 2 3 4 5 6 7) ;;
-        recall) seeds=(0 1 2 3) ;;
-    esac
-    runs=()
-    for seed in "${seeds[@]}"; do
-        run "seeds-$config-s$seed" "configs/experiments/seeds-$config.toml" "seed=$seed"
-        runs+=("$out/seeds-$config-s$seed")
-    done
-    echo "== seeds-$config: matching heads"
-    "$bin/compare" "${runs[@]}" --out "$out/seeds-$config-compare" \
-        > "$out/seeds-$config-compare.txt"
-done
-
-python3 scripts/summarise_experiments.py "$out" docs/experiments
+# Single runs the README shows (seed 0 of each).
+copy runs/symmetry/symmetry-symmetric-dropout-s0/inspect/figures/divergence.png \
+    symmetry-symmetric-dropout-divergence.png
+copy runs/symmetry/symmetry-random-s0/inspect/figures/divergence.png symmetry-random-divergence.png
+copy runs/specialise/specialise-difference-2-s0/inspect/figures/attention.png \
+    specialise-difference-h2-attention.png
+copy runs/specialise/specialise-sum-2-s0/inspect/figures/attention.png specialise-sum-h2-attention.png
+copy runs/layouts/layouts-recall-split-s0/inspect/figures/pruning.png layouts-recall-split-pruning.png
+copy runs/seeds-difference/_sweep/report/matching/seeds-difference/matched-attention.png \
+    seeds-difference-matched.png
+copy runs/seeds-recall/_sweep/report/matching/seeds-recall/matched-attention.png \
+    seeds-recall-matched.png

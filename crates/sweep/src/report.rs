@@ -54,8 +54,10 @@ pub struct RunRow {
     pub heads: Vec<HeadRecord>,
 }
 
-/// The numbers of a run, in table order: key, column title, decimals.
-pub const NUMBERS: [(&str, &str, usize); 10] = [
+/// The numbers of a run, in table order: key, column title, decimals. A run has a number
+/// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
+/// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
+pub const NUMBERS: [(&str, &str, usize); 18] = [
     ("eval_token_acc", "eval token acc", 4),
     ("eval_seq_acc", "eval seq acc", 4),
     ("steps_to_99", "steps to 99%", 0),
@@ -63,10 +65,21 @@ pub const NUMBERS: [(&str, &str, usize); 10] = [
     ("ms_per_step", "ms per step", 1),
     ("heads_with_role", "heads with a role", 2),
     ("mean_pattern_js", "mean pattern JS", 3),
+    ("max_ablation_drop", "largest ablation drop", 3),
+    ("min_ablation_drop", "smallest ablation drop", 3),
     ("removable_heads", "removable heads", 2),
+    ("qk_cosine_end", "QK cosine (end)", 4),
+    ("ov_cosine_end", "OV cosine (end)", 4),
+    ("pattern_js_end", "pattern JS (end)", 4),
+    ("never_differ", "heads never differ", 2),
+    ("first_differ_step", "heads first differ at step", 0),
     ("attention_params", "attention params", 0),
     ("n_params", "all params", 0),
+    ("n_heads", "heads", 0),
 ];
+
+/// A snapshot's heads count as identical while their mean QK cosine is within this of 1.
+const IDENTICAL: f64 = 1e-4;
 
 /// The numbers drawn as figures.
 const FIGURES: [&str; 4] = [
@@ -274,7 +287,57 @@ fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         row.numbers.extend(numbers);
     }
     row.heads = read_json(&report.join("heads.json")).unwrap_or_default();
+    let drops = row.heads.iter().map(|h| h.ablation_drop);
+    if !row.heads.is_empty() {
+        row.numbers
+            .insert("max_ablation_drop", drops.clone().fold(f64::MIN, f64::max));
+        row.numbers
+            .insert("min_ablation_drop", drops.fold(f64::MAX, f64::min));
+        row.numbers.insert("n_heads", row.heads.len() as f64);
+    }
+    if let Ok(text) = std::fs::read_to_string(report.join("divergence.csv")) {
+        add_divergence_numbers(&mut row.numbers, &text);
+    }
     row
+}
+
+/// From `divergence.csv` (step, layer, qk_cosine, ov_cosine, pattern_js): the last
+/// snapshot's means over layers, whether the heads ever differ, and the first step they do.
+pub fn add_divergence_numbers(numbers: &mut BTreeMap<&'static str, f64>, csv: &str) {
+    // step -> (sums of qk, ov, js; layers)
+    let mut by_step: BTreeMap<u64, ([f64; 3], usize)> = BTreeMap::new();
+    for line in csv.lines().skip(1) {
+        let fields: Vec<f64> = line
+            .split(',')
+            .filter_map(|f| f.trim().parse().ok())
+            .collect();
+        if fields.len() != 5 {
+            continue;
+        }
+        let entry = by_step.entry(fields[0] as u64).or_default();
+        for (sum, value) in entry.0.iter_mut().zip(&fields[2..]) {
+            *sum += value;
+        }
+        entry.1 += 1;
+    }
+    let means = |(sums, n): &([f64; 3], usize)| sums.map(|s| s / *n as f64);
+    let Some(last) = by_step.values().last() else {
+        return;
+    };
+    let [qk, ov, js] = means(last);
+    numbers.extend([
+        ("qk_cosine_end", qk),
+        ("ov_cosine_end", ov),
+        ("pattern_js_end", js),
+    ]);
+    let first = by_step
+        .iter()
+        .find(|(_, entry)| means(entry)[0] < 1.0 - IDENTICAL)
+        .map(|(step, _)| *step);
+    numbers.insert("never_differ", if first.is_none() { 1.0 } else { 0.0 });
+    if let Some(step) = first {
+        numbers.insert("first_differ_step", step as f64);
+    }
 }
 
 /// Steps, time, the last evaluation and the first step at 99%, from `metrics.jsonl`.
@@ -536,9 +599,13 @@ pub fn markdown(report: &SweepReport) -> String {
          accuracy.\n",
         report.runs.len()
     );
+    let columns: Vec<(&str, &str, usize)> = NUMBERS
+        .into_iter()
+        .filter(|(key, _, _)| report.points.iter().any(|p| p.estimates.contains_key(*key)))
+        .collect();
     let mut header = "| grid point | seeds | reached 99% |".to_string();
     let mut rule = "| --- | --- | --- |".to_string();
-    for (_, title, _) in NUMBERS {
+    for (_, title, _) in &columns {
         let _ = write!(header, " {title} |");
         rule.push_str(" --- |");
     }
@@ -548,7 +615,7 @@ pub fn markdown(report: &SweepReport) -> String {
             "| {} | {} of {} | {} of {} |",
             point.point, point.runs, point.planned, point.reached_99, point.runs
         );
-        for (key, _, digits) in NUMBERS {
+        for &(key, _, digits) in &columns {
             let cell = point.estimates.get(key).map_or("-".to_string(), |e| {
                 Estimate {
                     n: e.n,
@@ -638,4 +705,69 @@ fn slug(point: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(step: usize, elapsed_s: f64, acc: Option<f64>) -> MetricsRecord {
+        MetricsRecord {
+            step,
+            loss: 1.0,
+            lr: 1e-3,
+            tokens_per_s: 1.0,
+            elapsed_s,
+            eval_loss: acc.map(|_| 1.0),
+            eval_token_acc: acc,
+            eval_seq_acc: acc.map(|a| a / 2.0),
+        }
+    }
+
+    #[test]
+    fn training_numbers_come_from_the_metrics() {
+        let records = [
+            record(10, 1.0, Some(0.5)),
+            record(20, 2.0, Some(0.995)),
+            record(30, 3.0, Some(0.98)),
+            record(40, 4.0, None),
+        ];
+        let mut numbers = BTreeMap::new();
+        add_training_numbers(&mut numbers, &records);
+        assert_eq!(numbers["steps"], 40.0);
+        assert_eq!(numbers["ms_per_step"], 100.0);
+        assert_eq!(numbers["eval_token_acc"], 0.98, "the last evaluation");
+        assert_eq!(numbers["eval_seq_acc"], 0.49);
+        assert_eq!(numbers["steps_to_99"], 20.0, "the first evaluation at 99%");
+        let mut never = BTreeMap::new();
+        add_training_numbers(&mut never, &records[..1]);
+        assert!(!never.contains_key("steps_to_99"));
+    }
+
+    #[test]
+    fn divergence_numbers_average_layers_and_find_the_first_split() {
+        let csv = "step,layer,qk_cosine,ov_cosine,pattern_js\n\
+                   0,0,1.0,1.0,0.0\n0,1,1.0,1.0,0.0\n\
+                   50,0,1.0,1.0,0.0\n50,1,0.99,0.9,0.2\n\
+                   100,0,0.8,0.6,0.3\n100,1,0.6,0.4,0.5\n";
+        let mut numbers = BTreeMap::new();
+        add_divergence_numbers(&mut numbers, csv);
+        assert!((numbers["qk_cosine_end"] - 0.7).abs() < 1e-12);
+        assert!((numbers["ov_cosine_end"] - 0.5).abs() < 1e-12);
+        assert!((numbers["pattern_js_end"] - 0.4).abs() < 1e-12);
+        assert_eq!(numbers["first_differ_step"], 50.0);
+        assert_eq!(numbers["never_differ"], 0.0);
+
+        let identical = "step,layer,qk_cosine,ov_cosine,pattern_js\n0,0,1,1,0\n50,0,0.99999,1,0\n";
+        let mut numbers = BTreeMap::new();
+        add_divergence_numbers(&mut numbers, identical);
+        assert_eq!(numbers["never_differ"], 1.0);
+        assert!(!numbers.contains_key("first_differ_step"));
+    }
+
+    #[test]
+    fn csv_fields_with_commas_or_quotes_are_quoted() {
+        let fields = ["plain", "a,b", "say \"hi\"", ""].map(String::from);
+        assert_eq!(csv_line(&fields), "plain,\"a,b\",\"say \"\"hi\"\"\",\n");
+    }
 }
