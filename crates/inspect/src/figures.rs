@@ -12,6 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, register_font};
 use train::metrics::MetricsRecord;
 
+use crate::circuits::{Circuits, HeadCircuits, LayerComposition};
 use crate::divergence::DivergencePoint;
 use crate::heads::HeadRecord;
 use crate::pruning::{PruneCurve, Pruning};
@@ -277,6 +278,127 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
             Ok(())
         },
     )
+}
+
+/// `composition.png`: per pair of layers (rows), the Q-, K- and V-composition matrices
+/// (columns), the earlier layer's heads down, the later layer's across; one colour scale
+/// from 0 to the largest score of the figure. `random` is what unrelated heads score, for
+/// the title.
+pub fn composition(
+    path: &Path,
+    pairs: &[LayerComposition],
+    random: f64,
+) -> Result<(), FigureError> {
+    let n_heads = pairs.first().map_or(1, |p| p.q.len());
+    let panel = (180 + 40 * n_heads as u32).min(520);
+    let largest = pairs
+        .iter()
+        .flat_map(|p| [&p.q, &p.k, &p.v])
+        .flatten()
+        .flatten()
+        .copied()
+        .fold(0.0, f64::max);
+    let range = (0.0, if largest > 0.0 { largest } else { 1.0 });
+    render(path, (panel * 3, panel * pairs.len() as u32 + 30), |root| {
+        let (title, grid) = root.split_vertically(30);
+        let heading = format!(
+            "Composition of earlier into later heads; unrelated heads score about {random:.2}"
+        );
+        title.titled(&heading, (FONT, 16))?;
+        let panels = grid.split_evenly((pairs.len(), 3));
+        let labels: Vec<String> = (0..n_heads).map(|h| format!("H{h}")).collect();
+        for (row, pair) in pairs.iter().enumerate() {
+            for (c, (name, matrix)) in [("Q", &pair.q), ("K", &pair.k), ("V", &pair.v)]
+                .into_iter()
+                .enumerate()
+            {
+                let (a, b) = (pair.layer_a, pair.layer_b);
+                Heatmap {
+                    caption: format!("{name}-composition, L{a} -> L{b}"),
+                    values: &|i, j| matrix[i][j],
+                    rows: n_heads,
+                    cols: n_heads,
+                    row_labels: labels.clone(),
+                    col_labels: labels.clone(),
+                    range,
+                    annotate: n_heads <= 8,
+                    x_desc: "later head (reads)",
+                    y_desc: "earlier head (writes)",
+                }
+                .draw(&panels[row * 3 + c])?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `circuits.png`: per head (layers down, heads across), the copying score of the OV
+/// circuit, of the full circuit (when the task's inputs and outputs match), and the
+/// effective ranks of the QK and OV circuits.
+pub fn circuits(path: &Path, circuits: &Circuits) -> Result<(), FigureError> {
+    let n_layers = circuits.layers.len().max(1);
+    let n_heads = circuits.heads.iter().map(|h| h.head + 1).max().unwrap_or(1);
+    let d_head = circuits.d_head.max(1) as f64;
+    type Measure<'a> = (&'a str, fn(&HeadCircuits) -> f64, (f64, f64));
+    let mut measures: Vec<Measure> =
+        vec![("copying score of OV", |h| h.copying_score, (-1.0, 1.0))];
+    if circuits
+        .heads
+        .iter()
+        .any(|h| h.full_copying_score.is_some())
+    {
+        measures.push((
+            "copying score of embedding -> OV -> output",
+            |h| h.full_copying_score.unwrap_or(0.0),
+            (-1.0, 1.0),
+        ));
+    }
+    measures.push((
+        "effective rank of QK",
+        |h| h.qk_effective_rank,
+        (0.0, d_head),
+    ));
+    measures.push((
+        "effective rank of OV",
+        |h| h.ov_effective_rank,
+        (0.0, d_head),
+    ));
+    let width = (160 + 60 * n_heads as u32).clamp(300, 600);
+    let height = (120 + 50 * n_layers as u32).clamp(220, 600);
+    render(path, (width * measures.len() as u32, height + 30), |root| {
+        let (title, grid) = root.split_vertically(30);
+        title.titled(
+            "Circuits per head: copying (1 copies, -1 negates) and effective rank (at most \
+             d_head)",
+            (FONT, 16),
+        )?;
+        let panels = grid.split_evenly((1, measures.len()));
+        let head_labels: Vec<String> = (0..n_heads).map(|h| format!("H{h}")).collect();
+        let layer_labels: Vec<String> = (0..n_layers).map(|l| format!("L{l}")).collect();
+        for ((name, value, range), area) in measures.iter().zip(&panels) {
+            let cell = |l: usize, h: usize| {
+                circuits
+                    .heads
+                    .iter()
+                    .find(|r| r.layer == l && r.head == h)
+                    .map_or(0.0, value)
+            };
+            Heatmap {
+                caption: name.to_string(),
+                values: &cell,
+                rows: n_layers,
+                cols: n_heads,
+                row_labels: layer_labels.clone(),
+                col_labels: head_labels.clone(),
+                range: *range,
+                annotate: n_heads <= 8,
+                x_desc: "head",
+                y_desc: "layer",
+            }
+            .draw(area)?;
+        }
+        Ok(())
+    })
 }
 
 /// A line chart of `series` (name, points) on `area`.
@@ -565,6 +687,10 @@ mod tests {
                 pattern_scores: Default::default(),
                 ablation_drop: 0.0,
                 role: "mixed".into(),
+                copying_score: 0.0,
+                full_copying_score: None,
+                qk_effective_rank: 0.0,
+                ov_effective_rank: 0.0,
             })
             .collect();
         let error = ablation(&path, &heads).unwrap_err();

@@ -1,6 +1,7 @@
 //! One record per head, as in `heads.json`: its pattern measures on the probe batch, its
-//! mean attention on each named pattern, the role that follows from them, and the eval
-//! accuracy lost when it alone is ablated.
+//! mean attention on each named pattern, the role that follows from them, the eval
+//! accuracy lost when it alone is ablated, and its copying score and effective ranks (from
+//! [`Circuits`]).
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use train::tasks::{AttentionPattern, Example, Task};
 use train::trainer::evaluate;
 
+use crate::circuits::Circuits;
 use crate::measures::HeadPattern;
 use crate::probe::{LayerProbe, Probe};
 use crate::run::LoadedRun;
@@ -36,15 +38,31 @@ pub struct HeadRecord {
     pub ablation_drop: f64,
     /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
     pub role: String,
+    /// `sum(lambda) / sum(|lambda|)` of the OV circuit's eigenvalues, in [-1, 1]: 1 copies
+    /// what the head attends to ([`crate::copying`]). Fields from here on are 0 (or
+    /// null) in a `heads.json` written before they were measured.
+    #[serde(default)]
+    pub copying_score: f64,
+    /// The same score for the full circuit embedding -> OV -> output layer; null unless the
+    /// task has as many output classes as input tokens.
+    #[serde(default)]
+    pub full_copying_score: Option<f64>,
+    /// Effective rank of the QK circuit, in [0, d_head] ([`crate::rank`]).
+    #[serde(default)]
+    pub qk_effective_rank: f64,
+    /// Effective rank of the OV circuit, in [0, d_head].
+    #[serde(default)]
+    pub ov_effective_rank: f64,
 }
 
-/// Every head's record (measures on the probe, ablation on the eval set), and the eval
-/// token accuracy with all heads on.
+/// Every head's record (measures on the probe, ablation on the eval set, circuit scores
+/// from `circuits`), and the eval token accuracy with all heads on.
 pub fn measure_heads(
     loaded: &LoadedRun,
     eval: &[Example],
     probe: &Probe,
     layers: &[LayerProbe],
+    circuits: &Circuits,
 ) -> (Vec<HeadRecord>, f64) {
     let (task, model, device) = (&loaded.run.task, &loaded.model, &loaded.device);
     let (_, base) = evaluate(model, eval, device, None);
@@ -67,6 +85,7 @@ pub fn measure_heads(
             mask[l * n_heads + h] = 0.0;
             let mask = Tensor::from_data(TensorData::new(mask, [n_layers, n_heads]), device);
             let (_, ablated) = evaluate(model, eval, device, Some(mask));
+            let circuit = circuits.head(l, h);
             heads.push(HeadRecord {
                 layer: l,
                 head: h,
@@ -76,6 +95,10 @@ pub fn measure_heads(
                 pattern_scores,
                 ablation_drop: base.token_accuracy() - ablated.token_accuracy(),
                 role,
+                copying_score: circuit.copying_score,
+                full_copying_score: circuit.full_copying_score,
+                qk_effective_rank: circuit.qk_effective_rank,
+                ov_effective_rank: circuit.ov_effective_rank,
             });
         }
     }
@@ -118,4 +141,33 @@ pub fn head_roles(
             (pattern_scores, role)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heads_json_written_before_the_circuit_scores_still_parses() {
+        let old = r#"[{"layer": 1, "head": 0, "entropy": 0.5, "confidence": 0.9,
+            "mean_distance": 1.0, "pattern_scores": {"self": 0.75}, "ablation_drop": 0.25,
+            "role": "self"}]"#;
+        let heads: Vec<HeadRecord> = serde_json::from_str(old).unwrap();
+        assert_eq!(heads[0].role, "self");
+        assert_eq!(heads[0].pattern_scores["self"], 0.75);
+        assert_eq!(heads[0].copying_score, 0.0);
+        assert_eq!(heads[0].full_copying_score, None);
+        assert_eq!(heads[0].qk_effective_rank, 0.0);
+        assert_eq!(heads[0].ov_effective_rank, 0.0);
+        // A new record reads back whole.
+        let new = HeadRecord {
+            copying_score: -0.5,
+            full_copying_score: Some(1.0),
+            qk_effective_rank: 3.5,
+            ov_effective_rank: 2.0,
+            ..heads[0].clone()
+        };
+        let json = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<HeadRecord>(&json).unwrap(), new);
+    }
 }

@@ -78,9 +78,13 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         w,
         "<h2>Heads</h2>\n<p>Role: the pattern that gets at least half of the head's attention \
          on the probe batch, else <em>mixed</em>. Ablation: eval token accuracy lost when only \
-         this head is masked.</p>\n<table>\n<tr><th>layer</th><th>head</th><th>role</th>\
+         this head is masked. Copying: sum(&lambda;) / sum(|&lambda;|) of the OV circuit's \
+         eigenvalues (1 writes back what the head reads). Ranks: effective rank of the QK and \
+         OV circuits, at most d_head (<code>circuits.json</code> has the rest).</p>\n<table>\n\
+         <tr><th>layer</th><th>head</th><th>role</th>\
          <th>entropy (nats)</th><th>confidence</th><th>mean distance</th>\
-         <th>ablation drop</th><th>pattern scores</th></tr>\n"
+         <th>ablation drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
+         <th>pattern scores</th></tr>\n"
     );
     for head in page.heads {
         let scores: Vec<String> = head
@@ -91,7 +95,8 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         let _ = writeln!(
             w,
             "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
-             <td>{:.2}</td><td>{:.2}%</td><td style=\"text-align:left\">{}</td></tr>",
+             <td>{:.2}</td><td>{:.2}%</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>\
+             <td style=\"text-align:left\">{}</td></tr>",
             head.layer,
             head.head,
             escape(&head.role),
@@ -99,6 +104,9 @@ pub fn render(page: &Page) -> std::io::Result<String> {
             head.confidence,
             head.mean_distance,
             head.ablation_drop * 100.0,
+            head.copying_score,
+            head.qk_effective_rank,
+            head.ov_effective_rank,
             escape(&scores.join(", ")),
         );
     }

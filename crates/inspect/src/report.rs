@@ -1,7 +1,7 @@
 //! The report on one run: per-head weights and the probe batch's activations as
 //! safetensors, `heads.json` with one record per head (measures, pattern scores, ablation
-//! drop, role), `similarity.json`, `pruning.json`, `summary.json`, `divergence.csv`, the
-//! figures and `index.html`.
+//! drop, role, copying score, effective ranks), `circuits.json`, `similarity.json`,
+//! `pruning.json`, `summary.json`, `divergence.csv`, the figures and `index.html`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use train::snapshot::{SnapshotError, head_tensors};
 use train::tensor_file::{HostTensor, TensorFileError, write_tensors};
 use train::trainer::eval_examples;
 
+use crate::circuits::{CircuitError, Circuits};
 use crate::divergence::{self, DivergencePoint};
 use crate::figures::{self, FigureError};
 use crate::heads::{HeadRecord, measure_heads};
@@ -26,6 +27,8 @@ use crate::similarity::{LayerSimilarity, mean_off_diagonal};
 pub struct Report {
     /// One record per head, layer-major.
     pub heads: Vec<HeadRecord>,
+    /// Composition, copying and ranks read from the weights.
+    pub circuits: Circuits,
     /// Head-by-head similarity matrices, one per layer.
     pub similarity: Vec<LayerSimilarity>,
     /// The divergence curves (empty when the run took no snapshots).
@@ -62,6 +65,9 @@ pub enum ReportError {
     /// A figure.
     #[error(transparent)]
     Figure(#[from] FigureError),
+    /// A circuit whose eigenvalues did not converge.
+    #[error(transparent)]
+    Circuits(#[from] CircuitError),
     /// Another file.
     #[error("cannot write {path}: {error}")]
     Write {
@@ -153,6 +159,7 @@ pub fn write_report(
     let Measured {
         heads,
         eval_token_acc,
+        circuits,
         similarity,
         pruning,
         summary,
@@ -161,6 +168,7 @@ pub fn write_report(
     } = measured;
     Ok(Report {
         heads,
+        circuits,
         similarity,
         divergence,
         pruning,
@@ -178,14 +186,15 @@ struct Measured {
     layers: Vec<LayerProbe>,
     heads: Vec<HeadRecord>,
     eval_token_acc: f64,
+    circuits: Circuits,
     similarity: Vec<LayerSimilarity>,
     pruning: Pruning,
     summary: Summary,
     divergence: Vec<DivergencePoint>,
 }
 
-/// Runs the probe, measures and ablates every head, compares heads, prunes, and follows
-/// the heads through the run's snapshots.
+/// Reads the circuits from the weights, runs the probe, measures and ablates every head,
+/// compares heads, prunes, and follows the heads through the run's snapshots.
 fn measure(
     loaded: &LoadedRun,
     probe: &Probe,
@@ -198,9 +207,10 @@ fn measure(
         &loaded.device,
     );
     let weights = head_tensors(model, true);
+    let circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
     let eval = eval_examples(config, task);
-    let (heads, eval_token_acc) = measure_heads(loaded, &eval, probe, &layers);
+    let (heads, eval_token_acc) = measure_heads(loaded, &eval, probe, &layers, &circuits);
     let similarity: Vec<LayerSimilarity> = layers
         .iter()
         .enumerate()
@@ -228,6 +238,7 @@ fn measure(
         layers,
         heads,
         eval_token_acc,
+        circuits,
         similarity,
         pruning,
         summary,
@@ -275,14 +286,15 @@ fn write_tensor_files(
     Ok(vec![weights_path, activations_path])
 }
 
-/// `heads.json`, `similarity.json`, `pruning.json`, `summary.json`, and `divergence.csv`
-/// when the run took snapshots.
+/// `heads.json`, `circuits.json`, `similarity.json`, `pruning.json`, `summary.json`, and
+/// `divergence.csv` when the run took snapshots.
 fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, ReportError> {
     let similarity = SimilarityFile {
         layers: measured.similarity.clone(),
     };
     let mut files = vec![
         write_json(&out.join("heads.json"), &measured.heads)?,
+        write_json(&out.join("circuits.json"), &measured.circuits)?,
         write_json(&out.join("similarity.json"), &similarity)?,
         write_json(&out.join("pruning.json"), &measured.pruning)?,
         write_json(&out.join("summary.json"), &measured.summary)?,
@@ -297,7 +309,8 @@ fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, Repor
 }
 
 /// Every figure with its caption, in the page's order: attention, similarity, divergence
-/// (with snapshots), ablation, pruning, training (with metrics).
+/// (with snapshots), circuits, composition (with two layers or more), ablation, pruning,
+/// training (with metrics).
 fn draw_figures(
     figures_dir: &Path,
     loaded: &LoadedRun,
@@ -326,6 +339,29 @@ fn draw_figures(
             path,
             "mean pairwise head similarity at each training snapshot: heads moving apart \
              (cosine falling, JS distance rising) or staying identical",
+        ));
+    }
+    let path = figures_dir.join("circuits.png");
+    figures::circuits(&path, &measured.circuits)?;
+    figures.push((
+        path,
+        "per head, read from its weights: the copying score sum(lambda) / sum(|lambda|) of \
+         the OV circuit's eigenvalues (1: writes back what it reads, -1: its negation, 0: \
+         neither), the same for embedding -> OV -> output layer when the task's inputs and \
+         outputs are the same tokens, and the effective rank of the QK and OV circuits (at \
+         most d_head; lower: fewer directions matter)",
+    ));
+    if !measured.circuits.composition.is_empty() {
+        let path = figures_dir.join("composition.png");
+        let circuits = &measured.circuits;
+        figures::composition(&path, &circuits.composition, circuits.random_composition)?;
+        figures.push((
+            path,
+            "for each earlier layer's heads (rows) and later layer's heads (columns): how \
+             much the later head's query (Q), key (K) or value (V) reads the subspace the \
+             earlier head writes, ||W_A W_B|| / (||W_A|| ||W_B||) with W_A the earlier OV \
+             circuit; heads with unrelated subspaces score about 1 / sqrt(d_model) (in \
+             the title), higher: the later head reads what the earlier one writes",
         ));
     }
     let path = figures_dir.join("ablation.png");
@@ -441,7 +477,14 @@ fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
         ),
         (
             "heads.json".into(),
-            "one record per head: measures, pattern scores, ablation drop, role",
+            "one record per head: measures, pattern scores, ablation drop, role, copying \
+             score, QK and OV effective rank",
+        ),
+        (
+            "circuits.json".into(),
+            "from the weights: Q/K/V-composition matrices per pair of layers; per head \
+             copying scores, eigenvalues, singular values, effective ranks; per layer the \
+             effective rank of the heads' queries and keys side by side",
         ),
         (
             "similarity.json".into(),

@@ -126,8 +126,22 @@ fn a_trained_run_gets_every_report_file() {
         "pattern_scores",
         "ablation_drop",
         "role",
+        "copying_score",
+        "full_copying_score",
+        "qk_effective_rank",
+        "ov_effective_rank",
     ] {
         assert!(heads[1].get(key).is_some(), "{key} missing");
+    }
+    // One layer: nothing composes; reverse maps 5 tokens to 5 classes, so the full circuit
+    // is scored; no rank above d_head.
+    let circuits = read_json(&report.join("circuits.json"));
+    assert_eq!(circuits["composition"].as_array().unwrap().len(), 0);
+    for head in circuits["heads"].as_array().unwrap() {
+        let copying = head["full_copying_score"].as_f64().unwrap();
+        assert!((-1.0 - 1e-9..=1.0 + 1e-9).contains(&copying), "{head}");
+        let rank = head["ov_effective_rank"].as_f64().unwrap();
+        assert!(rank > 0.0 && rank <= 8.0 + 1e-9, "{head}");
     }
     let scores = &heads[0]["pattern_scores"];
     for pattern in [
@@ -211,6 +225,7 @@ fn a_trained_run_gets_every_report_file() {
         "attention",
         "similarity",
         "divergence",
+        "circuits",
         "ablation",
         "pruning",
         "training",
