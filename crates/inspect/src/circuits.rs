@@ -3,7 +3,8 @@
 //! circuit `v o` (`[d_model, d_model]`, kept as their `d_head`-wide factors):
 //! composition between layers ([`crate::composition`]), copying ([`crate::copying`]) and
 //! effective rank ([`crate::rank`]). Layer norms, biases and positions are left out of all
-//! three (see each module).
+//! three (see each module). It also holds the attention rollout of probe sequence 0
+//! ([`crate::rollout`]), the one measure of the file read from activations, not weights.
 
 use std::collections::BTreeMap;
 
@@ -85,6 +86,11 @@ pub struct Circuits {
     pub heads: Vec<HeadCircuits>,
     /// One entry per layer.
     pub layers: Vec<LayerRanks>,
+    /// Attention rollout on probe sequence 0 after each layer, `[n_layers][seq][seq]` (row:
+    /// query, column: input position; rows sum to 1). Empty in a `circuits.json` written
+    /// before it was measured, and from [`Circuits::measure`], which sees no activations.
+    #[serde(default)]
+    pub rollout: Vec<Vec<Vec<f64>>>,
 }
 
 /// Composition of the heads of `layer_a` (rows) into those of the later `layer_b`
@@ -284,6 +290,7 @@ impl Circuits {
             composition,
             heads: head_records,
             layers,
+            rollout: vec![],
         })
     }
 

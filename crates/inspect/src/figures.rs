@@ -280,6 +280,40 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
     )
 }
 
+/// `rollout.png`: the attention rollout after each layer ([`crate::rollout`],
+/// `[layer][query][input position]`) on one probe sequence whose `tokens` label the axes,
+/// one heatmap per layer side by side, on the 0-1 scale of attention.
+pub fn rollout(path: &Path, rollout: &[Vec<Vec<f64>>], tokens: &[u32]) -> Result<(), FigureError> {
+    let n_layers = rollout.len().max(1);
+    let seq = tokens.len();
+    let panel = (240 + 14 * seq as u32).min(420);
+    let labels: Vec<String> = tokens.iter().map(u32::to_string).collect();
+    render(path, (panel * n_layers as u32, panel + 30), |root| {
+        let (title, grid) = root.split_vertically(30);
+        title.titled(
+            "Attention rollout on probe sequence 0 (row: query, column: input position)",
+            (FONT, 16),
+        )?;
+        let panels = grid.split_evenly((1, n_layers));
+        for (layer, (matrix, area)) in rollout.iter().zip(&panels).enumerate() {
+            Heatmap {
+                caption: format!("after layer {layer}"),
+                values: &|i, j| matrix[i][j],
+                rows: seq,
+                cols: seq,
+                row_labels: labels.clone(),
+                col_labels: labels.clone(),
+                range: (0.0, 1.0),
+                annotate: false,
+                x_desc: "input token",
+                y_desc: "query token",
+            }
+            .draw(area)?;
+        }
+        Ok(())
+    })
+}
+
 /// `composition.png`: per pair of layers (rows), the Q-, K- and V-composition matrices
 /// (columns), the earlier layer's heads down, the later layer's across; one colour scale
 /// from 0 to the largest score of the figure. `random` is what unrelated heads score, for
@@ -691,6 +725,11 @@ mod tests {
                 full_copying_score: None,
                 qk_effective_rank: 0.0,
                 ov_effective_rank: 0.0,
+                direct_logit_attribution: 0.0,
+                gradient_importance: 0.0,
+                mean_value_norm: 0.0,
+                mean_weighted_norm: 0.0,
+                norm_weight_correlation: None,
             })
             .collect();
         let error = ablation(&path, &heads).unwrap_err();

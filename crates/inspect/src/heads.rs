@@ -1,7 +1,8 @@
 //! One record per head, as in `heads.json`: its pattern measures on the probe batch, its
 //! mean attention on each named pattern, the role that follows from them, the eval
-//! accuracy lost when it alone is ablated, and its copying score and effective ranks (from
-//! [`Circuits`]).
+//! accuracy lost when it alone is ablated, its copying score and effective ranks (from
+//! [`Circuits`]), its direct logit attribution ([`crate::attribution`]), gradient
+//! importance ([`crate::importance`]) and norm-based attention ([`crate::norms`]).
 
 use std::collections::BTreeMap;
 
@@ -10,8 +11,11 @@ use serde::{Deserialize, Serialize};
 use train::tasks::{AttentionPattern, Example, Task};
 use train::trainer::evaluate;
 
+use crate::attribution::mean_direct_attribution;
 use crate::circuits::Circuits;
+use crate::importance::gradient_importance;
 use crate::measures::HeadPattern;
+use crate::norms::head_norm_scores;
 use crate::probe::{LayerProbe, Probe};
 use crate::run::LoadedRun;
 
@@ -53,10 +57,31 @@ pub struct HeadRecord {
     /// Effective rank of the OV circuit, in [0, d_head].
     #[serde(default)]
     pub ov_effective_rank: f64,
+    /// The head's direct logit on the correct class through the frozen final norm (and,
+    /// post-norm, the later blocks' norms) and the output layer, averaged over the probe's
+    /// scored positions ([`crate::attribution`]): positive pushes the right answer up.
+    #[serde(default)]
+    pub direct_logit_attribution: f64,
+    /// `mean over batches |dL/d xi|` for the head's mask `xi` on the eval set (Michel et
+    /// al. 2019, [`crate::importance`]).
+    #[serde(default)]
+    pub gradient_importance: f64,
+    /// Mean `||f(x_j)||`, `f(x) = (x v + b_v) o`, over the probe's positions: how much the
+    /// head can write ([`crate::norms`]).
+    #[serde(default)]
+    pub mean_value_norm: f64,
+    /// Mean `alpha_ij ||f(x_j)||` over the probe's queries and keys (Kobayashi et al. 2020).
+    #[serde(default)]
+    pub mean_weighted_norm: f64,
+    /// Correlation of `alpha_ij` with `alpha_ij ||f(x_j)||`: low or negative when the head
+    /// attends most where it writes least; null when either does not vary.
+    #[serde(default)]
+    pub norm_weight_correlation: Option<f64>,
 }
 
-/// Every head's record (measures on the probe, ablation on the eval set, circuit scores
-/// from `circuits`), and the eval token accuracy with all heads on.
+/// Every head's record (measures, direct logit attribution and norms on the probe;
+/// ablation and gradient importance on the eval set; circuit scores from `circuits`), and
+/// the eval token accuracy with all heads on.
 pub fn measure_heads(
     loaded: &LoadedRun,
     eval: &[Example],
@@ -68,6 +93,8 @@ pub fn measure_heads(
     let (_, base) = evaluate(model, eval, device, None);
     let (n_layers, n_heads) = (model.blocks.len(), model.n_heads());
     let tokens = probe.token_ids();
+    let attribution = mean_direct_attribution(model, probe.tokens.clone(), &probe.examples);
+    let importance = gradient_importance(model, eval, device);
 
     let mut heads = vec![];
     for (l, layer) in layers.iter().enumerate() {
@@ -86,6 +113,7 @@ pub fn measure_heads(
             let mask = Tensor::from_data(TensorData::new(mask, [n_layers, n_heads]), device);
             let (_, ablated) = evaluate(model, eval, device, Some(mask));
             let circuit = circuits.head(l, h);
+            let norms = head_norm_scores(layer, h, &model.blocks[l].attention.head_weights(h));
             heads.push(HeadRecord {
                 layer: l,
                 head: h,
@@ -99,6 +127,11 @@ pub fn measure_heads(
                 full_copying_score: circuit.full_copying_score,
                 qk_effective_rank: circuit.qk_effective_rank,
                 ov_effective_rank: circuit.ov_effective_rank,
+                direct_logit_attribution: attribution[l * n_heads + h],
+                gradient_importance: importance[l * n_heads + h],
+                mean_value_norm: norms.mean_value_norm,
+                mean_weighted_norm: norms.mean_weighted_norm,
+                norm_weight_correlation: norms.norm_weight_correlation,
             });
         }
     }
@@ -159,12 +192,21 @@ mod tests {
         assert_eq!(heads[0].full_copying_score, None);
         assert_eq!(heads[0].qk_effective_rank, 0.0);
         assert_eq!(heads[0].ov_effective_rank, 0.0);
+        assert_eq!(heads[0].direct_logit_attribution, 0.0);
+        assert_eq!(heads[0].gradient_importance, 0.0);
+        assert_eq!(heads[0].mean_weighted_norm, 0.0);
+        assert_eq!(heads[0].norm_weight_correlation, None);
         // A new record reads back whole.
         let new = HeadRecord {
             copying_score: -0.5,
             full_copying_score: Some(1.0),
             qk_effective_rank: 3.5,
             ov_effective_rank: 2.0,
+            direct_logit_attribution: 1.25,
+            gradient_importance: 0.5,
+            mean_value_norm: 3.0,
+            mean_weighted_norm: 0.75,
+            norm_weight_correlation: Some(-0.25),
             ..heads[0].clone()
         };
         let json = serde_json::to_string(&new).unwrap();

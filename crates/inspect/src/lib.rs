@@ -1,14 +1,17 @@
 //! Head analysis for headlab runs: load a run ([`run`]), run the probe batch ([`probe`]),
 //! measure every head ([`measures`], [`heads`], [`similarity`], [`divergence`],
-//! [`pruning`]), read its circuits from the weights ([`circuits`]: [`composition`],
-//! [`copying`], [`rank`], on [`linalg`]), draw it ([`figures`], [`html`]) and write the
-//! report ([`report`]); match heads across runs ([`matching`], [`compare`]).
+//! [`pruning`], [`attribution`], [`importance`], [`norms`], [`rollout`]), read its circuits
+//! from the weights ([`circuits`]: [`composition`], [`copying`], [`rank`], on [`linalg`]),
+//! draw it ([`figures`], [`html`]) and write the report ([`report`]); match heads across
+//! runs ([`matching`], [`compare`]).
 //!
 //! Modules only import downwards: `report` and `compare` use everything below them;
 //! `figures` and `html` draw the records of `heads`, `circuits`, `similarity`, `divergence`
-//! and `pruning`; those build on `probe`, `measures` and `run`, and `circuits` on
-//! `composition`, `copying` and `rank`, which build on `linalg`.
+//! and `pruning`; those build on `probe`, `measures` and `run` (as do `attribution`,
+//! `importance`, `norms` and `rollout`), and `circuits` on `composition`, `copying` and
+//! `rank`, which build on `linalg`.
 
+pub mod attribution;
 pub mod circuits;
 pub mod compare;
 pub mod composition;
@@ -17,12 +20,15 @@ pub mod divergence;
 pub mod figures;
 pub mod heads;
 pub mod html;
+pub mod importance;
 pub mod linalg;
 pub mod matching;
 pub mod measures;
+pub mod norms;
 pub mod probe;
 pub mod pruning;
 pub mod rank;
 pub mod report;
+pub mod rollout;
 pub mod run;
 pub mod similarity;

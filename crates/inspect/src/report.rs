@@ -1,7 +1,9 @@
 //! The report on one run: per-head weights and the probe batch's activations as
 //! safetensors, `heads.json` with one record per head (measures, pattern scores, ablation
-//! drop, role, copying score, effective ranks), `circuits.json`, `similarity.json`,
-//! `pruning.json`, `summary.json`, `divergence.csv`, the figures and `index.html`.
+//! drop, role, copying score, effective ranks, direct logit attribution, gradient
+//! importance, norm-based attention), `circuits.json` (with the attention rollout),
+//! `similarity.json`, `pruning.json`, `summary.json`, `divergence.csv`, the figures and
+//! `index.html`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,8 +19,10 @@ use crate::divergence::{self, DivergencePoint};
 use crate::figures::{self, FigureError};
 use crate::heads::{HeadRecord, measure_heads};
 use crate::html;
+use crate::importance::spearman;
 use crate::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::pruning::{self, Pruning};
+use crate::rollout;
 use crate::run::LoadedRun;
 use crate::similarity::{LayerSimilarity, mean_off_diagonal};
 
@@ -127,6 +131,19 @@ pub struct Summary {
     pub mean_pattern_js: f64,
     /// Heads greedy pruning removes before accuracy falls more than the tolerance.
     pub removable_heads: usize,
+    /// Spearman rank correlation, over heads, of gradient importance with the single-head
+    /// ablation drop ([`crate::importance`]); null when undefined (fewer than two heads, or
+    /// one side all equal). Fields from here on are null in a `summary.json` written
+    /// before they were measured.
+    #[serde(default)]
+    pub importance_ablation_spearman: Option<f64>,
+    /// Spearman correlation of gradient importance with the step at which greedy pruning
+    /// removes the head (later: more important).
+    #[serde(default)]
+    pub importance_pruning_spearman: Option<f64>,
+    /// Spearman correlation of the ablation drop with the greedy removal step.
+    #[serde(default)]
+    pub ablation_pruning_spearman: Option<f64>,
 }
 
 /// Measures every head of `loaded` on a probe batch and writes the report into `out`.
@@ -207,8 +224,9 @@ fn measure(
         &loaded.device,
     );
     let weights = head_tensors(model, true);
-    let circuits = Circuits::of_model(model, &weights)?;
+    let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
+    circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let eval = eval_examples(config, task);
     let (heads, eval_token_acc) = measure_heads(loaded, &eval, probe, &layers, &circuits);
     let similarity: Vec<LayerSimilarity> = layers
@@ -218,6 +236,8 @@ fn measure(
         .collect();
     let drops: Vec<f64> = heads.iter().map(|h| h.ablation_drop).collect();
     let pruning = pruning::prune_model(model, &eval, device, &drops, options.prune_tolerance);
+    let importance: Vec<f64> = heads.iter().map(|h| h.gradient_importance).collect();
+    let removal_steps = greedy_removal_steps(&pruning, model.n_heads());
     let summary = Summary {
         name: config.name.clone(),
         task: task.name().to_string(),
@@ -231,6 +251,9 @@ fn measure(
         heads_with_role: heads.iter().filter(|h| h.role != "mixed").count(),
         mean_pattern_js: mean_pattern_js(&similarity),
         removable_heads: pruning.greedy.removable,
+        importance_ablation_spearman: spearman(&importance, &drops),
+        importance_pruning_spearman: spearman(&importance, &removal_steps),
+        ablation_pruning_spearman: spearman(&drops, &removal_steps),
     };
     let divergence = divergence::divergence(loaded, probe)?;
     Ok(Measured {
@@ -244,6 +267,16 @@ fn measure(
         summary,
         divergence,
     })
+}
+
+/// The step (1-based) at which greedy pruning removes each head, layer-major: heads removed
+/// later matter more.
+fn greedy_removal_steps(pruning: &Pruning, n_heads: usize) -> Vec<f64> {
+    let mut steps = vec![0.0; pruning.total_heads];
+    for step in &pruning.greedy.steps {
+        steps[step.layer * n_heads + step.head] = step.heads_removed as f64;
+    }
+    steps
 }
 
 /// Mean pattern JS distance between the heads of a layer, over layers with more than one
@@ -308,9 +341,9 @@ fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, Repor
     Ok(files)
 }
 
-/// Every figure with its caption, in the page's order: attention, similarity, divergence
-/// (with snapshots), circuits, composition (with two layers or more), ablation, pruning,
-/// training (with metrics).
+/// Every figure with its caption, in the page's order: attention, rollout, similarity,
+/// divergence (with snapshots), circuits, composition (with two layers or more), ablation,
+/// pruning, training (with metrics).
 fn draw_figures(
     figures_dir: &Path,
     loaded: &LoadedRun,
@@ -325,6 +358,17 @@ fn draw_figures(
         "attention of every head (rows: layers, columns: heads) on the first probe sequence; \
          row i is where query position i looks, brighter is more attention",
     ));
+    if !measured.circuits.rollout.is_empty() {
+        let path = figures_dir.join("rollout.png");
+        figures::rollout(&path, &measured.circuits.rollout, &probe.examples[0].input)?;
+        figures.push((
+            path,
+            "attention rollout on the first probe sequence after each layer (Abnar and \
+             Zuidema 2020): the product of the layers' head-averaged attention, each mixed \
+             half and half with the identity for the residual stream; row i is how much of \
+             each input position query i holds if attention alone moved information",
+        ));
+    }
     let path = figures_dir.join("similarity.png");
     figures::similarity(&path, &measured.similarity)?;
     figures.push((
@@ -478,13 +522,15 @@ fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
         (
             "heads.json".into(),
             "one record per head: measures, pattern scores, ablation drop, role, copying \
-             score, QK and OV effective rank",
+             score, QK and OV effective rank, direct logit attribution, gradient importance, \
+             value and weighted norms and their correlation with the attention weight",
         ),
         (
             "circuits.json".into(),
             "from the weights: Q/K/V-composition matrices per pair of layers; per head \
              copying scores, eigenvalues, singular values, effective ranks; per layer the \
-             effective rank of the heads' queries and keys side by side",
+             effective rank of the heads' queries and keys side by side, and the attention \
+             rollout of the first probe sequence",
         ),
         (
             "similarity.json".into(),
@@ -496,7 +542,8 @@ fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
         ),
         (
             "summary.json".into(),
-            "sizes, parameter counts, accuracy, specialisation and pruning in one object",
+            "sizes, parameter counts, accuracy, specialisation, pruning, and the rank \
+             correlations of gradient importance, ablation drop and pruning order",
         ),
     ];
     if with_divergence {

@@ -1,6 +1,8 @@
 //! `circuits.json` on a hand-built two-layer model whose circuits are known: the report must
 //! find the composition, copying and ranks the weights were wired with, put the per-head
-//! scores in `heads.json`, and draw and list the circuit figures.
+//! scores in `heads.json`, and draw and list the circuit figures; and it must write the
+//! probe and gradient measures (attribution, importance, norms, rollout, rank
+//! correlations) in their files (their known answers are in the modules' unit tests).
 //!
 //! The residual stream (d_model 16) has four blocks of four coordinates, B0 = e_0..e_3, B1,
 //! B2, B3; each head uses 4 of its 8 dimensions. Layer 0: head 0 reads B0 and writes it
@@ -227,8 +229,50 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
     assert_eq!(report.heads[3].copying_score, -1.0);
     assert_eq!(report.circuits.composition.len(), 1);
 
-    // The two circuit figures are drawn, embedded and listed with circuits.json.
-    for name in ["circuits", "composition"] {
+    // Rollout of probe sequence 0 after each layer: [n_layers][seq][seq], rows summing to 1.
+    let rollout: Vec<Vec<Vec<f64>>> = serde_json::from_value(circuits["rollout"].clone()).unwrap();
+    assert_eq!(rollout.len(), 2);
+    for layer in &rollout {
+        assert_eq!(layer.len(), 6);
+        for row in layer {
+            assert_eq!(row.len(), 6);
+            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{row:?}");
+        }
+    }
+    let returned = report.circuits.rollout.iter().flatten().flatten();
+    for (a, b) in returned.zip(rollout.iter().flatten().flatten()) {
+        assert!((a - b).abs() < 1e-12, "the report returns what it wrote");
+    }
+
+    // The probe and gradient measures are in every record; the three rank correlations are
+    // in summary.json, numbers in [-1, 1] or null.
+    for record in &records {
+        for key in [
+            "direct_logit_attribution",
+            "gradient_importance",
+            "mean_value_norm",
+            "mean_weighted_norm",
+        ] {
+            assert!(record[key].is_number(), "{key}: {record}");
+        }
+        assert!(number(&record["gradient_importance"]) >= 0.0);
+        assert!(record.get("norm_weight_correlation").is_some());
+    }
+    let summary = read_json(&out.join("summary.json"));
+    for key in [
+        "importance_ablation_spearman",
+        "importance_pruning_spearman",
+        "ablation_pruning_spearman",
+    ] {
+        let value = &summary[key];
+        assert!(
+            value.is_null() || number(value).abs() <= 1.0 + 1e-12,
+            "{key}: {value}"
+        );
+    }
+
+    // The circuit figures and the rollout are drawn, embedded and listed with circuits.json.
+    for name in ["circuits", "composition", "rollout"] {
         assert!(
             out.join("figures").join(format!("{name}.png")).is_file(),
             "{name}"
@@ -237,6 +281,7 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("<code>figures/composition.png</code>"));
     assert!(html.contains("<code>figures/circuits.png</code>"));
+    assert!(html.contains("<code>figures/rollout.png</code>"));
     assert!(html.contains("<li><code>circuits.json</code>"));
     assert!(html.contains("<th>copying</th>"));
     assert!(report.files.contains(&out.join("circuits.json")));

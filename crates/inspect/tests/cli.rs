@@ -223,6 +223,7 @@ fn a_trained_run_gets_every_report_file() {
 
     let figures = [
         "attention",
+        "rollout",
         "similarity",
         "divergence",
         "circuits",

@@ -1,7 +1,8 @@
 //! The README's experiment claims, checked on models small enough to train in a test:
-//! heads on the asymmetric neighbors rule split the two neighbours between them, heads
-//! that start identical (no dropout) are still identical after training, and heads matched
-//! across seeds do the same job. The full-size runs are `scripts/experiments.sh`.
+//! heads on the asymmetric neighbors rule split the two neighbours between them, with
+//! dropout into a clean previous-token and next-token pair, heads that start identical (no
+//! dropout) are still identical after training, and heads matched across seeds do the same
+//! job. The full-size runs are the sweeps of `scripts/experiments.sh`.
 
 mod common;
 
@@ -92,6 +93,39 @@ fn neighbors_difference_heads_split_the_two_neighbours() {
     for head in &report.heads {
         assert!(head.ablation_drop > 0.33, "{head:?}");
     }
+}
+
+/// Experiment 1's finding at tiny size: with dropout, whether the heads start apart or
+/// identical, one becomes a `previous_token` head and the other a `next_token` head (seed 1,
+/// where without dropout both heads stay `mixed`).
+#[test]
+fn with_dropout_the_heads_become_a_previous_and_a_next_token_head() {
+    for init in ["random", "symmetric"] {
+        let init = format!("model.init={init}");
+        let report = train_and_inspect(
+            NEIGHBORS_DIFFERENCE,
+            &[
+                "seed=1",
+                "model.dropout=0.1",
+                "train.snapshot_every=0",
+                &init,
+            ],
+        );
+        let mut roles: Vec<&str> = report.heads.iter().map(|h| h.role.as_str()).collect();
+        roles.sort();
+        assert_eq!(
+            roles,
+            ["next_token", "previous_token"],
+            "{init}: {:?}",
+            report.heads
+        );
+    }
+    let without = train_and_inspect(NEIGHBORS_DIFFERENCE, &["seed=1", "train.snapshot_every=0"]);
+    assert!(
+        without.heads.iter().all(|h| h.role == "mixed"),
+        "{:?}",
+        without.heads
+    );
 }
 
 #[test]
