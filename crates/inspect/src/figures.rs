@@ -17,6 +17,7 @@ use crate::divergence::DivergencePoint;
 use crate::heads::HeadRecord;
 use crate::pruning::{PruneCurve, Pruning};
 use crate::similarity::LayerSimilarity;
+use crate::trajectories::Trajectories;
 
 /// What a drawing step returns; plotters' errors are boxed.
 pub type DrawResult = Result<(), Box<dyn Error>>;
@@ -534,6 +535,62 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
     })
 }
 
+/// `trajectories.png`: each final head's score on its final role's pattern by step (top;
+/// "mixed" heads follow their best final pattern), and the training loss (bottom).
+pub fn trajectories(
+    path: &Path,
+    trajectories: &Trajectories,
+    records: &[MetricsRecord],
+) -> Result<(), FigureError> {
+    let scores: Vec<(String, Vec<(f64, f64)>)> = trajectories
+        .heads
+        .iter()
+        .map(|t| {
+            let last = t.pattern_scores.last().cloned().unwrap_or_default();
+            let best = last
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(name, _)| name.clone())
+                .unwrap_or_default();
+            let pattern = t
+                .roles
+                .last()
+                .filter(|r| last.contains_key(*r))
+                .unwrap_or(&best);
+            let line = t
+                .steps
+                .iter()
+                .zip(&t.pattern_scores)
+                .map(|(&step, s)| (step as f64, s.get(pattern).copied().unwrap_or(f64::NAN)))
+                .collect();
+            (format!("L{} H{}: {pattern}", t.layer, t.head), line)
+        })
+        .collect();
+    let loss = vec![(
+        "train loss".to_string(),
+        records.iter().map(|r| (r.step as f64, r.loss)).collect(),
+    )];
+    render(path, (900, 700), |root| {
+        let panels = root.split_evenly((2, 1));
+        line_chart(
+            &panels[0],
+            "Score on the final role's pattern, by snapshot",
+            ("step", "mean attention"),
+            &scores,
+            Some((0.0, 1.05)),
+            SeriesLabelPosition::LowerRight,
+        )?;
+        line_chart(
+            &panels[1],
+            "Training loss",
+            ("step", "loss"),
+            &loss,
+            None,
+            SeriesLabelPosition::UpperRight,
+        )
+    })
+}
+
 /// `ablation.png`: eval token accuracy lost when each head alone is masked.
 pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
     let width = (240 + 46 * heads.len() as u32).max(480);
@@ -730,6 +787,7 @@ mod tests {
                 mean_value_norm: 0.0,
                 mean_weighted_norm: 0.0,
                 norm_weight_correlation: None,
+                task_target_score: None,
             })
             .collect();
         let error = ablation(&path, &heads).unwrap_err();

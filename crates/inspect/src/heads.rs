@@ -2,7 +2,8 @@
 //! mean attention on each named pattern, the role that follows from them, the eval
 //! accuracy lost when it alone is ablated, its copying score and effective ranks (from
 //! [`Circuits`]), its direct logit attribution ([`crate::attribution`]), gradient
-//! importance ([`crate::importance`]) and norm-based attention ([`crate::norms`]).
+//! importance ([`crate::importance`]), norm-based attention ([`crate::norms`]) and its
+//! attention on the task's exact targets ([`crate::measures::task_target_score`]).
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,7 @@ use train::trainer::evaluate;
 use crate::attribution::mean_direct_attribution;
 use crate::circuits::Circuits;
 use crate::importance::gradient_importance;
-use crate::measures::HeadPattern;
+use crate::measures::{HeadPattern, task_target_score};
 use crate::norms::head_norm_scores;
 use crate::probe::{LayerProbe, Probe};
 use crate::run::LoadedRun;
@@ -77,6 +78,12 @@ pub struct HeadRecord {
     /// attends most where it writes least; null when either does not vary.
     #[serde(default)]
     pub norm_weight_correlation: Option<f64>,
+    /// Mean attention mass on the exact positions that solve each query, from the task's
+    /// own generator ([`train::tasks::Task::attention_targets`]), over the probe's queries
+    /// that have any ([`crate::measures::task_target_score`]); null for tasks without
+    /// targets (`file`).
+    #[serde(default)]
+    pub task_target_score: Option<f64>,
 }
 
 /// Every head's record (measures, direct logit attribution and norms on the probe;
@@ -95,6 +102,11 @@ pub fn measure_heads(
     let tokens = probe.token_ids();
     let attribution = mean_direct_attribution(model, probe.tokens.clone(), &probe.examples);
     let importance = gradient_importance(model, eval, device);
+    let targets: Vec<Vec<Vec<usize>>> = probe
+        .examples
+        .iter()
+        .map(|example| task.attention_targets(&example.input))
+        .collect();
 
     let mut heads = vec![];
     for (l, layer) in layers.iter().enumerate() {
@@ -132,6 +144,7 @@ pub fn measure_heads(
                 mean_value_norm: norms.mean_value_norm,
                 mean_weighted_norm: norms.mean_weighted_norm,
                 norm_weight_correlation: norms.norm_weight_correlation,
+                task_target_score: task_target_score(&head, &targets),
             });
         }
     }
@@ -196,6 +209,7 @@ mod tests {
         assert_eq!(heads[0].gradient_importance, 0.0);
         assert_eq!(heads[0].mean_weighted_norm, 0.0);
         assert_eq!(heads[0].norm_weight_correlation, None);
+        assert_eq!(heads[0].task_target_score, None);
         // A new record reads back whole.
         let new = HeadRecord {
             copying_score: -0.5,
@@ -207,6 +221,7 @@ mod tests {
             mean_value_norm: 3.0,
             mean_weighted_norm: 0.75,
             norm_weight_correlation: Some(-0.25),
+            task_target_score: Some(0.5),
             ..heads[0].clone()
         };
         let json = serde_json::to_string(&new).unwrap();

@@ -80,11 +80,14 @@ pub fn render(page: &Page) -> std::io::Result<String> {
          on the probe batch, else <em>mixed</em>. Ablation: eval token accuracy lost when only \
          this head is masked. Copying: sum(&lambda;) / sum(|&lambda;|) of the OV circuit's \
          eigenvalues (1 writes back what the head reads). Ranks: effective rank of the QK and \
-         OV circuits, at most d_head (<code>circuits.json</code> has the rest).</p>\n<table>\n\
+         OV circuits, at most d_head (<code>circuits.json</code> has the rest). Task target: \
+         mean attention on the exact positions the task says solve each query (1: the head \
+         reads exactly them; a uniform head scores their count over the sequence length; \
+         &ndash; where the task names none).</p>\n<table>\n\
          <tr><th>layer</th><th>head</th><th>role</th>\
          <th>entropy (nats)</th><th>confidence</th><th>mean distance</th>\
          <th>ablation drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
-         <th>pattern scores</th></tr>\n"
+         <th>task target</th><th>pattern scores</th></tr>\n"
     );
     for head in page.heads {
         let scores: Vec<String> = head
@@ -95,7 +98,7 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         let _ = writeln!(
             w,
             "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
-             <td>{:.2}</td><td>{:.2}%</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>\
+             <td>{:.2}</td><td>{:.2}%</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
              <td style=\"text-align:left\">{}</td></tr>",
             head.layer,
             head.head,
@@ -107,6 +110,8 @@ pub fn render(page: &Page) -> std::io::Result<String> {
             head.copying_score,
             head.qk_effective_rank,
             head.ov_effective_rank,
+            head.task_target_score
+                .map_or_else(|| "&ndash;".to_string(), |score| format!("{score:.2}")),
             escape(&scores.join(", ")),
         );
     }

@@ -3,11 +3,11 @@
 //! [`pruning`], [`attribution`], [`importance`], [`norms`], [`rollout`]), read its circuits
 //! from the weights ([`circuits`]: [`composition`], [`copying`], [`rank`], on [`linalg`]),
 //! draw it ([`figures`], [`html`]) and write the report ([`report`]); match heads across
-//! runs ([`matching`], [`compare`]).
+//! runs ([`matching`], [`compare`]) and through a run's snapshots ([`trajectories`]).
 //!
 //! Modules only import downwards: `report` and `compare` use everything below them;
-//! `figures` and `html` draw the records of `heads`, `circuits`, `similarity`, `divergence`
-//! and `pruning`; those build on `probe`, `measures` and `run` (as do `attribution`,
+//! `figures` and `html` draw the records of `heads`, `circuits`, `similarity`, `divergence`,
+//! `trajectories` and `pruning`; those build on `probe`, `measures` and `run` (as do `attribution`,
 //! `importance`, `norms` and `rollout`), and `circuits` on `composition`, `copying` and
 //! `rank`, which build on `linalg`.
 
@@ -32,3 +32,4 @@ pub mod report;
 pub mod rollout;
 pub mod run;
 pub mod similarity;
+pub mod trajectories;

@@ -1,7 +1,10 @@
 //! What one head's attention pattern looks like, in numbers: entropy, confidence (Voita et
 //! al. 2019), mean attention distance, and how much mass falls on the positions a named
-//! pattern (previous token, anti-diagonal, ...) picks out. Plain f32 slices in, so the
-//! measures are independent of any backend.
+//! pattern (previous token, anti-diagonal, ...) picks out, and how much falls on the exact
+//! positions the task says solve each query (`task_target_score`: a detector read from the
+//! task generator, as issue 16's measure 8, rather than a fixed-offset guess in the style of
+//! TransformerLens's head detector). Plain f32 slices in, so the measures are independent of
+//! any backend.
 
 use train::tasks::AttentionPattern;
 
@@ -87,6 +90,30 @@ impl HeadPattern<'_> {
     }
 }
 
+/// Mean attention mass on the exact targets of each query, `targets[b][q]` for sequence `b`
+/// (what [`train::tasks::Task::attention_targets`] gives), over the queries that have any;
+/// `None` when none has (the file task). 1 for a head that reads exactly what solves the
+/// task; a uniform head scores the mean of `|targets| / seq`.
+pub fn task_target_score(head: &HeadPattern, targets: &[Vec<Vec<usize>>]) -> Option<f64> {
+    assert_eq!(
+        targets.len(),
+        head.batch,
+        "task targets: expected one list per probe sequence"
+    );
+    let (mut total, mut queries) = (0.0, 0usize);
+    for (b, sequence) in targets.iter().enumerate() {
+        for (q, keys) in sequence.iter().enumerate().take(head.seq) {
+            if keys.is_empty() {
+                continue;
+            }
+            let row = head.row(b, q);
+            total += keys.iter().map(|&k| row[k] as f64).sum::<f64>();
+            queries += 1;
+        }
+    }
+    (queries > 0).then(|| total / queries as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +164,67 @@ mod tests {
         // Mean |q - k| over a 5x5 grid: 40 / 25.
         assert!((head.mean_distance() - 1.6).abs() < 1e-6);
         assert!((head.pattern_score(AttentionPattern::AntiDiagonal) - 0.2).abs() < 1e-6);
+    }
+
+    /// Neighbors-style targets on seq 4: both sides, one at either end.
+    fn neighbor_targets() -> Vec<Vec<usize>> {
+        vec![vec![1], vec![0, 2], vec![1, 3], vec![2]]
+    }
+
+    #[test]
+    fn a_head_on_the_exact_targets_scores_one() {
+        let seq = 4;
+        let targets = neighbor_targets();
+        let mut probs = vec![0.0f32; seq * seq];
+        for (q, keys) in targets.iter().enumerate() {
+            for &k in keys {
+                probs[q * seq + k] = 1.0 / keys.len() as f32;
+            }
+        }
+        let tokens = [0, 1, 2, 3];
+        let head = HeadPattern {
+            probs: &probs,
+            tokens: &tokens,
+            batch: 1,
+            seq,
+        };
+        let score = task_target_score(&head, &[targets]).unwrap();
+        assert!((score - 1.0).abs() < 1e-6, "{score}");
+    }
+
+    #[test]
+    fn a_uniform_head_scores_the_target_count_over_seq() {
+        let seq = 4;
+        let probs = vec![0.25f32; 2 * seq * seq];
+        let tokens = [0; 8];
+        let head = HeadPattern {
+            probs: &probs,
+            tokens: &tokens,
+            batch: 2,
+            seq,
+        };
+        // One target per query: 1/seq.
+        let single: Vec<Vec<usize>> = (0..seq).map(|q| vec![seq - 1 - q]).collect();
+        let score = task_target_score(&head, &[single.clone(), single.clone()]).unwrap();
+        assert!((score - 0.25).abs() < 1e-6, "{score}");
+        // Counts 1, 2, 2, 1 over seq 4 on the first sequence, 1/seq on the second's single
+        // scored query: (0.25 + 0.5 + 0.5 + 0.25 + 0.25) / 5.
+        let mut sparse = vec![Vec::new(); seq];
+        sparse[2] = vec![0];
+        let score = task_target_score(&head, &[neighbor_targets(), sparse]).unwrap();
+        assert!((score - 0.35).abs() < 1e-6, "{score}");
+    }
+
+    #[test]
+    fn no_targets_give_no_score() {
+        let probs = vec![0.5f32; 4];
+        let tokens = [0, 1];
+        let head = HeadPattern {
+            probs: &probs,
+            tokens: &tokens,
+            batch: 1,
+            seq: 2,
+        };
+        assert_eq!(task_target_score(&head, &[vec![vec![], vec![]]]), None);
     }
 }

@@ -2,8 +2,8 @@
 //! safetensors, `heads.json` with one record per head (measures, pattern scores, ablation
 //! drop, role, copying score, effective ranks, direct logit attribution, gradient
 //! importance, norm-based attention), `circuits.json` (with the attention rollout),
-//! `similarity.json`, `pruning.json`, `summary.json`, `divergence.csv`, the figures and
-//! `index.html`.
+//! `similarity.json`, `pruning.json`, `summary.json`, `divergence.csv` and
+//! `trajectories.json` (with snapshots), the figures and `index.html`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,7 @@ use crate::pruning::{self, Pruning};
 use crate::rollout;
 use crate::run::LoadedRun;
 use crate::similarity::{LayerSimilarity, mean_off_diagonal};
+use crate::trajectories::{self, Trajectories};
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
@@ -37,6 +38,8 @@ pub struct Report {
     pub similarity: Vec<LayerSimilarity>,
     /// The divergence curves (empty when the run took no snapshots).
     pub divergence: Vec<DivergencePoint>,
+    /// Every final head's role through the snapshots (`None` when the run took none).
+    pub trajectories: Option<Trajectories>,
     /// Accuracy as heads are removed.
     pub pruning: Pruning,
     /// `summary.json`.
@@ -181,6 +184,7 @@ pub fn write_report(
         pruning,
         summary,
         divergence,
+        trajectories,
         ..
     } = measured;
     Ok(Report {
@@ -188,6 +192,7 @@ pub fn write_report(
         circuits,
         similarity,
         divergence,
+        trajectories,
         pruning,
         summary,
         eval_token_acc,
@@ -208,6 +213,7 @@ struct Measured {
     pruning: Pruning,
     summary: Summary,
     divergence: Vec<DivergencePoint>,
+    trajectories: Option<Trajectories>,
 }
 
 /// Reads the circuits from the weights, runs the probe, measures and ablates every head,
@@ -256,6 +262,7 @@ fn measure(
         ablation_pruning_spearman: spearman(&drops, &removal_steps),
     };
     let divergence = divergence::divergence(loaded, probe)?;
+    let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
         weights,
         layers,
@@ -266,6 +273,7 @@ fn measure(
         pruning,
         summary,
         divergence,
+        trajectories,
     })
 }
 
@@ -320,7 +328,7 @@ fn write_tensor_files(
 }
 
 /// `heads.json`, `circuits.json`, `similarity.json`, `pruning.json`, `summary.json`, and
-/// `divergence.csv` when the run took snapshots.
+/// `divergence.csv` and `trajectories.json` when the run took snapshots.
 fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, ReportError> {
     let similarity = SimilarityFile {
         layers: measured.similarity.clone(),
@@ -337,6 +345,9 @@ fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, Repor
         let csv = divergence::to_csv(&measured.divergence);
         write_file(&path, csv.as_bytes())?;
         files.push(path);
+    }
+    if let Some(trajectories) = &measured.trajectories {
+        files.push(write_json(&out.join("trajectories.json"), trajectories)?);
     }
     Ok(files)
 }
@@ -422,6 +433,18 @@ fn draw_figures(
          (ranked by single-head drop) or the least harmful at each step (greedy)",
     ));
     let metrics = loaded.dir.metrics();
+    if let Some(trajectories) = &measured.trajectories {
+        let path = figures_dir.join("trajectories.png");
+        figures::trajectories(&path, trajectories, &metrics)?;
+        figures.push((
+            path,
+            "each final head's mean attention on its final role's pattern at each training \
+             snapshot (heads matched snapshot to snapshot by their patterns), above the \
+             training loss on the same steps: a role that forms as the loss drops is the \
+             phase change of Olsson et al. 2022; the step each role formed and stayed is \
+             role_formed_at in trajectories.json",
+        ));
+    }
     if !metrics.is_empty() {
         let path = figures_dir.join("training.png");
         figures::training(&path, &metrics)?;
@@ -498,7 +521,10 @@ fn write_page(
             .map(|(path, caption)| html::Figure { path, caption })
             .collect(),
         config_toml: &config_toml,
-        files: described_files(!measured.divergence.is_empty()),
+        files: described_files(
+            !measured.divergence.is_empty(),
+            measured.trajectories.is_some(),
+        ),
     };
     let page = html::render(&page).map_err(|error| ReportError::Write {
         path: html_path.clone(),
@@ -509,7 +535,7 @@ fn write_page(
 }
 
 /// The page's list of data files, with what each holds.
-fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
+fn described_files(with_divergence: bool, with_trajectories: bool) -> Vec<(String, &'static str)> {
     let mut described: Vec<(String, &str)> = vec![
         (
             "weights.safetensors".into(),
@@ -523,7 +549,9 @@ fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
             "heads.json".into(),
             "one record per head: measures, pattern scores, ablation drop, role, copying \
              score, QK and OV effective rank, direct logit attribution, gradient importance, \
-             value and weighted norms and their correlation with the attention weight",
+             value and weighted norms and their correlation with the attention weight, \
+             task_target_score (attention on the exact positions the task says solve each \
+             query)",
         ),
         (
             "circuits.json".into(),
@@ -550,6 +578,13 @@ fn described_files(with_divergence: bool) -> Vec<(String, &'static str)> {
         described.push((
             "divergence.csv".into(),
             "per snapshot and layer: mean pairwise qk_cosine, ov_cosine, pattern_js",
+        ));
+    }
+    if with_trajectories {
+        described.push((
+            "trajectories.json".into(),
+            "per final head: the matched head, role and pattern scores at each snapshot's \
+             step, and role_formed_at, the step from which its final role stayed",
         ));
     }
     described

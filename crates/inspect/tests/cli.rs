@@ -229,6 +229,7 @@ fn a_trained_run_gets_every_report_file() {
         "circuits",
         "ablation",
         "pruning",
+        "trajectories",
         "training",
     ];
     for name in figures {

@@ -16,6 +16,10 @@ impl SequenceRule for CopyRule {
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         vec![AttentionPattern::SelfToken]
     }
+
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        (0..input.len()).map(|i| vec![i]).collect()
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! hold the same token, which a head attending to same-token positions can count.
 
 use super::AttentionPattern;
-use super::sequence::SequenceRule;
+use super::sequence::{SequenceRule, positions_of};
 
 /// The target counts each token's occurrences.
 #[derive(Debug, Clone)]
@@ -19,6 +19,13 @@ impl SequenceRule for HistogramRule {
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         vec![AttentionPattern::SameToken]
+    }
+
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        input
+            .iter()
+            .map(|&token| positions_of(input, token))
+            .collect()
     }
 
     /// Counts run from 1 to seq_len; class 0 is never a target but keeps ids equal to counts.

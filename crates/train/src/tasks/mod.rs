@@ -366,6 +366,16 @@ impl Task {
     pub fn solving_patterns(&self) -> Vec<AttentionPattern> {
         self.inner().solving_patterns()
     }
+
+    /// For each position of `input`, the exact key positions a head must read to solve it
+    /// there, ascending; empty where none does (recall's pairs, every position of the file
+    /// task). copy: `i`; reverse: `n-1-i`; shift: `i-shift`; neighbors: `i-1` and `i+1`;
+    /// histogram: every position holding `input[i]` (itself included, as the count does);
+    /// sort: every position holding the token that belongs at `i`; recall: a query's value.
+    /// Only reads `input`, so it never changes what the generators draw.
+    pub fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        self.inner().attention_targets(input)
+    }
 }
 
 /// What every task variant provides; [`Task`] dispatches to it.
@@ -375,6 +385,7 @@ trait TaskImpl {
     fn seq_len(&self) -> usize;
     fn sample(&self, rng: &mut ChaCha8Rng) -> Example;
     fn solving_patterns(&self) -> Vec<AttentionPattern>;
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>>;
 
     fn eval_set(&self, size: usize, seed: u64) -> Vec<Example> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -607,6 +618,126 @@ mod tests {
             if name != "file" {
                 assert_eq!(eval.len(), 20, "{name}");
                 assert_ne!(eval, task.eval_set(20, 4), "{name}");
+            }
+        }
+    }
+
+    fn targets_of(config: TaskConfig, input: &[u32]) -> Vec<Vec<usize>> {
+        let task = config.build(Path::new(".")).unwrap();
+        task.attention_targets(input)
+    }
+
+    fn sequence(seq_len: usize) -> SequenceSpec {
+        SequenceSpec {
+            seq_len,
+            vocab_size: 10,
+        }
+    }
+
+    #[test]
+    fn copy_targets_are_the_query_itself() {
+        let targets = targets_of(TaskConfig::Copy(sequence(3)), &[7, 7, 2]);
+        assert_eq!(targets, [vec![0], vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn reverse_targets_are_mirrored() {
+        let targets = targets_of(TaskConfig::Reverse(sequence(4)), &[1, 2, 3, 4]);
+        assert_eq!(targets, [vec![3], vec![2], vec![1], vec![0]]);
+    }
+
+    #[test]
+    fn shift_targets_lag_by_shift_and_the_blanks_have_none() {
+        let spec = ShiftSpec {
+            seq_len: 5,
+            vocab_size: 10,
+            shift: 2,
+        };
+        let targets = targets_of(TaskConfig::Shift(spec), &[4, 3, 2, 1, 0]);
+        assert_eq!(targets, [vec![], vec![], vec![0], vec![1], vec![2]]);
+    }
+
+    #[test]
+    fn neighbors_targets_are_both_sides() {
+        for combine in [Combine::Sum, Combine::Difference] {
+            let spec = NeighborsSpec {
+                seq_len: 4,
+                vocab_size: 10,
+                combine,
+            };
+            let targets = targets_of(TaskConfig::Neighbors(spec), &[5, 5, 5, 5]);
+            assert_eq!(targets, [vec![1], vec![0, 2], vec![1, 3], vec![2]]);
+        }
+    }
+
+    #[test]
+    fn histogram_targets_are_every_same_token_position() {
+        let targets = targets_of(TaskConfig::Histogram(sequence(5)), &[1, 2, 1, 3, 1]);
+        let ones = vec![0, 2, 4];
+        assert_eq!(
+            targets,
+            [ones.clone(), vec![1], ones.clone(), vec![3], ones]
+        );
+    }
+
+    #[test]
+    fn sort_targets_hold_the_token_that_belongs_there() {
+        // Sorted: 1 1 3 4; the 1s are at 1 and 3, the 3 at 2, the 4 at 0.
+        let targets = targets_of(TaskConfig::Sort(sequence(4)), &[4, 1, 3, 1]);
+        assert_eq!(targets, [vec![1, 3], vec![1, 3], vec![2], vec![0]]);
+    }
+
+    #[test]
+    fn recall_targets_are_the_queried_values() {
+        let spec = RecallSpec {
+            n_pairs: 3,
+            n_queries: 3,
+            n_keys: 4,
+            n_values: 8,
+        };
+        // Pairs (0 -> 4), (3 -> 5), (1 -> 6); queries 3, 1, 3.
+        let targets = targets_of(TaskConfig::Recall(spec), &[0, 4, 3, 5, 1, 6, 3, 1, 3]);
+        let pairs: Vec<Vec<usize>> = vec![Vec::new(); 6];
+        assert_eq!(targets[..6], pairs);
+        assert_eq!(targets[6..], [vec![3], vec![5], vec![3]]);
+    }
+
+    #[test]
+    fn file_task_has_no_targets() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = "{\"input\": [0, 1], \"target\": [1, null]}\n\
+                       {\"input\": [1, 1], \"target\": [0, 1]}\n";
+        std::fs::write(dir.path().join("data.jsonl"), records).unwrap();
+        let file = TaskConfig::File(FileSpec {
+            path: "data.jsonl".into(),
+            eval_fraction: 0.5,
+            vocab_size: None,
+        });
+        let task = file.build(dir.path()).unwrap();
+        assert_eq!(
+            task.attention_targets(&[0, 1]),
+            [vec![], vec![]] as [Vec<usize>; 2]
+        );
+    }
+
+    /// Reading a target's tokens gives the answer: a sanity check of every generator's
+    /// targets against its own examples.
+    #[test]
+    fn attention_targets_fit_generated_examples() {
+        for config in every_generator() {
+            let task = config.build(Path::new(".")).unwrap();
+            for example in task.eval_set(30, 2) {
+                let targets = task.attention_targets(&example.input);
+                assert_eq!(targets.len(), task.seq_len(), "{}", task.name());
+                for keys in &targets {
+                    assert!(keys.windows(2).all(|w| w[0] < w[1]), "{}", task.name());
+                    assert!(keys.iter().all(|&k| k < task.seq_len()), "{}", task.name());
+                }
+                if task.name() == "recall" {
+                    for (keys, target) in targets.iter().zip(&example.target) {
+                        assert_eq!(keys.is_empty(), target.is_none());
+                    }
+                }
             }
         }
     }

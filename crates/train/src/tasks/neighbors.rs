@@ -86,6 +86,18 @@ impl SequenceRule for NeighborsRule {
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         vec![AttentionPattern::PreviousToken, AttentionPattern::NextToken]
     }
+
+    /// Both neighbours, or the one that exists at either end.
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        let n = input.len();
+        (0..n)
+            .map(|i| {
+                let left = i.checked_sub(1);
+                let right = Some(i + 1).filter(|&j| j < n);
+                left.into_iter().chain(right).collect()
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -109,6 +109,27 @@ impl TaskImpl for RecallTask {
             AttentionPattern::PreviousToken,
         ]
     }
+
+    /// A query's value: the position after the pair whose key it repeats. Pairs, and any
+    /// query whose key is missing from the pairs (not drawn here), have none.
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        let pairs = (2 * self.n_pairs).min(input.len());
+        let value_of = |token: u32| {
+            (0..pairs)
+                .step_by(2)
+                .find(|&k| input[k] == token && k + 1 < pairs)
+                .map(|k| k + 1)
+        };
+        (0..input.len())
+            .map(|i| {
+                if i < pairs {
+                    Vec::new()
+                } else {
+                    value_of(input[i]).into_iter().collect()
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

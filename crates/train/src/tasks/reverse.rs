@@ -16,6 +16,11 @@ impl SequenceRule for ReverseRule {
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         vec![AttentionPattern::AntiDiagonal]
     }
+
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        let n = input.len();
+        (0..n).map(|i| vec![n - 1 - i]).collect()
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,10 @@ pub(super) trait SequenceRule {
     /// Attention patterns known to solve (part of) the task; empty when none does alone.
     fn solving_patterns(&self) -> Vec<AttentionPattern>;
 
+    /// For each position of `input`, the exact key positions whose tokens determine its
+    /// target, ascending; empty where no position does.
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>>;
+
     /// Number of target classes; the input vocabulary unless the rule adds or counts.
     fn output_vocab(&self, _seq_len: usize, vocab: u32) -> usize {
         vocab as usize
@@ -99,4 +103,13 @@ impl<R: SequenceRule> TaskImpl for SequenceTask<R> {
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         self.rule.solving_patterns()
     }
+
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        self.rule.attention_targets(input)
+    }
+}
+
+/// The positions of `input` holding `token`, ascending.
+pub(super) fn positions_of(input: &[u32], token: u32) -> Vec<usize> {
+    (0..input.len()).filter(|&j| input[j] == token).collect()
 }

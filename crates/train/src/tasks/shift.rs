@@ -82,6 +82,13 @@ impl SequenceRule for ShiftRule {
         }
     }
 
+    /// `i - shift`; nothing for the first `shift` positions, whose target is the blank.
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        (0..input.len())
+            .map(|i| i.checked_sub(self.shift).into_iter().collect())
+            .collect()
+    }
+
     /// The input tokens and the blank.
     fn output_vocab(&self, _seq_len: usize, vocab: u32) -> usize {
         vocab as usize + 1

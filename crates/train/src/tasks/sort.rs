@@ -2,7 +2,7 @@
 //! it, so it lists none.
 
 use super::AttentionPattern;
-use super::sequence::SequenceRule;
+use super::sequence::{SequenceRule, positions_of};
 
 /// The target is the input in ascending order.
 #[derive(Debug, Clone)]
@@ -17,6 +17,15 @@ impl SequenceRule for SortRule {
 
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         Vec::new()
+    }
+
+    /// Every position holding the token that belongs at `i` once sorted: reading any of
+    /// them gives the target, though no fixed pattern finds them.
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        self.target(input, 0)
+            .into_iter()
+            .map(|token| positions_of(input, token))
+            .collect()
     }
 }
 
