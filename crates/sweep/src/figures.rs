@@ -17,7 +17,7 @@ pub fn distribution(
     key: &str,
     points: &[(&str, Vec<&RunRow>)],
 ) -> Result<(), FigureError> {
-    let width = (160 + 90 * points.len().max(1)).clamp(520, 4000) as u32;
+    let width = (160 + 125 * points.len().max(1)).clamp(520, 4000) as u32;
     render(path, (width, 420), |area| draw(area, title, key, points))
 }
 
