@@ -436,6 +436,93 @@ pub fn circuits(path: &Path, circuits: &Circuits) -> Result<(), FigureError> {
     })
 }
 
+/// Most points a panel of `norms.png` draws: enough to show the cloud's shape, few enough
+/// to stay readable and quick to draw.
+pub const NORM_POINTS: usize = 2000;
+
+/// One head's panel of `norms.png`.
+pub struct NormPanel {
+    /// The panel's title: the head and its `norm_weight_correlation`.
+    pub caption: String,
+    /// `(alpha_ij, alpha_ij ||f(x_j)||)` for the probe's query/key pairs
+    /// ([`crate::norms::weight_norm_pairs`]); at most [`NORM_POINTS`] are drawn.
+    pub pairs: Vec<(f64, f64)>,
+}
+
+/// At most `max` of `points`, the same ones on every call: all of them if they fit, else
+/// those at `k * step mod n` for `k < max`, a prime `step` that does not divide `n` (a
+/// spread that no row or column structure of the pairs lines up with, unlike the even
+/// stride of [`crate::trajectories::subsample`], which could keep a single key column).
+fn spread_sample<T: Copy>(points: &[T], max: usize) -> Vec<T> {
+    let n = points.len();
+    if n <= max {
+        return points.to_vec();
+    }
+    let step = [7919, 7927]
+        .into_iter()
+        .find(|p| !n.is_multiple_of(*p))
+        .expect("no n under 62 million is a multiple of both primes");
+    (0..max).map(|k| points[k * step % n]).collect()
+}
+
+/// `norms.png`: per head (layers down, heads across), a scatter of attention weight
+/// against weighted norm over the probe's query/key pairs, on one y scale for every panel,
+/// so a head whose points stay near the x axis attends but writes almost nothing.
+pub fn norms(path: &Path, panels: &[Vec<NormPanel>]) -> Result<(), FigureError> {
+    let n_layers = panels.len().max(1);
+    let n_heads = panels.first().map_or(1, Vec::len).max(1);
+    let largest_side = n_layers.max(n_heads) as u32;
+    let panel = (1800 / largest_side).clamp(220, 320);
+    let y_max = panels
+        .iter()
+        .flatten()
+        .flat_map(|p| p.pairs.iter().map(|q| q.1))
+        .filter(|y| y.is_finite())
+        .fold(0.0, f64::max);
+    let y_max = if y_max > 0.0 { y_max * 1.05 } else { 1.0 };
+    render(
+        path,
+        (panel * n_heads as u32, panel * n_layers as u32 + 30),
+        |root| {
+            let (title, grid) = root.split_vertically(30);
+            title.titled(
+                "Attention weight against weighted norm alpha ||f(x)|| per query/key pair \
+                 (one y scale)",
+                (FONT, 16),
+            )?;
+            let areas = grid.split_evenly((n_layers, n_heads));
+            for (head, area) in panels.iter().flatten().zip(&areas) {
+                let mut chart = ChartBuilder::on(area)
+                    .caption(&head.caption, (FONT, 14))
+                    .margin(8)
+                    .x_label_area_size(32)
+                    .y_label_area_size(52)
+                    .build_cartesian_2d(0.0..1.0, 0.0..y_max)?;
+                chart
+                    .configure_mesh()
+                    .x_labels(3)
+                    .y_labels(4)
+                    .x_desc("attention weight")
+                    .y_desc("weighted norm")
+                    .x_label_formatter(&|v| format!("{v:.1}"))
+                    .y_label_formatter(&|v| format!("{v:.1}"))
+                    .label_style((FONT, 11))
+                    .axis_desc_style((FONT, 11))
+                    .light_line_style(WHITE.mix(0.0))
+                    .draw()?;
+                let color = Palette99::pick(0).mix(0.35);
+                chart.draw_series(
+                    spread_sample(&head.pairs, NORM_POINTS)
+                        .into_iter()
+                        .filter(|(x, y)| x.is_finite() && y.is_finite())
+                        .map(|point| Circle::new(point, 2, color.filled())),
+                )?;
+            }
+            Ok(())
+        },
+    )
+}
+
 /// A line chart of `series` (name, points) on `area`.
 fn line_chart(
     area: &Area,
@@ -762,6 +849,20 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_sampling_is_deterministic_distinct_and_spread() {
+        let points: Vec<usize> = (0..10_000).collect();
+        let picked = spread_sample(&points, NORM_POINTS);
+        assert_eq!(picked, spread_sample(&points, NORM_POINTS));
+        assert_eq!(picked.len(), NORM_POINTS);
+        let distinct: std::collections::BTreeSet<_> = picked.iter().collect();
+        assert_eq!(distinct.len(), NORM_POINTS);
+        // Pairs of 10 x 10 attention rows: every key column is drawn, not one.
+        let columns: std::collections::BTreeSet<_> = picked.iter().map(|i| i % 10).collect();
+        assert_eq!(columns.len(), 10);
+        assert_eq!(spread_sample(&points[..5], NORM_POINTS), points[..5]);
+    }
 
     #[test]
     fn a_figure_too_large_to_hold_is_refused_before_drawing() {

@@ -54,26 +54,39 @@ pub fn value_norms(x: &[f32], v: &HostTensor, v_bias: &[f32], o: &HostTensor) ->
         .collect()
 }
 
-/// The scores of one head from its attention rows `probs` (`[batch * seq, seq]`, row-major)
-/// and the norms `norms` of what each key position carries (`[batch * seq]`).
-pub fn norm_scores(probs: &[f32], norms: &[f64], batch: usize, seq: usize) -> NormScores {
+/// Every query/key pair of one head as `(alpha_ij, alpha_ij ||f(x_j)||)`, from its
+/// attention rows `probs` (`[batch * seq, seq]`, row-major) and the norms `norms` of what
+/// each key position carries (`[batch * seq]`); in `probs`' order.
+pub fn weight_norm_pairs(
+    probs: &[f32],
+    norms: &[f64],
+    batch: usize,
+    seq: usize,
+) -> Vec<(f64, f64)> {
     assert_eq!(
         probs.len(),
         batch * seq * seq,
         "probs is [batch * seq, seq]"
     );
     assert_eq!(norms.len(), batch * seq, "norms is [batch * seq]");
-    let mut weights = Vec::with_capacity(probs.len());
-    let mut weighted = Vec::with_capacity(probs.len());
-    for b in 0..batch {
-        for i in 0..seq {
-            for j in 0..seq {
-                let alpha = probs[(b * seq + i) * seq + j] as f64;
-                weights.push(alpha);
-                weighted.push(alpha * norms[b * seq + j]);
-            }
-        }
-    }
+    probs
+        .iter()
+        .enumerate()
+        .map(|(index, &alpha)| {
+            let (row, j) = (index / seq, index % seq);
+            let b = row / seq;
+            let alpha = alpha as f64;
+            (alpha, alpha * norms[b * seq + j])
+        })
+        .collect()
+}
+
+/// The scores of one head from its attention rows `probs` (`[batch * seq, seq]`, row-major)
+/// and the norms `norms` of what each key position carries (`[batch * seq]`).
+pub fn norm_scores(probs: &[f32], norms: &[f64], batch: usize, seq: usize) -> NormScores {
+    let (weights, weighted): (Vec<f64>, Vec<f64>) = weight_norm_pairs(probs, norms, batch, seq)
+        .into_iter()
+        .unzip();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     NormScores {
         mean_value_norm: mean(norms),
@@ -85,11 +98,36 @@ pub fn norm_scores(probs: &[f32], norms: &[f64], batch: usize, seq: usize) -> No
 /// The scores of head `h` of `layer` on the probe, with that head's `weights`.
 pub fn head_norm_scores(layer: &LayerProbe, h: usize, weights: &HeadWeights) -> NormScores {
     let (batch, _, seq) = layer.dims();
+    norm_scores(
+        &layer.head_pattern(h),
+        &head_value_norms(layer, weights),
+        batch,
+        seq,
+    )
+}
+
+/// Every query/key pair of head `h` of `layer` on the probe as `(alpha_ij, alpha_ij
+/// ||f(x_j)||)` ([`weight_norm_pairs`]), with that head's `weights`.
+pub fn head_weight_norm_pairs(
+    layer: &LayerProbe,
+    h: usize,
+    weights: &HeadWeights,
+) -> Vec<(f64, f64)> {
+    let (batch, _, seq) = layer.dims();
+    weight_norm_pairs(
+        &layer.head_pattern(h),
+        &head_value_norms(layer, weights),
+        batch,
+        seq,
+    )
+}
+
+/// `||f(x_j)||` of one head at every probe position of `layer` (`[batch * seq]`).
+fn head_value_norms(layer: &LayerProbe, weights: &HeadWeights) -> Vec<f64> {
     let v = HostTensor::of(weights.v.clone());
     let o = HostTensor::of(weights.o.clone());
     let v_bias = HostTensor::of(weights.v_bias.clone()).values;
-    let norms = value_norms(&layer.attn_input.values, &v, &v_bias, &o);
-    norm_scores(&layer.head_pattern(h), &norms, batch, seq)
+    value_norms(&layer.attn_input.values, &v, &v_bias, &o)
 }
 
 #[cfg(test)]
@@ -118,6 +156,52 @@ mod tests {
         assert_eq!(scores.mean_weighted_norm, 0.0);
         assert_eq!(scores.mean_value_norm, 0.0);
         assert_eq!(scores.norm_weight_correlation, None, "nothing varies");
+    }
+
+    #[test]
+    fn pairs_of_a_head_with_zero_values_lie_on_the_x_axis() {
+        // 2 sequences of 2 positions, d_model 2, d_head 1, v = 0 and no bias.
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        let norms = value_norms(
+            &x,
+            &host([2, 1], vec![0.0; 2]),
+            &[0.0],
+            &host([1, 2], vec![1.0, 1.0]),
+        );
+        let probs = [0.25, 0.75, 0.5, 0.5, 1.0, 0.0, 0.1, 0.9];
+        let pairs = weight_norm_pairs(&probs, &norms, 2, 2);
+        let weights: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        let expected: Vec<f64> = probs.iter().map(|&p| p as f64).collect();
+        assert_eq!(
+            weights, expected,
+            "x is the attention weight, in probs' order"
+        );
+        assert!(pairs.iter().all(|p| p.1 == 0.0), "{pairs:?}");
+    }
+
+    #[test]
+    fn pairs_weight_each_keys_norm_within_its_own_sequence() {
+        // Norms of keys 0 and 1: 10 and 0 in sequence 0, 2 and 4 in sequence 1.
+        let norms = [10.0, 0.0, 2.0, 4.0];
+        let probs = [0.2, 0.8, 1.0, 0.0, 0.5, 0.5, 0.25, 0.75];
+        let pairs = weight_norm_pairs(&probs, &norms, 2, 2);
+        let expected = [
+            (0.2, 2.0),
+            (0.8, 0.0),
+            (1.0, 10.0),
+            (0.0, 0.0),
+            (0.5, 1.0),
+            (0.5, 2.0),
+            (0.25, 0.5),
+            (0.75, 3.0),
+        ];
+        assert_eq!(pairs.len(), expected.len());
+        for (got, want) in pairs.iter().zip(expected) {
+            assert!(
+                (got.0 - want.0).abs() < 1e-6 && (got.1 - want.1).abs() < 1e-6,
+                "{got:?} != {want:?}"
+            );
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::figures::{self, FigureError};
 use crate::heads::{HeadRecord, measure_heads};
 use crate::html;
 use crate::importance::spearman;
+use crate::norms::head_weight_norm_pairs;
 use crate::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::pruning::{self, Pruning};
 use crate::rollout;
@@ -353,8 +354,8 @@ fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, Repor
 }
 
 /// Every figure with its caption, in the page's order: attention, rollout, similarity,
-/// divergence (with snapshots), circuits, composition (with two layers or more), ablation,
-/// pruning, training (with metrics).
+/// divergence (with snapshots), circuits, composition (with two layers or more), norms,
+/// ablation, pruning, trajectories (with snapshots), training (with metrics).
 fn draw_figures(
     figures_dir: &Path,
     loaded: &LoadedRun,
@@ -419,6 +420,16 @@ fn draw_figures(
              the title), higher: the later head reads what the earlier one writes",
         ));
     }
+    let path = figures_dir.join("norms.png");
+    draw_norms(&path, loaded, measured)?;
+    figures.push((
+        path,
+        "per head (rows: layers, columns: heads), each query/key pair of the probe as its \
+         attention weight alpha (x) against the size of what it moves, alpha ||f(x_j)|| \
+         (y, one scale for every panel; Kobayashi et al. 2020), with the head's \
+         norm_weight_correlation in its title: points near the x axis however far right \
+         they reach mark a head that attends but writes almost nothing",
+    ));
     let path = figures_dir.join("ablation.png");
     figures::ablation(&path, &measured.heads)?;
     figures.push((
@@ -451,6 +462,32 @@ fn draw_figures(
         figures.push((path, "training loss and eval accuracy by step"));
     }
     Ok(figures)
+}
+
+/// `norms.png`: every head's attention weights against their weighted norms on the probe,
+/// titled with the head's `norm_weight_correlation`.
+fn draw_norms(path: &Path, loaded: &LoadedRun, measured: &Measured) -> Result<(), FigureError> {
+    let panels: Vec<Vec<figures::NormPanel>> = measured
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(l, layer)| {
+            let (_, n_heads, _) = layer.dims();
+            let attention = &loaded.model.blocks[l].attention;
+            (0..n_heads)
+                .map(|h| {
+                    let correlation = measured.heads[l * n_heads + h]
+                        .norm_weight_correlation
+                        .map_or_else(|| "none".to_string(), |r| format!("{r:.2}"));
+                    figures::NormPanel {
+                        caption: format!("L{l} H{h}: correlation {correlation}"),
+                        pairs: head_weight_norm_pairs(layer, h, &attention.head_weights(h)),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    figures::norms(path, &panels)
 }
 
 /// `attention.png`: every head's pattern on probe sequence 0, captioned with its role.

@@ -271,8 +271,9 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
         );
     }
 
-    // The circuit figures and the rollout are drawn, embedded and listed with circuits.json.
-    for name in ["circuits", "composition", "rollout"] {
+    // The circuit figures, the rollout and the norms are drawn, embedded and listed with
+    // circuits.json.
+    for name in ["circuits", "composition", "rollout", "norms"] {
         assert!(
             out.join("figures").join(format!("{name}.png")).is_file(),
             "{name}"
@@ -282,6 +283,7 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
     assert!(html.contains("<code>figures/composition.png</code>"));
     assert!(html.contains("<code>figures/circuits.png</code>"));
     assert!(html.contains("<code>figures/rollout.png</code>"));
+    assert!(html.contains("<code>figures/norms.png</code>"));
     assert!(html.contains("<li><code>circuits.json</code>"));
     assert!(html.contains("<th>copying</th>"));
     assert!(report.files.contains(&out.join("circuits.json")));

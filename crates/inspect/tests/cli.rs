@@ -227,6 +227,7 @@ fn a_trained_run_gets_every_report_file() {
         "similarity",
         "divergence",
         "circuits",
+        "norms",
         "ablation",
         "pruning",
         "trajectories",
