@@ -97,29 +97,9 @@ pub fn match_layers(reference: &[LayerProbe], other: &[LayerProbe]) -> Vec<Layer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use train::tensor_file::HostTensor;
 
-    /// A one-sequence probe whose head `h` puts all its attention on key `targets[h]`.
     fn probe(targets: &[usize], seq: usize) -> LayerProbe {
-        let heads = targets.len();
-        let mut pattern = vec![0.0f32; heads * seq * seq];
-        for (h, &target) in targets.iter().enumerate() {
-            for q in 0..seq {
-                pattern[(h * seq + q) * seq + target] = 1.0;
-            }
-        }
-        let zeros = |shape: Vec<usize>| HostTensor {
-            values: vec![0.0; shape.iter().product()],
-            shape,
-        };
-        LayerProbe {
-            attn_input: zeros(vec![1, seq, 4]),
-            pattern: HostTensor {
-                values: pattern,
-                shape: vec![1, heads, seq, seq],
-            },
-            head_out: zeros(vec![1, seq, heads, 2]),
-        }
+        LayerProbe::attending_to(targets, seq)
     }
 
     #[test]

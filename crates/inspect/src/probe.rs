@@ -187,6 +187,31 @@ pub struct LayerProbe {
 }
 
 impl LayerProbe {
+    /// A one-sequence probe whose head `h` puts all its attention on key `targets[h]`
+    /// (the matching tests' known answer).
+    #[cfg(test)]
+    pub(crate) fn attending_to(targets: &[usize], seq: usize) -> LayerProbe {
+        let heads = targets.len();
+        let mut pattern = vec![0.0f32; heads * seq * seq];
+        for (h, &target) in targets.iter().enumerate() {
+            for q in 0..seq {
+                pattern[(h * seq + q) * seq + target] = 1.0;
+            }
+        }
+        let zeros = |shape: Vec<usize>| HostTensor {
+            values: vec![0.0; shape.iter().product()],
+            shape,
+        };
+        LayerProbe {
+            attn_input: zeros(vec![1, seq, 4]),
+            pattern: HostTensor {
+                values: pattern,
+                shape: vec![1, heads, seq, seq],
+            },
+            head_out: zeros(vec![1, seq, heads, 2]),
+        }
+    }
+
     /// `(batch, heads, seq)`.
     pub fn dims(&self) -> (usize, usize, usize) {
         let [batch, heads, seq, _] = self.pattern.shape[..] else {

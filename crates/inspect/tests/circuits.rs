@@ -13,14 +13,14 @@
 //! Token t embeds as e_t and the output layer reads class t from B2, so L0H0's full
 //! circuit (embedding -> OV -> output) is the identity.
 
+mod common;
+
 use std::path::Path;
 
 use burn::module::Param;
 use burn::prelude::*;
 use inspect::report::{ReportOptions, write_report};
-use inspect::run::LoadedRun;
 use model::{Encoder, MultiHeadAttention};
-use train::{RunConfig, RunDir};
 
 const D_MODEL: usize = 16;
 const N_HEADS: usize = 2;
@@ -117,17 +117,7 @@ fn number(value: &serde_json::Value) -> f64 {
 #[test]
 fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
     let tmp = tempfile::tempdir().unwrap();
-    let config_path = tmp.path().join("config.toml");
-    std::fs::write(&config_path, CONFIG).unwrap();
-    let run = RunConfig::from_toml(&config_path)
-        .unwrap()
-        .resolve(&config_path)
-        .unwrap();
-    let device = Device::flex();
-    let mut model = run.config.model.init(&run.io, &device).unwrap();
-    wire(&mut model, &device);
-    let (dir, _lock) = RunDir::create(&tmp.path().join("run"), &run, false, "test").unwrap();
-    let loaded = LoadedRun::from_model(dir, run, model, Path::new("hand-built").to_path_buf());
+    let (loaded, _lock) = common::hand_built_run(tmp.path(), CONFIG, wire);
     let out = tmp.path().join("report");
     let report = write_report(
         &loaded,

@@ -7,15 +7,13 @@
 //! The residual stream has three blocks of one-hot coordinates:
 //! `[0, SEQ)` position, `[SEQ, SEQ + VOCAB)` token, `[SEQ + VOCAB, D_MODEL)` copied token.
 
-use std::path::Path;
+mod common;
 
 use burn::module::Param;
 use burn::prelude::*;
 use inspect::heads::HeadRecord;
 use inspect::report::{ReportOptions, write_report};
-use inspect::run::LoadedRun;
 use model::Encoder;
-use train::{RunConfig, RunDir};
 
 const SEQ: usize = 6;
 const VOCAB: usize = 5;
@@ -127,18 +125,7 @@ fn head(heads: &[HeadRecord], h: usize) -> &HeadRecord {
 #[test]
 fn a_hand_built_previous_token_head_is_detected_and_matters() {
     let tmp = tempfile::tempdir().unwrap();
-    let config_path = tmp.path().join("config.toml");
-    std::fs::write(&config_path, CONFIG).unwrap();
-    let run = RunConfig::from_toml(&config_path)
-        .unwrap()
-        .resolve(&config_path)
-        .unwrap();
-    let device = Device::flex();
-    let mut model = run.config.model.init(&run.io, &device).unwrap();
-    wire_previous_token_copier(&mut model, &device);
-    let (dir, _lock) = RunDir::create(&tmp.path().join("run"), &run, false, "test").unwrap();
-    let weights = Path::new("hand-built").to_path_buf();
-    let loaded = LoadedRun::from_model(dir, run, model, weights);
+    let (loaded, _lock) = common::hand_built_run(tmp.path(), CONFIG, wire_previous_token_copier);
 
     let report = write_report(
         &loaded,

@@ -41,3 +41,25 @@ pub fn run_bin<S: AsRef<OsStr>>(bin: &str, args: &[S]) -> Output {
         .output()
         .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"))
 }
+
+/// A run in `dir` with the model of `config_text` set by hand with `wire` (never trained),
+/// loaded as `inspect` loads a run. The lock holds the run while the test reads it.
+pub fn hand_built_run(
+    dir: &Path,
+    config_text: &str,
+    wire: impl FnOnce(&mut model::Encoder, &burn::tensor::Device),
+) -> (inspect::run::LoadedRun, train::run_dir::RunLock) {
+    let config_path = dir.join("config.toml");
+    std::fs::write(&config_path, config_text).unwrap();
+    let run = RunConfig::from_toml(&config_path)
+        .unwrap()
+        .resolve(&config_path)
+        .unwrap();
+    let device = burn::tensor::Device::flex();
+    let mut model = run.config.model.init(&run.io, &device).unwrap();
+    wire(&mut model, &device);
+    let (run_dir, lock) = train::RunDir::create(&dir.join("run"), &run, false, "test").unwrap();
+    let weights = Path::new("hand-built").to_path_buf();
+    let loaded = inspect::run::LoadedRun::from_model(run_dir, run, model, weights);
+    (loaded, lock)
+}
