@@ -102,15 +102,9 @@ enum Command {
 
 fn main() -> ExitCode {
     restore_sigpipe();
-    let args = match Args::try_parse() {
+    let args = match train::cli::parse_args::<Args>() {
         Ok(args) => args,
-        Err(error) if !error.use_stderr() => error.exit(),
-        Err(error) => {
-            let text = error.render().to_string();
-            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-            eprintln!("{}", lines.join("\n"));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match run(args.command) {
         Ok(code) => code,

@@ -9,6 +9,7 @@ pub mod atomic;
 pub mod backend;
 pub mod batch;
 pub mod checkpoint;
+pub mod cli;
 pub mod config;
 pub mod metrics;
 pub mod run_dir;

@@ -45,18 +45,9 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args = match train::cli::parse_args::<Args>() {
         Ok(args) => args,
-        // --help and --version go to stdout as clap prints them.
-        Err(error) if !error.use_stderr() => error.exit(),
-        Err(error) => {
-            // clap ends with a blank line and a pointer to --help: keep the message one
-            // paragraph, like every other error of `train`.
-            let text = error.render().to_string();
-            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-            eprintln!("{}", lines.join("\n"));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match run(args) {
         Ok(code) => code,
