@@ -5,7 +5,7 @@
 //! importance orders, the single-head ablation drop and the greedy pruning order.
 
 use burn::prelude::*;
-use model::{Encoder, EncoderInput};
+use model::Encoder;
 use train::batch::{Batch, masked_cross_entropy};
 use train::tasks::Example;
 use train::tensor_file::HostTensor;
@@ -29,7 +29,7 @@ pub fn gradient_importance(model: &Encoder, examples: &[Example], device: &Devic
     for chunk in batches {
         let batch = Batch::new(chunk, &autodiff);
         let mask = Tensor::<2>::ones([n_layers, n_heads], &autodiff).require_grad();
-        let logits = model.forward_input(EncoderInput::new(batch.tokens).head_mask(mask.clone()));
+        let logits = model.forward_input(batch.encoder_input().head_mask(mask.clone()));
         let loss = masked_cross_entropy(logits, batch.targets, batch.weights);
         let grads = loss.backward();
         let grad = mask
@@ -149,7 +149,7 @@ mod tests {
         let device = Device::flex();
         let batch = Batch::new(examples, &device);
         let mask = Tensor::from_data(TensorData::new(mask, [2, 2]), &device);
-        let logits = model.forward_input(EncoderInput::new(batch.tokens).head_mask(mask));
+        let logits = model.forward_input(batch.encoder_input().head_mask(mask));
         masked_cross_entropy(logits, batch.targets, batch.weights).into_scalar::<f32>() as f64
     }
 

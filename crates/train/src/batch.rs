@@ -3,6 +3,7 @@
 
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
+use model::{AttentionMask, EncoderInput};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -11,39 +12,61 @@ use crate::tasks::{Example, Task};
 /// Sequences per evaluation forward pass: bounds the memory of evaluating a large set.
 pub const EVAL_CHUNK: usize = 256;
 
-/// A batch on a device.
+/// A batch on a device. Examples of different lengths are padded to the longest: padded
+/// positions hold token 0, are never scored, and are masked as keys ([`Batch::mask`]), so no
+/// real position attends to them.
 #[derive(Debug, Clone)]
 pub struct Batch {
     /// `[batch, seq]` input ids.
     pub tokens: Tensor<2, Int>,
     /// `[batch, seq]` target ids (0 where unscored).
     pub targets: Tensor<2, Int>,
-    /// `[batch, seq]`: 1 where the position is scored, 0 where its target is `None`.
+    /// `[batch, seq]`: 1 where the position is scored, 0 where its target is `None` or the
+    /// position is padding.
     pub weights: Tensor<2>,
+    /// `[batch, seq]`: `true` at padding; `None` when every example has the batch's length.
+    pub padding: Option<Tensor<2, Bool>>,
 }
 
 impl Batch {
-    /// Stacks `examples` (all of one length) into tensors on `device`.
+    /// Stacks `examples` into tensors on `device`, padding each to the longest.
     pub fn new(examples: &[Example], device: &Device) -> Self {
         let batch = examples.len();
-        let seq = examples.first().map_or(0, |e| e.input.len());
-        let tokens: Vec<i64> = examples
-            .iter()
-            .flat_map(|e| e.input.iter().map(|&t| t as i64))
-            .collect();
-        let targets: Vec<i64> = examples
-            .iter()
-            .flat_map(|e| e.target.iter().map(|t| t.map_or(0, |t| t as i64)))
-            .collect();
-        let weights: Vec<f32> = examples
-            .iter()
-            .flat_map(|e| e.target.iter().map(|t| if t.is_some() { 1.0 } else { 0.0 }))
-            .collect();
+        let seq = examples.iter().map(|e| e.input.len()).max().unwrap_or(0);
+        let mut tokens = Vec::with_capacity(batch * seq);
+        let mut targets = Vec::with_capacity(batch * seq);
+        let mut weights = Vec::with_capacity(batch * seq);
+        let mut padding = Vec::with_capacity(batch * seq);
+        for example in examples {
+            for i in 0..seq {
+                let target = example.target.get(i).copied().flatten();
+                tokens.push(example.input.get(i).map_or(0, |&t| t as i64));
+                targets.push(target.map_or(0, |t| t as i64));
+                weights.push(if target.is_some() { 1.0f32 } else { 0.0 });
+                padding.push(i >= example.input.len());
+            }
+        }
+        let padded = padding.iter().any(|&pad| pad);
         Self {
             tokens: Tensor::from_data(TensorData::new(tokens, [batch, seq]), device),
             targets: Tensor::from_data(TensorData::new(targets, [batch, seq]), device),
             weights: Tensor::from_data(TensorData::new(weights, [batch, seq]), device),
+            padding: padded
+                .then(|| Tensor::from_data(TensorData::new(padding, [batch, seq]), device)),
         }
+    }
+
+    /// The key mask that hides padding from every query (empty when nothing is padded).
+    pub fn mask(&self) -> AttentionMask {
+        AttentionMask {
+            pad: self.padding.clone(),
+            attn: None,
+        }
+    }
+
+    /// The encoder's input: the tokens with [`Batch::mask`].
+    pub fn encoder_input(&self) -> EncoderInput {
+        EncoderInput::new(self.tokens.clone()).mask(self.mask())
     }
 }
 
@@ -173,6 +196,59 @@ mod tests {
         let accuracy = Accuracy::of(logits, &examples);
         assert_eq!((accuracy.correct_tokens, accuracy.scored_tokens), (1, 1));
         assert_eq!(accuracy.correct_sequences, 1);
+    }
+
+    /// Padding is never scored, is masked as a key, and leaves the real positions' logits as
+    /// they are without it: the padded batch gives the unpadded example's numbers.
+    #[test]
+    fn padded_positions_are_masked_and_unscored() {
+        let device = Device::flex();
+        let short = Example {
+            input: vec![3, 1],
+            target: vec![Some(2), Some(0)],
+        };
+        let long = Example {
+            input: vec![0, 1, 2, 3],
+            target: vec![None, Some(1), Some(2), Some(3)],
+        };
+        let batch = Batch::new(&[short.clone(), long], &device);
+        assert_eq!(batch.tokens.dims(), [2, 4]);
+        let weights: Vec<f32> = batch.weights.clone().into_data().try_to_vec().unwrap();
+        assert_eq!(weights, [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+        let padding: Vec<bool> = batch.padding.clone().unwrap().into_data().try_to_vec().unwrap();
+        assert_eq!(
+            padding,
+            [false, false, true, true, false, false, false, false]
+        );
+        assert!(Batch::new(std::slice::from_ref(&short), &device).padding.is_none());
+
+        let io = model::EncoderIo {
+            vocab_size: 4,
+            n_outputs: 4,
+            max_seq_len: 4,
+        };
+        let config = model::EncoderConfig {
+            d_model: 8,
+            n_heads: 2,
+            n_layers: 2,
+            d_ff: 16,
+            ..model::EncoderConfig::default()
+        };
+        let encoder = config.init(&io, &device).unwrap();
+        let padded: Vec<f32> = encoder
+            .forward_input(batch.encoder_input())
+            .slice([0..1, 0..2])
+            .into_data()
+            .try_to_vec()
+            .unwrap();
+        let alone: Vec<f32> = encoder
+            .forward_input(Batch::new(&[short], &device).encoder_input())
+            .into_data()
+            .try_to_vec()
+            .unwrap();
+        for (a, b) in padded.iter().zip(&alone) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
     }
 
     #[test]

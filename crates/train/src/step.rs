@@ -44,7 +44,7 @@ pub fn shard_ranges(batch: usize, shards: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// The gradients of the mean masked cross-entropy of `forward(model, tokens)` over
+/// The gradients of the mean masked cross-entropy of `forward(model, batch)` over
 /// `examples`, computed in `shards` parts.
 ///
 /// With `parallel`, the shards run at the same time on rayon's pool; without, one after
@@ -62,7 +62,7 @@ pub fn step_gradients<M, F>(
 ) -> StepGradients
 where
     M: Module + Sync,
-    F: Fn(&M, Tensor<2, Int>) -> Tensor<3> + Sync,
+    F: Fn(&M, &Batch) -> Tensor<3> + Sync,
 {
     // Every shard divides by the whole batch's scored positions.
     let scored = examples
@@ -73,7 +73,7 @@ where
         .max(1) as f64;
     let shard_pass = |model: &M, examples: &[Example]| {
         let batch = Batch::new(examples, device);
-        let logits = forward(model, batch.tokens); // [shard, seq, classes]
+        let logits = forward(model, &batch); // [shard, seq, classes]
         let loss =
             masked_cross_entropy_sum(logits, batch.targets, batch.weights).div_scalar(scored);
         let grads = GradientsParams::from_grads(loss.backward(), model);
@@ -196,7 +196,7 @@ mod tests {
         let examples: Vec<Example> = (0..7).map(|_| task.sample(&mut rng)).collect();
         let step = step_gradients(
             &model,
-            Encoder::forward,
+            |model: &Encoder, batch: &Batch| model.forward_input(batch.encoder_input()),
             &examples,
             shards,
             parallel,

@@ -16,7 +16,7 @@ use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
-use model::{Encoder, EncoderInput};
+use model::Encoder;
 
 use crate::backend::{BackendKind, NoAdapter};
 use crate::batch::{
@@ -424,7 +424,7 @@ impl<'a> Trainer<'a> {
         let parallel_shards = config.model.dropout == 0.0;
         step_gradients(
             &self.model,
-            Encoder::forward,
+            |model: &Encoder, batch: &Batch| model.forward_input(batch.encoder_input()),
             &examples,
             shards,
             parallel_shards,
@@ -571,11 +571,8 @@ pub fn evaluate(
             .iter()
             .map(|e| e.target.iter().flatten().count() as f64)
             .sum();
-        let input = EncoderInput {
-            tokens: batch.tokens,
-            mask: Default::default(),
-            head_mask: head_mask.clone(),
-        };
+        let mut input = batch.encoder_input();
+        input.head_mask = head_mask.clone();
         let logits = model.forward_input(input);
         let loss: f32 =
             masked_cross_entropy(logits.clone(), batch.targets, batch.weights).into_scalar();

@@ -2,6 +2,7 @@
 //! selects one, and the attention patterns known to solve each task.
 
 mod copy;
+mod dependency;
 mod file;
 mod histogram;
 mod neighbors;
@@ -19,6 +20,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub use self::dependency::{Arc, ParsedSentence, Relation};
 pub use self::file::FileSpec;
 pub use self::neighbors::{Combine, NeighborsSpec};
 pub use self::pattern::AttentionPattern;
@@ -376,6 +378,18 @@ impl Task {
     pub fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
         self.inner().attention_targets(input)
     }
+
+    /// A name per input token id (`0..input_vocab`) for tasks whose tokens are words
+    /// (`grammar`); `None` for tasks of numbers, whose ids are their names.
+    pub fn token_names(&self) -> Option<Vec<String>> {
+        self.inner().token_names()
+    }
+
+    /// `size` sentences with their dependency parses, drawn from a ChaCha8Rng seeded with
+    /// `seed`; empty for tasks without syntax (every task but `grammar`).
+    pub fn parsed_sentences(&self, size: usize, seed: u64) -> Vec<ParsedSentence> {
+        self.inner().parsed_sentences(size, seed)
+    }
 }
 
 /// What every task variant provides; [`Task`] dispatches to it.
@@ -386,6 +400,14 @@ trait TaskImpl {
     fn sample(&self, rng: &mut ChaCha8Rng) -> Example;
     fn solving_patterns(&self) -> Vec<AttentionPattern>;
     fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>>;
+
+    fn token_names(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    fn parsed_sentences(&self, _size: usize, _seed: u64) -> Vec<ParsedSentence> {
+        Vec::new()
+    }
 
     fn eval_set(&self, size: usize, seed: u64) -> Vec<Example> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
