@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Trains every config in configs/ on flex and prints a markdown table: steps run, final eval
-# accuracy and wall time. Fails if any run ends below 99% eval token accuracy.
+# accuracy and wall time. Fails if any run ends below 99% eval token accuracy, or, for the
+# grammar task (masked words, most of which only their class and number predict), below 14%.
 # Usage: scripts/train_all.sh [OUT_DIR]   (default runs/all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,14 +17,18 @@ for config in configs/*.toml; do
     start=$(date +%s)
     "$bin" "$config" --out "$out/$name" --force --quiet > /dev/null
     seconds=$(( $(date +%s) - start ))
-    python3 - "$out/$name/metrics.jsonl" "$name" "$seconds" <<'PY' || failed=1
+    want=0.99
+    if [ "$name" = grammar ]; then want=0.14; fi
+    python3 - "$out/$name/metrics.jsonl" "$name" "$seconds" "$want" <<'PY' || failed=1
 import json, sys
-path, name, seconds = sys.argv[1:]
+path, name, seconds, want = sys.argv[1:]
+want = float(want)
 last = [r for r in map(json.loads, open(path)) if "eval_token_acc" in r][-1]
 token, seq = last["eval_token_acc"], last["eval_seq_acc"]
 print(f"| {name} | {last['step']} | {token:.2%} | {seq:.2%} | {seconds} |")
-if token < 0.99:
-    print(f"FAILED: {name} ended at {token:.2%} eval token accuracy", file=sys.stderr)
+if token < want:
+    print(f"FAILED: {name} ended at {token:.2%} eval token accuracy, below {want:.0%}",
+          file=sys.stderr)
     sys.exit(1)
 PY
 done

@@ -148,7 +148,10 @@ trait Classifier: Module + Sync {
 
 /// A batch's logits; the benchmark's tasks have one length, so nothing is padded.
 fn logits_of<M: Classifier>(model: &M, batch: &Batch) -> Tensor<3> {
-    assert!(batch.padding.is_none(), "benchmark batches are never padded");
+    assert!(
+        batch.padding.is_none(),
+        "benchmark batches are never padded"
+    );
     model.logits(batch.tokens.clone())
 }
 

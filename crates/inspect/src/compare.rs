@@ -362,7 +362,7 @@ fn matched_attention_figure(
             title: "Matched heads: a column per run, a row per head of the first run \
                     (pattern similarity)",
             patterns: &patterns,
-            tokens,
+            labels: &figures::token_labels(tokens, probe.token_names.as_deref()),
             captions: &captions,
         },
     )

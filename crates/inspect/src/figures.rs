@@ -9,13 +9,14 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters::style::{FontStyle, register_font};
+use plotters::style::{FontStyle, FontTransform, register_font};
 use train::metrics::MetricsRecord;
 
 use crate::circuits::{Circuits, HeadCircuits, LayerComposition};
 use crate::divergence::DivergencePoint;
 use crate::heads::HeadRecord;
 use crate::pruning::{PruneCurve, Pruning};
+use crate::relations::{HeadRelationScore, Relations};
 use crate::similarity::LayerSimilarity;
 use crate::trajectories::Trajectories;
 
@@ -25,6 +26,8 @@ pub type DrawResult = Result<(), Box<dyn Error>>;
 pub type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 /// A similarity panel: its title, its matrix and the colour scale's range.
 type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64));
+/// One direction's score of a head on a relation (a panel of `relations.png`).
+type RelationScore = fn(&HeadRelationScore) -> f64;
 
 /// The embedded font's family name, for text styles.
 pub const FONT: &str = "sans-serif";
@@ -101,6 +104,23 @@ fn viridis(value: f64, lo: f64, hi: f64) -> RGBColor {
     ViridisRGB.get_color(t as f32)
 }
 
+/// Width of one character of a 12 px label, rounded up, for sizing label areas.
+const LABEL_CHAR_PX: u32 = 7;
+
+/// Axis labels for a sequence of token `ids`: the task's word for each id when it names
+/// them ([`train::tasks::Task::token_names`]), else the id itself (and for ids past the
+/// names). The one place figures turn tokens into labels.
+pub fn token_labels(ids: &[u32], names: Option<&[String]>) -> Vec<String> {
+    ids.iter()
+        .map(|&id| {
+            names
+                .and_then(|names| names.get(id as usize))
+                .cloned()
+                .unwrap_or_else(|| id.to_string())
+        })
+        .collect()
+}
+
 /// A heatmap of `rows` x `cols` cells, row 0 at the top, with labelled rows and columns.
 struct Heatmap<'a> {
     caption: String,
@@ -119,11 +139,24 @@ struct Heatmap<'a> {
 impl Heatmap<'_> {
     fn draw(&self, area: &Area) -> DrawResult {
         let (rows, cols) = (self.rows as i32, self.cols as i32);
+        // Label areas grow with the labels (words, relation names); the axis description
+        // shares the area.
+        let longest = |labels: &[String]| labels.iter().map(|l| l.chars().count() as u32).max();
+        let y_area = (20 + LABEL_CHAR_PX * longest(&self.row_labels).unwrap_or(0)).max(38);
+        // Column labels too wide for their cells are turned to run downwards.
+        let col_chars = longest(&self.col_labels).unwrap_or(0);
+        let cell = (area.dim_in_pixel().0.saturating_sub(y_area + 12)) / self.cols.max(1) as u32;
+        let rotate = LABEL_CHAR_PX * col_chars + 4 > cell;
+        let x_area = if rotate {
+            24 + LABEL_CHAR_PX * col_chars
+        } else {
+            34
+        };
         let mut chart = ChartBuilder::on(area)
             .caption(&self.caption, (FONT, 15))
             .margin(6)
-            .x_label_area_size(34)
-            .y_label_area_size(38)
+            .x_label_area_size(x_area)
+            .y_label_area_size(y_area)
             // A segmented `0..n` has n + 1 segments; `0..n - 1` has one per cell.
             .build_cartesian_2d(
                 (0..cols - 1).into_segmented(),
@@ -141,11 +174,26 @@ impl Heatmap<'_> {
             .disable_mesh()
             .x_labels(self.cols)
             .y_labels(self.rows)
-            .x_label_formatter(&|v| label(&self.col_labels, v, false))
+            .x_label_formatter(&|v| {
+                let text = label(&self.col_labels, v, false);
+                if rotate {
+                    // plotters centres x labels on their tick whatever their rotation, so a
+                    // turned label would reach up into the plot: leading spaces (about as
+                    // wide as the word) move the word below the tick.
+                    format!("{}{text}", " ".repeat(2 * text.chars().count()))
+                } else {
+                    text
+                }
+            })
             .y_label_formatter(&|v| label(&self.row_labels, v, true))
             .x_desc(self.x_desc)
             .y_desc(self.y_desc)
             .label_style((FONT, 12))
+            .x_label_style(if rotate {
+                TextStyle::from((FONT, 12).into_font()).transform(FontTransform::Rotate90)
+            } else {
+                TextStyle::from((FONT, 12).into_font())
+            })
             .axis_desc_style((FONT, 12))
             .draw()?;
         let (lo, hi) = self.range;
@@ -187,8 +235,8 @@ pub struct PatternFigure<'a> {
     /// Per grid row, per column: `[seq, seq]` attention on one probe sequence, row-major.
     /// In `attention.png` rows are layers and columns heads.
     pub patterns: &'a [Vec<Vec<f32>>],
-    /// That sequence's tokens.
-    pub tokens: &'a [u32],
+    /// That sequence's tokens as axis labels ([`token_labels`]).
+    pub labels: &'a [String],
     /// One caption per panel, like `patterns`.
     pub captions: &'a [Vec<String>],
 }
@@ -199,13 +247,13 @@ pub struct PatternFigure<'a> {
 pub fn attention_patterns(path: &Path, figure: &PatternFigure) -> Result<(), FigureError> {
     let n_layers = figure.patterns.len();
     let n_heads = figure.patterns.first().map_or(1, Vec::len);
-    let seq = figure.tokens.len();
+    let seq = figure.labels.len();
     // Large grids (many runs side by side) get smaller panels, down to 200 px.
     let largest_side = n_layers.max(n_heads) as u32;
     let panel = (200 + 14 * seq as u32)
         .min(420)
         .min((1800 / largest_side.max(1)).max(200));
-    let labels: Vec<String> = figure.tokens.iter().map(u32::to_string).collect();
+    let labels = figure.labels.to_vec();
     render(
         path,
         (panel * n_heads as u32, panel * n_layers as u32 + 30),
@@ -282,13 +330,18 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
 }
 
 /// `rollout.png`: the attention rollout after each layer ([`crate::rollout`],
-/// `[layer][query][input position]`) on one probe sequence whose `tokens` label the axes,
-/// one heatmap per layer side by side, on the 0-1 scale of attention.
-pub fn rollout(path: &Path, rollout: &[Vec<Vec<f64>>], tokens: &[u32]) -> Result<(), FigureError> {
+/// `[layer][query][input position]`) on one probe sequence whose tokens label the axes
+/// (`labels`, from [`token_labels`]), one heatmap per layer side by side, on the 0-1 scale
+/// of attention.
+pub fn rollout(
+    path: &Path,
+    rollout: &[Vec<Vec<f64>>],
+    labels: &[String],
+) -> Result<(), FigureError> {
     let n_layers = rollout.len().max(1);
-    let seq = tokens.len();
+    let seq = labels.len();
     let panel = (240 + 14 * seq as u32).min(420);
-    let labels: Vec<String> = tokens.iter().map(u32::to_string).collect();
+    let labels = labels.to_vec();
     render(path, (panel * n_layers as u32, panel + 30), |root| {
         let (title, grid) = root.split_vertically(30);
         title.titled(
@@ -308,6 +361,78 @@ pub fn rollout(path: &Path, rollout: &[Vec<Vec<f64>>], tokens: &[u32]) -> Result
                 annotate: false,
                 x_desc: "input token",
                 y_desc: "query token",
+            }
+            .draw(area)?;
+        }
+        Ok(())
+    })
+}
+
+/// `relations.png`: per dependency relation (rows, labelled with the best fixed offset and
+/// its score) and head (columns, `L0H0`...), the fraction of the relation's arcs the head
+/// finds, dependent to head (top panel) and head to dependent (bottom), annotated.
+pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> {
+    let rows = relations.relations.len().max(1);
+    let heads: Vec<String> = relations
+        .relations
+        .first()
+        .map(|r| {
+            r.heads
+                .iter()
+                .map(|h| format!("L{}H{}", h.layer, h.head))
+                .collect()
+        })
+        .unwrap_or_default();
+    let cols = heads.len().max(1);
+    let row_labels: Vec<String> = relations
+        .relations
+        .iter()
+        .map(|r| {
+            format!(
+                "{} (offset {:+}: {:.2})",
+                r.relation, r.baseline.offset, r.baseline.score
+            )
+        })
+        .collect();
+    let label_width = row_labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let width = (60 + LABEL_CHAR_PX * label_width + 46 * cols as u32).max(520);
+    let panel_height = 90 + 30 * rows as u32;
+    let panels: [(&str, RelationScore); 2] = [
+        (
+            "dependent -> head: the dependent's most-attended word is its head",
+            |h| h.dependent_to_head,
+        ),
+        (
+            "head -> dependent: the head word's most-attended word is the dependent",
+            |h| h.head_to_dependent,
+        ),
+    ];
+    render(path, (width, 2 * panel_height + 30), |root| {
+        let (title, grid) = root.split_vertically(30);
+        title.titled(
+            &format!(
+                "Dependency relations over {} sentences (row: relation, best fixed offset)",
+                relations.sentences
+            ),
+            (FONT, 16),
+        )?;
+        let areas = grid.split_evenly((2, 1));
+        for ((caption, score), area) in panels.into_iter().zip(&areas) {
+            Heatmap {
+                caption: caption.to_string(),
+                values: &|i, j| score(&relations.relations[i].heads[j]),
+                rows: relations.relations.len(),
+                cols: heads.len(),
+                row_labels: row_labels.clone(),
+                col_labels: heads.clone(),
+                range: (0.0, 1.0),
+                annotate: cols <= 32,
+                x_desc: "head",
+                y_desc: "relation",
             }
             .draw(area)?;
         }
@@ -889,6 +1014,7 @@ mod tests {
                 mean_weighted_norm: 0.0,
                 norm_weight_correlation: None,
                 task_target_score: None,
+                relation_scores: None,
             })
             .collect();
         let error = ablation(&path, &heads).unwrap_err();

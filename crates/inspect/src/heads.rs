@@ -2,8 +2,9 @@
 //! mean attention on each named pattern, the role that follows from them, the eval
 //! accuracy lost when it alone is ablated, its copying score and effective ranks (from
 //! [`Circuits`]), its direct logit attribution ([`crate::attribution`]), gradient
-//! importance ([`crate::importance`]), norm-based attention ([`crate::norms`]) and its
-//! attention on the task's exact targets ([`crate::measures::task_target_score`]).
+//! importance ([`crate::importance`]), norm-based attention ([`crate::norms`]), its
+//! attention on the task's exact targets ([`crate::measures::task_target_score`]) and, for
+//! tasks with dependency parses, its relation scores ([`crate::relations`]).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ use crate::importance::gradient_importance;
 use crate::measures::{HeadPattern, task_target_score};
 use crate::norms::head_norm_scores;
 use crate::probe::{LayerProbe, Probe};
+use crate::relations::{DirectionScores, Relations};
 use crate::run::LoadedRun;
 
 /// A head takes a pattern's name as its role when that pattern gets at least this much of
@@ -84,17 +86,24 @@ pub struct HeadRecord {
     /// targets (`file`).
     #[serde(default)]
     pub task_target_score: Option<f64>,
+    /// Per dependency relation ("det", "amod", ...), the fraction of its arcs whose
+    /// dependent attends most to its head and whose head attends most to its dependent
+    /// ([`crate::relations`], Clark et al. 2019); null for tasks without parses.
+    #[serde(default)]
+    pub relation_scores: Option<BTreeMap<String, DirectionScores>>,
 }
 
 /// Every head's record (measures, direct logit attribution and norms on the probe;
-/// ablation and gradient importance on the eval set; circuit scores from `circuits`), and
-/// the eval token accuracy with all heads on.
+/// ablation and gradient importance on the eval set; circuit scores from `circuits`;
+/// relation scores from `relations`, when the task has parses), and the eval token
+/// accuracy with all heads on.
 pub fn measure_heads(
     loaded: &LoadedRun,
     eval: &[Example],
     probe: &Probe,
     layers: &[LayerProbe],
     circuits: &Circuits,
+    relations: Option<&Relations>,
 ) -> (Vec<HeadRecord>, f64) {
     let (task, model, device) = (&loaded.run.task, &loaded.model, &loaded.device);
     let (_, base) = evaluate(model, eval, device, None);
@@ -145,6 +154,7 @@ pub fn measure_heads(
                 mean_weighted_norm: norms.mean_weighted_norm,
                 norm_weight_correlation: norms.norm_weight_correlation,
                 task_target_score: task_target_score(&head, &targets),
+                relation_scores: relations.map(|r| r.head_scores(l, h)),
             });
         }
     }
@@ -210,6 +220,7 @@ mod tests {
         assert_eq!(heads[0].mean_weighted_norm, 0.0);
         assert_eq!(heads[0].norm_weight_correlation, None);
         assert_eq!(heads[0].task_target_score, None);
+        assert_eq!(heads[0].relation_scores, None);
         // A new record reads back whole.
         let new = HeadRecord {
             copying_score: -0.5,
@@ -222,6 +233,13 @@ mod tests {
             mean_weighted_norm: 0.75,
             norm_weight_correlation: Some(-0.25),
             task_target_score: Some(0.5),
+            relation_scores: Some(BTreeMap::from([(
+                "det".to_string(),
+                DirectionScores {
+                    dependent_to_head: 0.75,
+                    head_to_dependent: 0.25,
+                },
+            )])),
             ..heads[0].clone()
         };
         let json = serde_json::to_string(&new).unwrap();

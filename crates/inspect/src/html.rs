@@ -1,5 +1,6 @@
 //! `index.html`: one self-contained page (figures embedded as base64 PNG, no external
-//! requests) with the run's summary, head table, figures, config and the list of files.
+//! requests) with the run's summary, head table, the best head per dependency relation (for
+//! tasks with parses), figures, config and the list of files.
 //!
 //! A few lines of script mark `<body data-figures="...">` once every figure has decoded
 //! ("ok N" or "broken: ..."), so a headless browser can check the page without a screenshot.
@@ -11,6 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::heads::HeadRecord;
+use crate::relations::{BestHead, Relations};
 
 /// A figure to embed: its PNG file and what it shows.
 pub struct Figure<'a> {
@@ -28,6 +30,8 @@ pub struct Page<'a> {
     pub summary: String,
     /// The head table.
     pub heads: &'a [HeadRecord],
+    /// Dependency-relation scores, for tasks with parses.
+    pub relations: Option<&'a Relations>,
     /// Figures, in order.
     pub figures: Vec<Figure<'a>>,
     /// The run's `config.toml`.
@@ -116,6 +120,9 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         );
     }
     let _ = writeln!(w, "</table>");
+    if let Some(relations) = page.relations {
+        relations_table(w, relations);
+    }
 
     let _ = writeln!(w, "<h2>Figures</h2>");
     for figure in &page.figures {
@@ -152,6 +159,44 @@ pub fn render(page: &Page) -> std::io::Result<String> {
     Ok(html)
 }
 
+/// The best head per relation and direction against the fixed-offset baseline.
+fn relations_table(w: &mut String, relations: &Relations) {
+    let _ = write!(
+        w,
+        "<h2>Dependency relations</h2>\n<p>On {} parsed sentences ({} arcs; Clark et al. 2019): \
+         the fraction of a relation's arcs whose dependent attends most to its head, and whose \
+         head attends most to its dependent, for the best head in each direction (ties among \
+         the most-attended words give 1/k); the baseline is the fixed offset head - dependent \
+         that finds the most arcs. <strong>Bold</strong>: above the baseline \
+         (<code>relations.json</code> has every head).</p>\n<table>\n\
+         <tr><th>relation</th><th>arcs</th><th>baseline</th><th>dependent &rarr; head</th>\
+         <th>head &rarr; dependent</th></tr>\n",
+        relations.sentences, relations.arcs,
+    );
+    let best = |b: &BestHead| {
+        let cell = format!("L{}H{} {:.2}", b.layer, b.head, b.score);
+        if b.beats_baseline {
+            format!("<strong>{cell}</strong>")
+        } else {
+            cell
+        }
+    };
+    for r in &relations.relations {
+        let _ = writeln!(
+            w,
+            "<tr><td class=\"role\">{}</td><td>{}</td><td>offset {:+}: {:.2}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            escape(&r.relation),
+            r.arcs,
+            r.baseline.offset,
+            r.baseline.score,
+            best(&r.best.dependent_to_head),
+            best(&r.best.head_to_dependent),
+        );
+    }
+    let _ = writeln!(w, "</table>");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +211,7 @@ mod tests {
             title: "a<script>",
             summary: "s".into(),
             heads: &[],
+            relations: None,
             figures: vec![],
             config_toml: "name = \"<x>\"",
             files: vec![],

@@ -1,14 +1,16 @@
 //! Head analysis for headlab runs: load a run ([`run`]), run the probe batch ([`probe`]),
 //! measure every head ([`measures`], [`heads`], [`similarity`], [`divergence`],
-//! [`pruning`], [`attribution`], [`importance`], [`norms`], [`rollout`]), read its circuits
+//! [`pruning`], [`attribution`], [`importance`], [`norms`], [`rollout`], and on the task's
+//! dependency parses [`relations`]), read its circuits
 //! from the weights ([`circuits`]: [`composition`], [`copying`], [`rank`], on [`linalg`]),
 //! draw it ([`figures`], [`html`]) and write the report ([`report`]); match heads across
 //! runs ([`matching`], [`compare`]) and through a run's snapshots ([`trajectories`]).
 //!
 //! Modules only import downwards: `report` and `compare` use everything below them;
 //! `figures` and `html` draw the records of `heads`, `circuits`, `similarity`, `divergence`,
-//! `trajectories` and `pruning`; those build on `probe`, `measures` and `run` (as do `attribution`,
-//! `importance`, `norms` and `rollout`), and `circuits` on `composition`, `copying` and
+//! `trajectories`, `pruning` and `relations`; those build on `probe`, `measures` and `run`
+//! (as do `attribution`, `importance`, `norms` and `rollout`; `heads` also takes
+//! `relations`' scores), and `circuits` on `composition`, `copying` and
 //! `rank`, which build on `linalg`.
 
 pub mod attribution;
@@ -28,6 +30,7 @@ pub mod norms;
 pub mod probe;
 pub mod pruning;
 pub mod rank;
+pub mod relations;
 pub mod report;
 pub mod rollout;
 pub mod run;

@@ -1,6 +1,14 @@
 //! The probe batch: a fixed, seeded set of sequences from the run's task, and what every
 //! layer's attention does on it, copied to the host for measuring. Its size is checked
 //! against the run before anything is allocated ([`Probe::check_size`]).
+//!
+//! Every probe sequence has one length. The measures average over the probe's query rows
+//! and read `[seq, seq]` patterns without a mask, so padding would count as queries and
+//! keys. For tasks whose examples vary in length (`grammar`), [`Probe::new`] draws
+//! [`CANDIDATES_PER_SEQUENCE`] times the size asked for, takes the most common length (ties:
+//! the longer) and keeps the first `size` sequences of that length, in drawing order. For
+//! tasks of one length that is the first `size` drawn, as before: generators draw
+//! sequentially from the seed, so a longer draw starts with the shorter one.
 
 use burn::prelude::*;
 use model::{Encoder, EncoderInput};
@@ -12,6 +20,9 @@ use train::tensor_file::HostTensor;
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
 const PROBE_STREAM: u64 = u64::MAX - 1;
+
+/// Candidates drawn per probe sequence asked for, when looking for sequences of one length.
+pub const CANDIDATES_PER_SEQUENCE: usize = 16;
 
 /// Most bytes the probe's forward pass may hold (see [`Probe::max_size`]): 1 GiB. The
 /// report keeps about three copies of the cached part at its peak (the layers on the host,
@@ -56,16 +67,33 @@ pub struct Probe {
     pub examples: Vec<Example>,
     /// Their input tokens on the device, `[batch, seq]`.
     pub tokens: Tensor<2, Int>,
+    /// The task's name for each token id ([`Task::token_names`]), for figure labels;
+    /// `None` for tasks of numbers.
+    pub token_names: Option<Vec<String>>,
 }
 
 impl Probe {
-    /// `size` sequences drawn from `task` with the run's `seed`. The file task has a fixed
-    /// eval split: its first `size` records.
+    /// `size` sequences of one length drawn from `task` with the run's `seed` (see the
+    /// module doc). The file task has a fixed eval split: its first `size` records. Fewer
+    /// than `size` when the split, or the most common length, has fewer.
     pub fn new(task: &Task, size: usize, seed: u64, device: &Device) -> Self {
-        let mut examples = task.eval_set(size, mix_seed(seed, PROBE_STREAM));
-        examples.truncate(size);
+        let candidates = task.eval_set(
+            size.saturating_mul(CANDIDATES_PER_SEQUENCE),
+            mix_seed(seed, PROBE_STREAM),
+        );
+        let examples = of_one_length(candidates, size);
+        // One length: no padding, so `tokens` is the whole `[batch, seq]` input.
         let tokens = Batch::new(&examples, device).tokens;
-        Self { examples, tokens }
+        Self {
+            examples,
+            tokens,
+            token_names: task.token_names(),
+        }
+    }
+
+    /// The probe's sequence length.
+    pub fn seq_len(&self) -> usize {
+        self.examples.first().map_or(0, |e| e.input.len())
     }
 
     /// The most sequences a probe of `run` may hold when `runs` runs of its shape are probed
@@ -120,6 +148,24 @@ impl Probe {
             })
             .collect()
     }
+}
+
+/// The first `size` of `candidates` whose length is the most common one (ties: the
+/// longer), in order.
+fn of_one_length(candidates: Vec<Example>, size: usize) -> Vec<Example> {
+    let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
+    for example in &candidates {
+        *counts.entry(example.input.len()).or_insert(0) += 1;
+    }
+    // `max_by_key` keeps the last maximum: over ascending lengths, the longest of a tie.
+    let Some((&length, _)) = counts.iter().max_by_key(|(_, count)| **count) else {
+        return candidates;
+    };
+    candidates
+        .into_iter()
+        .filter(|example| example.input.len() == length)
+        .take(size)
+        .collect()
 }
 
 fn runs_phrase(runs: usize) -> String {
@@ -322,6 +368,54 @@ mod tests {
             let error = parse_size(bad).unwrap_err();
             assert!(error.contains("at least 1"), "{bad}: {error}");
         }
+    }
+
+    fn example(len: usize, first: u32) -> Example {
+        let mut input = vec![0; len];
+        input[0] = first;
+        Example {
+            target: vec![None; len],
+            input,
+        }
+    }
+
+    #[test]
+    fn a_probe_keeps_the_first_sequences_of_the_most_common_length() {
+        // Lengths 3, 5, 5, 3, 5, 4: five is the most common.
+        let lengths = [3, 5, 5, 3, 5, 4];
+        let candidates: Vec<Example> = lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| example(len, i as u32))
+            .collect();
+        let kept: Vec<u32> = of_one_length(candidates.clone(), 2)
+            .iter()
+            .map(|e| e.input[0])
+            .collect();
+        assert_eq!(kept, [1, 2]);
+        assert_eq!(
+            of_one_length(candidates.clone(), 10).len(),
+            3,
+            "only three of 5"
+        );
+        // A tie between 3 and 5 (two each) goes to the longer.
+        let tied: Vec<u32> = of_one_length(candidates[..4].to_vec(), 10)
+            .iter()
+            .map(|e| e.input[0])
+            .collect();
+        assert_eq!(tied, [1, 2]);
+        assert!(of_one_length(vec![], 4).is_empty());
+    }
+
+    #[test]
+    fn a_probe_of_a_one_length_task_is_the_first_sequences_drawn() {
+        let task = tiny().task;
+        let seed = mix_seed(3, PROBE_STREAM);
+        let probe = Probe::new(&task, 7, 3, &Device::flex());
+        assert_eq!(probe.examples, task.eval_set(7, seed));
+        assert_eq!(probe.tokens.dims(), [7, 6]);
+        assert_eq!(probe.seq_len(), 6);
+        assert_eq!(probe.token_names, None);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The report on one run: per-head weights and the probe batch's activations as
 //! safetensors, `heads.json` with one record per head (measures, pattern scores, ablation
 //! drop, role, copying score, effective ranks, direct logit attribution, gradient
-//! importance, norm-based attention), `circuits.json` (with the attention rollout),
-//! `similarity.json`, `pruning.json`, `summary.json`, `divergence.csv` and
-//! `trajectories.json` (with snapshots), the figures and `index.html`.
+//! importance, norm-based attention, relation scores), `circuits.json` (with the attention
+//! rollout), `similarity.json`, `pruning.json`, `summary.json`, `relations.json` (for tasks
+//! with dependency parses), `divergence.csv` and `trajectories.json` (with snapshots), the
+//! figures and `index.html`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use crate::importance::spearman;
 use crate::norms::head_weight_norm_pairs;
 use crate::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::pruning::{self, Pruning};
+use crate::relations::{self, Relations};
 use crate::rollout;
 use crate::run::LoadedRun;
 use crate::similarity::{LayerSimilarity, mean_off_diagonal};
@@ -43,6 +45,8 @@ pub struct Report {
     pub trajectories: Option<Trajectories>,
     /// Accuracy as heads are removed.
     pub pruning: Pruning,
+    /// Each head's dependency-relation scores (`None` for tasks without parses).
+    pub relations: Option<Relations>,
     /// `summary.json`.
     pub summary: Summary,
     /// Eval token accuracy with every head on.
@@ -183,6 +187,7 @@ pub fn write_report(
         circuits,
         similarity,
         pruning,
+        relations,
         summary,
         divergence,
         trajectories,
@@ -195,6 +200,7 @@ pub fn write_report(
         divergence,
         trajectories,
         pruning,
+        relations,
         summary,
         eval_token_acc,
         files,
@@ -212,13 +218,15 @@ struct Measured {
     circuits: Circuits,
     similarity: Vec<LayerSimilarity>,
     pruning: Pruning,
+    relations: Option<Relations>,
     summary: Summary,
     divergence: Vec<DivergencePoint>,
     trajectories: Option<Trajectories>,
 }
 
-/// Reads the circuits from the weights, runs the probe, measures and ablates every head,
-/// compares heads, prunes, and follows the heads through the run's snapshots.
+/// Reads the circuits from the weights, runs the probe, scores the heads on the task's
+/// dependency relations (if it has parses), measures and ablates every head, compares heads,
+/// prunes, and follows the heads through the run's snapshots.
 fn measure(
     loaded: &LoadedRun,
     probe: &Probe,
@@ -234,8 +242,10 @@ fn measure(
     let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
+    let relations = relations::measure_relations(task, model, config.seed, device);
     let eval = eval_examples(config, task);
-    let (heads, eval_token_acc) = measure_heads(loaded, &eval, probe, &layers, &circuits);
+    let (heads, eval_token_acc) =
+        measure_heads(loaded, &eval, probe, &layers, &circuits, relations.as_ref());
     let similarity: Vec<LayerSimilarity> = layers
         .iter()
         .enumerate()
@@ -272,6 +282,7 @@ fn measure(
         circuits,
         similarity,
         pruning,
+        relations,
         summary,
         divergence,
         trajectories,
@@ -328,8 +339,9 @@ fn write_tensor_files(
     Ok(vec![weights_path, activations_path])
 }
 
-/// `heads.json`, `circuits.json`, `similarity.json`, `pruning.json`, `summary.json`, and
-/// `divergence.csv` and `trajectories.json` when the run took snapshots.
+/// `heads.json`, `circuits.json`, `similarity.json`, `pruning.json`, `summary.json`,
+/// `relations.json` when the task has parses, and `divergence.csv` and `trajectories.json`
+/// when the run took snapshots.
 fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, ReportError> {
     let similarity = SimilarityFile {
         layers: measured.similarity.clone(),
@@ -341,6 +353,9 @@ fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, Repor
         write_json(&out.join("pruning.json"), &measured.pruning)?,
         write_json(&out.join("summary.json"), &measured.summary)?,
     ];
+    if let Some(relations) = &measured.relations {
+        files.push(write_json(&out.join("relations.json"), relations)?);
+    }
     if !measured.divergence.is_empty() {
         let path = out.join("divergence.csv");
         let csv = divergence::to_csv(&measured.divergence);
@@ -353,9 +368,10 @@ fn write_measures(out: &Path, measured: &Measured) -> Result<Vec<PathBuf>, Repor
     Ok(files)
 }
 
-/// Every figure with its caption, in the page's order: attention, rollout, similarity,
-/// divergence (with snapshots), circuits, composition (with two layers or more), norms,
-/// ablation, pruning, trajectories (with snapshots), training (with metrics).
+/// Every figure with its caption, in the page's order: attention, rollout, relations (for
+/// tasks with parses), similarity, divergence (with snapshots), circuits, composition (with
+/// two layers or more), norms, ablation, pruning, trajectories (with snapshots), training
+/// (with metrics).
 fn draw_figures(
     figures_dir: &Path,
     loaded: &LoadedRun,
@@ -364,7 +380,7 @@ fn draw_figures(
 ) -> Result<Vec<(PathBuf, &'static str)>, ReportError> {
     let mut figures: Vec<(PathBuf, &'static str)> = vec![];
     let path = figures_dir.join("attention.png");
-    draw_attention(&path, loaded, probe, measured)?;
+    draw_attention(&path, probe, measured)?;
     figures.push((
         path,
         "attention of every head (rows: layers, columns: heads) on the first probe sequence; \
@@ -372,13 +388,34 @@ fn draw_figures(
     ));
     if !measured.circuits.rollout.is_empty() {
         let path = figures_dir.join("rollout.png");
-        figures::rollout(&path, &measured.circuits.rollout, &probe.examples[0].input)?;
+        figures::rollout(
+            &path,
+            &measured.circuits.rollout,
+            &first_sequence_labels(probe),
+        )?;
         figures.push((
             path,
             "attention rollout on the first probe sequence after each layer (Abnar and \
              Zuidema 2020): the product of the layers' head-averaged attention, each mixed \
              half and half with the identity for the residual stream; row i is how much of \
              each input position query i holds if attention alone moved information",
+        ));
+    }
+    if let Some(relations) = measured
+        .relations
+        .as_ref()
+        .filter(|r| !r.relations.is_empty())
+    {
+        let path = figures_dir.join("relations.png");
+        figures::relations(&path, relations)?;
+        figures.push((
+            path,
+            "per dependency relation (rows) and head (columns), the fraction of the \
+             relation's arcs whose dependent attends most to its head (top) and whose head \
+             attends most to its dependent (bottom), on the task's parsed sentences (Clark \
+             et al. 2019); each row names the baseline, the fixed offset head - dependent \
+             that finds the most arcs, and its score: a head above it does more than look \
+             a fixed distance away",
         ));
     }
     let path = figures_dir.join("similarity.png");
@@ -491,13 +528,9 @@ fn draw_norms(path: &Path, loaded: &LoadedRun, measured: &Measured) -> Result<()
 }
 
 /// `attention.png`: every head's pattern on probe sequence 0, captioned with its role.
-fn draw_attention(
-    path: &Path,
-    loaded: &LoadedRun,
-    probe: &Probe,
-    measured: &Measured,
-) -> Result<(), FigureError> {
-    let seq = loaded.run.task.seq_len();
+fn draw_attention(path: &Path, probe: &Probe, measured: &Measured) -> Result<(), FigureError> {
+    // The probe's own length: a task whose sentences vary draws its probe of one length.
+    let seq = probe.seq_len();
     let first_sequence: Vec<Vec<Vec<f32>>> = measured
         .layers
         .iter()
@@ -522,10 +555,15 @@ fn draw_attention(
         &figures::PatternFigure {
             title: "Attention of each head on probe sequence 0 (row: query, column: key)",
             patterns: &first_sequence,
-            tokens: &probe.examples[0].input,
+            labels: &first_sequence_labels(probe),
             captions: &captions,
         },
     )
+}
+
+/// Axis labels of probe sequence 0: its words, or token ids for tasks of numbers.
+fn first_sequence_labels(probe: &Probe) -> Vec<String> {
+    figures::token_labels(&probe.examples[0].input, probe.token_names.as_deref())
 }
 
 /// `index.html`: the summary line, head table, figures, the run's config and the files.
@@ -553,6 +591,7 @@ fn write_page(
             probe.examples.len(),
         ),
         heads: &measured.heads,
+        relations: measured.relations.as_ref(),
         figures: figures
             .iter()
             .map(|(path, caption)| html::Figure { path, caption })
@@ -561,6 +600,7 @@ fn write_page(
         files: described_files(
             !measured.divergence.is_empty(),
             measured.trajectories.is_some(),
+            measured.relations.is_some(),
         ),
     };
     let page = html::render(&page).map_err(|error| ReportError::Write {
@@ -572,7 +612,11 @@ fn write_page(
 }
 
 /// The page's list of data files, with what each holds.
-fn described_files(with_divergence: bool, with_trajectories: bool) -> Vec<(String, &'static str)> {
+fn described_files(
+    with_divergence: bool,
+    with_trajectories: bool,
+    with_relations: bool,
+) -> Vec<(String, &'static str)> {
     let mut described: Vec<(String, &str)> = vec![
         (
             "weights.safetensors".into(),
@@ -588,7 +632,8 @@ fn described_files(with_divergence: bool, with_trajectories: bool) -> Vec<(Strin
              score, QK and OV effective rank, direct logit attribution, gradient importance, \
              value and weighted norms and their correlation with the attention weight, \
              task_target_score (attention on the exact positions the task says solve each \
-             query)",
+             query), relation_scores (per dependency relation, dependent_to_head and \
+             head_to_dependent; null for tasks without parses)",
         ),
         (
             "circuits.json".into(),
@@ -611,6 +656,16 @@ fn described_files(with_divergence: bool, with_trajectories: bool) -> Vec<(Strin
              correlations of gradient importance, ablation drop and pruning order",
         ),
     ];
+    if with_relations {
+        described.push((
+            "relations.json".into(),
+            "on the task's parsed sentences (Clark et al. 2019): per dependency relation the \
+             arcs counted, the baseline (the best fixed offset head - dependent and its \
+             score), every head's dependent_to_head and head_to_dependent (fraction of arcs \
+             whose one end attends most to the other; ties give 1/k), and the best head in \
+             each direction with whether it beats the baseline",
+        ));
+    }
     if with_divergence {
         described.push((
             "divergence.csv".into(),

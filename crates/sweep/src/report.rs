@@ -7,7 +7,10 @@
 //!   number; per grid point and layer, how many seeds have a head of each role, against the
 //!   same count on untrained models of the same configs and seeds (the null: a role that
 //!   untrained models "have" as often says nothing); per grid point, the heads matched across
-//!   seeds as `compare` matches them, with each slot's most frequent role.
+//!   seeds as `compare` matches them, with each slot's most frequent role; for word tasks
+//!   (`grammar`), per relation and direction, the best head's score over seeds against the
+//!   best-offset baseline, in how many seeds it beats it (trained, and untrained as the
+//!   null), and in which layer it sits.
 //! - `report.json`: all of it, for Python.
 //! - `figures/*.png`: per number, its distribution over seeds at each grid point.
 
@@ -19,6 +22,7 @@ use burn::tensor::Device;
 use inspect::compare::Comparison;
 use inspect::heads::{HeadRecord, head_roles};
 use inspect::probe::Probe;
+use inspect::relations::{BestHead, BestHeads, Relations, measure_relations};
 use inspect::report::Summary;
 use serde::Serialize;
 use train::RunDir;
@@ -52,6 +56,9 @@ pub struct RunRow {
     /// Every head's record from `heads.json`.
     #[serde(skip)]
     pub heads: Vec<HeadRecord>,
+    /// `relations.json`, for word tasks.
+    #[serde(skip)]
+    pub relations: Option<Relations>,
 }
 
 /// The numbers of a run, in table order: key, column title, decimals. A run has a number
@@ -108,6 +115,32 @@ pub struct PointReport {
     pub slots: Vec<SlotReport>,
     /// Why matching was skipped, if it was.
     pub matching_note: Option<String>,
+    /// Per relation and direction, the best head across seeds (word tasks only).
+    pub relations: Vec<RelationAcrossSeeds>,
+}
+
+/// One relation in one direction at one grid point: each seed's best head against the
+/// relation's best fixed offset.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelationAcrossSeeds {
+    /// "det", "nsubj", ...
+    pub relation: String,
+    /// `dependent_to_head` or `head_to_dependent`.
+    pub direction: &'static str,
+    /// The best head's score, over seeds.
+    pub best_score: EstimateJson,
+    /// The best-offset baseline's score, over seeds (each seed scores its own sentences).
+    pub baseline: EstimateJson,
+    /// The baseline's offset (`head - dependent`) in most seeds.
+    pub baseline_offset: i64,
+    /// Seeds whose best head beats the baseline.
+    pub beats_baseline: usize,
+    /// Untrained models (same configs and seeds) whose best head beats it: the null.
+    pub untrained_beats_baseline: Option<usize>,
+    /// Seeds counted.
+    pub of: usize,
+    /// Layer -> seeds whose best head sits in it.
+    pub best_layers: BTreeMap<usize, usize>,
 }
 
 /// [`Estimate`] for JSON.
@@ -266,6 +299,7 @@ fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         grid: run.grid.clone(),
         numbers: BTreeMap::new(),
         heads: Vec::new(),
+        relations: None,
     };
     if !matches!(state, RunState::Done | RunState::Trained) {
         return row;
@@ -287,6 +321,7 @@ fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         row.numbers.extend(numbers);
     }
     row.heads = read_json(&report.join("heads.json")).unwrap_or_default();
+    row.relations = read_json(&report.join("relations.json"));
     let drops = row.heads.iter().map(|h| h.ablation_drop);
     if !row.heads.is_empty() {
         row.numbers
@@ -367,7 +402,7 @@ fn point_report(
     point: String,
     planned: usize,
     rows: &[&RunRow],
-    matching: Result<(Comparison, Vec<BTreeMap<String, usize>>), String>,
+    matching: Result<Matched, String>,
 ) -> PointReport {
     let mut estimates = BTreeMap::new();
     for (key, _, _) in NUMBERS {
@@ -377,22 +412,21 @@ fn point_report(
             .copied()
             .collect();
         if let Some(e) = Estimate::of(&values) {
-            estimates.insert(
-                key.to_string(),
-                EstimateJson {
-                    n: e.n,
-                    mean: e.mean,
-                    ci95: (!e.half_width.is_nan()).then_some(e.half_width),
-                },
-            );
+            estimates.insert(key.to_string(), e.into());
         }
     }
     let reached_99 = rows
         .iter()
         .filter(|r| r.numbers.contains_key("steps_to_99"))
         .count();
-    let (roles, slots, matching_note) = match matching {
-        Ok((comparison, untrained)) => {
+    let trained_relations: Vec<&Relations> =
+        rows.iter().filter_map(|r| r.relations.as_ref()).collect();
+    let (roles, slots, matching_note, relations) = match matching {
+        Ok(Matched {
+            comparison,
+            untrained_roles: untrained,
+            untrained_relations,
+        }) => {
             let n = comparison.runs.len();
             let roles = comparison
                 .runs_with_role
@@ -436,9 +470,15 @@ fn point_report(
                     }
                 })
                 .collect();
-            (roles, slots, None)
+            let relations = relations_across_seeds(&trained_relations, &untrained_relations);
+            (roles, slots, None, relations)
         }
-        Err(note) => (Vec::new(), Vec::new(), Some(note)),
+        Err(note) => (
+            Vec::new(),
+            Vec::new(),
+            Some(note),
+            relations_across_seeds(&trained_relations, &[]),
+        ),
     };
     PointReport {
         point,
@@ -449,16 +489,13 @@ fn point_report(
         roles,
         slots,
         matching_note,
+        relations,
     }
 }
 
 /// Matches the heads of a grid point's done runs (as `compare` does, writing its files into
 /// `dir`) and counts roles on untrained models of the same configs and seeds on the same probe.
-fn match_seeds(
-    out: &SweepOut,
-    runs: &[&PlannedRun],
-    dir: &Path,
-) -> Result<(Comparison, Vec<BTreeMap<String, usize>>), String> {
+fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<Matched, String> {
     if runs.is_empty() {
         return Err("no run is done".to_string());
     }
@@ -478,6 +515,7 @@ fn match_seeds(
     let tokens = probe.token_ids();
     let n_layers = reference.model.blocks.len();
     let mut untrained: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); n_layers];
+    let mut untrained_relations = Vec::new();
     for run in &loaded {
         let device = Device::flex();
         device.seed(run.run.config.seed);
@@ -496,8 +534,105 @@ fn match_seeds(
                 *untrained[layer].entry(role).or_default() += 1;
             }
         }
+        let config = &run.run.config;
+        untrained_relations.extend(measure_relations(
+            &run.run.task,
+            &model,
+            config.seed,
+            &device,
+        ));
     }
-    Ok((comparison, untrained))
+    Ok(Matched {
+        comparison,
+        untrained_roles: untrained,
+        untrained_relations,
+    })
+}
+
+/// Heads matched across a grid point's seeds, and the nulls measured on untrained models.
+struct Matched {
+    comparison: Comparison,
+    /// Per layer: role -> untrained models with a head of it.
+    untrained_roles: Vec<BTreeMap<String, usize>>,
+    /// `relations.json` of each untrained model (word tasks only).
+    untrained_relations: Vec<Relations>,
+}
+
+/// Picks one direction's best head.
+type PickBest = fn(&BestHeads) -> BestHead;
+
+/// Per relation and direction, the seeds' best heads against the baseline. `untrained`
+/// holds the same scores on untrained models (empty when not measured).
+fn relations_across_seeds(
+    trained: &[&Relations],
+    untrained: &[Relations],
+) -> Vec<RelationAcrossSeeds> {
+    let Some(first) = trained.first() else {
+        return Vec::new();
+    };
+    let directions: [(&'static str, PickBest); 2] = [
+        ("dependent_to_head", |best| best.dependent_to_head),
+        ("head_to_dependent", |best| best.head_to_dependent),
+    ];
+    let mut out = Vec::new();
+    for relation in first.relations.iter().map(|r| &r.relation) {
+        let of_run = |run: &Relations| {
+            run.relations
+                .iter()
+                .find(|r| &r.relation == relation)
+                .cloned()
+        };
+        let seeds: Vec<_> = trained.iter().filter_map(|run| of_run(run)).collect();
+        let nulls: Vec<_> = untrained.iter().filter_map(of_run).collect();
+        for (direction, pick) in directions {
+            let best: Vec<BestHead> = seeds.iter().map(|r| pick(&r.best)).collect();
+            let scores: Vec<f64> = best.iter().map(|b| b.score).collect();
+            let baselines: Vec<f64> = seeds.iter().map(|r| r.baseline.score).collect();
+            let mut offsets: BTreeMap<i64, usize> = BTreeMap::new();
+            for r in &seeds {
+                *offsets.entry(r.baseline.offset).or_default() += 1;
+            }
+            let mut best_layers: BTreeMap<usize, usize> = BTreeMap::new();
+            for b in &best {
+                *best_layers.entry(b.layer).or_default() += 1;
+            }
+            let (Some(best_score), Some(baseline)) =
+                (Estimate::of(&scores), Estimate::of(&baselines))
+            else {
+                continue;
+            };
+            out.push(RelationAcrossSeeds {
+                relation: relation.clone(),
+                direction,
+                best_score: best_score.into(),
+                baseline: baseline.into(),
+                baseline_offset: offsets
+                    .into_iter()
+                    .max_by_key(|(_, count)| *count)
+                    .map_or(0, |(offset, _)| offset),
+                beats_baseline: best.iter().filter(|b| b.beats_baseline).count(),
+                untrained_beats_baseline: (!nulls.is_empty()).then(|| {
+                    nulls
+                        .iter()
+                        .filter(|r| pick(&r.best).beats_baseline)
+                        .count()
+                }),
+                of: seeds.len(),
+                best_layers,
+            });
+        }
+    }
+    out
+}
+
+impl From<Estimate> for EstimateJson {
+    fn from(e: Estimate) -> Self {
+        EstimateJson {
+            n: e.n,
+            mean: e.mean,
+            ci95: (!e.half_width.is_nan()).then_some(e.half_width),
+        }
+    }
 }
 
 /// One CSV line (RFC 4180): a field holding a comma, a quote or a line break is quoted.
@@ -679,7 +814,70 @@ pub fn markdown(report: &SweepReport) -> String {
         }
         let _ = writeln!(md);
     }
+    relations_markdown(&mut md, report);
     md
+}
+
+/// The "Syntax heads across seeds" section, when any grid point has relation scores.
+fn relations_markdown(md: &mut String, report: &SweepReport) {
+    if report.points.iter().all(|p| p.relations.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "## Syntax heads across seeds\n\nPer grid point, relation and direction (dep -> head: \
+         the dependent's most-attended word is its head; head -> dep: the other way), each \
+         seed's best head (Clark et al. 2019): its score with the 95% interval over seeds, the \
+         best fixed offset's score, in how many seeds the best head beats that offset (with \
+         its 95% Wilson interval, and the same count on untrained models of the same seeds), \
+         and the layers the best heads sit in.\n"
+    );
+    for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
+        let _ = writeln!(
+            md,
+            "### {}\n\n| relation | direction | best head | offset baseline | beats it | \
+             95% interval | untrained beats it | best head's layer |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- |",
+            point.point
+        );
+        for r in &point.relations {
+            let estimate = |e: &EstimateJson| {
+                Estimate {
+                    n: e.n,
+                    mean: e.mean,
+                    half_width: e.ci95.unwrap_or(f64::NAN),
+                }
+                .show(2)
+            };
+            let (low, high) = wilson(r.beats_baseline, r.of);
+            let direction = match r.direction {
+                "dependent_to_head" => "dep -> head",
+                _ => "head -> dep",
+            };
+            let untrained = r
+                .untrained_beats_baseline
+                .map_or("-".to_string(), |k| format!("{k} of {}", r.of));
+            let layers: Vec<String> = r
+                .best_layers
+                .iter()
+                .map(|(layer, seeds)| format!("L{layer}: {seeds}"))
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {} | {direction} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} |",
+                r.relation,
+                estimate(&r.best_score),
+                estimate(&r.baseline),
+                r.baseline_offset,
+                r.beats_baseline,
+                r.of,
+                low * 100.0,
+                high * 100.0,
+                layers.join(", ")
+            );
+        }
+        let _ = writeln!(md);
+    }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
@@ -722,6 +920,68 @@ mod tests {
             eval_token_acc: acc,
             eval_seq_acc: acc.map(|a| a / 2.0),
         }
+    }
+
+    /// One seed's `relations.json` with a single relation: its best head in each direction
+    /// (layer, score) and the baseline's score.
+    fn relations(
+        dependent_to_head: (usize, f64),
+        head_to_dependent: (usize, f64),
+        baseline: f64,
+    ) -> Relations {
+        use inspect::relations::{Baseline, RelationScores};
+        let best = |(layer, score): (usize, f64)| BestHead {
+            layer,
+            head: 0,
+            score,
+            beats_baseline: score > baseline,
+        };
+        Relations {
+            sentences: 10,
+            arcs: 20,
+            relations: vec![RelationScores {
+                relation: "det".to_string(),
+                arcs: 20,
+                baseline: Baseline {
+                    offset: 1,
+                    score: baseline,
+                },
+                heads: Vec::new(),
+                best: BestHeads {
+                    dependent_to_head: best(dependent_to_head),
+                    head_to_dependent: best(head_to_dependent),
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn relations_count_the_seeds_whose_best_head_beats_the_offset() {
+        let seeds = [
+            relations((1, 0.9), (0, 0.2), 0.7),
+            relations((1, 0.8), (0, 0.3), 0.7),
+            relations((0, 0.6), (2, 0.1), 0.7),
+        ];
+        let untrained = [relations((0, 0.2), (0, 0.1), 0.7)];
+        let trained: Vec<&Relations> = seeds.iter().collect();
+        let summary = relations_across_seeds(&trained, &untrained);
+        assert_eq!(summary.len(), 2, "one row per direction");
+        let forward = &summary[0];
+        assert_eq!(
+            (forward.relation.as_str(), forward.direction),
+            ("det", "dependent_to_head")
+        );
+        assert_eq!((forward.beats_baseline, forward.of), (2, 3));
+        assert_eq!(forward.untrained_beats_baseline, Some(0));
+        assert!((forward.best_score.mean - 2.3 / 3.0).abs() < 1e-12);
+        assert!((forward.baseline.mean - 0.7).abs() < 1e-12);
+        assert_eq!(forward.baseline_offset, 1);
+        assert_eq!(forward.best_layers, BTreeMap::from([(0, 1), (1, 2)]));
+        let backward = &summary[1];
+        assert_eq!(backward.direction, "head_to_dependent");
+        assert_eq!(backward.beats_baseline, 0);
+        assert_eq!(backward.best_layers, BTreeMap::from([(0, 2), (2, 1)]));
+        assert!(relations_across_seeds(&[], &untrained).is_empty());
     }
 
     #[test]

@@ -215,12 +215,22 @@ mod tests {
         assert_eq!(batch.tokens.dims(), [2, 4]);
         let weights: Vec<f32> = batch.weights.clone().into_data().try_to_vec().unwrap();
         assert_eq!(weights, [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
-        let padding: Vec<bool> = batch.padding.clone().unwrap().into_data().try_to_vec().unwrap();
+        let padding: Vec<bool> = batch
+            .padding
+            .clone()
+            .unwrap()
+            .into_data()
+            .try_to_vec()
+            .unwrap();
         assert_eq!(
             padding,
             [false, false, true, true, false, false, false, false]
         );
-        assert!(Batch::new(std::slice::from_ref(&short), &device).padding.is_none());
+        assert!(
+            Batch::new(std::slice::from_ref(&short), &device)
+                .padding
+                .is_none()
+        );
 
         let io = model::EncoderIo {
             vocab_size: 4,

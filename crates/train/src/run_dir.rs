@@ -8,6 +8,7 @@
 //! RUN/.lock                        advisory lock; holds the writer's process id and program
 //! RUN/config.toml                  the resolved config
 //! RUN/dataset.jsonl                a file run's copy of its dataset
+//! RUN/vocab.txt                    a word task's tokens, line i naming id i (`grammar`)
 //! RUN/metrics.jsonl                one JSON object per logged step
 //! RUN/checkpoints/step-N/          model.bpk, optimizer.bpk, state.json
 //! RUN/snapshots/step-N.safetensors every head's weights at step N
@@ -36,6 +37,7 @@ pub const MARKER: &str = "run.json";
 const LOCK: &str = ".lock";
 const CONFIG: &str = "config.toml";
 const DATASET: &str = "dataset.jsonl";
+const VOCAB: &str = "vocab.txt";
 const METRICS: &str = "metrics.jsonl";
 const CHECKPOINTS: &str = "checkpoints";
 const SNAPSHOTS: &str = "snapshots";
@@ -44,10 +46,11 @@ const REPORT: &str = "inspect";
 
 /// Every name headlab writes at the top of a run directory: what `--force` may delete.
 /// The lock is not among them: it must outlive the deletion it guards.
-const LAYOUT: [&str; 8] = [
+const LAYOUT: [&str; 9] = [
     MARKER,
     CONFIG,
     DATASET,
+    VOCAB,
     METRICS,
     CHECKPOINTS,
     SNAPSHOTS,
@@ -297,6 +300,11 @@ impl RunDir {
         if let Some((_, bytes)) = &dataset {
             dir.write(&dir.dataset_path(), bytes)?;
         }
+        if let Some(names) = run.task.token_names() {
+            // One token per line, as BERT's vocab.txt: names are words, never line breaks.
+            let text: String = names.iter().map(|name| format!("{name}\n")).collect();
+            dir.write(&dir.vocab_path(), text.as_bytes())?;
+        }
         dir.write(&dir.config_path(), config_text.as_bytes())?;
         Ok((dir, lock))
     }
@@ -448,6 +456,10 @@ impl RunDir {
     /// `dataset.jsonl`: a file run's copy of its data.
     pub fn dataset_path(&self) -> PathBuf {
         self.root.join(DATASET)
+    }
+    /// `vocab.txt`: a word task's token names, line i naming id i.
+    pub fn vocab_path(&self) -> PathBuf {
+        self.root.join(VOCAB)
     }
     /// `metrics.jsonl`.
     pub fn metrics_path(&self) -> PathBuf {

@@ -196,3 +196,37 @@ fn a_bad_config_with_force_leaves_the_existing_run_untouched() {
         );
     }
 }
+
+/// Records of different lengths were once refused (the corpus's case 47); batches pad them
+/// now, so the same file trains.
+#[test]
+fn a_file_of_records_of_different_lengths_trains() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dataset = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/varying-lengths.jsonl"
+    );
+    let config = std::fs::read_to_string(TINY).unwrap().replace(
+        "kind = \"reverse\"\nseq_len = 6\nvocab_size = 5",
+        &format!("kind = \"file\"\npath = \"{dataset}\""),
+    );
+    assert!(config.contains("varying-lengths.jsonl"), "{config}");
+    let config_path = tmp.path().join("varying.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let dir = tmp.path().join("run");
+    let output = train(
+        tmp.path(),
+        &[
+            config_path.display().to_string(),
+            "--out".into(),
+            dir.display().to_string(),
+            "--quiet".into(),
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(dir.join("model.safetensors").exists());
+}

@@ -1,5 +1,6 @@
 //! The file task: examples read from a JSONL file (`{"input": [..], "target": [..]}` per line),
-//! split once, deterministically, into a train and an eval set.
+//! split once, deterministically, into a train and an eval set. Records may differ in length:
+//! the task's `seq_len` is the longest, and batches pad the shorter ones.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,8 +62,8 @@ impl FileTask {
         check_spec(spec)?;
         let path = path.to_path_buf();
         let records = parse_records(text, &path, spec.vocab_size)?;
-        let seq_len = match records.first() {
-            Some(first) => first.input.len(),
+        let seq_len = match records.iter().map(|r| r.input.len()).max() {
+            Some(longest) => longest,
             None => return Err(TaskError::NoRecords { path }),
         };
         if records.len() < 2 {
@@ -117,7 +118,6 @@ fn parse_records(
     vocab_size: Option<usize>,
 ) -> Result<Vec<Example>, TaskError> {
     let mut records = Vec::new();
-    let mut first: Option<(usize, usize)> = None; // (line, length) of the first record
     for (index, content) in text.lines().enumerate() {
         let line = index + 1;
         if content.trim().is_empty() {
@@ -154,19 +154,6 @@ fn parse_records(
                 path: path.to_owned(),
                 line,
             });
-        }
-        match first {
-            None => first = Some((line, len)),
-            Some((first_line, expected)) if expected != len => {
-                return Err(TaskError::InconsistentLength {
-                    path: path.to_owned(),
-                    line,
-                    len,
-                    first_line,
-                    expected,
-                });
-            }
-            Some(_) => {}
         }
         if let Some(vocab_size) = vocab_size {
             let outside = record
@@ -470,15 +457,34 @@ mod tests {
         );
     }
 
+    /// Records of different lengths are kept as they are; the longest sets `seq_len`.
     #[test]
     fn records_of_different_lengths() {
-        let good = record(&[1, 2, 3], &[Some(1), None, None]);
         let short = record(&[1, 2], &[Some(1), None]);
-        assert_eq!(
-            Dataset::new(&["", &good, &good, &short]).error(None),
-            " line 4: sequence has 2 tokens but the first record (line 2) has 3; all records \
-             must share one length"
-        );
+        let long = record(&[1, 2, 3, 4, 5], &[Some(1), None, None, Some(2), None]);
+        let middle = record(&[1, 2, 3], &[Some(1), None, None]);
+        let lines = ["", &short, &long, &middle, &short, &middle].map(|l| l as &str);
+        let task = Dataset::new(&lines).load(0.4, None).unwrap();
+        assert_eq!(task.seq_len(), 5);
+        let lengths: Vec<usize> = task
+            .train
+            .iter()
+            .chain(task.eval.iter())
+            .map(|e| e.input.len())
+            .collect();
+        let mut sorted = lengths.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [2, 2, 3, 3, 5]);
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for _ in 0..20 {
+            let example = task.sample(&mut rng);
+            assert_eq!(example.input.len(), example.target.len());
+            assert!(example.input.len() <= task.seq_len());
+            assert_eq!(
+                task.attention_targets(&example.input).len(),
+                example.input.len()
+            );
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 mod copy;
 mod dependency;
 mod file;
+mod grammar;
 mod histogram;
 mod neighbors;
 mod pattern;
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::dependency::{Arc, ParsedSentence, Relation};
 pub use self::file::FileSpec;
+pub use self::grammar::GrammarSpec;
 pub use self::neighbors::{Combine, NeighborsSpec};
 pub use self::pattern::AttentionPattern;
 pub use self::recall::RecallSpec;
@@ -42,7 +44,7 @@ pub struct Example {
 }
 
 /// The `[task]` section of a config file, tagged by `kind`:
-/// copy | reverse | shift | neighbors | sort | histogram | recall | file.
+/// copy | reverse | shift | neighbors | sort | histogram | recall | grammar | file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TaskConfig {
@@ -60,6 +62,9 @@ pub enum TaskConfig {
     Histogram(SequenceSpec),
     /// Associative recall: look up the value paired with each queried key.
     Recall(RecallSpec),
+    /// Masked-word prediction on sentences of a small English grammar, each with its
+    /// dependency parse.
+    Grammar(GrammarSpec),
     /// Examples read from a JSONL file.
     File(FileSpec),
 }
@@ -136,23 +141,6 @@ pub enum TaskError {
         /// 1-based line number.
         line: usize,
     },
-    /// A record's length differs from the first record's.
-    #[error(
-        "{path} line {line}: sequence has {len} tokens but the first record (line {first_line}) \
-         has {expected}; all records must share one length"
-    )]
-    InconsistentLength {
-        /// The dataset file.
-        path: PathBuf,
-        /// 1-based line number of the offending record.
-        line: usize,
-        /// Length of the offending record.
-        len: usize,
-        /// 1-based line number of the first record.
-        first_line: usize,
-        /// Length of the first record.
-        expected: usize,
-    },
     /// An input token is not below the configured `vocab_size`.
     #[error(
         "{path} line {line}: input token {token} at position {position} is out of range: \
@@ -216,13 +204,14 @@ impl TaskConfig {
                 TaskKind::Histogram(SequenceTask::new(spec, histogram::HistogramRule)?)
             }
             Self::Recall(spec) => TaskKind::Recall(recall::RecallTask::new(spec)?),
+            Self::Grammar(spec) => TaskKind::Grammar(Box::new(grammar::GrammarTask::new(spec)?)),
             Self::File(spec) => TaskKind::File(file::FileTask::load(spec, base_dir)?),
         };
         Ok(Task { kind })
     }
 
     /// Every `kind`, as spelled in config files.
-    pub const KINDS: [&'static str; 8] = [
+    pub const KINDS: [&'static str; 9] = [
         "copy",
         "reverse",
         "shift",
@@ -230,6 +219,7 @@ impl TaskConfig {
         "sort",
         "histogram",
         "recall",
+        "grammar",
         "file",
     ];
 
@@ -250,6 +240,7 @@ impl TaskConfig {
             "shift" => ShiftSpec::deserialize(value).err(),
             "neighbors" => NeighborsSpec::deserialize(value).err(),
             "recall" => RecallSpec::deserialize(value).err(),
+            "grammar" => GrammarSpec::deserialize(value).err(),
             "file" => FileSpec::deserialize(value).err(),
             _ => None,
         }?;
@@ -273,6 +264,7 @@ impl TaskConfig {
             Self::Sort(_) => "sort",
             Self::Histogram(_) => "histogram",
             Self::Recall(_) => "recall",
+            Self::Grammar(_) => "grammar",
             Self::File(_) => "file",
         }
     }
@@ -305,6 +297,8 @@ enum TaskKind {
     Sort(SequenceTask<sort::SortRule>),
     Histogram(SequenceTask<histogram::HistogramRule>),
     Recall(recall::RecallTask),
+    // Boxed: its vocabulary tables would make every variant as large.
+    Grammar(Box<grammar::GrammarTask>),
     File(file::FileTask),
 }
 
@@ -318,6 +312,7 @@ impl Task {
             TaskKind::Sort(task) => task,
             TaskKind::Histogram(task) => task,
             TaskKind::Recall(task) => task,
+            TaskKind::Grammar(task) => task.as_ref(),
             TaskKind::File(task) => task,
         }
     }
@@ -332,6 +327,7 @@ impl Task {
             TaskKind::Sort(_) => "sort",
             TaskKind::Histogram(_) => "histogram",
             TaskKind::Recall(_) => "recall",
+            TaskKind::Grammar(_) => "grammar",
             TaskKind::File(_) => "file",
         }
     }
@@ -346,7 +342,9 @@ impl Task {
         self.inner().output_vocab()
     }
 
-    /// Sequence length of every example.
+    /// The longest an example can be: the length of every example for the fixed-length
+    /// generators; `max_words` for `grammar`, whose sentences vary; the longest record for
+    /// `file`. Batches pad shorter examples to their longest.
     pub fn seq_len(&self) -> usize {
         self.inner().seq_len()
     }
@@ -364,14 +362,15 @@ impl Task {
     }
 
     /// Attention patterns known to solve (part of) the task, for the inspector to score heads
-    /// against. May be empty (sort, file).
+    /// against. May be empty (sort, grammar, file).
     pub fn solving_patterns(&self) -> Vec<AttentionPattern> {
         self.inner().solving_patterns()
     }
 
     /// For each position of `input`, the exact key positions a head must read to solve it
-    /// there, ascending; empty where none does (recall's pairs, every position of the file
-    /// task). copy: `i`; reverse: `n-1-i`; shift: `i-shift`; neighbors: `i-1` and `i+1`;
+    /// there, ascending; empty where none does (recall's pairs, every position of the file and
+    /// grammar tasks: grammar is scored against [`Task::parsed_sentences`] instead).
+    /// copy: `i`; reverse: `n-1-i`; shift: `i-shift`; neighbors: `i-1` and `i+1`;
     /// histogram: every position holding `input[i]` (itself included, as the count does);
     /// sort: every position holding the token that belongs at `i`; recall: a query's value.
     /// Only reads `input`, so it never changes what the generators draw.
@@ -386,7 +385,8 @@ impl Task {
     }
 
     /// `size` sentences with their dependency parses, drawn from a ChaCha8Rng seeded with
-    /// `seed`; empty for tasks without syntax (every task but `grammar`).
+    /// `seed`; empty for tasks without syntax (every task but `grammar`). For `grammar`,
+    /// sentence i is example i of `eval_set(size, seed)` before masking.
     pub fn parsed_sentences(&self, size: usize, seed: u64) -> Vec<ParsedSentence> {
         self.inner().parsed_sentences(size, seed)
     }
@@ -468,6 +468,7 @@ mod tests {
             TaskConfig::Sort(spec.clone()),
             TaskConfig::Histogram(spec),
             TaskConfig::Recall(RecallSpec::default()),
+            TaskConfig::Grammar(GrammarSpec::default()),
         ]
     }
 
@@ -586,8 +587,12 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(7);
             for _ in 0..50 {
                 let example = task.sample(&mut rng);
-                assert_eq!(example.input.len(), task.seq_len(), "{}", task.name());
-                assert_eq!(example.target.len(), task.seq_len(), "{}", task.name());
+                let len = example.input.len();
+                assert!((1..=task.seq_len()).contains(&len), "{}", task.name());
+                assert_eq!(example.target.len(), len, "{}", task.name());
+                if task.name() != "grammar" {
+                    assert_eq!(len, task.seq_len(), "{} has a fixed length", task.name());
+                }
                 assert!(
                     example
                         .input
@@ -602,9 +607,9 @@ mod tests {
                         .all(|&t| (t as usize) < task.output_vocab())
                 );
                 for pattern in task.solving_patterns() {
-                    for query in 0..task.seq_len() {
+                    for query in 0..len {
                         let keys = pattern.targets(&example.input, query);
-                        assert!(keys.iter().all(|&key| key < task.seq_len()));
+                        assert!(keys.iter().all(|&key| key < len));
                     }
                 }
             }
@@ -750,16 +755,48 @@ mod tests {
             let task = config.build(Path::new(".")).unwrap();
             for example in task.eval_set(30, 2) {
                 let targets = task.attention_targets(&example.input);
-                assert_eq!(targets.len(), task.seq_len(), "{}", task.name());
+                let len = example.input.len();
+                assert_eq!(targets.len(), len, "{}", task.name());
                 for keys in &targets {
                     assert!(keys.windows(2).all(|w| w[0] < w[1]), "{}", task.name());
-                    assert!(keys.iter().all(|&k| k < task.seq_len()), "{}", task.name());
+                    assert!(keys.iter().all(|&k| k < len), "{}", task.name());
                 }
                 if task.name() == "recall" {
                     for (keys, target) in targets.iter().zip(&example.target) {
                         assert_eq!(keys.is_empty(), target.is_none());
                     }
                 }
+            }
+        }
+    }
+
+    /// Only `grammar` has words and parses; its parses are its eval set's sentences.
+    #[test]
+    fn only_grammar_names_its_tokens_and_parses_its_sentences() {
+        for config in every_generator() {
+            let task = config.build(Path::new(".")).unwrap();
+            let name = task.name();
+            if name != "grammar" {
+                assert!(task.token_names().is_none(), "{name}");
+                assert!(task.parsed_sentences(5, 1).is_empty(), "{name}");
+                continue;
+            }
+            let names = task.token_names().unwrap();
+            assert_eq!(names.len(), task.input_vocab());
+            let sentences = task.parsed_sentences(50, 1);
+            let eval = task.eval_set(50, 1);
+            assert_eq!(sentences.len(), 50);
+            for (sentence, example) in sentences.iter().zip(&eval) {
+                assert_eq!(sentence.words.len(), example.input.len());
+                for ((&word, &input), target) in sentence
+                    .words
+                    .iter()
+                    .zip(&example.input)
+                    .zip(&example.target)
+                {
+                    assert_eq!(target.unwrap_or(input), word);
+                }
+                assert_eq!(sentence.arcs.len() + 1, sentence.words.len());
             }
         }
     }

@@ -1,0 +1,1419 @@
+//! The `grammar` task: English sentences drawn from a small probabilistic grammar, each drawn
+//! together with its dependency parse, and trained as BERT-style masked-word prediction. The
+//! parses are not trained on; inspect scores heads against them ("does a head attend from a
+//! determiner to its noun?", Clark et al. 2019).
+//!
+//! # Vocabulary
+//!
+//! Id 0 is `<pad>`, id 1 is `<mask>`, then the eight determiners (`the`, `some`: either
+//! number; `a`, `every`, `this`: singular; `these`, `many`, `those`: plural), the relative
+//! pronoun `that` (never a determiner, so the word has one role), then the first `nouns`
+//! nouns (singular and plural form side by side: `dog`, `dogs`, ...), the first
+//! `transitive_verbs` transitive verbs (third person singular and plural: `sees`, `see`), the
+//! first `intransitive_verbs` intransitive verbs (`sleeps`, `sleep`), the first `adjectives`
+//! adjectives and the first `prepositions` prepositions of the built-in lists. With the
+//! defaults that is 2 + 9 + 24 + 16 + 12 + 8 + 6 = 77 tokens. The lists are ordered so that no
+//! word a default vocabulary reaches after `a` starts with a vowel; beyond the defaults
+//! "a old dog" can happen (the grammar has no `an`).
+//!
+//! # Grammar
+//!
+//! ```text
+//! S         -> NP(subject) VP
+//! NP        -> Det Adj{0,2} Noun [PP] [RelClause]
+//! VP        -> IntransVerb [PP] | TransVerb NP(object) [PP]
+//! PP        -> Prep NP                 the PP's NP takes no PP of its own
+//! RelClause -> "that" VP               only while the clause depth is below clause_depth
+//! ```
+//!
+//! Each NP draws its number (plural with `plural_prob`); its determiner and noun take that
+//! number, and so does the verb it is the subject of: the main verb agrees with the subject,
+//! a relative clause's verb with the noun the clause modifies. An NP takes a first adjective
+//! with `adjective_prob` and a second, different one with `adjective_prob` again; a PP with
+//! `pp_prob` (after a noun, or after a verb and its object); a relative clause with
+//! `relative_clause_prob`. A VP is transitive with `transitive_prob`. Recursion ends because
+//! a PP's NP has no PP and relative clauses nest at most `clause_depth` deep.
+//!
+//! # Parse
+//!
+//! The main verb is the root; every other word has exactly one arc, to a word of the same
+//! sentence: `det` (determiner -> noun), `amod` (adjective -> noun), `nsubj` (subject noun ->
+//! verb; `that` -> its clause's verb), `dobj` (object noun -> verb), `prep` (preposition ->
+//! the noun or verb its phrase attaches to), `pobj` (noun -> preposition), `relcl` (relative
+//! clause's verb -> the noun it modifies).
+//!
+//! # Examples
+//!
+//! Sentences outside `min_words..=max_words` are rejected and drawn again. Each word is then
+//! masked with probability `mask_fraction` (at least one per sentence): a masked position holds
+//! `<mask>` and its target is the word's id; every other position is unscored. Examples have
+//! the length of their sentence; [`TaskImpl::seq_len`] is `max_words`.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::{Arc, AttentionPattern, Example, ParsedSentence, Relation, TaskError, TaskImpl};
+
+/// Nouns as (singular, plural). All animate, so that any noun can see, sleep or be seen.
+const NOUNS: [(&str, &str); 24] = [
+    ("dog", "dogs"),
+    ("cat", "cats"),
+    ("bird", "birds"),
+    ("horse", "horses"),
+    ("child", "children"),
+    ("teacher", "teachers"),
+    ("farmer", "farmers"),
+    ("king", "kings"),
+    ("queen", "queens"),
+    ("girl", "girls"),
+    ("boy", "boys"),
+    ("student", "students"),
+    ("doctor", "doctors"),
+    ("friend", "friends"),
+    ("writer", "writers"),
+    ("sailor", "sailors"),
+    ("fox", "foxes"),
+    ("wolf", "wolves"),
+    ("mouse", "mice"),
+    ("man", "men"),
+    ("woman", "women"),
+    ("baker", "bakers"),
+    ("painter", "painters"),
+    ("lawyer", "lawyers"),
+];
+
+/// Transitive verbs as (third person singular, plural).
+const TRANSITIVE_VERBS: [(&str, &str); 16] = [
+    ("sees", "see"),
+    ("likes", "like"),
+    ("follows", "follow"),
+    ("helps", "help"),
+    ("finds", "find"),
+    ("chases", "chase"),
+    ("knows", "know"),
+    ("watches", "watch"),
+    ("meets", "meet"),
+    ("loves", "love"),
+    ("visits", "visit"),
+    ("hears", "hear"),
+    ("trusts", "trust"),
+    ("calls", "call"),
+    ("pushes", "push"),
+    ("feeds", "feed"),
+];
+
+/// Intransitive verbs as (third person singular, plural).
+const INTRANSITIVE_VERBS: [(&str, &str); 12] = [
+    ("sleeps", "sleep"),
+    ("runs", "run"),
+    ("laughs", "laugh"),
+    ("sings", "sing"),
+    ("waits", "wait"),
+    ("smiles", "smile"),
+    ("jumps", "jump"),
+    ("swims", "swim"),
+    ("cries", "cry"),
+    ("dances", "dance"),
+    ("walks", "walk"),
+    ("falls", "fall"),
+];
+
+/// Adjectives; the vowel-initial ones last, so that defaults never write "a old".
+const ADJECTIVES: [&str; 16] = [
+    "big", "small", "happy", "sad", "tall", "quiet", "clever", "lazy", "brave", "young", "kind",
+    "proud", "tired", "strange", "angry", "old",
+];
+
+const PREPOSITIONS: [&str; 8] = [
+    "near", "with", "behind", "beside", "under", "above", "without", "beyond",
+];
+
+/// Determiners and the number of noun each goes with (`None`: either).
+const DETERMINERS: [(&str, Option<Number>); 8] = [
+    ("the", None),
+    ("some", None),
+    ("a", Some(Number::Singular)),
+    ("every", Some(Number::Singular)),
+    ("this", Some(Number::Singular)),
+    ("these", Some(Number::Plural)),
+    ("many", Some(Number::Plural)),
+    ("those", Some(Number::Plural)),
+];
+
+const RELATIVE_PRONOUN: &str = "that";
+
+/// The token that fills a masked position.
+const MASK: u32 = 1;
+
+/// Longest accepted `max_words`: far beyond the defaults, and a bound on the model's positions.
+const MAX_WORDS: usize = 64;
+
+/// Deepest accepted `clause_depth`: relative clauses multiply a sentence's length, so deeper
+/// nesting only yields sentences that the length range rejects.
+const MAX_CLAUSE_DEPTH: usize = 3;
+
+/// Adjectives per noun at most, so that a noun phrase stays short.
+const MAX_ADJECTIVES: usize = 2;
+
+/// Draws per sentence before giving up on the length range (see [`GrammarTask::draw_sentence`]).
+const MAX_TRIES: usize = 1000;
+
+/// Sentences drawn at build time to check that the length range is reachable.
+const REACH_DRAWS: usize = 1000;
+
+/// The fraction of sentences the length range must keep. At 5% the chance that
+/// [`MAX_TRIES`] draws all miss is below 1e-22, so the fallback sentence never shows up in
+/// practice.
+const MIN_REACH_FRACTION: f64 = 0.05;
+
+/// Seeds the build-time reach check: fixed, so a config is accepted or refused every time.
+const REACH_SEED: u64 = 0x0067_7261_6d6d_6172; // "grammar" in ASCII
+
+/// Grammatical number of a noun, a verb form or a determiner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Number {
+    Singular,
+    Plural,
+}
+
+impl Number {
+    /// Index into a (singular, plural) pair.
+    fn index(self) -> usize {
+        match self {
+            Number::Singular => 0,
+            Number::Plural => 1,
+        }
+    }
+}
+
+/// The `[task]` keys of `kind = "grammar"`: how many words of each class, how long sentences
+/// are, and how often each optional part of the grammar is drawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrammarSpec {
+    /// Nouns used, the first of the built-in list, 1..=24; each has two tokens (dog, dogs).
+    pub nouns: usize,
+    /// Transitive verbs used, 1..=16; each has two tokens (sees, see).
+    pub transitive_verbs: usize,
+    /// Intransitive verbs used, 1..=12; each has two tokens (sleeps, sleep).
+    pub intransitive_verbs: usize,
+    /// Adjectives used, 1..=16.
+    pub adjectives: usize,
+    /// Prepositions used, 1..=8.
+    pub prepositions: usize,
+    /// Shortest sentence kept, in words, 3..=64 (the shortest the grammar writes has 3).
+    pub min_words: usize,
+    /// Longest sentence kept, in words, min_words..=64; the task's sequence length.
+    pub max_words: usize,
+    /// How deep relative clauses nest, 0..=3 (0: none).
+    pub clause_depth: usize,
+    /// Probability of a first adjective before a noun, and of a second after the first.
+    pub adjective_prob: f64,
+    /// Probability that a noun phrase, or a verb phrase, takes a prepositional phrase.
+    pub pp_prob: f64,
+    /// Probability that a noun phrase takes a relative clause (while depth allows).
+    pub relative_clause_prob: f64,
+    /// Probability that a noun phrase is plural.
+    pub plural_prob: f64,
+    /// Probability that a verb phrase is transitive (has an object).
+    pub transitive_prob: f64,
+    /// Probability that a word is masked, in (0, 1]; at least one word per sentence is.
+    pub mask_fraction: f64,
+}
+
+impl Default for GrammarSpec {
+    fn default() -> Self {
+        Self {
+            nouns: 12,
+            transitive_verbs: 8,
+            intransitive_verbs: 6,
+            adjectives: 8,
+            prepositions: 6,
+            min_words: 4,
+            max_words: 16,
+            clause_depth: 1,
+            adjective_prob: 0.3,
+            pp_prob: 0.25,
+            relative_clause_prob: 0.2,
+            plural_prob: 0.5,
+            transitive_prob: 0.6,
+            mask_fraction: 0.15,
+        }
+    }
+}
+
+/// The grammar with its vocabulary laid out: ids of each word class, ready to draw from.
+#[derive(Debug, Clone)]
+pub(super) struct GrammarTask {
+    spec: GrammarSpec,
+    /// Every token's text, indexed by id.
+    names: Vec<&'static str>,
+    singular_determiners: Vec<u32>,
+    plural_determiners: Vec<u32>,
+    relative_pronoun: u32,
+    /// (singular, plural) ids per noun, likewise per verb.
+    nouns: Vec<[u32; 2]>,
+    transitive_verbs: Vec<[u32; 2]>,
+    intransitive_verbs: Vec<[u32; 2]>,
+    adjectives: Vec<u32>,
+    prepositions: Vec<u32>,
+}
+
+/// A sentence being drawn: words in order, and each one's head once it is known (a
+/// determiner is written before the noun it depends on).
+#[derive(Default)]
+struct Draft {
+    words: Vec<u32>,
+    heads: Vec<Option<(usize, Relation)>>,
+}
+
+impl Draft {
+    /// Appends `word` and returns its position.
+    fn push(&mut self, word: u32) -> usize {
+        self.words.push(word);
+        self.heads.push(None);
+        self.words.len() - 1
+    }
+
+    fn attach(&mut self, dependent: usize, head: usize, relation: Relation) {
+        self.heads[dependent] = Some((head, relation));
+    }
+
+    fn finish(self, root: usize) -> ParsedSentence {
+        let arcs = self
+            .heads
+            .iter()
+            .enumerate()
+            .filter_map(|(dependent, head)| {
+                head.map(|(head, relation)| Arc {
+                    dependent,
+                    head,
+                    relation,
+                })
+            })
+            .collect();
+        ParsedSentence {
+            words: self.words,
+            root,
+            arcs,
+        }
+    }
+}
+
+/// A uniformly drawn element of `items`, which validation keeps non-empty.
+fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> T {
+    items[rng.random_range(0..items.len())]
+}
+
+fn check_count(field: &'static str, value: usize, available: usize) -> Result<(), TaskError> {
+    if (1..=available).contains(&value) {
+        Ok(())
+    } else {
+        let expected = format!("1 <= {field} <= {available}, the length of the built-in list");
+        Err(super::out_of_range(field, value, expected))
+    }
+}
+
+fn check_probability(field: &'static str, value: f64) -> Result<(), TaskError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(super::out_of_range(
+            field,
+            value,
+            format!("0 <= {field} <= 1"),
+        ))
+    }
+}
+
+impl GrammarTask {
+    /// Validates every key, lays out the vocabulary, and checks that the grammar writes
+    /// sentences within the length range often enough.
+    pub(super) fn new(spec: &GrammarSpec) -> Result<Self, TaskError> {
+        let task = Self::unchecked(spec)?;
+        task.check_reach()?;
+        Ok(task)
+    }
+
+    /// Validates each key on its own and lays out the vocabulary, without the reach check.
+    fn unchecked(spec: &GrammarSpec) -> Result<Self, TaskError> {
+        check_count("nouns", spec.nouns, NOUNS.len())?;
+        check_count(
+            "transitive_verbs",
+            spec.transitive_verbs,
+            TRANSITIVE_VERBS.len(),
+        )?;
+        check_count(
+            "intransitive_verbs",
+            spec.intransitive_verbs,
+            INTRANSITIVE_VERBS.len(),
+        )?;
+        check_count("adjectives", spec.adjectives, ADJECTIVES.len())?;
+        check_count("prepositions", spec.prepositions, PREPOSITIONS.len())?;
+        if !(3..=MAX_WORDS).contains(&spec.min_words) {
+            let expected = format!(
+                "3 <= min_words <= {MAX_WORDS} (the shortest sentence, \"the dog sleeps\", has 3 \
+                 words)"
+            );
+            return Err(super::out_of_range("min_words", spec.min_words, expected));
+        }
+        if !(spec.min_words..=MAX_WORDS).contains(&spec.max_words) {
+            let expected = format!("min_words ({}) <= max_words <= {MAX_WORDS}", spec.min_words);
+            return Err(super::out_of_range("max_words", spec.max_words, expected));
+        }
+        if spec.clause_depth > MAX_CLAUSE_DEPTH {
+            let expected = format!("0 <= clause_depth <= {MAX_CLAUSE_DEPTH}");
+            return Err(super::out_of_range(
+                "clause_depth",
+                spec.clause_depth,
+                expected,
+            ));
+        }
+        check_probability("adjective_prob", spec.adjective_prob)?;
+        check_probability("pp_prob", spec.pp_prob)?;
+        check_probability("relative_clause_prob", spec.relative_clause_prob)?;
+        check_probability("plural_prob", spec.plural_prob)?;
+        check_probability("transitive_prob", spec.transitive_prob)?;
+        if !(spec.mask_fraction > 0.0 && spec.mask_fraction <= 1.0) {
+            let expected = "0 < mask_fraction <= 1".to_owned();
+            return Err(super::out_of_range(
+                "mask_fraction",
+                spec.mask_fraction,
+                expected,
+            ));
+        }
+
+        let mut names = vec!["<pad>", "<mask>"];
+        let mut add = |name: &'static str| {
+            names.push(name);
+            super::to_id(names.len() - 1)
+        };
+        let mut singular_determiners = Vec::new();
+        let mut plural_determiners = Vec::new();
+        for (name, number) in DETERMINERS {
+            let id = add(name);
+            if number != Some(Number::Plural) {
+                singular_determiners.push(id);
+            }
+            if number != Some(Number::Singular) {
+                plural_determiners.push(id);
+            }
+        }
+        let relative_pronoun = add(RELATIVE_PRONOUN);
+        let mut pairs = |list: &[(&'static str, &'static str)]| {
+            list.iter()
+                .map(|&(singular, plural)| [add(singular), add(plural)])
+                .collect::<Vec<_>>()
+        };
+        let nouns = pairs(&NOUNS[..spec.nouns]);
+        let transitive_verbs = pairs(&TRANSITIVE_VERBS[..spec.transitive_verbs]);
+        let intransitive_verbs = pairs(&INTRANSITIVE_VERBS[..spec.intransitive_verbs]);
+        let adjectives = ADJECTIVES[..spec.adjectives]
+            .iter()
+            .map(|&name| add(name))
+            .collect();
+        let prepositions = PREPOSITIONS[..spec.prepositions]
+            .iter()
+            .map(|&name| add(name))
+            .collect();
+        Ok(Self {
+            spec: spec.clone(),
+            names,
+            singular_determiners,
+            plural_determiners,
+            relative_pronoun,
+            nouns,
+            transitive_verbs,
+            intransitive_verbs,
+            adjectives,
+            prepositions,
+        })
+    }
+
+    /// Refuses a length range that too few sentences land in: rejection sampling would then
+    /// spend long on each sentence, or fall back to the shortest one.
+    fn check_reach(&self) -> Result<(), TaskError> {
+        let (min, max) = (self.spec.min_words, self.spec.max_words);
+        let mut rng = ChaCha8Rng::seed_from_u64(REACH_SEED);
+        let mut lengths: Vec<usize> = (0..REACH_DRAWS)
+            .map(|_| self.draw_unbounded(&mut rng).words.len())
+            .collect();
+        let shorter = lengths.iter().filter(|&&len| len < min).count();
+        let longer = lengths.iter().filter(|&&len| len > max).count();
+        let in_range = REACH_DRAWS - shorter - longer;
+        if in_range as f64 >= MIN_REACH_FRACTION * REACH_DRAWS as f64 {
+            return Ok(());
+        }
+        lengths.sort_unstable();
+        let median = lengths[REACH_DRAWS / 2];
+        let (field, value, hint) = if shorter >= longer {
+            (
+                "min_words",
+                min,
+                "lower min_words, or raise adjective_prob, pp_prob, relative_clause_prob or \
+                 transitive_prob",
+            )
+        } else {
+            (
+                "max_words",
+                max,
+                "raise max_words, or lower adjective_prob, pp_prob, relative_clause_prob, \
+                 transitive_prob or clause_depth",
+            )
+        };
+        let expected = format!(
+            "a length range that holds at least {percent}% of the sentences the grammar \
+             writes, but only {in_range} of {REACH_DRAWS} drawn had {min} to {max} words \
+             ({shorter} fewer, {longer} more; median {median}): {hint}",
+            percent = MIN_REACH_FRACTION * 100.0,
+        );
+        Err(super::out_of_range(field, value, expected))
+    }
+
+    fn number(&self, rng: &mut ChaCha8Rng) -> Number {
+        if rng.random_bool(self.spec.plural_prob) {
+            Number::Plural
+        } else {
+            Number::Singular
+        }
+    }
+
+    /// A sentence of any length the grammar writes.
+    fn draw_unbounded(&self, rng: &mut ChaCha8Rng) -> ParsedSentence {
+        let mut draft = Draft::default();
+        let number = self.number(rng);
+        let subject = self.noun_phrase(&mut draft, rng, number, 0, true);
+        let verb = self.verb_phrase(&mut draft, rng, number, 0);
+        draft.attach(subject, verb, Relation::Nsubj);
+        draft.finish(verb)
+    }
+
+    /// A sentence of `min_words..=max_words` words, by rejection. Should [`MAX_TRIES`] draws
+    /// all miss (the reach check makes that vanishingly rare), it returns the longest drawn
+    /// sentence that is not too long, or else the shortest sentence there is: never more than
+    /// `max_words` words, which the model's positions are sized for.
+    fn draw_sentence(&self, rng: &mut ChaCha8Rng) -> ParsedSentence {
+        let (min, max) = (self.spec.min_words, self.spec.max_words);
+        let mut fallback: Option<ParsedSentence> = None;
+        for _ in 0..MAX_TRIES {
+            let sentence = self.draw_unbounded(rng);
+            let len = sentence.words.len();
+            if (min..=max).contains(&len) {
+                return sentence;
+            }
+            let closer = fallback.as_ref().is_none_or(|best| len > best.words.len());
+            if len < min && closer {
+                fallback = Some(sentence);
+            }
+        }
+        fallback.unwrap_or_else(|| self.shortest_sentence())
+    }
+
+    /// "the dog sleeps" (in the first words of each class): 3 words, within any `max_words`.
+    fn shortest_sentence(&self) -> ParsedSentence {
+        let mut draft = Draft::default();
+        let determiner = draft.push(self.singular_determiners[0]);
+        let noun = draft.push(self.nouns[0][Number::Singular.index()]);
+        let verb = draft.push(self.intransitive_verbs[0][Number::Singular.index()]);
+        draft.attach(determiner, noun, Relation::Det);
+        draft.attach(noun, verb, Relation::Nsubj);
+        draft.finish(verb)
+    }
+
+    /// NP -> Det Adj{0,2} Noun [PP] [RelClause], of `number`, at clause `depth`. Returns the
+    /// noun's position.
+    fn noun_phrase(
+        &self,
+        draft: &mut Draft,
+        rng: &mut ChaCha8Rng,
+        number: Number,
+        depth: usize,
+        may_take_pp: bool,
+    ) -> usize {
+        let determiners = match number {
+            Number::Singular => &self.singular_determiners,
+            Number::Plural => &self.plural_determiners,
+        };
+        let determiner = draft.push(pick(rng, determiners));
+        let mut adjectives: Vec<(usize, usize)> = Vec::with_capacity(MAX_ADJECTIVES);
+        // A second adjective differs from the first: "the big big dog" reads as a typo.
+        let max_adjectives = MAX_ADJECTIVES.min(self.adjectives.len());
+        while adjectives.len() < max_adjectives && rng.random_bool(self.spec.adjective_prob) {
+            let mut taken: Vec<usize> = adjectives.iter().map(|&(_, index)| index).collect();
+            taken.sort_unstable();
+            // Draw among the untaken, then step over the taken ones below the draw.
+            let mut index = rng.random_range(0..self.adjectives.len() - taken.len());
+            for taken in taken {
+                if index >= taken {
+                    index += 1;
+                }
+            }
+            adjectives.push((draft.push(self.adjectives[index]), index));
+        }
+        let noun = draft.push(pick(rng, &self.nouns)[number.index()]);
+        draft.attach(determiner, noun, Relation::Det);
+        for (position, _) in adjectives {
+            draft.attach(position, noun, Relation::Amod);
+        }
+        if may_take_pp && rng.random_bool(self.spec.pp_prob) {
+            self.prepositional_phrase(draft, rng, noun, depth);
+        }
+        if depth < self.spec.clause_depth && rng.random_bool(self.spec.relative_clause_prob) {
+            let pronoun = draft.push(self.relative_pronoun);
+            // The clause's verb agrees with the noun it modifies, which is its subject.
+            let verb = self.verb_phrase(draft, rng, number, depth + 1);
+            draft.attach(pronoun, verb, Relation::Nsubj);
+            draft.attach(verb, noun, Relation::Relcl);
+        }
+        noun
+    }
+
+    /// VP -> IntransVerb [PP] | TransVerb NP [PP], agreeing with a subject of `number`.
+    /// Returns the verb's position.
+    fn verb_phrase(
+        &self,
+        draft: &mut Draft,
+        rng: &mut ChaCha8Rng,
+        number: Number,
+        depth: usize,
+    ) -> usize {
+        let verb = if rng.random_bool(self.spec.transitive_prob) {
+            let verb = draft.push(pick(rng, &self.transitive_verbs)[number.index()]);
+            let object_number = self.number(rng);
+            let object = self.noun_phrase(draft, rng, object_number, depth, true);
+            draft.attach(object, verb, Relation::Dobj);
+            verb
+        } else {
+            draft.push(pick(rng, &self.intransitive_verbs)[number.index()])
+        };
+        if rng.random_bool(self.spec.pp_prob) {
+            self.prepositional_phrase(draft, rng, verb, depth);
+        }
+        verb
+    }
+
+    /// PP -> Prep NP, attached to the word at `head`; the NP takes no PP of its own.
+    fn prepositional_phrase(
+        &self,
+        draft: &mut Draft,
+        rng: &mut ChaCha8Rng,
+        head: usize,
+        depth: usize,
+    ) {
+        let preposition = draft.push(pick(rng, &self.prepositions));
+        draft.attach(preposition, head, Relation::Prep);
+        let number = self.number(rng);
+        let object = self.noun_phrase(draft, rng, number, depth, false);
+        draft.attach(object, preposition, Relation::Pobj);
+    }
+
+    /// Masks each word with probability `mask_fraction`, and one at random if none was.
+    fn mask(&self, words: &[u32], rng: &mut ChaCha8Rng) -> Example {
+        let mut masked: Vec<bool> = words
+            .iter()
+            .map(|_| rng.random_bool(self.spec.mask_fraction))
+            .collect();
+        // Without a masked word an example would carry no loss at all.
+        if !masked.contains(&true) {
+            masked[rng.random_range(0..words.len())] = true;
+        }
+        let input = words
+            .iter()
+            .zip(&masked)
+            .map(|(&word, &hidden)| if hidden { MASK } else { word })
+            .collect();
+        let target = words
+            .iter()
+            .zip(&masked)
+            .map(|(&word, &hidden)| hidden.then_some(word))
+            .collect();
+        Example { input, target }
+    }
+
+    /// One sentence and the example made of it. The one place both are drawn, so that
+    /// `parsed_sentences` and `eval_set` consume the rng identically.
+    fn draw_example(&self, rng: &mut ChaCha8Rng) -> (ParsedSentence, Example) {
+        let sentence = self.draw_sentence(rng);
+        let example = self.mask(&sentence.words, rng);
+        (sentence, example)
+    }
+}
+
+impl TaskImpl for GrammarTask {
+    fn input_vocab(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Targets are the masked words' own ids.
+    fn output_vocab(&self) -> usize {
+        self.names.len()
+    }
+
+    fn seq_len(&self) -> usize {
+        self.spec.max_words
+    }
+
+    fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
+        self.draw_example(rng).1
+    }
+
+    /// Syntax is scored against each sentence's parse instead (`parsed_sentences`).
+    fn solving_patterns(&self) -> Vec<AttentionPattern> {
+        Vec::new()
+    }
+
+    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
+        vec![Vec::new(); input.len()]
+    }
+
+    fn token_names(&self) -> Option<Vec<String>> {
+        Some(self.names.iter().map(|name| (*name).to_owned()).collect())
+    }
+
+    /// The sentences of `eval_set(size, seed)`, in order, unmasked: the same rng draws the
+    /// same sentences and masks, and only the masks are dropped.
+    fn parsed_sentences(&self, size: usize, seed: u64) -> Vec<ParsedSentence> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..size).map(|_| self.draw_example(&mut rng).0).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    fn task(spec: &GrammarSpec) -> GrammarTask {
+        GrammarTask::new(spec).unwrap()
+    }
+
+    /// A spec whose length range rejects almost nothing, so that measured frequencies are
+    /// the grammar's own.
+    fn wide() -> GrammarSpec {
+        GrammarSpec {
+            min_words: 3,
+            max_words: MAX_WORDS,
+            ..GrammarSpec::default()
+        }
+    }
+
+    /// Several specs that exercise every part of the grammar.
+    fn varied_specs() -> Vec<GrammarSpec> {
+        vec![
+            GrammarSpec::default(),
+            GrammarSpec {
+                clause_depth: 2,
+                relative_clause_prob: 0.5,
+                pp_prob: 0.4,
+                adjective_prob: 0.6,
+                ..wide()
+            },
+            GrammarSpec {
+                nouns: 1,
+                transitive_verbs: 1,
+                intransitive_verbs: 1,
+                adjectives: 1,
+                prepositions: 1,
+                adjective_prob: 0.9,
+                plural_prob: 0.9,
+                transitive_prob: 0.9,
+                ..wide()
+            },
+            GrammarSpec {
+                min_words: 7,
+                max_words: 9,
+                clause_depth: 3,
+                ..GrammarSpec::default()
+            },
+        ]
+    }
+
+    /// What kind of word a vocabulary entry is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum WordClass {
+        /// `<pad>` or `<mask>`.
+        Special,
+        /// A determiner and the noun number it goes with (`None`: either).
+        Determiner(Option<Number>),
+        /// The relative pronoun `that`.
+        Relative,
+        Noun(Number),
+        TransitiveVerb(Number),
+        IntransitiveVerb(Number),
+        Adjective,
+        Preposition,
+    }
+
+    /// The class of word `id`, read from the id lists the grammar draws from.
+    fn class_of(task: &GrammarTask, id: u32) -> WordClass {
+        let number_in = |pairs: &[[u32; 2]]| {
+            pairs
+                .iter()
+                .find_map(|pair| match pair.iter().position(|&w| w == id) {
+                    Some(0) => Some(Number::Singular),
+                    Some(_) => Some(Number::Plural),
+                    None => None,
+                })
+        };
+        let singular = task.singular_determiners.contains(&id);
+        let plural = task.plural_determiners.contains(&id);
+        if id < 2 {
+            WordClass::Special
+        } else if singular || plural {
+            WordClass::Determiner(match (singular, plural) {
+                (true, true) => None,
+                (true, false) => Some(Number::Singular),
+                _ => Some(Number::Plural),
+            })
+        } else if id == task.relative_pronoun {
+            WordClass::Relative
+        } else if let Some(number) = number_in(&task.nouns) {
+            WordClass::Noun(number)
+        } else if let Some(number) = number_in(&task.transitive_verbs) {
+            WordClass::TransitiveVerb(number)
+        } else if let Some(number) = number_in(&task.intransitive_verbs) {
+            WordClass::IntransitiveVerb(number)
+        } else if task.adjectives.contains(&id) {
+            WordClass::Adjective
+        } else if task.prepositions.contains(&id) {
+            WordClass::Preposition
+        } else {
+            panic!("word {id} is in no list of the grammar")
+        }
+    }
+
+    fn class(task: &GrammarTask, sentence: &ParsedSentence, position: usize) -> WordClass {
+        class_of(task, sentence.words[position])
+    }
+
+    fn verb_number(class: WordClass) -> Option<Number> {
+        match class {
+            WordClass::TransitiveVerb(n) | WordClass::IntransitiveVerb(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn noun_number(class: WordClass) -> Option<Number> {
+        match class {
+            WordClass::Noun(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The head of each position (`None` at the root).
+    fn heads(sentence: &ParsedSentence) -> Vec<Option<(usize, Relation)>> {
+        let mut heads = vec![None; sentence.words.len()];
+        for arc in &sentence.arcs {
+            heads[arc.dependent] = Some((arc.head, arc.relation));
+        }
+        heads
+    }
+
+    fn dependents(sentence: &ParsedSentence, head: usize, relation: Relation) -> usize {
+        sentence
+            .arcs
+            .iter()
+            .filter(|arc| arc.head == head && arc.relation == relation)
+            .count()
+    }
+
+    #[test]
+    fn parses_are_trees_rooted_at_the_main_verb() {
+        for spec in varied_specs() {
+            let task = task(&spec);
+            for sentence in task.parsed_sentences(2000, 1) {
+                let n = sentence.words.len();
+                let dependents: Vec<usize> = sentence.arcs.iter().map(|a| a.dependent).collect();
+                let expected: Vec<usize> = (0..n).filter(|&i| i != sentence.root).collect();
+                assert_eq!(dependents, expected, "one arc per non-root word, in order");
+                for arc in &sentence.arcs {
+                    assert!(arc.head < n && arc.head != arc.dependent, "{sentence:?}");
+                }
+                assert!(verb_number(class(&task, &sentence, sentence.root)).is_some());
+                let heads = heads(&sentence);
+                for start in 0..n {
+                    let mut at = start;
+                    let mut steps = 0;
+                    while let Some((head, _)) = heads[at] {
+                        at = head;
+                        steps += 1;
+                        assert!(steps < n, "cycle from {start} in {sentence:?}");
+                    }
+                    assert_eq!(at, sentence.root);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn relations_join_the_right_word_classes() {
+        use WordClass::*;
+        for spec in varied_specs() {
+            let task = task(&spec);
+            for sentence in task.parsed_sentences(2000, 2) {
+                for arc in &sentence.arcs {
+                    let dependent = class(&task, &sentence, arc.dependent);
+                    let head = class(&task, &sentence, arc.head);
+                    let fits = match arc.relation {
+                        Relation::Det => matches!((dependent, head), (Determiner(_), Noun(_))),
+                        Relation::Amod => matches!((dependent, head), (Adjective, Noun(_))),
+                        Relation::Nsubj => {
+                            matches!(dependent, Noun(_) | Relative) && verb_number(head).is_some()
+                        }
+                        Relation::Dobj => matches!((dependent, head), (Noun(_), TransitiveVerb(_))),
+                        Relation::Prep => {
+                            dependent == Preposition
+                                && (matches!(head, Noun(_)) || verb_number(head).is_some())
+                        }
+                        Relation::Pobj => matches!((dependent, head), (Noun(_), Preposition)),
+                        Relation::Relcl => {
+                            verb_number(dependent).is_some() && matches!(head, Noun(_))
+                        }
+                    };
+                    assert!(fits, "{arc:?} joins {dependent:?} to {head:?}");
+                }
+                for (position, &word) in sentence.words.iter().enumerate() {
+                    let count = |relation| dependents(&sentence, position, relation);
+                    match class_of(&task, word) {
+                        Noun(_) => {
+                            assert_eq!(count(Relation::Det), 1);
+                            assert!(count(Relation::Amod) <= MAX_ADJECTIVES);
+                        }
+                        TransitiveVerb(_) => {
+                            assert_eq!((count(Relation::Nsubj), count(Relation::Dobj)), (1, 1));
+                        }
+                        IntransitiveVerb(_) => {
+                            assert_eq!((count(Relation::Nsubj), count(Relation::Dobj)), (1, 0));
+                        }
+                        Preposition => assert_eq!(count(Relation::Pobj), 1),
+                        Special => panic!("{sentence:?} holds <pad> or <mask>"),
+                        Determiner(_) | Relative | Adjective => {}
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn verbs_and_determiners_agree_with_their_nouns() {
+        let mut checked_relative = 0;
+        for spec in varied_specs() {
+            let task = task(&spec);
+            for sentence in task.parsed_sentences(2000, 3) {
+                let heads = heads(&sentence);
+                for arc in &sentence.arcs {
+                    let dependent = class(&task, &sentence, arc.dependent);
+                    let head = class(&task, &sentence, arc.head);
+                    match (arc.relation, dependent) {
+                        (Relation::Nsubj, WordClass::Noun(number)) => {
+                            assert_eq!(verb_number(head), Some(number), "{sentence:?}");
+                        }
+                        (Relation::Nsubj, WordClass::Relative) => {
+                            // "that"'s verb agrees with the noun the clause modifies.
+                            let Some((antecedent, Relation::Relcl)) = heads[arc.head] else {
+                                panic!("a relative verb without relcl in {sentence:?}");
+                            };
+                            let antecedent = class(&task, &sentence, antecedent);
+                            assert_eq!(noun_number(antecedent), verb_number(head));
+                            checked_relative += 1;
+                        }
+                        (Relation::Det, WordClass::Determiner(Some(number))) => {
+                            assert_eq!(noun_number(head), Some(number), "{sentence:?}");
+                        }
+                        (Relation::Relcl, _) => {
+                            assert_eq!(verb_number(dependent), noun_number(head));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(
+            checked_relative > 100,
+            "only {checked_relative} relative clauses"
+        );
+    }
+
+    #[test]
+    fn lengths_stay_within_the_configured_range() {
+        for spec in varied_specs() {
+            let task = task(&spec);
+            let range = spec.min_words..=spec.max_words;
+            let sentences = task.parsed_sentences(2000, 4);
+            let lengths: HashSet<usize> = sentences.iter().map(|s| s.words.len()).collect();
+            assert!(lengths.iter().all(|len| range.contains(len)), "{lengths:?}");
+            assert!(lengths.len() >= 3.min(range.clone().count()), "{lengths:?}");
+            let mut rng = ChaCha8Rng::seed_from_u64(4);
+            for _ in 0..500 {
+                let example = task.sample(&mut rng);
+                assert!(range.contains(&example.input.len()));
+                assert_eq!(example.input.len(), example.target.len());
+                assert!(example.input.len() <= task.seq_len());
+            }
+        }
+        let default = task(&GrammarSpec::default());
+        let sentences = default.parsed_sentences(4000, 5);
+        let mean = sentences.iter().map(|s| s.words.len()).sum::<usize>() as f64 / 4000.0;
+        assert!((6.0..=10.0).contains(&mean), "mean length {mean}");
+    }
+
+    /// Rejection that cannot succeed still ends, with a sentence no longer than max_words.
+    #[test]
+    fn an_unreachable_range_still_ends_within_max_words() {
+        let never = GrammarSpec {
+            min_words: 40,
+            max_words: 41,
+            adjective_prob: 0.0,
+            pp_prob: 0.0,
+            relative_clause_prob: 0.0,
+            ..GrammarSpec::default()
+        };
+        let task = GrammarTask::unchecked(&never).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let sentence = task.draw_sentence(&mut rng);
+        assert!(sentence.words.len() <= 41);
+        assert_eq!(
+            sentence.words.len(),
+            5,
+            "the longest drawn: Det Noun Verb Det Noun"
+        );
+        let only_long = GrammarSpec {
+            min_words: 3,
+            max_words: 3,
+            adjective_prob: 1.0,
+            ..GrammarSpec::default()
+        };
+        let task = GrammarTask::unchecked(&only_long).unwrap();
+        let sentence = task.draw_sentence(&mut rng);
+        assert_eq!(sentence, task.shortest_sentence());
+        assert_eq!(sentence.words.len(), 3);
+    }
+
+    /// `count` successes out of `trials` lie within four standard errors of `p`.
+    fn assert_rate(what: &str, count: usize, trials: usize, p: f64) {
+        let rate = count as f64 / trials as f64;
+        let se = (p * (1.0 - p) / trials as f64).sqrt();
+        assert!(
+            (rate - p).abs() <= 4.0 * se + 1e-9,
+            "{what}: {rate:.4} over {trials}, expected {p} (se {se:.4})"
+        );
+    }
+
+    #[test]
+    fn frequencies_follow_the_config() {
+        let spec = GrammarSpec {
+            plural_prob: 0.3,
+            transitive_prob: 0.7,
+            adjective_prob: 0.4,
+            mask_fraction: 0.25,
+            ..wide()
+        };
+        let task = task(&spec);
+        let size = 4000;
+        let sentences = task.parsed_sentences(size, 7);
+        let examples = task.eval_set(size, 7);
+
+        let subject_of_root = |s: &ParsedSentence| {
+            let arc = s
+                .arcs
+                .iter()
+                .find(|a| a.head == s.root && a.relation == Relation::Nsubj);
+            arc.map(|a| class(&task, s, a.dependent))
+        };
+        let plural_subjects = sentences
+            .iter()
+            .filter(|s| subject_of_root(s) == Some(WordClass::Noun(Number::Plural)))
+            .count();
+        assert_rate("plural subjects", plural_subjects, size, spec.plural_prob);
+
+        let transitive = sentences
+            .iter()
+            .filter(|s| matches!(class(&task, s, s.root), WordClass::TransitiveVerb(_)))
+            .count();
+        assert_rate(
+            "transitive main verbs",
+            transitive,
+            size,
+            spec.transitive_prob,
+        );
+
+        // Every noun phrase draws its first adjective with adjective_prob.
+        let (mut nouns, mut with_adjective) = (0, 0);
+        for sentence in &sentences {
+            for (position, &word) in sentence.words.iter().enumerate() {
+                if matches!(class_of(&task, word), WordClass::Noun(_)) {
+                    nouns += 1;
+                    with_adjective +=
+                        usize::from(dependents(sentence, position, Relation::Amod) > 0);
+                }
+            }
+        }
+        assert_rate(
+            "nouns with an adjective",
+            with_adjective,
+            nouns,
+            spec.adjective_prob,
+        );
+
+        // Each word is masked with mask_fraction, plus one where none was: per sentence of n
+        // words, n * p + (1 - p)^n masked words are expected.
+        let p = spec.mask_fraction;
+        let words: usize = sentences.iter().map(|s| s.words.len()).sum();
+        let masked: usize = examples
+            .iter()
+            .map(|e| e.target.iter().flatten().count())
+            .sum();
+        let expected: f64 = sentences
+            .iter()
+            .map(|s| {
+                let n = s.words.len() as f64;
+                n * p + (1.0 - p).powf(n)
+            })
+            .sum();
+        let se = (words as f64 * p * (1.0 - p)).sqrt();
+        assert!(
+            (masked as f64 - expected).abs() <= 4.0 * se,
+            "{masked} of {words} words masked, expected {expected:.0} (se {se:.1})"
+        );
+
+        let relations: HashSet<Relation> = sentences
+            .iter()
+            .flat_map(|s| s.arcs.iter().map(|a| a.relation))
+            .collect();
+        assert_eq!(
+            relations.len(),
+            Relation::ALL.len(),
+            "every relation occurs"
+        );
+    }
+
+    #[test]
+    fn masking_hides_words_and_targets_them() {
+        let task = task(&GrammarSpec::default());
+        let sentences = task.parsed_sentences(1000, 8);
+        let examples = task.eval_set(1000, 8);
+        assert_eq!(sentences.len(), examples.len());
+        for (sentence, example) in sentences.iter().zip(&examples) {
+            assert_eq!(example.input.len(), sentence.words.len());
+            assert!(example.target.iter().any(Option::is_some), "nothing masked");
+            for ((&input, &target), &word) in example
+                .input
+                .iter()
+                .zip(&example.target)
+                .zip(&sentence.words)
+            {
+                match target {
+                    Some(class) => assert_eq!((input, class), (MASK, word)),
+                    None => assert_eq!(input, word),
+                }
+            }
+        }
+        let every_word_masked = GrammarSpec {
+            mask_fraction: 1.0,
+            ..GrammarSpec::default()
+        };
+        let masked_task = GrammarTask::new(&every_word_masked).unwrap();
+        for example in masked_task.eval_set(50, 8) {
+            assert!(example.input.iter().all(|&t| t == MASK));
+        }
+    }
+
+    #[test]
+    fn parsed_sentences_are_the_eval_sentences_unmasked() {
+        for spec in varied_specs() {
+            let task = task(&spec);
+            for seed in [0, 9] {
+                let sentences = task.parsed_sentences(300, seed);
+                let examples = task.eval_set(300, seed);
+                assert_eq!(sentences.len(), 300);
+                for (sentence, example) in sentences.iter().zip(&examples) {
+                    let unmasked: Vec<u32> = example
+                        .input
+                        .iter()
+                        .zip(&example.target)
+                        .map(|(&input, target)| target.unwrap_or(input))
+                        .collect();
+                    assert_eq!(unmasked, sentence.words);
+                }
+                // A prefix of a longer set is the same set: sentence i is example i.
+                assert_eq!(task.parsed_sentences(100, seed), sentences[..100]);
+            }
+        }
+    }
+
+    #[test]
+    fn draws_are_deterministic_per_seed() {
+        let task = task(&GrammarSpec::default());
+        assert_eq!(task.parsed_sentences(200, 1), task.parsed_sentences(200, 1));
+        assert_ne!(task.parsed_sentences(200, 1), task.parsed_sentences(200, 2));
+        let samples = |seed| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            (0..200).map(|_| task.sample(&mut rng)).collect::<Vec<_>>()
+        };
+        assert_eq!(samples(3), samples(3));
+        assert_ne!(samples(3), samples(4));
+    }
+
+    /// How many relative clauses enclose each verb, at most.
+    fn deepest_clause(sentence: &ParsedSentence) -> usize {
+        let heads = heads(sentence);
+        (0..sentence.words.len())
+            .map(|start| {
+                let mut at = start;
+                let mut depth = 0;
+                while let Some((head, relation)) = heads[at] {
+                    depth += usize::from(relation == Relation::Relcl);
+                    at = head;
+                }
+                depth
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn clause_depth_bounds_nested_relative_clauses() {
+        for clause_depth in 0..=MAX_CLAUSE_DEPTH {
+            let spec = GrammarSpec {
+                clause_depth,
+                relative_clause_prob: 0.5,
+                pp_prob: 0.0,
+                adjective_prob: 0.0,
+                transitive_prob: 0.5,
+                ..wide()
+            };
+            let task = task(&spec);
+            let sentences = task.parsed_sentences(2000, 10);
+            let deepest = sentences.iter().map(deepest_clause).max().unwrap_or(0);
+            assert_eq!(deepest, clause_depth);
+            let pronouns = sentences
+                .iter()
+                .flat_map(|s| &s.words)
+                .filter(|&&w| w == task.relative_pronoun)
+                .count();
+            assert_eq!(pronouns == 0, clause_depth == 0);
+        }
+    }
+
+    #[test]
+    fn vocabulary_has_the_configured_words() {
+        let task = task(&GrammarSpec::default());
+        assert_eq!(task.input_vocab(), 77);
+        assert_eq!(task.output_vocab(), 77);
+        assert_eq!(task.seq_len(), 16);
+        let names = task.token_names().unwrap();
+        assert_eq!(names.len(), 77);
+        assert_eq!(names[..4], ["<pad>", "<mask>", "the", "some"]);
+        assert_eq!(names[10], "that");
+        assert_eq!(names[11..13], ["dog", "dogs"]);
+        assert_eq!(
+            names.iter().collect::<HashSet<_>>().len(),
+            names.len(),
+            "distinct"
+        );
+        assert_eq!(names.iter().filter(|&n| n == "that").count(), 1);
+        assert!(task.solving_patterns().is_empty());
+        assert_eq!(
+            task.attention_targets(&[2, 11, 3]),
+            vec![Vec::<usize>::new(); 3]
+        );
+
+        let largest = GrammarSpec {
+            nouns: NOUNS.len(),
+            transitive_verbs: TRANSITIVE_VERBS.len(),
+            intransitive_verbs: INTRANSITIVE_VERBS.len(),
+            adjectives: ADJECTIVES.len(),
+            prepositions: PREPOSITIONS.len(),
+            ..GrammarSpec::default()
+        };
+        assert_eq!(
+            GrammarTask::new(&largest).unwrap().input_vocab(),
+            2 + 9 + 48 + 32 + 24 + 16 + 8
+        );
+
+        // Every word the grammar writes is within the configured lists.
+        let used: HashSet<u32> = task
+            .parsed_sentences(3000, 11)
+            .iter()
+            .flat_map(|s| s.words.clone())
+            .collect();
+        assert_eq!(used.len(), 75, "every word but <pad> and <mask> occurs");
+    }
+
+    /// Where a key of the spec lives, to set it to a bad value.
+    type Key<T> = fn(&mut GrammarSpec) -> &mut T;
+
+    #[test]
+    fn bad_values_are_refused_by_key() {
+        let error = |spec: GrammarSpec| GrammarTask::new(&spec).unwrap_err().to_string();
+        let base = GrammarSpec::default();
+        assert_eq!(
+            error(GrammarSpec {
+                nouns: 0,
+                ..base.clone()
+            }),
+            "task.nouns = 0 is out of range: expected 1 <= nouns <= 24, the length of the \
+             built-in list"
+        );
+        assert!(
+            error(GrammarSpec {
+                nouns: 25,
+                ..base.clone()
+            })
+            .starts_with("task.nouns = 25 ")
+        );
+        let counts: [(&str, Key<usize>, usize); 4] = [
+            ("transitive_verbs", |s| &mut s.transitive_verbs, 16),
+            ("intransitive_verbs", |s| &mut s.intransitive_verbs, 12),
+            ("adjectives", |s| &mut s.adjectives, 16),
+            ("prepositions", |s| &mut s.prepositions, 8),
+        ];
+        for (key, field, len) in counts {
+            for bad in [0, len + 1] {
+                let mut spec = base.clone();
+                *field(&mut spec) = bad;
+                let message = error(spec);
+                let prefix =
+                    format!("task.{key} = {bad} is out of range: expected 1 <= {key} <= {len}");
+                assert!(message.starts_with(&prefix), "{message}");
+            }
+        }
+        assert_eq!(
+            error(GrammarSpec {
+                min_words: 2,
+                ..base.clone()
+            }),
+            "task.min_words = 2 is out of range: expected 3 <= min_words <= 64 (the shortest \
+             sentence, \"the dog sleeps\", has 3 words)"
+        );
+        assert_eq!(
+            error(GrammarSpec {
+                max_words: 3,
+                ..base.clone()
+            }),
+            "task.max_words = 3 is out of range: expected min_words (4) <= max_words <= 64"
+        );
+        assert!(
+            error(GrammarSpec {
+                max_words: 65,
+                ..base.clone()
+            })
+            .starts_with("task.max_words = 65")
+        );
+        assert_eq!(
+            error(GrammarSpec {
+                clause_depth: 4,
+                ..base.clone()
+            }),
+            "task.clause_depth = 4 is out of range: expected 0 <= clause_depth <= 3"
+        );
+        let probabilities: [(&str, Key<f64>); 5] = [
+            ("adjective_prob", |s| &mut s.adjective_prob),
+            ("pp_prob", |s| &mut s.pp_prob),
+            ("relative_clause_prob", |s| &mut s.relative_clause_prob),
+            ("plural_prob", |s| &mut s.plural_prob),
+            ("transitive_prob", |s| &mut s.transitive_prob),
+        ];
+        for (key, field) in probabilities {
+            for bad in [-0.1, 1.5, f64::NAN] {
+                let mut spec = base.clone();
+                *field(&mut spec) = bad;
+                assert_eq!(
+                    error(spec),
+                    format!("task.{key} = {bad} is out of range: expected 0 <= {key} <= 1")
+                );
+            }
+        }
+        for bad in [0.0, -0.5, 1.01, f64::NAN] {
+            assert_eq!(
+                error(GrammarSpec {
+                    mask_fraction: bad,
+                    ..base.clone()
+                }),
+                format!(
+                    "task.mask_fraction = {bad} is out of range: expected 0 < mask_fraction <= 1"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn unreachable_lengths_are_refused_at_build() {
+        let bare = GrammarSpec {
+            adjective_prob: 0.0,
+            pp_prob: 0.0,
+            relative_clause_prob: 0.0,
+            transitive_prob: 0.0,
+            ..GrammarSpec::default()
+        };
+        // Every sentence is "Det Noun Verb": 3 words, below min_words = 4.
+        let message = GrammarTask::new(&bare).unwrap_err().to_string();
+        assert!(
+            message.starts_with("task.min_words = 4 is out of range: expected"),
+            "{message}"
+        );
+        assert!(
+            message.contains("only 0 of 1000 drawn had 4 to 16 words"),
+            "{message}"
+        );
+        assert!(message.contains("lower min_words"), "{message}");
+        assert!(
+            GrammarTask::new(&GrammarSpec {
+                min_words: 3,
+                ..bare
+            })
+            .is_ok()
+        );
+
+        let lush = GrammarSpec {
+            adjective_prob: 1.0,
+            pp_prob: 1.0,
+            relative_clause_prob: 1.0,
+            transitive_prob: 1.0,
+            clause_depth: 3,
+            ..GrammarSpec::default()
+        };
+        let message = GrammarTask::new(&lush).unwrap_err().to_string();
+        assert!(
+            message.starts_with("task.max_words = 16 is out of range: expected"),
+            "{message}"
+        );
+        assert!(message.contains("raise max_words"), "{message}");
+    }
+
+    #[test]
+    fn parses_a_grammar_section() {
+        #[derive(Debug, Deserialize)]
+        struct Config {
+            task: super::super::TaskConfig,
+        }
+        let text = "[task]\nkind = \"grammar\"\nnouns = 5\nmin_words = 5\nmax_words = 20\n\
+                    pp_prob = 0.5\nclause_depth = 2\n";
+        let config: Config = toml::from_str(text).unwrap();
+        let expected = GrammarSpec {
+            nouns: 5,
+            min_words: 5,
+            max_words: 20,
+            pp_prob: 0.5,
+            clause_depth: 2,
+            ..GrammarSpec::default()
+        };
+        assert_eq!(config.task, super::super::TaskConfig::Grammar(expected));
+        let task = config.task.build(std::path::Path::new(".")).unwrap();
+        assert_eq!((task.name(), task.seq_len()), ("grammar", 20));
+        assert_eq!(task.input_vocab(), 77 - 2 * 7);
+
+        let error = toml::from_str::<Config>("[task]\nkind = \"grammar\"\nnoun = 5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown field `noun`"), "{error}");
+        let wrong =
+            toml::from_str::<toml::Table>("kind = \"grammar\"\npp_prob = \"high\"\n").unwrap();
+        assert_eq!(
+            super::super::TaskConfig::key_at_fault(&wrong).as_deref(),
+            Some("pp_prob")
+        );
+    }
+}
