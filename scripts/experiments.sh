@@ -5,7 +5,7 @@
 # heads matched across seeds). Copies each report and the figures the README shows into
 # docs/experiments/.
 #
-# Usage: scripts/experiments.sh [SWEEP...]   (default: all five, smallest first)
+# Usage: scripts/experiments.sh [SWEEP...]   (default: all six)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
 # On this project's 2-core machine the five take about 2.5 hours with 2 workers.
@@ -17,7 +17,7 @@ docs=docs/experiments
 mkdir -p "$docs"
 
 if [ "$#" -eq 0 ]; then
-    set -- symmetry specialise seeds-difference seeds-recall layouts
+    set -- symmetry specialise seeds-difference seeds-recall layouts grammar
 fi
 workers=()
 if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
@@ -53,3 +53,5 @@ copy runs/seeds-difference/_sweep/report/matching/seeds-difference/matched-atten
     seeds-difference-matched.png
 copy runs/seeds-recall/_sweep/report/matching/seeds-recall/matched-attention.png \
     seeds-recall-matched.png
+copy runs/grammar/grammar-s0/inspect/figures/relations.png grammar-relations.png
+copy runs/grammar/grammar-s0/inspect/figures/attention.png grammar-attention.png

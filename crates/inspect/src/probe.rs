@@ -77,11 +77,18 @@ impl Probe {
     /// module doc). The file task has a fixed eval split: its first `size` records. Fewer
     /// than `size` when the split, or the most common length, has fewer.
     pub fn new(task: &Task, size: usize, seed: u64, device: &Device) -> Self {
-        let candidates = task.eval_set(
-            size.saturating_mul(CANDIDATES_PER_SEQUENCE),
-            mix_seed(seed, PROBE_STREAM),
-        );
-        let examples = of_one_length(candidates, size);
+        let seed = mix_seed(seed, PROBE_STREAM);
+        let mut examples = task.eval_set(size, seed);
+        examples.truncate(size);
+        // Only a task whose sequences vary needs the larger draw (a large `--probe` of a
+        // fixed-length task would otherwise generate 16 times its size for nothing).
+        if examples
+            .iter()
+            .any(|e| e.input.len() != examples[0].input.len())
+        {
+            let candidates = task.eval_set(size.saturating_mul(CANDIDATES_PER_SEQUENCE), seed);
+            examples = of_one_length(candidates, size);
+        }
         // One length: no padding, so `tokens` is the whole `[batch, seq]` input.
         let tokens = Batch::new(&examples, device).tokens;
         Self {

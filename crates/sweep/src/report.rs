@@ -22,6 +22,7 @@ use burn::tensor::Device;
 use inspect::compare::Comparison;
 use inspect::heads::{HeadRecord, head_roles};
 use inspect::probe::Probe;
+use inspect::pruning::Pruning;
 use inspect::relations::{BestHead, BestHeads, Relations, measure_relations};
 use inspect::report::Summary;
 use serde::Serialize;
@@ -64,7 +65,7 @@ pub struct RunRow {
 /// The numbers of a run, in table order: key, column title, decimals. A run has a number
 /// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
 /// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
-pub const NUMBERS: [(&str, &str, usize); 18] = [
+pub const NUMBERS: [(&str, &str, usize); 21] = [
     ("eval_token_acc", "eval token acc", 4),
     ("eval_seq_acc", "eval seq acc", 4),
     ("steps_to_99", "steps to 99%", 0),
@@ -75,6 +76,9 @@ pub const NUMBERS: [(&str, &str, usize); 18] = [
     ("max_ablation_drop", "largest ablation drop", 3),
     ("min_ablation_drop", "smallest ablation drop", 3),
     ("removable_heads", "removable heads", 2),
+    ("removable_ranked", "removable heads (ranked)", 2),
+    ("acc_half_pruned", "acc, half the heads pruned", 4),
+    ("acc_one_head_left", "acc, one head left", 4),
     ("qk_cosine_end", "QK cosine (end)", 4),
     ("ov_cosine_end", "OV cosine (end)", 4),
     ("pattern_js_end", "pattern JS (end)", 4),
@@ -330,10 +334,32 @@ fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
             .insert("min_ablation_drop", drops.fold(f64::MAX, f64::min));
         row.numbers.insert("n_heads", row.heads.len() as f64);
     }
+    if let Some(pruning) = read_json::<Pruning>(&report.join("pruning.json")) {
+        add_pruning_numbers(&mut row.numbers, &pruning);
+    }
     if let Ok(text) = std::fs::read_to_string(report.join("divergence.csv")) {
         add_divergence_numbers(&mut row.numbers, &text);
     }
     row
+}
+
+/// From `pruning.json`: how many heads the ranked order removes within the tolerance, and
+/// the greedy curve's accuracy with half the heads removed (rounded down) and with one left.
+pub fn add_pruning_numbers(numbers: &mut BTreeMap<&'static str, f64>, pruning: &Pruning) {
+    numbers.insert("removable_ranked", pruning.ranked.removable as f64);
+    let accuracy_after = |removed: usize| {
+        pruning
+            .greedy
+            .steps
+            .iter()
+            .find(|step| step.heads_removed == removed)
+            .map(|step| step.token_acc)
+    };
+    let total = pruning.total_heads;
+    if total >= 2 {
+        numbers.extend(accuracy_after(total / 2).map(|acc| ("acc_half_pruned", acc)));
+        numbers.extend(accuracy_after(total - 1).map(|acc| ("acc_one_head_left", acc)));
+    }
 }
 
 /// From `divergence.csv` (step, layer, qk_cosine, ov_cosine, pattern_js): the last
@@ -982,6 +1008,36 @@ mod tests {
         assert_eq!(backward.beats_baseline, 0);
         assert_eq!(backward.best_layers, BTreeMap::from([(0, 2), (2, 1)]));
         assert!(relations_across_seeds(&[], &untrained).is_empty());
+    }
+
+    #[test]
+    fn pruning_numbers_come_from_the_curves() {
+        use inspect::pruning::{PruneCurve, PruneStep};
+        let curve = |accuracies: &[f64], removable| PruneCurve {
+            steps: accuracies
+                .iter()
+                .enumerate()
+                .map(|(i, &token_acc)| PruneStep {
+                    heads_removed: i + 1,
+                    layer: 0,
+                    head: i,
+                    token_acc,
+                })
+                .collect(),
+            removable,
+        };
+        let pruning = Pruning {
+            base_token_acc: 1.0,
+            tolerance: 0.01,
+            total_heads: 4,
+            ranked: curve(&[0.9, 0.5, 0.3, 0.1], 0),
+            greedy: curve(&[0.995, 0.8, 0.4, 0.1], 1),
+        };
+        let mut numbers = BTreeMap::new();
+        add_pruning_numbers(&mut numbers, &pruning);
+        assert_eq!(numbers["removable_ranked"], 0.0);
+        assert_eq!(numbers["acc_half_pruned"], 0.8, "two of four removed");
+        assert_eq!(numbers["acc_one_head_left"], 0.4, "three of four removed");
     }
 
     #[test]
