@@ -73,7 +73,9 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>headlab: {title}</title>\n<style>{STYLE}</style>\n<script>{SELF_CHECK}</script>\n\
          </head>\n<body data-figures=\"loading\">\n<h1>headlab: {title}</h1>\n\
-         <p class=\"summary\">{summary}</p>\n",
+         <p class=\"summary\">{summary}</p>\n\
+         <p><a href=\"explore.html\">Explore every head interactively</a> \
+         (<code>explore.html</code>: model, head and query/key views).</p>\n",
         title = escape(page.title),
         summary = escape(&page.summary),
     );

@@ -1,13 +1,13 @@
 //! Head analysis for headlab runs: load a run ([`run`]), run the probe batch ([`probe`]),
 //! measure every head ([`measures`], [`heads`], [`similarity`], [`divergence`],
 //! [`pruning`], [`attribution`], [`importance`], [`norms`], [`rollout`], and on the task's
-//! dependency parses [`relations`]), read its circuits
-//! from the weights ([`circuits`]: [`composition`], [`copying`], [`rank`], on [`linalg`]),
-//! draw it ([`figures`], [`html`]) and write the report ([`report`]); match heads across
-//! runs ([`matching`], [`compare`]) and through a run's snapshots ([`trajectories`]).
+//! dependency parses [`relations`]), read its circuits from the weights ([`circuits`]:
+//! [`composition`], [`copying`], [`rank`], on [`linalg`]), draw it ([`figures`], [`html`],
+//! the interactive [`explore`]) and write the report ([`report`]); match heads across runs
+//! ([`matching`], [`compare`]) and through a run's snapshots ([`trajectories`]).
 //!
 //! Modules only import downwards: `report` and `compare` use everything below them;
-//! `figures` and `html` draw the records of `heads`, `circuits`, `similarity`, `divergence`,
+//! `figures`, `html` and `explore` draw the records of `heads`, `circuits`, `similarity`, `divergence`,
 //! `trajectories`, `pruning` and `relations`; those build on `probe`, `measures` and `run`
 //! (as do `attribution`, `importance`, `norms` and `rollout`; `heads` also takes
 //! `relations`' scores), and `circuits` on `composition`, `copying` and
@@ -19,6 +19,7 @@ pub mod compare;
 pub mod composition;
 pub mod copying;
 pub mod divergence;
+pub mod explore;
 pub mod figures;
 pub mod heads;
 pub mod html;

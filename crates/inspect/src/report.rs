@@ -4,7 +4,7 @@
 //! importance, norm-based attention, relation scores), `circuits.json` (with the attention
 //! rollout), `similarity.json`, `pruning.json`, `summary.json`, `relations.json` (for tasks
 //! with dependency parses), `divergence.csv` and `trajectories.json` (with snapshots), the
-//! figures and `index.html`.
+//! figures, `index.html` and the interactive `explore.html` ([`crate::explore`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ use train::trainer::eval_examples;
 
 use crate::circuits::{CircuitError, Circuits};
 use crate::divergence::{self, DivergencePoint};
+use crate::explore::{self, ExploreInput, QkWeights};
 use crate::figures::{self, FigureError};
 use crate::heads::{HeadRecord, measure_heads};
 use crate::html;
@@ -180,6 +181,7 @@ pub fn write_report(
     let figures = draw_figures(&figures_dir, loaded, &probe, &measured)?;
     files.extend(figures.iter().map(|(path, _)| path.clone()));
     files.push(write_page(out, loaded, &probe, &measured, &figures)?);
+    files.push(write_explore(out, loaded, &probe, &measured)?);
 
     let Measured {
         heads,
@@ -574,22 +576,12 @@ fn write_page(
     measured: &Measured,
     figures: &[(PathBuf, &str)],
 ) -> Result<PathBuf, ReportError> {
-    let (config, model) = (&loaded.run.config, &loaded.model);
+    let config = &loaded.run.config;
     let html_path = out.join("index.html");
     let config_toml = std::fs::read_to_string(loaded.dir.config_path()).unwrap_or_default();
     let page = html::Page {
         title: &config.name,
-        summary: format!(
-            "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
-             probe batch {} sequences",
-            loaded.run.task.name(),
-            model.blocks.len(),
-            model.n_heads(),
-            measured.summary.head_layout,
-            loaded.weights.display(),
-            measured.eval_token_acc * 100.0,
-            probe.examples.len(),
-        ),
+        summary: summary_line(loaded, probe, measured),
         heads: &measured.heads,
         relations: measured.relations.as_ref(),
         figures: figures
@@ -609,6 +601,67 @@ fn write_page(
     })?;
     write_file(&html_path, page.as_bytes())?;
     Ok(html_path)
+}
+
+/// The pages' summary line: task, sizes, weights, accuracy, probe size.
+fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> String {
+    let model = &loaded.model;
+    format!(
+        "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
+         probe batch {} sequences",
+        loaded.run.task.name(),
+        model.blocks.len(),
+        model.n_heads(),
+        measured.summary.head_layout,
+        loaded.weights.display(),
+        measured.eval_token_acc * 100.0,
+        probe.examples.len(),
+    )
+}
+
+/// `explore.html`: the first probe sequences' patterns, the head records and every head's
+/// queries and keys in 2-D ([`crate::explore`]).
+fn write_explore(
+    out: &Path,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<PathBuf, ReportError> {
+    let path = out.join("explore.html");
+    let weights = loaded
+        .model
+        .blocks
+        .iter()
+        .map(|block| {
+            (0..loaded.model.n_heads())
+                .map(|h| {
+                    let w = block.attention.head_weights(h);
+                    let host = |t| HostTensor::of::<1>(t).values;
+                    QkWeights {
+                        q: HostTensor::of(w.q).values,
+                        q_bias: host(w.q_bias),
+                        k: HostTensor::of(w.k).values,
+                        k_bias: host(w.k_bias),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let labels = probe
+        .examples
+        .iter()
+        .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
+        .collect();
+    let data = explore::build(&ExploreInput {
+        title: &loaded.run.config.name,
+        summary: summary_line(loaded, probe, measured),
+        layers: &measured.layers,
+        labels,
+        heads: &measured.heads,
+        weights: Some(weights),
+    });
+    write_file(&path, explore::render(&data).as_bytes())?;
+    Ok(path)
 }
 
 /// The page's list of data files, with what each holds.
@@ -656,6 +709,14 @@ fn described_files(
              correlations of gradient importance, ablation drop and pruning order",
         ),
     ];
+    described.push((
+        "explore.html".into(),
+        "interactive views of every head (no network needed): the model view (each layer x \
+         head as a heatmap), the head view (a probe sequence's queries and keys joined by \
+         lines weighted by attention; hover a token for its row or column) and the query/key \
+         view (a head's queries and keys projected together to 2-D by PCA); it embeds the \
+         first probe sequences (at most 8) and heads.json",
+    ));
     if with_relations {
         described.push((
             "relations.json".into(),

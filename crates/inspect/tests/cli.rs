@@ -33,10 +33,12 @@ fn matrix(value: &serde_json::Value) -> Vec<Vec<f64>> {
     serde_json::from_value(value.clone()).unwrap()
 }
 
-/// Opens `page` in headless Chromium and asserts it loads without script errors and with
-/// every figure decoded (the page's own check sets `data-figures="ok N"`). Skips when no
+/// Opens `page` in headless Chromium and asserts it loads without script errors and that
+/// the loaded DOM contains `expected` (index.html's own check sets `data-figures="ok N"`
+/// once every figure decoded; explore.html sets `data-ready="ok"` once its views are drawn
+/// and `data-errors` on any script error). Returns the DOM, or `None` when skipped: when no
 /// Chromium is installed, unless `HEADLAB_REQUIRE_CHROMIUM` is set (as in CI).
-fn check_in_chromium(page: &Path, figures: usize) {
+fn check_in_chromium(page: &Path, expected: &str) -> Option<String> {
     let candidates = ["chromium", "chromium-browser", "google-chrome"];
     let browser = std::env::var("HEADLAB_CHROMIUM").ok().or_else(|| {
         candidates
@@ -55,7 +57,7 @@ fn check_in_chromium(page: &Path, figures: usize) {
             "HEADLAB_REQUIRE_CHROMIUM is set but no Chromium was found (scripts/setup.sh installs it)"
         );
         eprintln!("skipping the browser check: no Chromium found");
-        return;
+        return None;
     };
     let url = format!("file://{}", page.canonicalize().unwrap().display());
     let output = Command::new(&browser)
@@ -82,12 +84,61 @@ fn check_in_chromium(page: &Path, figures: usize) {
         .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
         .collect();
     assert!(console_errors.is_empty(), "{console_errors:#?}");
-    let expected = format!("data-figures=\"ok {figures}\"");
+    let body = opening_tag(&dom, "<body");
     assert!(
-        dom.contains(&expected),
-        "expected {expected} in the loaded page: {}",
-        &dom[..dom.len().min(400)]
+        body.contains(expected),
+        "expected {expected} on the loaded page's {body}"
     );
+    assert!(!body.contains("data-errors="), "script errors: {body}");
+    Some(dom.into_owned())
+}
+
+/// `explore.html` of the tiny run (probe of 8, one layer of two heads, sequences of 6):
+/// its embedded data, then the page in Chromium, drawn without errors.
+fn check_explore(page: &Path) {
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains(" src="));
+    let start = html.find("id=\"data\">").unwrap() + "id=\"data\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+    assert_eq!(
+        (data["n_layers"].as_u64(), data["n_heads"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let sequences = data["sequences"].as_array().unwrap();
+    assert_eq!(sequences.len(), 8);
+    let pattern = sequences[0]["patterns"][0][1].as_array().unwrap();
+    assert_eq!(pattern.len(), 36, "6 x 6 in thousandths");
+    for row in pattern.chunks(6) {
+        let sum: u64 = row.iter().map(|v| v.as_u64().unwrap()).sum();
+        assert!(
+            sum.abs_diff(1000) <= 6,
+            "a row sums to 1 up to rounding: {sum}"
+        );
+    }
+    assert_eq!(data["heads"].as_array().unwrap().len(), 2);
+    assert_eq!(data["qk"][0][1]["queries"].as_array().unwrap().len(), 48);
+    assert_eq!(data["qk"][0][1]["keys"].as_array().unwrap().len(), 48);
+    if let Some(dom) = check_in_chromium(page, "data-ready=\"ok\"") {
+        // The first views: layer 0, head 0 selected, lines drawn, every thumbnail there.
+        assert!(dom.contains("data-heads=\"0\""), "{dom}");
+        assert!(dom.contains("data-hover=\"none\""));
+        assert!(
+            !dom.contains("data-lines=\"0\""),
+            "the head view drew lines"
+        );
+        assert!(dom.contains("data-points=\"96\""), "48 queries and 48 keys");
+        assert!(dom.contains("id=\"thumb-0-1\""));
+    }
+}
+
+/// The opening tag of `dom` that starts with `start` (attributes and all).
+fn opening_tag<'a>(dom: &'a str, start: &str) -> &'a str {
+    let at = dom
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {dom}"));
+    let end = at + dom[at..].find('>').unwrap();
+    &dom[at..=end]
 }
 
 fn inspect_fails(args: &[&str]) -> String {
@@ -251,7 +302,12 @@ fn a_trained_run_gets_every_report_file() {
         figures.len()
     );
     assert!(html.contains("<th>role</th>") && html.contains("kind = &quot;reverse&quot;"));
-    check_in_chromium(&report.join("index.html"), figures.len());
+    assert!(html.contains("href=\"explore.html\""));
+    check_in_chromium(
+        &report.join("index.html"),
+        &format!("data-figures=\"ok {}\"", figures.len()),
+    );
+    check_explore(&report.join("explore.html"));
 
     // A checkpoint can be inspected too, into another directory.
     let other = tmp.path().join("at-10");
@@ -507,4 +563,112 @@ fn symmetric_heads_never_diverge_and_random_ones_start_apart() {
         qk_cosine.abs() < 0.5,
         "independent random heads: QK cosine {qk_cosine}"
     );
+}
+
+/// A made-up layer of `batch` sequences of `seq` tokens, `heads` heads over d_model 8: head
+/// `h` puts most of each row on key `(q + h) % seq` and spreads the rest thinly, so every
+/// row has a few weights over the line threshold.
+fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::probe::LayerProbe {
+    use train::tensor_file::HostTensor;
+    let mut pattern = vec![0.0f32; batch * heads * seq * seq];
+    for b in 0..batch {
+        for h in 0..heads {
+            for q in 0..seq {
+                let row = ((b * heads + h) * seq + q) * seq;
+                for k in 0..seq {
+                    pattern[row + k] = 0.2 / seq as f32;
+                }
+                pattern[row + (q + h) % seq] += 0.5;
+                pattern[row + (q * 7 + b) % seq] += 0.3;
+            }
+        }
+    }
+    let attn_input = (0..batch * seq * 8)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .collect();
+    inspect::probe::LayerProbe {
+        attn_input: HostTensor {
+            values: attn_input,
+            shape: vec![batch, seq, 8],
+        },
+        pattern: HostTensor {
+            values: pattern,
+            shape: vec![batch, heads, seq, seq],
+        },
+        head_out: HostTensor {
+            values: vec![0.0; batch * seq * heads * 4],
+            shape: vec![batch, seq, heads, 4],
+        },
+    }
+}
+
+/// A 256-token page (2 layers x 4 heads, 3 sequences) loads in Chromium, and the head view
+/// answers a hover and a change of heads through `window.headlabExplore`; each is timed in
+/// the page, and must take under a second (hundreds of lines on a canvas).
+#[test]
+fn a_256_token_explore_page_renders_and_responds() {
+    use inspect::explore::{ExploreInput, QkWeights, build, render};
+    let (batch, heads, seq) = (3, 4, 256);
+    let layers = vec![long_layer(batch, heads, seq), long_layer(batch, heads, seq)];
+    let weights = QkWeights {
+        q: (0..32).map(|i| ((i % 5) as f32 - 2.0) / 3.0).collect(),
+        q_bias: vec![0.1; 4],
+        k: (0..32).map(|i| ((i % 3) as f32 - 1.0) / 2.0).collect(),
+        k_bias: vec![0.0; 4],
+    };
+    let labels = (0..batch)
+        .map(|b| {
+            (0..seq)
+                .map(|i| format!("t{}", (i * 13 + b) % 50))
+                .collect()
+        })
+        .collect();
+    let data = build(&ExploreInput {
+        title: "long",
+        summary: "256 tokens".into(),
+        layers: &layers,
+        labels,
+        heads: &[],
+        weights: Some(vec![vec![weights; heads]; 2]),
+    });
+    assert_eq!(data.sequences.len(), batch);
+    let drive = "<script>(function () {\
+        var now = function () { return performance.now(); };\
+        var t0 = now(); headlabExplore.hover('query', 100); var t1 = now();\
+        headlabExplore.select(1, [0, 1, 2, 3], 2); var t2 = now();\
+        var canvas = document.getElementById('head-canvas');\
+        document.body.setAttribute('data-driven', canvas.getAttribute('data-hover') + ';' +\
+          canvas.getAttribute('data-lines') + ';' + (t1 - t0).toFixed(0) + ';' +\
+          (t2 - t1).toFixed(0));\
+        })();</script></body>";
+    let page = render(&data).replace("</body>", drive);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("explore.html");
+    std::fs::write(&path, page).unwrap();
+    let Some(dom) = check_in_chromium(&path, "data-ready=\"ok\"") else {
+        return;
+    };
+    let body = opening_tag(&dom, "<body");
+    let driven = body
+        .split("data-driven=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the driving script ran: {body}"));
+    let parts: Vec<&str> = driven.split(';').collect();
+    assert_eq!(
+        parts[0], "none",
+        "selecting heads clears the hover: {driven}"
+    );
+    // One line per pair of sequence 2, layer 1 at or over the threshold, 0.01 (the thin
+    // spread, 0.2 / 256, is under it): about two per query and head.
+    let over: usize = data.sequences[2].patterns[1]
+        .iter()
+        .map(|head| head.iter().filter(|&&v| v >= 10).count())
+        .sum();
+    assert!(over > 4 * seq && over <= 4 * seq * 2, "{over}");
+    assert_eq!(parts[1], over.to_string(), "{driven}");
+    for ms in &parts[2..] {
+        let ms: f64 = ms.parse().unwrap();
+        assert!(ms < 1000.0, "a redraw took {ms} ms: {driven}");
+    }
 }
