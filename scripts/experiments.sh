@@ -8,7 +8,7 @@
 # Usage: scripts/experiments.sh [SWEEP...]   (default: all six)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
-# On this project's 2-core machine the five take about 2.5 hours with 2 workers.
+# On this project's 2-core machine the six take about 4 hours with 2 workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace --bins
