@@ -4,7 +4,7 @@
 //! unless something breaks the symmetry; random init starts apart and moves.
 
 use std::fmt::Write as _;
-use train::snapshot::{SnapshotError, head_tensors, list_snapshots, load_snapshot};
+use train::snapshot::{SnapshotError, head_tensors, list_snapshots};
 
 use crate::probe::Probe;
 use crate::run::LoadedRun;
@@ -33,13 +33,7 @@ pub fn divergence(
 ) -> Result<Vec<DivergencePoint>, SnapshotError> {
     let mut points = vec![];
     for (step, path) in list_snapshots(&loaded.dir.snapshots_dir()) {
-        let fresh = loaded
-            .run
-            .config
-            .model
-            .init(&loaded.run.io, &loaded.device)
-            .expect("a resolved config builds");
-        let model = load_snapshot(&path, fresh)?;
+        let model = loaded.snapshot_model(&path)?;
         let weights = head_tensors(&model, true);
         for (layer, layer_probe) in probe.run(&model).iter().enumerate() {
             let similarity = LayerSimilarity::measure(layer, &weights, layer_probe, false);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use burn::prelude::*;
 use model::Encoder;
 use train::run_dir::{LockHolder, RunDirError, RunLock};
+use train::snapshot::{SnapshotError, load_snapshot};
 use train::{ResolvedRun, RunDir, checkpoint, weights};
 
 /// A run ready to be measured.
@@ -47,6 +48,18 @@ impl LoadedRun {
             note: None,
             _lock: None,
         }
+    }
+
+    /// The model with the weights of the snapshot at `path` (one of `dir.snapshots_dir()`),
+    /// on the run's device: what the divergence curves and the role trajectories measure.
+    pub fn snapshot_model(&self, path: &Path) -> Result<Encoder, SnapshotError> {
+        let fresh = self
+            .run
+            .config
+            .model
+            .init(&self.run.io, &self.device)
+            .expect("a resolved config builds");
+        load_snapshot(path, fresh)
     }
 }
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use train::snapshot::{SnapshotError, list_snapshots, load_snapshot};
+use train::snapshot::{SnapshotError, list_snapshots};
 use train::tasks::Task;
 use train::tensor_file::HostTensor;
 
@@ -121,13 +121,7 @@ pub fn trajectories(
     // Points from the final model backwards: (step, chain, roles per layer).
     let mut points = vec![(final_step, chain.clone(), roles_of(task, &later, &tokens))];
     for (step, path) in used.iter().rev() {
-        let fresh = loaded
-            .run
-            .config
-            .model
-            .init(&loaded.run.io, &loaded.device)
-            .expect("a resolved config builds");
-        let model = load_snapshot(path, fresh)?;
+        let model = loaded.snapshot_model(path)?;
         let layers = patterns_only(probe.run(&model));
         chain = chain_back(&later, &layers, &chain);
         points.push((*step, chain.clone(), roles_of(task, &layers, &tokens)));

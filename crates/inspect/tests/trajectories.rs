@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use inspect::report::{ReportOptions, write_report};
+use inspect::report::{Report, ReportOptions, write_report};
 use inspect::trajectories::Trajectories;
 
 const TINY: &str = concat!(
@@ -15,12 +15,12 @@ const TINY: &str = concat!(
     "/../train/tests/fixtures/tiny.toml"
 );
 
-#[test]
-fn the_last_point_of_each_trajectory_is_the_final_head() {
+/// Trains the tiny config with `overrides` and writes its report (probe of 8) into
+/// `TMP/report`: the temporary directory (kept alive), the report directory and the report.
+fn trained_report(overrides: &[&str]) -> (tempfile::TempDir, PathBuf, Report) {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    // Two layers, so the matches are chained per layer; snapshots every 5 of 20 steps.
-    common::train_run(Path::new(TINY), &["model.n_layers=2"], &run);
+    common::train_run(Path::new(TINY), overrides, &run);
     let loaded = inspect::run::load(&run, None).unwrap();
     let out = tmp.path().join("report");
     let options = ReportOptions {
@@ -28,6 +28,13 @@ fn the_last_point_of_each_trajectory_is_the_final_head() {
         ..ReportOptions::default()
     };
     let report = write_report(&loaded, &out, &options).unwrap();
+    (tmp, out, report)
+}
+
+#[test]
+fn the_last_point_of_each_trajectory_is_the_final_head() {
+    // Two layers, so the matches are chained per layer; snapshots every 5 of 20 steps.
+    let (_tmp, out, report) = trained_report(&["model.n_layers=2"]);
 
     let written: Trajectories =
         serde_json::from_slice(&std::fs::read(out.join("trajectories.json")).unwrap()).unwrap();
@@ -80,16 +87,7 @@ fn the_last_point_of_each_trajectory_is_the_final_head() {
 
 #[test]
 fn a_run_without_snapshots_has_no_trajectories() {
-    let tmp = tempfile::tempdir().unwrap();
-    let run = tmp.path().join("run");
-    common::train_run(Path::new(TINY), &["train.snapshot_every=0"], &run);
-    let loaded = inspect::run::load(&run, None).unwrap();
-    let out = tmp.path().join("report");
-    let options = ReportOptions {
-        probe_size: 8,
-        ..ReportOptions::default()
-    };
-    let report = write_report(&loaded, &out, &options).unwrap();
+    let (_tmp, out, report) = trained_report(&["train.snapshot_every=0"]);
     assert_eq!(report.trajectories, None);
     assert!(!out.join("trajectories.json").exists());
     assert!(!out.join("figures").join("trajectories.png").exists());

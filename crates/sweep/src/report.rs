@@ -158,6 +158,18 @@ pub struct EstimateJson {
     pub ci95: Option<f64>,
 }
 
+impl EstimateJson {
+    /// "mean ± half-width" with `digits` decimals, as [`Estimate::show`] writes it.
+    fn show(&self, digits: usize) -> String {
+        Estimate {
+            n: self.n,
+            mean: self.mean,
+            half_width: self.ci95.unwrap_or(f64::NAN),
+        }
+        .show(digits)
+    }
+}
+
 /// In how many seeds a layer has a head of a role.
 #[derive(Debug, Clone, Copy, Serialize, Default)]
 pub struct RoleCount {
@@ -777,14 +789,10 @@ pub fn markdown(report: &SweepReport) -> String {
             point.point, point.runs, point.planned, point.reached_99, point.runs
         );
         for &(key, _, digits) in &columns {
-            let cell = point.estimates.get(key).map_or("-".to_string(), |e| {
-                Estimate {
-                    n: e.n,
-                    mean: e.mean,
-                    half_width: e.ci95.unwrap_or(f64::NAN),
-                }
-                .show(digits)
-            });
+            let cell = point
+                .estimates
+                .get(key)
+                .map_or("-".to_string(), |e| e.show(digits));
             let _ = write!(line, " {cell} |");
         }
         let _ = writeln!(md, "{line}");
@@ -867,14 +875,6 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
             point.point
         );
         for r in &point.relations {
-            let estimate = |e: &EstimateJson| {
-                Estimate {
-                    n: e.n,
-                    mean: e.mean,
-                    half_width: e.ci95.unwrap_or(f64::NAN),
-                }
-                .show(2)
-            };
             let (low, high) = wilson(r.beats_baseline, r.of);
             let direction = match r.direction {
                 "dependent_to_head" => "dep -> head",
@@ -892,8 +892,8 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
                 md,
                 "| {} | {direction} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} |",
                 r.relation,
-                estimate(&r.best_score),
-                estimate(&r.baseline),
+                r.best_score.show(2),
+                r.baseline.show(2),
                 r.baseline_offset,
                 r.beats_baseline,
                 r.of,
