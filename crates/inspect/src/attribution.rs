@@ -99,10 +99,7 @@ fn norm_inputs(model: &Encoder, cache: &ActivationCache) -> NormInputs {
         .map(|(block, layer)| {
             // Dropout is off in an inference model, so the branches recompute exactly.
             let attention_sum = layer.resid_pre.clone() + layer.attn_out.clone();
-            let hidden = block
-                .activation
-                .forward(block.ff_in.forward(layer.resid_mid.clone()));
-            let ff_sum = layer.resid_mid.clone() + block.ff_out.forward(hidden);
+            let ff_sum = layer.resid_mid.clone() + block.feed_forward(layer.resid_mid.clone());
             (attention_sum, ff_sum)
         })
         .collect();
@@ -313,11 +310,7 @@ mod tests {
         let write = host(head_writes(&model, &cache)[0].clone());
         let attention_in = host(layer.resid_pre.clone() + layer.attn_out.clone());
         let block = &model.blocks[0];
-        let ff = block.ff_out.forward(
-            block
-                .activation
-                .forward(block.ff_in.forward(layer.resid_mid.clone())),
-        );
+        let ff = block.feed_forward(layer.resid_mid.clone());
         let ff_in = host(layer.resid_mid.clone() + ff);
         let final_in = host(layer.resid_post.clone());
         let gammas: Vec<Vec<f32>> = [&block.norm_attention, &block.norm_ff, &model.final_norm]

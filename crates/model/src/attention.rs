@@ -12,10 +12,7 @@ use burn::tensor::activation::softmax;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ConfigError, divisors};
-
-/// Score given to masked keys before the softmax. Large enough that `exp` underflows to an
-/// exact zero in f32, finite so that a fully masked row gives a uniform row instead of NaN.
-const MASKED_SCORE: f32 = -1.0e9;
+use crate::fused::{self, attention::MASKED_SCORE};
 
 /// How the model width is shared between the heads of one layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -355,14 +352,22 @@ impl MultiHeadAttention {
             None => (q, k),
         };
 
-        let scores = q
-            .matmul(k.swap_dims(2, 3))
-            .mul_scalar(1.0 / (d_head as f64).sqrt()); // [batch, heads, seq, seq]
-        let scores = apply_mask(scores, &input.mask);
-        let pattern = softmax(scores, 3);
-
-        let context = self.dropout.forward(pattern.clone()).matmul(v); // [batch, heads, seq, d_head]
-        let mut head_outputs = context.swap_dims(1, 2); // [batch, seq, heads, d_head]
+        let scale = 1.0 / (d_head as f64).sqrt();
+        // Training and evaluation on flex take the fused core (crate::fused); capturing
+        // runs (inspect) and other backends the composed ops, which give the same numbers
+        // within float rounding.
+        let (pattern, mut head_outputs) = if !input.capture && fused_core_applies(&q) {
+            let mask = combined_mask(&input.mask, batch, seq, seq);
+            let keep = self.dropout_keep([batch, n_heads, seq, seq], &q.device());
+            let head_outputs = fused::attention_core(q, k, v, mask, keep, scale as f32);
+            (None, head_outputs) // [batch, seq, heads, d_head]
+        } else {
+            let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale); // [batch, heads, seq, seq]
+            let scores = apply_mask(scores, &input.mask);
+            let pattern = softmax(scores, 3);
+            let context = self.dropout.forward(pattern.clone()).matmul(v); // [batch, heads, seq, d_head]
+            (Some(pattern), context.swap_dims(1, 2)) // [batch, seq, heads, d_head]
+        };
         if let Some(head_mask) = input.head_mask {
             assert_eq!(
                 head_mask.dims(),
@@ -376,9 +381,17 @@ impl MultiHeadAttention {
 
         AttentionOutput {
             context,
-            pattern: input.capture.then_some(pattern),
+            pattern: pattern.filter(|_| input.capture),
             head_outputs: input.capture.then_some(head_outputs),
         }
+    }
+
+    /// Dropout on the pattern as the fused core's `keep` tensor: 0 where dropped, else
+    /// `1 / (1 - p)`, drawn by the same [`Dropout`] the composed path uses; None when
+    /// dropout is off (p = 0, or no autodiff).
+    fn dropout_keep(&self, shape: [usize; 4], device: &Device) -> Option<Tensor<4>> {
+        (self.dropout.prob > 0.0 && device.is_autodiff())
+            .then(|| self.dropout.forward(Tensor::ones(shape, device)))
     }
 
     /// Queries, keys and values, each `[batch, n_heads, seq, d_head]`.
@@ -415,6 +428,44 @@ impl MultiHeadAttention {
             }
             (None, None) => unreachable!("attention built without input projections"),
         }
+    }
+}
+
+/// Whether the fused attention core runs for these queries: `f32` on flex
+/// ([`fused::runs_fused`]).
+fn fused_core_applies(q: &Tensor<4>) -> bool {
+    q.dtype() == burn::tensor::DType::F32 && fused::runs_fused(&q.device())
+}
+
+/// The padding and attention masks as one `[batch, seq_q, seq_k]` mask (true = hidden),
+/// or None if neither is set.
+fn combined_mask(
+    mask: &AttentionMask,
+    batch: usize,
+    seq_q: usize,
+    seq_k: usize,
+) -> Option<Tensor<3, Bool>> {
+    let pad = mask.pad.as_ref().map(|pad| {
+        assert_eq!(
+            pad.dims(),
+            [batch, seq_k],
+            "padding mask must be [batch, seq]"
+        );
+        pad.clone()
+            .reshape([batch, 1, seq_k])
+            .expand([batch, seq_q, seq_k])
+    });
+    let attn = mask.attn.as_ref().map(|attn| {
+        assert_eq!(
+            attn.dims(),
+            [batch, seq_q, seq_k],
+            "attention mask must be [batch, seq_q, seq_k]"
+        );
+        attn.clone()
+    });
+    match (pad, attn) {
+        (Some(pad), Some(attn)) => Some(pad.bool_or(attn)),
+        (pad, attn) => pad.or(attn),
     }
 }
 

@@ -2,7 +2,7 @@
 //! branch, with layer norm before the branch (pre-norm, Xiong et al. 2020) or after the
 //! residual sum (post-norm, Vaswani et al. 2017).
 
-use burn::nn::{Dropout, DropoutConfig, Gelu, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +52,6 @@ impl EncoderBlockConfig {
             norm_ff: LayerNormConfig::new(d_model).init(device),
             ff_in: LinearConfig::new(d_model, self.d_ff).init(device),
             ff_out: LinearConfig::new(self.d_ff, d_model).init(device),
-            activation: Gelu::new(),
             dropout: DropoutConfig::new(self.dropout).init(),
             norm: self.norm,
         })
@@ -72,8 +71,6 @@ pub struct EncoderBlock {
     pub ff_in: Linear,
     /// `[d_ff, d_model]`.
     pub ff_out: Linear,
-    /// GELU.
-    pub activation: Gelu,
     /// Dropout on the branches.
     pub dropout: Dropout,
     /// Where the norms sit.
@@ -138,11 +135,13 @@ impl EncoderBlock {
         (resid_post, cache)
     }
 
-    /// `[.., d_model] -> [.., d_model]`: linear, GELU, dropout, linear, dropout.
-    fn feed_forward(&self, x: Tensor<3>) -> Tensor<3> {
+    /// The feed-forward branch, `[.., d_model] -> [.., d_model]`: linear, GELU, dropout,
+    /// linear, dropout (dropout is off in an inference model).
+    pub fn feed_forward(&self, x: Tensor<3>) -> Tensor<3> {
+        // GELU, fused on the CPU (crate::fused).
         let hidden = self
             .dropout
-            .forward(self.activation.forward(self.ff_in.forward(x)));
+            .forward(crate::fused::gelu(self.ff_in.forward(x)));
         self.dropout.forward(self.ff_out.forward(hidden))
     }
 }

@@ -8,6 +8,7 @@
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
 //! - [`cache`]: the [`ActivationCache`] of one forward pass.
 //! - [`init`]: random or symmetric (identical heads) initialisation.
+//! - [`fused`]: fused CPU kernels (GELU) through Burn's backend extensions.
 //!
 //! The crate picks no backend: build a model on any [`burn::prelude::Device`].
 
@@ -16,6 +17,7 @@ pub mod block;
 pub mod cache;
 pub mod encoder;
 pub mod error;
+pub mod fused;
 pub mod heads;
 pub mod init;
 pub mod position;
