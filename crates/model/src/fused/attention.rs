@@ -11,6 +11,7 @@
 //! scores from the keys transposed, a row of the output from the values), which the
 //! compiler vectorises without reordering a sum; batches run in parallel on rayon's pool.
 
+use macerator::{Simd, WithSimd};
 use rayon::prelude::*;
 
 use super::gelu::exp_non_positive;
@@ -139,14 +140,53 @@ pub fn forward(inputs: &Inputs) -> Forward {
         .zip(head_outputs.par_chunks_mut(seq_q * heads * d_head))
         .enumerate()
         .for_each(|(b, (pattern, head_outputs))| {
-            pulp::Arch::new().dispatch(
-                #[inline(always)]
-                || forward_batch(inputs, b, pattern, head_outputs),
-            )
+            macerator::AutoArch::new().dispatch(ForwardBatch {
+                inputs,
+                b,
+                pattern,
+                head_outputs,
+            })
         });
     Forward {
         pattern,
         head_outputs,
+    }
+}
+
+/// [`forward_batch`] for macerator's dispatch, which compiles `with_simd` (and all it
+/// inlines) once per instruction set and runs the best one this CPU has. (A closure is not
+/// inlined there, and would run without the wider instructions.)
+struct ForwardBatch<'a, 'b> {
+    inputs: &'b Inputs<'a>,
+    b: usize,
+    pattern: &'b mut [f32],
+    head_outputs: &'b mut [f32],
+}
+
+impl WithSimd for ForwardBatch<'_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self) {
+        forward_batch(self.inputs, self.b, self.pattern, self.head_outputs);
+    }
+}
+
+/// [`backward_batch`] for macerator's dispatch (see [`ForwardBatch`]).
+struct BackwardBatch<'a, 'b> {
+    inputs: &'b Inputs<'a>,
+    b: usize,
+    pattern: &'b [f32],
+    grad: &'b [f32],
+    out: BatchGrads<'b>,
+}
+
+impl WithSimd for BackwardBatch<'_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self) {
+        backward_batch(self.inputs, self.b, self.pattern, self.grad, self.out);
     }
 }
 
@@ -161,20 +201,17 @@ fn forward_batch(inputs: &Inputs, b: usize, pattern: &mut [f32], head_outputs: &
         d_head,
         ..
     } = inputs.dims;
-    // Keys of one head transposed, `[d_head, seq_k]`: a row of scores is then a sum of
-    // `d_head` scaled rows of it.
+    // Keys of one head transposed, `[d_head, seq_k]`: a row of scores is then the query
+    // times this matrix.
     let mut keys_t = vec![0.0f32; d_head * seq_k];
+    let mut dropped = vec![0.0f32; seq_k];
     for h in 0..heads {
         transpose_rows(&inputs.k, b, h, seq_k, &mut keys_t);
+        let keys_t = Rows::contiguous(&keys_t, seq_k);
+        let values = Rows::of_head(&inputs.v, b, h);
         for i in 0..seq_q {
             let row = &mut pattern[(h * seq_q + i) * seq_k..][..seq_k];
-            let query = inputs.q.row(b, h, i);
-            for (c, &q) in query.iter().enumerate() {
-                let key_column = &keys_t[c * seq_k..][..seq_k];
-                for (score, &k) in row.iter_mut().zip(key_column) {
-                    *score += q * k;
-                }
-            }
+            vector_times_matrix(inputs.q.row(b, h, i), keys_t, row);
             for score in row.iter_mut() {
                 *score *= inputs.scale;
             }
@@ -189,18 +226,17 @@ fn forward_batch(inputs: &Inputs, b: usize, pattern: &mut [f32], head_outputs: &
             softmax_in_place(row);
 
             let output = &mut head_outputs[(i * heads + h) * d_head..][..d_head];
-            let keep = inputs
-                .keep
-                .map(|keep| &keep[((b * heads + h) * seq_q + i) * seq_k..][..seq_k]);
-            for (j, &p) in row.iter().enumerate() {
-                let weight = keep.map_or(p, |keep| p * keep[j]);
-                if weight == 0.0 {
-                    continue;
+            let weights = match inputs.keep {
+                Some(keep) => {
+                    let keep = &keep[((b * heads + h) * seq_q + i) * seq_k..][..seq_k];
+                    for ((dropped, &p), &keep) in dropped.iter_mut().zip(row.iter()).zip(keep) {
+                        *dropped = p * keep;
+                    }
+                    &dropped[..]
                 }
-                for (out, &value) in output.iter_mut().zip(inputs.v.row(b, h, j)) {
-                    *out += weight * value;
-                }
-            }
+                None => &row[..],
+            };
+            vector_times_matrix(weights, values, output);
         }
     }
 }
@@ -245,10 +281,13 @@ pub fn backward(inputs: &Inputs, pattern: &[f32], grad_head_outputs: &[f32]) -> 
         .for_each(|(b, ((dq, dk), dv))| {
             let pattern = &pattern[b * heads * seq_q * seq_k..][..heads * seq_q * seq_k];
             let grad = &grad_head_outputs[b * seq_q * heads * d_head..][..seq_q * heads * d_head];
-            pulp::Arch::new().dispatch(
-                #[inline(always)]
-                || backward_batch(inputs, b, pattern, grad, BatchGrads { dq, dk, dv }),
-            )
+            macerator::AutoArch::new().dispatch(BackwardBatch {
+                inputs,
+                b,
+                pattern,
+                grad,
+                out: BatchGrads { dq, dk, dv },
+            })
         });
     grads
 }
@@ -270,76 +309,163 @@ fn backward_batch(inputs: &Inputs, b: usize, pattern: &[f32], grad: &[f32], out:
         ..
     } = inputs.dims;
     let BatchGrads { dq, dk, dv } = out;
+    // Per head: the values transposed `[d_head, seq_k]`; the dropped-out pattern
+    // transposed `[seq_k, seq_q]`; d loss / d scores `[seq_q, seq_k]` and transposed.
     let mut values_t = vec![0.0f32; d_head * seq_k];
-    // d loss / d (pattern after dropout), then d loss / d scores, for one query.
-    let mut grad_pattern = vec![0.0f32; seq_k];
+    let mut dropped_t = vec![0.0f32; seq_k * seq_q];
+    let mut grad_scores = vec![0.0f32; seq_q * seq_k];
+    let mut grad_scores_t = vec![0.0f32; seq_k * seq_q];
     for h in 0..heads {
+        let p = &pattern[h * seq_q * seq_k..][..seq_q * seq_k];
+        let keep = inputs
+            .keep
+            .map(|keep| &keep[(b * heads + h) * seq_q * seq_k..][..seq_q * seq_k]);
+        // The head's rows of the gradient of the outputs `[seq_q, heads, d_head]`.
+        let grad_out = Rows {
+            data: grad,
+            offset: h * d_head,
+            row_stride: heads * d_head,
+        };
         transpose_rows(&inputs.v, b, h, seq_k, &mut values_t);
-        let dk = &mut dk[h * seq_k * d_head..][..seq_k * d_head];
-        let dv = &mut dv[h * seq_k * d_head..][..seq_k * d_head];
+
+        // output_i = sum_j p'_ij v_j with p' the dropped-out pattern:
+        // d v = p'^T d output, and d p' = d output v^T.
         for i in 0..seq_q {
-            let p = &pattern[(h * seq_q + i) * seq_k..][..seq_k];
-            let grad_out = &grad[(i * heads + h) * d_head..][..d_head];
-            let keep = inputs
-                .keep
-                .map(|keep| &keep[((b * heads + h) * seq_q + i) * seq_k..][..seq_k]);
-
-            // output_i = sum_j p'_ij v_j, p' the dropped-out pattern:
-            // d p'_ij = grad_out . v_j, and d v_j += p'_ij grad_out.
-            grad_pattern.fill(0.0);
-            for (c, &g) in grad_out.iter().enumerate() {
-                let value_column = &values_t[c * seq_k..][..seq_k];
-                for (dp, &v) in grad_pattern.iter_mut().zip(value_column) {
-                    *dp += g * v;
-                }
+            for j in 0..seq_k {
+                let at = i * seq_k + j;
+                dropped_t[j * seq_q + i] = keep.map_or(p[at], |keep| p[at] * keep[at]);
             }
-            for (j, &pj) in p.iter().enumerate() {
-                let weight = keep.map_or(pj, |keep| pj * keep[j]);
-                if weight == 0.0 {
-                    continue;
-                }
-                for (dv, &g) in dv[j * d_head..][..d_head].iter_mut().zip(grad_out) {
-                    *dv += weight * g;
-                }
-            }
+        }
+        for j in 0..seq_k {
+            let dv_j = &mut dv[(h * seq_k + j) * d_head..][..d_head];
+            vector_times_matrix(&dropped_t[j * seq_q..][..seq_q], grad_out, dv_j);
+        }
+        for i in 0..seq_q {
+            let ds = &mut grad_scores[i * seq_k..][..seq_k];
+            vector_times_matrix(
+                grad_out.row(i, d_head),
+                Rows::contiguous(&values_t, seq_k),
+                ds,
+            );
+            let p_i = &p[i * seq_k..][..seq_k];
             if let Some(keep) = keep {
-                for (dp, &keep) in grad_pattern.iter_mut().zip(keep) {
-                    *dp *= keep;
+                for (ds, &keep) in ds.iter_mut().zip(&keep[i * seq_k..][..seq_k]) {
+                    *ds *= keep;
                 }
             }
-
-            // Softmax: d s_ij = p_ij (d p_ij - sum_k d p_ik p_ik). Masked scores were
-            // overwritten, so they pass no gradient on.
-            let row_dot: f32 = grad_pattern.iter().zip(p).map(|(dp, p)| dp * p).sum();
-            for (dp, &pj) in grad_pattern.iter_mut().zip(p) {
-                *dp = pj * (*dp - row_dot);
+            // Softmax: d s_ij = p_ij (d p_ij - sum_k d p_ik p_ik); masked scores were
+            // overwritten, so they pass no gradient on. The scale comes in here too.
+            let row_dot: f32 = ds.iter().zip(p_i).map(|(dp, p)| dp * p).sum();
+            for (ds, &p) in ds.iter_mut().zip(p_i) {
+                *ds = p * (*ds - row_dot) * inputs.scale;
             }
             if let Some(mask) = inputs.mask {
                 let mask = &mask[(b * seq_q + i) * seq_k..][..seq_k];
-                for (ds, &masked) in grad_pattern.iter_mut().zip(mask) {
+                for (ds, &masked) in ds.iter_mut().zip(mask) {
                     if masked != 0 {
                         *ds = 0.0;
                     }
                 }
             }
+            for (j, &ds) in ds.iter().enumerate() {
+                grad_scores_t[j * seq_q + i] = ds;
+            }
+        }
 
-            // scores = q k^T * scale: d q_i = scale sum_j ds_ij k_j, d k_j += scale ds_ij q_i.
-            let query = inputs.q.row(b, h, i);
+        // scores = q k^T * scale: d q = d s k, d k = d s^T q.
+        let keys = Rows::of_head(&inputs.k, b, h);
+        let queries = Rows::of_head(&inputs.q, b, h);
+        for i in 0..seq_q {
             let dq_i = &mut dq[(h * seq_q + i) * d_head..][..d_head];
-            for (j, &ds) in grad_pattern.iter().enumerate() {
-                let ds = ds * inputs.scale;
-                if ds == 0.0 {
-                    continue;
-                }
-                for (dq, &k) in dq_i.iter_mut().zip(inputs.k.row(b, h, j)) {
-                    *dq += ds * k;
-                }
-                for (dk, &q) in dk[j * d_head..][..d_head].iter_mut().zip(query) {
-                    *dk += ds * q;
+            vector_times_matrix(&grad_scores[i * seq_k..][..seq_k], keys, dq_i);
+        }
+        for j in 0..seq_k {
+            let dk_j = &mut dk[(h * seq_k + j) * d_head..][..d_head];
+            vector_times_matrix(&grad_scores_t[j * seq_q..][..seq_q], queries, dk_j);
+        }
+    }
+}
+
+/// The rows of a matrix in a buffer: row `r` starts at `offset + r * row_stride`.
+#[derive(Debug, Clone, Copy)]
+struct Rows<'a> {
+    data: &'a [f32],
+    offset: usize,
+    row_stride: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// A row-major matrix `row_len` wide.
+    fn contiguous(data: &'a [f32], row_len: usize) -> Self {
+        Self {
+            data,
+            offset: 0,
+            row_stride: row_len,
+        }
+    }
+
+    /// Head `[b, h]` of `rows`: a `[seq, d_head]` matrix.
+    fn of_head(rows: &HeadRows<'a>, b: usize, h: usize) -> Self {
+        Self {
+            data: rows.data,
+            offset: rows.offset + b * rows.strides[0] + h * rows.strides[1],
+            row_stride: rows.strides[2],
+        }
+    }
+
+    #[inline(always)]
+    fn row(&self, r: usize, len: usize) -> &'a [f32] {
+        &self.data[self.offset + r * self.row_stride..][..len]
+    }
+}
+
+/// Lanes of one accumulator in [`vector_times_matrix`]: one AVX2 register.
+const LANES: usize = 8;
+
+/// `out[j] = sum_r a[r] * m[r][j]`, `m` being `a.len()` rows of at least `out.len()`.
+///
+/// Outputs are summed in local arrays that stay in vector registers while the rows stream
+/// past, four, two or one register's worth at a time (independent additions keep the
+/// vector unit busy instead of each waiting for the last); each sum runs over `r` in
+/// order, as a plain loop would, so the result does not depend on the instruction set.
+#[inline(always)]
+fn vector_times_matrix(a: &[f32], m: Rows, out: &mut [f32]) {
+    let n = out.len();
+    let mut j0 = 0;
+    j0 = accumulate_blocks::<4>(a, m, out, j0);
+    j0 = accumulate_blocks::<2>(a, m, out, j0);
+    j0 = accumulate_blocks::<1>(a, m, out, j0);
+    for (j, out) in out.iter_mut().enumerate().skip(j0) {
+        let mut sum = 0.0f32;
+        for (r, &ar) in a.iter().enumerate() {
+            sum += ar * m.row(r, n)[j];
+        }
+        *out = sum;
+    }
+}
+
+/// [`vector_times_matrix`]'s outputs from `j0` on, `BLOCKS` registers at a time while they
+/// fit; returns the first output not written.
+#[inline(always)]
+fn accumulate_blocks<const BLOCKS: usize>(a: &[f32], m: Rows, out: &mut [f32], j0: usize) -> usize {
+    let n = out.len();
+    let mut j0 = j0;
+    while j0 + BLOCKS * LANES <= n {
+        let mut acc = [[0.0f32; LANES]; BLOCKS];
+        for (r, &ar) in a.iter().enumerate() {
+            let m_row = &m.row(r, n)[j0..j0 + BLOCKS * LANES];
+            for (acc, m_block) in acc.iter_mut().zip(m_row.chunks_exact(LANES)) {
+                for (acc, &m) in acc.iter_mut().zip(m_block) {
+                    *acc += ar * m;
                 }
             }
         }
+        for (k, acc) in acc.iter().enumerate() {
+            out[j0 + k * LANES..][..LANES].copy_from_slice(acc);
+        }
+        j0 += BLOCKS * LANES;
     }
+    j0
 }
 
 /// Rows `[b, h, 0..seq, ..]` of `rows`, transposed into `out` (`[d_head, seq]`).
@@ -405,8 +531,8 @@ mod tests {
                     let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                     let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
                     let sum: f64 = exps.iter().sum();
-                    for j in 0..seq_k {
-                        let p = exps[j] / sum;
+                    for (j, exp) in exps.iter().enumerate() {
+                        let p = exp / sum;
                         let at = ((b * heads + h) * seq_q + i) * seq_k + j;
                         pattern[at] = p;
                         let weight = p * inputs.keep.map_or(1.0, |k| k[at] as f64);
@@ -574,7 +700,7 @@ mod tests {
             };
             let eps = 1e-3f32;
             for (which, analytic) in [("q", &grads.q), ("k", &grads.k), ("v", &grads.v)] {
-                for at in 0..analytic.len() {
+                for (at, &analytic) in analytic.iter().enumerate() {
                     let nudge = |delta: f32| {
                         let mut moved = Case::new(dims, masked, dropout);
                         match which {
@@ -586,9 +712,8 @@ mod tests {
                     };
                     let numeric = (nudge(eps) - nudge(-eps)) / (2.0 * eps as f64);
                     assert!(
-                        (analytic[at] as f64 - numeric).abs() <= 2e-3 * numeric.abs().max(1.0),
-                        "d{which}[{at}]: {} against {numeric} ({dims:?})",
-                        analytic[at]
+                        (analytic as f64 - numeric).abs() <= 2e-3 * numeric.abs().max(1.0),
+                        "d{which}[{at}]: {analytic} against {numeric} ({dims:?})"
                     );
                 }
             }
