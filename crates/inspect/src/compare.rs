@@ -4,8 +4,9 @@
 //! collect the matched heads' roles. A role found in the slot of every run is a regularity
 //! of the task; one found in some runs only is an accident of the seed.
 //!
-//! Writes `matching.json` and `matched-attention.png` (slots x runs, the matched heads'
-//! attention on probe sequence 0).
+//! Writes `matching.json`, `matched-attention.png` (slots x runs, the matched heads'
+//! attention on probe sequence 0) and the interactive `compare.html`
+//! ([`crate::compare_page`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use train::tasks::TaskConfig;
 
+use crate::compare_page::{self, ComparePageInput, HeadMeasures, PageRunInput, measure_layer};
 use crate::figures::{self, FigureError};
-use crate::heads::head_roles;
 use crate::matching::{LayerMatch, match_layers};
 use crate::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::run::{LoadedRun, RunError};
@@ -233,18 +234,39 @@ pub fn compare(
     );
     let tokens = probe.token_ids();
     let probes: Vec<Vec<LayerProbe>> = runs.iter().map(|run| probe.run(&run.model)).collect();
+    // Every head's measures on the shared probe, `[run][layer][head]`: the roles below and
+    // the page's measures come from here.
+    let task = &reference.run.task;
+    let targets: Vec<Vec<Vec<usize>>> = probe
+        .examples
+        .iter()
+        .map(|example| task.attention_targets(&example.input))
+        .collect();
+    let measures: Vec<Vec<Vec<HeadMeasures>>> = probes
+        .iter()
+        .map(|layers| {
+            layers
+                .iter()
+                .map(|layer| measure_layer(task, layer, &tokens, &targets))
+                .collect()
+        })
+        .collect();
 
     let compared: Vec<ComparedRun> = runs
         .iter()
         .zip(&probes)
-        .map(|(run, layers)| {
+        .zip(&measures)
+        .map(|((run, layers), measures)| {
             let matches = match_layers(&probes[0], layers);
-            let roles = layers
+            let roles = measures
                 .iter()
                 .zip(&matches)
-                .map(|(layer, matched)| {
-                    let own = head_roles(&reference.run.task, layer, &tokens);
-                    matched.partner.iter().map(|&p| own[p].1.clone()).collect()
+                .map(|(own, matched)| {
+                    matched
+                        .partner
+                        .iter()
+                        .map(|&p| own[p].role.clone())
+                        .collect()
                 })
                 .collect();
             let eval_token_acc = run
@@ -312,18 +334,71 @@ pub fn compare(
     std::fs::create_dir_all(out).map_err(write_error(out))?;
     let figure_path = out.join("matched-attention.png");
     matched_attention_figure(&figure_path, &probe, &probes, &compared, &slots)?;
+    let page_path = out.join("compare.html");
+    let page = page_data(runs, &probe, &probes, &compared, &measures);
+    train::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
+        .map_err(write_error(&page_path))?;
     let json_path = out.join("matching.json");
     let mut comparison = Comparison {
         probe_size,
         runs: compared,
         slots,
         runs_with_role,
-        files: vec![json_path.clone(), figure_path],
+        files: vec![json_path.clone(), figure_path, page_path],
     };
     let json = serde_json::to_vec_pretty(&comparison).expect("comparison serializes");
     train::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
     comparison.files.sort();
     Ok(comparison)
+}
+
+/// `compare.html`'s data: every run's matched heads, their measures and patterns on the first
+/// probe sequences.
+fn page_data(
+    runs: &[LoadedRun],
+    probe: &Probe,
+    probes: &[Vec<LayerProbe>],
+    compared: &[ComparedRun],
+    measures: &[Vec<Vec<HeadMeasures>>],
+) -> compare_page::CompareData {
+    let reference = &runs[0];
+    let (n_layers, n_heads) = (reference.model.blocks.len(), reference.model.n_heads());
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    compare_page::build(&ComparePageInput {
+        title: format!("{} ({} runs)", reference.run.config.name, runs.len()),
+        summary: format!(
+            "task {}, {n_layers} layer{} x {n_heads} head{}; heads matched to the first \
+             run's by attention-pattern similarity on a probe batch of {} sequences drawn \
+             with its seed ({})",
+            reference.run.task.name(),
+            plural(n_layers),
+            plural(n_heads),
+            probe.examples.len(),
+            reference.run.config.seed,
+        ),
+        runs: compared
+            .iter()
+            .zip(probes)
+            .zip(measures)
+            .map(|((run, layers), measures)| PageRunInput {
+                name: run.dir.file_name().map_or_else(
+                    || run.dir.display().to_string(),
+                    |name| name.to_string_lossy().into_owned(),
+                ),
+                dir: run.dir.display().to_string(),
+                seed: run.seed,
+                eval_token_acc: run.eval_token_acc,
+                layers,
+                matches: &run.layers,
+                measures,
+            })
+            .collect(),
+        labels: probe
+            .examples
+            .iter()
+            .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
+            .collect(),
+    })
 }
 
 /// Rows: slots (reference heads, layer-major); columns: runs; each panel the matched

@@ -22,6 +22,8 @@
 
 use serde::Serialize;
 
+pub use crate::embed::script_json;
+use crate::embed::{escape_html, thousandths};
 use crate::heads::HeadRecord;
 use crate::linalg::{Matrix, column_norms, orthogonalize_columns};
 use crate::probe::LayerProbe;
@@ -111,11 +113,6 @@ pub struct ExploreInput<'a> {
     pub heads: &'a [HeadRecord],
     /// Per layer and head, its query and key weights (`None`: no query/key view).
     pub weights: Option<Vec<Vec<QkWeights>>>,
-}
-
-/// An attention weight in thousandths.
-fn thousandths(p: f32) -> u16 {
-    (p.clamp(0.0, 1.0) * 1000.0).round() as u16
 }
 
 /// How many of the first sequences fit: at most [`EXPLORE_SEQUENCES`], at least one (when
@@ -300,22 +297,6 @@ pub fn pca_2d(data: &Matrix) -> (Vec<[f64; 2]>, [f64; 2]) {
     (points, explained)
 }
 
-/// The data as JSON safe inside a `<script>` element: every `<` escaped as `\u003c` (valid
-/// JSON, same string once parsed), so `</script>` or `<!--` in a token cannot end it.
-pub fn script_json(data: &ExploreData) -> String {
-    serde_json::to_string(data)
-        .expect("explore data serializes")
-        .replace('<', "\\u003c")
-}
-
-/// `&`, `<`, `>` and `"` escaped for HTML text.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// The whole page.
 pub fn render(data: &ExploreData) -> String {
     format!(
@@ -326,8 +307,8 @@ pub fn render(data: &ExploreData) -> String {
          &middot; <a href=\"index.html\">static report (index.html)</a></p>\n{BODY}\
          <script type=\"application/json\" id=\"data\">{json}</script>\n\
          <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
-        title = escape(&data.title),
-        summary = escape(&data.summary),
+        title = escape_html(&data.title),
+        summary = escape_html(&data.summary),
         shown = data.sequences.len(),
         total = data.probe_sequences,
         json = script_json(data),

@@ -7,6 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{check_in_chromium, opening_tag};
 use inspect::probe::Probe;
 use train::RunConfig;
 use train::tensor_file::read_tensors;
@@ -31,66 +32,6 @@ fn read_json(path: &Path) -> serde_json::Value {
 
 fn matrix(value: &serde_json::Value) -> Vec<Vec<f64>> {
     serde_json::from_value(value.clone()).unwrap()
-}
-
-/// Opens `page` in headless Chromium and asserts it loads without script errors and that
-/// the loaded DOM contains `expected` (index.html's own check sets `data-figures="ok N"`
-/// once every figure decoded; explore.html sets `data-ready="ok"` once its views are drawn
-/// and `data-errors` on any script error). Returns the DOM, or `None` when skipped: when no
-/// Chromium is installed, unless `HEADLAB_REQUIRE_CHROMIUM` is set (as in CI).
-fn check_in_chromium(page: &Path, expected: &str) -> Option<String> {
-    let candidates = ["chromium", "chromium-browser", "google-chrome"];
-    let browser = std::env::var("HEADLAB_CHROMIUM").ok().or_else(|| {
-        candidates
-            .iter()
-            .find(|name| {
-                Command::new(name)
-                    .arg("--version")
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            })
-            .map(|name| name.to_string())
-    });
-    let Some(browser) = browser else {
-        assert!(
-            std::env::var_os("HEADLAB_REQUIRE_CHROMIUM").is_none(),
-            "HEADLAB_REQUIRE_CHROMIUM is set but no Chromium was found (scripts/setup.sh installs it)"
-        );
-        eprintln!("skipping the browser check: no Chromium found");
-        return None;
-    };
-    let url = format!("file://{}", page.canonicalize().unwrap().display());
-    let output = Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-background-networking",
-            "--no-first-run",
-            "--virtual-time-budget=5000",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            &url,
-        ])
-        .output()
-        .expect("chromium runs");
-    let dom = String::from_utf8_lossy(&output.stdout);
-    let log = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "chromium failed: {log}");
-    let console_errors: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
-        .collect();
-    assert!(console_errors.is_empty(), "{console_errors:#?}");
-    let body = opening_tag(&dom, "<body");
-    assert!(
-        body.contains(expected),
-        "expected {expected} on the loaded page's {body}"
-    );
-    assert!(!body.contains("data-errors="), "script errors: {body}");
-    Some(dom.into_owned())
 }
 
 /// `explore.html` of the tiny run (probe of 8, one layer of two heads, sequences of 6):
@@ -130,15 +71,6 @@ fn check_explore(page: &Path) {
         assert!(dom.contains("data-points=\"96\""), "48 queries and 48 keys");
         assert!(dom.contains("id=\"thumb-0-1\""));
     }
-}
-
-/// The opening tag of `dom` that starts with `start` (attributes and all).
-fn opening_tag<'a>(dom: &'a str, start: &str) -> &'a str {
-    let at = dom
-        .find(start)
-        .unwrap_or_else(|| panic!("no {start} in {dom}"));
-    let end = at + dom[at..].find('>').unwrap();
-    &dom[at..=end]
 }
 
 fn inspect_fails(args: &[&str]) -> String {

@@ -1,11 +1,14 @@
 //! The `compare` binary on tiny trained runs: heads matched across seeds (a run matched to
 //! itself keeps every head with similarity 1; another seed gets the best permutation), its
-//! files, and clear refusals for runs that cannot be matched.
+//! files (`compare.html` loaded in headless Chromium), and clear refusals for runs that
+//! cannot be matched.
 
 mod common;
 
 use std::path::Path;
 use std::process::Output;
+
+use common::{check_in_chromium, opening_tag};
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -231,4 +234,129 @@ fn probe_sizes_are_checked_before_anything_is_allocated() {
         "{err}"
     );
     assert!(!run.join("compare").exists(), "nothing written");
+}
+
+/// The JSON embedded in a page's `<script id="data">`.
+fn embedded_data(html: &str) -> serde_json::Value {
+    let start = html.find("id=\"data\">").unwrap() + "id=\"data\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+/// `compare.html` of two tiny runs (1 layer x 2 heads, sequences of 6, probe of 64): its
+/// data follows `matching.json`, it loads in Chromium with every view drawn, and
+/// `window.headlabCompare` drives the views as the mouse does.
+#[test]
+fn compare_writes_a_page_that_loads_in_chromium() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (seed_3, seed_4) = (tmp.path().join("seed-3"), tmp.path().join("seed-4"));
+    common::train_run(Path::new(TINY), &[], &seed_3);
+    common::train_run(Path::new(TINY), &["seed=4"], &seed_4);
+    let out = tmp.path().join("compared");
+    let output = compare(&[&seed_3, &seed_4, Path::new("--out"), &out]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let page = out.join("compare.html");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("wrote {}", page.display())),
+        "{stdout}"
+    );
+
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains(" src="));
+    let data = embedded_data(&html);
+    let matching: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("matching.json")).unwrap()).unwrap();
+    assert_eq!(
+        (data["n_layers"].as_u64(), data["n_heads"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let runs = data["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(
+        (runs[0]["name"].as_str(), runs[1]["seed"].as_u64()),
+        (Some("seed-3"), Some(4))
+    );
+    assert_eq!(
+        runs[1]["eval_token_acc"],
+        matching["runs"][1]["eval_token_acc"]
+    );
+    let measures = data["measures"].as_array().unwrap();
+    assert!(
+        measures.iter().any(|m| m == "pattern_scores.anti_diagonal"),
+        "{measures:?}"
+    );
+    for slot in 0..2 {
+        let page_slot = &data["layers"][0][slot];
+        for run in 0..2 {
+            let matched = &page_slot["matched"][run];
+            let layer = &matching["runs"][run]["layers"][0];
+            assert_eq!(matched["head"], layer["partner"][slot]);
+            assert_eq!(matched["similarity"], layer["similarity"][slot]);
+            assert_eq!(matched["role"], matching["runs"][run]["roles"][0][slot]);
+            assert_eq!(
+                matched["measures"].as_array().unwrap().len(),
+                measures.len()
+            );
+        }
+        assert_eq!(
+            page_slot["similarity_between"][1][0],
+            matching["runs"][1]["layers"][0]["similarity"][slot]
+        );
+    }
+    let sequences = data["sequences"].as_array().unwrap();
+    assert_eq!(sequences.len(), 8, "the first 8 of 64");
+    assert_eq!(sequences[0]["tokens"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        sequences[0]["patterns"][0][1][1].as_array().unwrap().len(),
+        36
+    );
+
+    let Some(dom) = check_in_chromium(&page, "data-ready=\"ok\"") else {
+        return;
+    };
+    // Two slots x two runs in the grid; slot 0 in the slot view; A = the reference, B = the
+    // other run; no diff picked yet.
+    assert_eq!(dom.matches("class=\"cell\"").count(), 4, "{dom}");
+    assert!(
+        dom.contains("class=\"cell\" data-layer=\"0\" data-slot=\"1\" data-run=\"1\""),
+        "{dom}"
+    );
+    let slot_view = opening_tag(&dom, "<div id=\"slot-view\"");
+    for expected in ["data-slot=\"0\"", "data-runs=\"2\"", "data-hover=\"none\""] {
+        assert!(slot_view.contains(expected), "{slot_view}");
+    }
+    let table = opening_tag(&dom, "<table id=\"diff-table\"");
+    for expected in ["data-a=\"0\"", "data-b=\"1\"", "data-rows=\"2\""] {
+        assert!(table.contains(expected), "{table}");
+    }
+    assert!(opening_tag(&dom, "<canvas id=\"diff-canvas\"").contains("data-slot=\"none\""));
+
+    // Driven through the test hooks: slot 1 on sequence 2, query 4 hovered, the runs
+    // swapped, slot 1's diff drawn, and a slot that does not exist refused.
+    let drive = "<script>(function () {\
+        var c = window.headlabCompare;\
+        c.select(0, 1, 2); c.hover(4); c.pair(1, 0); c.diff(0, 1);\
+        var refused = 'no'; try { c.select(0, 7); } catch (e) { refused = e.message; }\
+        var get = function (id, name) { return document.getElementById(id).getAttribute(name); };\
+        document.body.setAttribute('data-driven', [get('slot-view', 'data-slot'),\
+          get('slot-view', 'data-sequence'), get('slot-view', 'data-hover'),\
+          get('slot-view', 'data-runs'), get('diff-table', 'data-a'),\
+          get('diff-table', 'data-b'), get('diff-canvas', 'data-layer'),\
+          get('diff-canvas', 'data-slot'), refused].join(';'));\
+        })();</script></body>";
+    let driven_page = out.join("driven.html");
+    std::fs::write(&driven_page, html.replace("</body>", drive)).unwrap();
+    let dom = check_in_chromium(&driven_page, "data-ready=\"ok\"").unwrap();
+    let body = opening_tag(&dom, "<body");
+    let driven = body
+        .split("data-driven=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the driving script ran: {body}"));
+    assert_eq!(driven, "1;2;4;2;1;0;0;1;no slot 7");
 }

@@ -15,7 +15,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// run is probed on the first run's probe sequences; per layer, its heads are paired with the
 /// first run's by the permutation that maximises attention-pattern similarity (Hungarian
 /// algorithm). Prints one row per head of the first run with the matched head's role in every
-/// run, and writes matching.json and matched-attention.png into --out.
+/// run, and writes matching.json, matched-attention.png and the interactive compare.html
+/// into --out.
 #[derive(Parser, Debug)]
 #[command(name = "compare", version)]
 struct Args {

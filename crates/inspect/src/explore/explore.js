@@ -9,7 +9,8 @@
 //   ("none", "query 3" or "key 5") and data-lines (lines drawn);
 // - the query/key canvas has data-layer, data-head and data-points;
 // - window.headlabExplore.select(layer, heads, sequence) and .hover(side, index) drive the
-//   views without a mouse.
+//   views without a mouse; .tokenPosition(side, index) says where a token sits on the head
+//   canvas, for tests that drive a real mouse.
 (function () {
   'use strict';
 
@@ -495,6 +496,16 @@
     },
     hover: function (side, index) {
       setHover(side ? { side: side, index: index } : null);
+    },
+    // Where the mouse hovers token `index` ('query' or 'key') in the head view: {x, y} in
+    // CSS pixels from the head canvas's top left corner (for the WebDriver test).
+    tokenPosition: function (side, index) {
+      if (!geometry) { return null; }
+      var width = parseFloat($('head-canvas').style.width);
+      return {
+        x: side === 'query' ? geometry.middle / 2 : (geometry.middle + width) / 2,
+        y: geometry.top + (index + 0.5) * geometry.rowHeight
+      };
     }
   };
 

@@ -1,5 +1,5 @@
-//! What the `inspect` tests share: training a run through the `train` library, and the one
-//! way they start this crate's binaries.
+//! What the `inspect` tests share: training a run through the `train` library, the one way
+//! they start this crate's binaries, and the check that a page loads in headless Chromium.
 // Each test file compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
@@ -62,4 +62,74 @@ pub fn hand_built_run(
     let weights = Path::new("hand-built").to_path_buf();
     let loaded = inspect::run::LoadedRun::from_model(run_dir, run, model, weights);
     (loaded, lock)
+}
+
+/// Opens `page` in headless Chromium and asserts it loads without script errors and that
+/// the loaded DOM contains `expected` (index.html's own check sets `data-figures="ok N"`
+/// once every figure decoded; explore.html and compare.html set `data-ready="ok"` once their
+/// views are drawn and `data-errors` on any script error). Returns the DOM, or `None` when
+/// skipped: when no Chromium is installed, unless `HEADLAB_REQUIRE_CHROMIUM` is set (as in
+/// CI).
+pub fn check_in_chromium(page: &Path, expected: &str) -> Option<String> {
+    let candidates = ["chromium", "chromium-browser", "google-chrome"];
+    let browser = std::env::var("HEADLAB_CHROMIUM").ok().or_else(|| {
+        candidates
+            .iter()
+            .find(|name| {
+                Command::new(name)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .map(|name| name.to_string())
+    });
+    let Some(browser) = browser else {
+        assert!(
+            std::env::var_os("HEADLAB_REQUIRE_CHROMIUM").is_none(),
+            "HEADLAB_REQUIRE_CHROMIUM is set but no Chromium was found (scripts/setup.sh installs it)"
+        );
+        eprintln!("skipping the browser check: no Chromium found");
+        return None;
+    };
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let output = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--virtual-time-budget=5000",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            &url,
+        ])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "chromium failed: {log}");
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
+        .collect();
+    assert!(console_errors.is_empty(), "{console_errors:#?}");
+    let body = opening_tag(&dom, "<body");
+    assert!(
+        body.contains(expected),
+        "expected {expected} on the loaded page's {body}"
+    );
+    assert!(!body.contains("data-errors="), "script errors: {body}");
+    Some(dom.into_owned())
+}
+
+/// The opening tag of `dom` that starts with `start` (attributes and all).
+pub fn opening_tag<'a>(dom: &'a str, start: &str) -> &'a str {
+    let at = dom
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {dom}"));
+    let end = at + dom[at..].find('>').unwrap();
+    &dom[at..=end]
 }
