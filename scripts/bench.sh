@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Training and inference speed of headlab's encoder against Burn's built-in
-# TransformerEncoder, at two sizes, on flex and ndarray: builds, runs, prints a markdown
-# table and keeps it (and every case's figures as JSON) under runs/bench/.
+# TransformerEncoder and, when the interpreter in HEADLAB_PYTHON (default python3) can import
+# torch, a PyTorch reference of the same model (crates/bench/python/reference.py), at two
+# sizes, on flex and ndarray: builds, runs, prints a markdown table and keeps it (and every
+# case's figures as JSON) under runs/bench/. torch is optional: without it the PyTorch
+# column is skipped with a note.
 #
 #   scripts/bench.sh                                   # the README's table, about 3 minutes
 #   scripts/bench.sh --sizes small --backends flex     # one row
 #   scripts/bench.sh --backends flex,ndarray,wgpu      # add the GPU (or a software driver)
+#   HEADLAB_PYTHON=/path/to/venv/bin/python scripts/bench.sh --impl headlab,burn,pytorch --rounds 3
+#   scripts/bench.sh --to-accuracy 0.99                # time to 99% on reverse instead
 #   scripts/bench.sh --help                            # every option
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,4 +24,4 @@ out=runs/bench
 mkdir -p "$out"
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
 "$CARGO_TARGET_DIR/release/bench" --out "$out/bench-$stamp.md" --json "$out/bench-$stamp.json" "$@"
-echo "table: $out/bench-$stamp.md; figures per case: $out/bench-$stamp.json" >&2
+echo "table: $out/bench-$stamp.md; figures: $out/bench-$stamp.json" >&2

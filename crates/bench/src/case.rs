@@ -65,6 +65,9 @@ pub enum Implementation {
     Headlab,
     /// Burn's built-in `TransformerEncoder` ([`BurnEncoder`]).
     Burn,
+    /// The PyTorch reference of headlab's encoder (`crates/bench/python/reference.py`), on
+    /// the CPU, in a Python process of its own ([`crate::pytorch`]).
+    Pytorch,
 }
 
 impl Implementation {
@@ -73,6 +76,7 @@ impl Implementation {
         match self {
             Implementation::Headlab => "headlab",
             Implementation::Burn => "burn",
+            Implementation::Pytorch => "pytorch",
         }
     }
 }
@@ -126,6 +130,19 @@ pub struct CaseResult {
     pub last_loss: f32,
     /// Peak resident memory of the case's process, MiB (host memory only on wgpu).
     pub peak_rss_mib: Option<f64>,
+    /// The version of what ran, where it is not this build (PyTorch's `torch.__version__`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Rounds the figures are the median of (`--rounds`); 1 for a single measurement.
+    #[serde(default = "one_round")]
+    pub rounds: usize,
+    /// Training steps per second of every round, in round order, when there were several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub train_steps_per_s_rounds: Vec<f64>,
+}
+
+fn one_round() -> usize {
+    1
 }
 
 impl CaseResult {
@@ -167,13 +184,23 @@ impl Classifier for BurnEncoder {
     }
 }
 
+/// A benchmark config, resolved (task built, model checked).
+pub fn resolve(config: RunConfig) -> anyhow::Result<ResolvedRun> {
+    config
+        .resolve(Path::new("<benchmark>"))
+        .context("building the benchmark config")
+}
+
+/// Parameters of headlab's encoder for `config`: what the PyTorch reference must match.
+pub fn headlab_parameters(config: RunConfig) -> anyhow::Result<usize> {
+    let run = resolve(config)?;
+    let device = BackendKind::Flex.device()?;
+    Ok(run.config.model.init(&run.io, &device)?.num_params())
+}
+
 /// Measures `case` in this process.
 pub fn run_case(case: Case, budget: Budget) -> anyhow::Result<CaseResult> {
-    let run = case
-        .size
-        .run_config(case.backend)
-        .resolve(Path::new("<benchmark>"))
-        .context("building the benchmark config")?;
+    let run = resolve(case.size.run_config(case.backend))?;
     let plain_device = case.backend.device()?;
     let device = plain_device.clone().autodiff();
     device.seed(run.config.seed);
@@ -186,6 +213,9 @@ pub fn run_case(case: Case, budget: Budget) -> anyhow::Result<CaseResult> {
             let model = BurnEncoder::new(&run.config.model, &run.io, &device);
             measure(case, model, &run, &device, &plain_device, budget)
         }
+        Implementation::Pytorch => anyhow::bail!(
+            "the PyTorch reference runs in Python (crate::pytorch::run_case), not in bench"
+        ),
     }
 }
 
@@ -261,5 +291,8 @@ fn measure<M: Classifier>(
         forward_passes_per_s: passes as f64 / forward_seconds,
         last_loss,
         peak_rss_mib: machine::peak_rss_mib(),
+        version: None,
+        rounds: 1,
+        train_steps_per_s_rounds: Vec::new(),
     })
 }

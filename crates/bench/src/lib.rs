@@ -1,11 +1,17 @@
 //! Training and inference speed of headlab's encoder against Burn's built-in
-//! `TransformerEncoder` at the same sizes, on each CPU backend (and wgpu where a GPU is).
+//! `TransformerEncoder` at the same sizes, on each CPU backend (and wgpu where a GPU is), and
+//! against a PyTorch reference of the same model ([`pytorch`], optional: only when torch is
+//! importable); and the time to a token accuracy ([`accuracy`]).
 //!
 //! The `bench` binary runs every [`case::Case`] in a child process of its own, so that peak
 //! memory is per case and thread pools start fresh, and prints a markdown table
-//! ([`table::markdown`]). `scripts/bench.sh` builds and runs it.
+//! ([`table::markdown`]); `--rounds` repeats the cases interleaved and reports medians
+//! ([`rounds`]). `scripts/bench.sh` builds and runs it.
 
+pub mod accuracy;
 pub mod case;
 pub mod machine;
+pub mod pytorch;
 pub mod reference;
+pub mod rounds;
 pub mod table;

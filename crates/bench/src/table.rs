@@ -1,5 +1,6 @@
 //! The benchmark's markdown table: one row per size and backend, headlab and Burn side by
-//! side with their ratio.
+//! side with their ratio, and, when the PyTorch reference ran, its training speed and
+//! headlab's ratio to it (in the rows of the CPU backends).
 
 use std::fmt::Write;
 
@@ -21,33 +22,65 @@ pub struct Provenance {
     pub avx512: bool,
     /// headlab's `train.shards`.
     pub shards: usize,
+    /// PyTorch's version when the PyTorch reference was run: the table then has its column.
+    pub pytorch: Option<String>,
+    /// Rounds each figure is the median of.
+    pub rounds: usize,
 }
 
 /// The results as a markdown table with a provenance line. `results` may miss cases (a
 /// failed or unrequested one shows as a dash).
 pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
     let mut out = String::new();
+    let pytorch = provenance
+        .pytorch
+        .as_ref()
+        .map_or_else(String::new, |version| {
+            format!(
+                " PyTorch {version}: the same model, loss, AdamW and batches in plain PyTorch on \
+             the CPU, torch.set_num_threads({}), the whole batch per step; its figures stand in \
+             every CPU row.",
+                provenance.threads
+            )
+        });
+    let rounds = if provenance.rounds > 1 {
+        format!(
+            " Figures are medians over {} rounds, the cases interleaved.",
+            provenance.rounds
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}). Reverse task, AdamW, \
          steps of batch x seq tokens; small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, \
          batch 64; large: d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32. \
          headlab trains with train.shards = {}; Burn's encoder in a plain Burn step on the \
-         whole batch. Ratios are headlab / Burn.\n",
+         whole batch.{pytorch} Ratios are headlab / {}.{rounds}\n",
         provenance.date,
         provenance.cpu,
         provenance.cores,
         provenance.threads,
         if provenance.avx512 { "on" } else { "off" },
         provenance.shards,
+        if provenance.pytorch.is_some() {
+            "Burn and headlab / PyTorch"
+        } else {
+            "Burn"
+        },
     );
+    let with_pytorch = provenance.pytorch.is_some();
+    out.push_str("| size | backend | train steps/s headlab | train steps/s Burn | ratio |");
+    if with_pytorch {
+        out.push_str(" train steps/s PyTorch | headlab/PyTorch |");
+    }
     out.push_str(
-        "| size | backend | train steps/s headlab | train steps/s Burn | ratio | \
-         train tokens/s headlab | train tokens/s Burn | forward tokens/s headlab | \
+        " train tokens/s headlab | train tokens/s Burn | forward tokens/s headlab | \
          forward tokens/s Burn | ratio | peak MiB headlab | peak MiB Burn |\n",
     );
     out.push_str("| --- | --- |");
-    out.push_str(&" ---: |".repeat(10));
+    out.push_str(&" ---: |".repeat(if with_pytorch { 12 } else { 10 }));
     out.push('\n');
 
     let mut rows: Vec<(Size, BackendKind)> = Vec::new();
@@ -66,10 +99,16 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
             })
         };
         let (ours, burn) = (find(Implementation::Headlab), find(Implementation::Burn));
+        // The reference runs once per size, on the CPU: it stands in every CPU row.
+        let torch = results.iter().find(|r| {
+            r.case.size == size
+                && r.case.implementation == Implementation::Pytorch
+                && backend != BackendKind::Wgpu
+        });
         let figure = |result: Option<&CaseResult>, f: fn(&CaseResult) -> f64| {
             result.map_or_else(|| "-".to_string(), |r| format_figure(f(r)))
         };
-        let ratio = |f: fn(&CaseResult) -> f64| match (ours, burn) {
+        let ratio = |other: Option<&CaseResult>, f: fn(&CaseResult) -> f64| match (ours, other) {
             (Some(a), Some(b)) => format!("{:.2}x", f(a) / f(b)),
             _ => "-".to_string(),
         };
@@ -78,19 +117,28 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
                 .and_then(|r| r.peak_rss_mib)
                 .map_or_else(|| "-".to_string(), |mib| format!("{mib:.0}"))
         };
+        let pytorch_cells = if with_pytorch {
+            format!(
+                " {} | {} |",
+                figure(torch, |r| r.train_steps_per_s),
+                ratio(torch, |r| r.train_steps_per_s)
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |{pytorch_cells} {} | {} | {} | {} | {} | {} | {} |",
             size.name(),
             backend.name(),
             figure(ours, |r| r.train_steps_per_s),
             figure(burn, |r| r.train_steps_per_s),
-            ratio(|r| r.train_steps_per_s),
+            ratio(burn, |r| r.train_steps_per_s),
             figure(ours, CaseResult::train_tokens_per_s),
             figure(burn, CaseResult::train_tokens_per_s),
             figure(ours, CaseResult::forward_tokens_per_s),
             figure(burn, CaseResult::forward_tokens_per_s),
-            ratio(|r| r.forward_passes_per_s),
+            ratio(burn, |r| r.forward_passes_per_s),
             memory(ours),
             memory(burn),
         );
@@ -133,6 +181,9 @@ mod tests {
             forward_passes_per_s: 4.0 * steps_per_s,
             last_loss: 1.0,
             peak_rss_mib: Some(50.4),
+            version: None,
+            rounds: 1,
+            train_steps_per_s_rounds: Vec::new(),
         }
     }
 
@@ -144,6 +195,8 @@ mod tests {
             threads: 2,
             avx512: true,
             shards: 2,
+            pytorch: None,
+            rounds: 1,
         }
     }
 
@@ -173,6 +226,60 @@ mod tests {
             row,
             "| small | flex | 3.00 | - | - | 6140 | - | 24600 | - | - | 50 | - |"
         );
+    }
+
+    #[test]
+    fn the_pytorch_column_shows_only_when_the_reference_ran() {
+        let without = markdown(
+            &[
+                result(Implementation::Headlab, 30.0),
+                result(Implementation::Burn, 20.0),
+            ],
+            &provenance(),
+        );
+        assert!(!without.contains("PyTorch"), "{without}");
+
+        let with = Provenance {
+            pytorch: Some("2.15.0".into()),
+            rounds: 3,
+            ..provenance()
+        };
+        let mut ndarray = result(Implementation::Headlab, 15.0);
+        ndarray.case.backend = BackendKind::Ndarray;
+        let table = markdown(
+            &[
+                result(Implementation::Headlab, 30.0),
+                result(Implementation::Burn, 20.0),
+                result(Implementation::Pytorch, 40.0),
+                ndarray,
+            ],
+            &with,
+        );
+        let lines: Vec<&str> = table.lines().collect();
+        let header = lines.iter().find(|l| l.starts_with("| size")).unwrap();
+        assert!(
+            header.contains(
+                "| train steps/s Burn | ratio | train steps/s PyTorch | headlab/PyTorch | \
+                 train tokens/s headlab |"
+            ),
+            "{header}"
+        );
+        let columns = header.matches('|').count();
+        for line in lines.iter().filter(|l| l.starts_with('|')) {
+            assert_eq!(line.matches('|').count(), columns, "{line}");
+        }
+        assert_eq!(
+            lines[lines.len() - 2],
+            "| small | flex | 30.0 | 20.0 | 1.50x | 40.0 | 0.75x | 61400 | 41000 | 246000 | 164000 | 1.50x | 50 | 50 |"
+        );
+        // The reference ran once per size; it stands in the ndarray row too.
+        assert_eq!(
+            lines[lines.len() - 1],
+            "| small | ndarray | 15.0 | - | - | 40.0 | 0.38x | 30700 | - | 123000 | - | - | 50 | - |"
+        );
+        assert!(table.contains("PyTorch 2.15.0"), "{table}");
+        assert!(table.contains("medians over 3 rounds"), "{table}");
+        assert!(table.contains("headlab / PyTorch"), "{table}");
     }
 
     #[test]

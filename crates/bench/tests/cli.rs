@@ -1,13 +1,55 @@
 //! The `bench` binary as a user runs it, on the smallest budget: one timed step per case.
+//! None of these tests needs torch: the PyTorch reference is replaced by stand-in
+//! interpreters (shell scripts) where one is needed.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// An interpreter that does not exist: the PyTorch reference is always skipped.
+const NO_PYTHON: &str = "/nonexistent/headlab-test-python";
+
 fn bench(args: &[&str]) -> std::process::Output {
+    bench_with_python(args, NO_PYTHON)
+}
+
+fn bench_with_python(args: &[&str], python: &str) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(args)
+        .env("HEADLAB_PYTHON", python)
         .output()
         .expect("the bench binary runs")
 }
+
+/// Whether `python3` runs here (CI has it; torch it has not).
+fn has_python3() -> bool {
+    Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// An executable shell script `name` in `dir`.
+#[cfg(unix)]
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+const SMALL: [&str; 10] = [
+    "--sizes",
+    "small",
+    "--backends",
+    "flex",
+    "--seconds",
+    "0",
+    "--min-steps",
+    "1",
+    "--warmup",
+    "0",
+];
 
 #[test]
 fn one_row_times_both_implementations_and_writes_table_and_json() {
@@ -30,13 +72,21 @@ fn one_row_times_both_implementations_and_writes_table_and_json() {
         json.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // Without torch the default set leaves PyTorch out, says so once, and carries on.
+    assert_eq!(
+        stderr.matches("PyTorch reference skipped").count(),
+        1,
+        "{stderr}"
+    );
     assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        stderr.contains(NO_PYTHON) && stderr.contains("HEADLAB_PYTHON"),
+        "{stderr}"
     );
 
     let table = std::fs::read_to_string(&md).unwrap();
+    assert!(!table.contains("PyTorch"), "{table}");
     assert!(
         stdout.contains(&table),
         "the printed table is the written one"
@@ -92,4 +142,217 @@ fn bad_options_are_refused_with_a_message() {
         stderr.contains("small") && stderr.contains("large"),
         "{stderr}"
     );
+}
+
+#[test]
+fn more_bad_options_are_refused_with_a_message() {
+    for (args, message) in [
+        (&["--rounds", "0"][..], "error: --rounds must be at least 1"),
+        (
+            &["--to-accuracy", "1.5"][..],
+            "error: --to-accuracy must be in (0, 1]",
+        ),
+        (
+            &["--threads", "0"][..],
+            "error: --threads must be at least 1",
+        ),
+    ] {
+        let output = bench(args);
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with(message), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn asking_for_pytorch_without_torch_fails_with_the_message() {
+    let output = bench(&["--impl", "headlab,pytorch", "--sizes", "small"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: PyTorch reference skipped") && stderr.contains(NO_PYTHON),
+        "{stderr}"
+    );
+    assert!(stderr.contains("HEADLAB_PYTHON="), "{stderr}");
+    // Nothing ran: the check comes before the cases.
+    assert!(!stderr.contains("small flex headlab"), "{stderr}");
+}
+
+/// A real python3 whose `import torch` fails (a `torch` module that raises ImportError comes
+/// first on its path): the default set skips PyTorch, `--impl pytorch` fails.
+#[cfg(unix)]
+#[test]
+fn a_python_without_torch_is_skipped_or_refused() {
+    if !has_python3() {
+        eprintln!("no python3 here: skipped");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("torch.py"),
+        "raise ImportError('No module named torch (test stand-in)')\n",
+    )
+    .unwrap();
+    let python = script(
+        tmp.path(),
+        "python-without-torch",
+        &format!("PYTHONPATH={} exec python3 \"$@\"\n", tmp.path().display()),
+    );
+    let python = python.to_str().unwrap();
+
+    let output = bench_with_python(&["--impl", "pytorch", "--sizes", "small"], python);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot import torch") && stderr.contains("test stand-in"),
+        "{stderr}"
+    );
+
+    let output = bench_with_python(&SMALL, python);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("PyTorch reference skipped"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("PyTorch"));
+}
+
+/// The whole PyTorch path with a stand-in interpreter that answers as the reference does
+/// (torch is not needed): the column appears, rounds are interleaved, figures are medians.
+#[cfg(unix)]
+#[test]
+fn a_reference_that_answers_adds_the_pytorch_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let calls = tmp.path().join("calls");
+    // 101386: headlab's small model (the reference must match it).
+    let answer = r#"{"size": "small", "batch_size": 64, "seq_len": 32, "parameters": 101386, "threads": 3, "train_steps": 7, "train_steps_per_s": 50.0, "forward_passes_per_s": 200.0, "last_loss": 2.0, "peak_rss_mib": 300.0, "torch_version": "9.9.9-test"}"#;
+    let python = script(
+        tmp.path(),
+        "fake-python",
+        &format!(
+            "echo \"$@\" >> {calls}\n\
+             if [ \"$1\" = -c ]; then echo 9.9.9-test; exit 0; fi\n\
+             echo 'a line before the JSON'\n\
+             echo '{answer}'\n",
+            calls = calls.display()
+        ),
+    );
+    let json = tmp.path().join("cases.json");
+    let mut args = SMALL.to_vec();
+    args.extend([
+        "--impl",
+        "headlab,pytorch",
+        "--rounds",
+        "2",
+        "--threads",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let output = bench_with_python(&args, python.to_str().unwrap());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+
+    // Interleaved: headlab, pytorch, then again.
+    let order: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("round "))
+        .collect();
+    assert_eq!(order.len(), 4, "{stderr}");
+    assert!(order[0].starts_with("1/2: small flex headlab"), "{stderr}");
+    assert!(order[1].starts_with("1/2: small cpu pytorch"), "{stderr}");
+    assert!(order[2].starts_with("2/2: small flex headlab"), "{stderr}");
+
+    let header = stdout.lines().find(|l| l.starts_with("| size")).unwrap();
+    assert!(
+        header.contains("| train steps/s PyTorch | headlab/PyTorch |"),
+        "{header}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| small | flex |"))
+        .expect("a small flex row");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[6], "50.0", "{row}");
+    assert!(cells[7].ends_with('x'), "{row}");
+    assert!(stdout.contains("PyTorch 9.9.9-test"), "{stdout}");
+    assert!(stdout.contains("medians over 2 rounds"), "{stdout}");
+
+    // The reference got the case's size, threads and budget.
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let run = calls.lines().find(|l| l.contains("reference.py")).unwrap();
+    for expected in [
+        "--size small",
+        "--threads 3",
+        "--seconds 0",
+        "--min-steps 1",
+    ] {
+        assert!(run.contains(expected), "{run}");
+    }
+
+    let results: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1]["case"]["implementation"], "pytorch");
+    assert_eq!(results[1]["rounds"], 2);
+    assert_eq!(results[1]["version"], "9.9.9-test");
+    assert_eq!(results[0]["parameters"], results[1]["parameters"]);
+}
+
+/// A reference whose model is not headlab's (another parameter count) fails its case.
+#[cfg(unix)]
+#[test]
+fn a_reference_of_another_model_fails_its_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let answer = r#"{"size": "small", "batch_size": 64, "seq_len": 32, "parameters": 5, "threads": 2, "train_steps": 7, "train_steps_per_s": 50.0, "forward_passes_per_s": 200.0, "last_loss": 2.0, "peak_rss_mib": 300.0, "torch_version": "9.9.9-test"}"#;
+    let python = script(
+        tmp.path(),
+        "fake-python",
+        &format!("if [ \"$1\" = -c ]; then echo 9.9.9-test; exit 0; fi\necho '{answer}'\n"),
+    );
+    let mut args = SMALL.to_vec();
+    args.extend(["--impl", "pytorch"]);
+    let output = bench_with_python(&args, python.to_str().unwrap());
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the PyTorch reference has 5 parameters, headlab's encoder 101386"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_reference_script_shows_its_help_without_torch() {
+    if !has_python3() {
+        eprintln!("no python3 here: skipped");
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/reference.py");
+    let output = Command::new("python3")
+        .args([script, "--help"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for option in [
+        "--size",
+        "--threads",
+        "--seconds",
+        "--min-steps",
+        "--warmup",
+        "--seed",
+        "--to-accuracy",
+    ] {
+        assert!(stdout.contains(option), "{option} missing from {stdout}");
+    }
+    // A bad option is refused by argparse before torch is imported.
+    let output = Command::new("python3")
+        .args([script, "--size", "huge"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("invalid choice"));
 }
