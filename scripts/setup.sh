@@ -2,7 +2,9 @@
 # Installs what headlab needs beyond the Rust toolchain:
 # - a software Vulkan driver (lavapipe, from mesa-vulkan-drivers) so the wgpu backend runs
 #   without a GPU;
-# - Chromium, which the tests use to check that inspect's index.html loads (headless).
+# - Chromium, which the tests use to check that inspect's index.html loads (headless);
+# - chromium-driver (chromedriver), through which the browser tests (tests/browser) drive
+#   Chromium over WebDriver.
 # Safe to run again; installs only what is missing.
 set -euo pipefail
 
@@ -13,12 +15,15 @@ fi
 if ! command -v chromium >/dev/null 2>&1; then
     missing+=(chromium)
 fi
+if ! command -v chromedriver >/dev/null 2>&1; then
+    missing+=(chromium-driver)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: no apt-get here; install ${missing[*]} yourself (a Vulkan driver for" \
-        "--backend wgpu, Chromium for the page check in the tests)" >&2
+        "--backend wgpu, Chromium and chromium-driver for the page checks in the tests)" >&2
     exit 0
 fi
 SUDO=""

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The project's test command: the workspace's tests, then the browser tests.
+#
+#   scripts/test.sh                  # everything
+#   scripts/test.sh --no-fail-fast   # arguments go to the workspace's `cargo test`
+#
+# The browser tests (tests/browser, their own Cargo workspace; see the README's Testing
+# section) drive Chromium through chromedriver on pages written by the release binaries, so
+# those are built first. Without chromedriver they skip, unless HEADLAB_REQUIRE_WEBDRIVER=1.
+# Uses the target directory plain cargo uses (CARGO_TARGET_DIR if set, else target/), for all
+# three commands: the browser tests find the binaries in its release/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+
+echo "== cargo test --workspace --release $*"
+cargo test --workspace --release "$@"
+
+echo "== cargo build --release --workspace --bins (for the browser tests)"
+cargo build --release --workspace --bins
+
+echo "== browser tests (tests/browser)"
+# Every test file even after a failure; --nocapture: the 256-token test prints how long a
+# hover takes.
+cargo test --release --manifest-path tests/browser/Cargo.toml --no-fail-fast -- --nocapture

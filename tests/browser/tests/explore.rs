@@ -1,0 +1,153 @@
+//! explore.html of a trained run, in Chromium under WebDriver: a layer and a head chosen
+//! through the controls, a query and a key hovered with the mouse (the lines drawn are those
+//! of that row or column), a thumbnail of the model view clicked, and no console error.
+
+use std::time::Duration;
+
+use headlab_browser_tests::explore::{self, HeadView, expected_lines, head_view};
+use headlab_browser_tests::{Browser, TINY_REVERSE, inspect, train};
+
+#[tokio::test(flavor = "current_thread")]
+async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let run = train(tmp.path(), "reverse", TINY_REVERSE, &[]);
+    let page = inspect(&run);
+    browser.open(&page).await;
+
+    // The first views: sequence 0, layer 0, head 0, every pair over the threshold drawn.
+    let first = head_view(&browser).await;
+    let layer0 = explore::patterns(&browser, 0, 0).await;
+    assert_eq!(
+        first,
+        HeadView {
+            sequence: "0".into(),
+            layer: "0".into(),
+            heads: "0".into(),
+            hover: "none".into(),
+            lines: expected_lines(&layer0, &[0], None),
+        }
+    );
+    let thumbnails = browser
+        .script(
+            "return document.querySelectorAll('#model-grid .cell canvas').length;",
+            vec![],
+        )
+        .await;
+    assert_eq!(thumbnails, 4, "2 layers x 2 heads in the model view");
+
+    // Layer 1 in the layer menu, then head 1 on and head 0 off in the head toggles.
+    browser.choose("#layer", "1").await;
+    browser.click("#head-1").await;
+    browser.click("#head-0").await;
+    let layer1 = explore::patterns(&browser, 0, 1).await;
+    let chosen = head_view(&browser).await;
+    assert_eq!(
+        (
+            chosen.layer.as_str(),
+            chosen.heads.as_str(),
+            chosen.hover.as_str()
+        ),
+        ("1", "1", "none"),
+        "the controls chose layer 1, head 1: {chosen:?}"
+    );
+    assert_eq!(chosen.lines, expected_lines(&layer1, &[1], None));
+
+    // Both heads of layer 1, then the mouse over query 4: only its row is drawn, per head.
+    browser.click("#head-0").await;
+    assert_eq!(head_view(&browser).await.heads, "0,1");
+    explore::hover(&browser, "query", 4).await;
+    let hovered = head_view(&browser).await;
+    assert_eq!(hovered.hover, "query 4", "{hovered:?}");
+    let row = expected_lines(&layer1, &[0, 1], Some(("query", 4)));
+    assert!(row > 0, "query 4 attends somewhere");
+    assert_eq!(
+        hovered.lines, row,
+        "the lines of query 4's row: {hovered:?}"
+    );
+    assert!(
+        hovered.lines < expected_lines(&layer1, &[0, 1], None),
+        "hovering drew fewer lines"
+    );
+
+    // The mouse over key 1: the lines into it, from every query.
+    explore::hover(&browser, "key", 1).await;
+    let hovered = head_view(&browser).await;
+    assert_eq!(hovered.hover, "key 1", "{hovered:?}");
+    assert_eq!(
+        hovered.lines,
+        expected_lines(&layer1, &[0, 1], Some(("key", 1))),
+        "the lines of key 1's column: {hovered:?}"
+    );
+    // The query/key view follows the first selected head.
+    assert_eq!(
+        browser
+            .attribute("#qk-canvas", "data-head")
+            .await
+            .as_deref(),
+        Some("0")
+    );
+
+    // A thumbnail of the model view: layer 0, head 1 opens in the head view.
+    browser.click("#thumb-0-1").await;
+    let opened = browser
+        .wait_attribute("#head-canvas", "data-layer", Duration::from_secs(5), |v| {
+            v == Some("0")
+        })
+        .await;
+    assert_eq!(opened.as_deref(), Some("0"));
+    let view = head_view(&browser).await;
+    assert_eq!(
+        (view.layer.as_str(), view.heads.as_str()),
+        ("0", "1"),
+        "the thumbnail opened layer 0, head 1: {view:?}"
+    );
+    assert_eq!(view.lines, expected_lines(&layer0, &[1], None));
+    let class = browser.attribute("#thumb-0-1", "class").await.unwrap();
+    assert!(
+        class.contains("selected"),
+        "the thumbnail is marked: {class}"
+    );
+    assert_eq!(
+        browser
+            .script(
+                "return [document.getElementById('layer').value, \
+             document.getElementById('head-0').checked, \
+             document.getElementById('head-1').checked];",
+                vec![],
+            )
+            .await,
+        serde_json::json!(["0", false, true]),
+        "the controls follow the thumbnail"
+    );
+
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// The console check itself: a page that throws and logs an error shows both in the browser
+/// log read from chromedriver (so a silent log cannot pass the test above).
+#[tokio::test(flavor = "current_thread")]
+async fn the_console_check_sees_script_errors() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("broken.html");
+    std::fs::write(
+        &page,
+        "<!doctype html><html><body><script>console.error('logged on purpose');\
+         document.body.setAttribute('data-ready', 'ok');\
+         throw new Error('thrown on purpose');</script></body></html>",
+    )
+    .unwrap();
+    browser.open(&page).await;
+    let errors = format!("{:?}", browser.console_errors().await);
+    assert!(
+        errors.contains("logged on purpose") && errors.contains("thrown on purpose"),
+        "{errors}"
+    );
+    browser.close().await;
+}
