@@ -303,7 +303,11 @@
         wrap.appendChild(caption);
         wrap.title = data.runs[r].name + ': head ' + matched.head + ' of layer ' +
           state.layer + ', matched to slot ' + s;
-        wrap.addEventListener('click', select.bind(null, state.layer, s));
+        // Block-scoped copies: `s` is a `var`, shared by every iteration. (And not
+        // select.bind(...): the click event would arrive as the sequence.)
+        const layer = state.layer;
+        const slotIndex = s;
+        wrap.addEventListener('click', () => select(layer, slotIndex));
         grid.appendChild(wrap);
       }
     }
