@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use train::tasks::Task;
 
-use crate::embed::{escape_html, script_json, thousandths};
+use crate::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, script_json, thousandths};
 use crate::explore::{MAX_PATTERN_VALUES, sequences_to_embed};
 use crate::heads::head_roles;
 use crate::matching::{LayerMatch, pattern_similarity};
@@ -326,13 +326,13 @@ pub fn build(input: &ComparePageInput) -> CompareData {
 pub fn render(data: &CompareData) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>headlab compare: {title}</title>\n<style>\n{STYLE}</style>\n</head>\n\
+         <title>headlab compare: {title}</title>\n<style>\n{PAGE_STYLE}{STYLE}</style>\n</head>\n\
          <body data-ready=\"loading\">\n<h1>headlab compare: {title}</h1>\n\
          <p class=\"summary\">{summary} &middot; {shown} of {total} probe sequences embedded \
          &middot; <a href=\"matching.json\">matching.json</a> &middot; \
          <a href=\"matched-attention.png\">matched-attention.png</a></p>\n{BODY}\
          <script type=\"application/json\" id=\"data\">{json}</script>\n\
-         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+         <script>\n{PAGE_SCRIPT}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n",
         title = escape_html(&data.title),
         summary = escape_html(&data.summary),
         shown = data.sequences.len(),
@@ -618,8 +618,8 @@ mod tests {
         let html = render(&build(&input));
         assert_eq!(
             html.matches("</script>").count(),
-            2,
-            "only the page's own two"
+            3,
+            "only the page's own three (data, shared script, page script)"
         );
         assert!(html.contains("headlab compare: &lt;i&gt;"));
         let start = html.find("id=\"data\">").unwrap() + "id=\"data\">".len();

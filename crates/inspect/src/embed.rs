@@ -1,9 +1,15 @@
 //! What the self-contained interactive pages (`explore.html`, [`crate::explore`];
 //! `compare.html`, [`crate::compare_page`]) share: their data embedded as JSON that cannot
-//! end its `<script>` element, text escaped for HTML, and attention weights stored in
-//! thousandths to keep the files small.
+//! end its `<script>` element, text escaped for HTML, attention weights stored in
+//! thousandths to keep the files small, and the styles and script helpers both pages use
+//! (`embed/page.css`, `embed/page.js`: error hooks, canvases, colour scale).
 
 use serde::Serialize;
+
+/// Styles both pages start from.
+pub const PAGE_STYLE: &str = include_str!("embed/page.css");
+/// Script both pages load before their own: defines `headlabPage`.
+pub const PAGE_SCRIPT: &str = include_str!("embed/page.js");
 
 /// `data` as JSON safe inside a `<script>` element: every `<` escaped as `\u003c` (valid
 /// JSON, same string once parsed), so `</script>` or `<!--` in a token cannot end it.

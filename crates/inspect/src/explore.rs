@@ -23,7 +23,7 @@
 use serde::Serialize;
 
 pub use crate::embed::script_json;
-use crate::embed::{escape_html, thousandths};
+use crate::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, thousandths};
 use crate::heads::HeadRecord;
 use crate::linalg::{Matrix, column_norms, orthogonalize_columns};
 use crate::probe::LayerProbe;
@@ -301,12 +301,12 @@ pub fn pca_2d(data: &Matrix) -> (Vec<[f64; 2]>, [f64; 2]) {
 pub fn render(data: &ExploreData) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>headlab explore: {title}</title>\n<style>\n{STYLE}</style>\n</head>\n\
+         <title>headlab explore: {title}</title>\n<style>\n{PAGE_STYLE}{STYLE}</style>\n</head>\n\
          <body data-ready=\"loading\">\n<h1>headlab explore: {title}</h1>\n\
          <p class=\"summary\">{summary} &middot; {shown} of {total} probe sequences embedded \
          &middot; <a href=\"index.html\">static report (index.html)</a></p>\n{BODY}\
          <script type=\"application/json\" id=\"data\">{json}</script>\n\
-         <script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+         <script>\n{PAGE_SCRIPT}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n",
         title = escape_html(&data.title),
         summary = escape_html(&data.summary),
         shown = data.sequences.len(),
@@ -467,8 +467,8 @@ mod tests {
         let html = render(&data);
         assert_eq!(
             html.matches("</script>").count(),
-            2,
-            "only the page's own two"
+            3,
+            "only the page's own three (data, shared script, page script)"
         );
         assert!(html.contains("\\u003c/script>"));
         assert!(html.contains("headlab explore: &lt;/script&gt;&lt;b&gt;"));

@@ -15,17 +15,10 @@
 (function () {
   'use strict';
 
-  var errors = [];
-  function reportError(message) {
-    errors.push(String(message));
-    document.body.setAttribute('data-errors', errors.join(' | '));
-  }
-  window.onerror = function (message, source, line, column) {
-    reportError(message + ' (line ' + line + ':' + column + ')');
-  };
-  window.addEventListener('unhandledrejection', function (event) {
-    reportError('unhandled rejection: ' + event.reason);
-  });
+  // Shared with the other page (embed/page.js, loaded first).
+  var reportError = headlabPage.reportError;
+  var sizeCanvas = headlabPage.sizeCanvas;
+  var blues = headlabPage.blues;
 
   // Token labels are drawn beside a heatmap only while a row is at least this many pixels
   // tall; longer sequences get position ticks, and the hovered token is named in the title.
@@ -40,23 +33,6 @@
   var panels = [];
 
   function $(id) { return document.getElementById(id); }
-
-  // A canvas sized in CSS pixels and drawn at the screen's resolution.
-  function sizeCanvas(canvas, width, height) {
-    var ratio = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * ratio);
-    canvas.height = Math.round(height * ratio);
-    canvas.style.width = width + 'px';
-    canvas.style.height = height + 'px';
-    var context = canvas.getContext('2d');
-    context.setTransform(ratio, 0, 0, ratio, 0, 0);
-    return context;
-  }
-
-  // White to dark blue for 0..1 (as explore.html).
-  function blues(v) {
-    return [Math.round(247 - 239 * v), Math.round(251 - 203 * v), Math.round(255 - 148 * v)];
-  }
 
   // -1..1 to blue, white, red (B lower, equal, B higher).
   function diverging(v) {

@@ -21,17 +21,10 @@
   var HEAD_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd',
     '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 
-  var errors = [];
-  function reportError(message) {
-    errors.push(String(message));
-    document.body.setAttribute('data-errors', errors.join(' | '));
-  }
-  window.onerror = function (message, source, line, column) {
-    reportError(message + ' (line ' + line + ':' + column + ')');
-  };
-  window.addEventListener('unhandledrejection', function (event) {
-    reportError('unhandled rejection: ' + event.reason);
-  });
+  // Shared with the other page (embed/page.js, loaded first).
+  var reportError = headlabPage.reportError;
+  var sizeCanvas = headlabPage.sizeCanvas;
+  var blues = headlabPage.blues;
 
   var data;
   // What is shown: probe sequence (index into data.sequences), layer, selected heads and
@@ -45,23 +38,6 @@
   function headColour(h) { return HEAD_COLOURS[h % HEAD_COLOURS.length]; }
 
   function record(layer, head) { return data.heads[layer * data.n_heads + head]; }
-
-  // A canvas sized in CSS pixels and drawn at the screen's resolution.
-  function sizeCanvas(canvas, width, height) {
-    var ratio = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * ratio);
-    canvas.height = Math.round(height * ratio);
-    canvas.style.width = width + 'px';
-    canvas.style.height = height + 'px';
-    var context = canvas.getContext('2d');
-    context.setTransform(ratio, 0, 0, ratio, 0, 0);
-    return context;
-  }
-
-  // White to dark blue for 0..1.
-  function blues(v) {
-    return [Math.round(247 - 239 * v), Math.round(251 - 203 * v), Math.round(255 - 148 * v)];
-  }
 
   // A stable colour per token label: a string hash times the golden angle as hue, so
   // labels that differ by one character (as "7" and "8") still get far-apart hues.
