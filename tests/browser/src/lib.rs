@@ -174,7 +174,21 @@ struct Driver {
 
 impl Driver {
     /// Starts `chromedriver` on a free port and waits until it listens.
+    ///
+    /// The port is free when picked but not reserved: if another test's chromedriver takes
+    /// it first, this one exits (and something else answers on the port), so it is started
+    /// again on another port.
     fn start(program: &Path) -> Driver {
+        for _ in 0..5 {
+            if let Some(driver) = Self::try_start(program) {
+                return driver;
+            }
+        }
+        panic!("chromedriver did not start on any of 5 free ports");
+    }
+
+    /// One attempt: None when this chromedriver exited before it listened.
+    fn try_start(program: &Path) -> Option<Driver> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .expect("a free local port")
@@ -190,16 +204,30 @@ impl Driver {
         let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("{} does not start: {e}", program.display()));
-        let driver = Driver { child, port };
+        let mut driver = Driver { child, port };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if driver.child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Listening, and still ours a moment later (a chromedriver that lost the
+                // port exits at once).
+                std::thread::sleep(Duration::from_millis(100));
+                return driver
+                    .child
+                    .try_wait()
+                    .ok()
+                    .flatten()
+                    .is_none()
+                    .then_some(driver);
+            }
             assert!(
                 Instant::now() < deadline,
                 "chromedriver did not listen on port {port} within 20 s"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        driver
     }
 }
 
@@ -267,7 +295,7 @@ impl Browser {
             .prefix("headlab-chromium-")
             .tempdir()
             .unwrap();
-        let driver = Driver::start(&driver);
+        let program = driver;
         let mut options = json!({
             "args": [
                 "--headless",
@@ -295,11 +323,24 @@ impl Browser {
             "goog:loggingPrefs": { "browser": "ALL" },
         }))
         .unwrap();
-        let client = ClientBuilder::new(HttpConnector::new())
-            .capabilities(capabilities)
-            .connect(&format!("http://127.0.0.1:{}", driver.port))
-            .await
-            .unwrap_or_else(|e| panic!("no WebDriver session from chromedriver: {e}"));
+        // A session can fail to start when several tests start browsers at once on two
+        // cores (chromedriver closes the connection): try again with a fresh chromedriver.
+        let mut attempt = 1;
+        let (client, driver) = loop {
+            let driver = Driver::start(&program);
+            match ClientBuilder::new(HttpConnector::new())
+                .capabilities(capabilities.clone())
+                .connect(&format!("http://127.0.0.1:{}", driver.port))
+                .await
+            {
+                Ok(client) => break (client, driver),
+                Err(e) if attempt < 3 => {
+                    eprintln!("no WebDriver session from chromedriver (attempt {attempt}): {e}");
+                    attempt += 1;
+                }
+                Err(e) => panic!("no WebDriver session from chromedriver after 3 attempts: {e}"),
+            }
+        };
         // So that a page or a script that hangs fails the test instead of stalling it.
         client
             .update_timeouts(TimeoutConfiguration::new(
