@@ -61,7 +61,8 @@ pub struct TrainConfig {
     pub min_lr_ratio: f64,
     /// AdamW decoupled weight decay. Default: 0.01.
     pub weight_decay: f64,
-    /// Clip the global gradient norm to this; 0 turns clipping off. Default: 1.0.
+    /// Clip each parameter's gradient to this norm (Burn's `GradientClipping::Norm` works
+    /// per parameter tensor, not on the global norm); 0 turns clipping off. Default: 1.0.
     pub grad_clip: f64,
     /// Steps between progress lines in metrics.jsonl. Default: 10.
     pub log_every: usize,
