@@ -12,6 +12,15 @@ use crate::attention::{
 use crate::cache::LayerCache;
 use crate::error::ConfigError;
 
+/// The layer norms' epsilon (Burn's default), named because the fused layer norm needs it
+/// and Burn keeps a norm's own private.
+pub const LAYER_NORM_EPSILON: f64 = 1e-5;
+
+/// `layer_norm(x)`, fused under autodiff on flex (crate::fused).
+pub(crate) fn norm<const D: usize>(layer_norm: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
+    crate::fused::layer_norm(x, layer_norm, LAYER_NORM_EPSILON)
+}
+
 /// Where the layer norms sit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,8 +57,12 @@ impl EncoderBlockConfig {
         let attention = self.attention.init(device)?;
         Ok(EncoderBlock {
             attention,
-            norm_attention: LayerNormConfig::new(d_model).init(device),
-            norm_ff: LayerNormConfig::new(d_model).init(device),
+            norm_attention: LayerNormConfig::new(d_model)
+                .with_epsilon(LAYER_NORM_EPSILON)
+                .init(device),
+            norm_ff: LayerNormConfig::new(d_model)
+                .with_epsilon(LAYER_NORM_EPSILON)
+                .init(device),
             ff_in: LinearConfig::new(d_model, self.d_ff).init(device),
             ff_out: LinearConfig::new(self.d_ff, d_model).init(device),
             dropout: DropoutConfig::new(self.dropout).init(),
@@ -93,7 +106,7 @@ impl EncoderBlock {
     ) -> (Tensor<3>, Option<LayerCache>) {
         let resid_pre = x;
         let attn_input = match self.norm {
-            NormPlacement::Pre => self.norm_attention.forward(resid_pre.clone()),
+            NormPlacement::Pre => norm(&self.norm_attention, resid_pre.clone()),
             NormPlacement::Post => resid_pre.clone(),
         };
         let attention = self.attention.forward(
@@ -106,18 +119,18 @@ impl EncoderBlock {
         let resid_mid = resid_pre.clone() + self.dropout.forward(attention.context);
         let resid_mid = match self.norm {
             NormPlacement::Pre => resid_mid,
-            NormPlacement::Post => self.norm_attention.forward(resid_mid),
+            NormPlacement::Post => norm(&self.norm_attention, resid_mid),
         };
 
         let ff_input = match self.norm {
-            NormPlacement::Pre => self.norm_ff.forward(resid_mid.clone()),
+            NormPlacement::Pre => norm(&self.norm_ff, resid_mid.clone()),
             NormPlacement::Post => resid_mid.clone(),
         };
         let ff = self.feed_forward(ff_input);
         let resid_post = resid_mid.clone() + ff;
         let resid_post = match self.norm {
             NormPlacement::Pre => resid_post,
-            NormPlacement::Post => self.norm_ff.forward(resid_post),
+            NormPlacement::Post => norm(&self.norm_ff, resid_post),
         };
 
         let cache = match (attention.pattern, attention.head_outputs, attn_out) {

@@ -139,7 +139,9 @@ impl EncoderConfig {
                 device,
             ),
             blocks,
-            final_norm: LayerNormConfig::new(self.d_model).init(device),
+            final_norm: LayerNormConfig::new(self.d_model)
+                .with_epsilon(crate::block::LAYER_NORM_EPSILON)
+                .init(device),
             output: LinearConfig::new(self.d_model, io.n_outputs).init(device),
             max_seq_len: io.max_seq_len,
         };
@@ -275,7 +277,7 @@ impl Encoder {
             x = out;
             layers.extend(layer);
         }
-        let final_hidden = self.final_norm.forward(x);
+        let final_hidden = crate::block::norm(&self.final_norm, x);
         let logits = self.output.forward(final_hidden.clone()); // [batch, seq, n_outputs]
         let cache = capture.then(|| ActivationCache {
             embeddings,

@@ -8,7 +8,9 @@
 //! - [`gelu`](fn@gelu): one vectorised pass each way ([`mod@gelu`] has the arithmetic);
 //! - [`attention_core`]: scores, mask, softmax, dropout and the product with the values
 //!   in one pass per `(batch, head)` block, and its backward in another
-//!   ([`mod@attention`]).
+//!   ([`mod@attention`]);
+//! - [`layer_norm`](fn@layer_norm) under autodiff (Burn composes it there from ten ops):
+//!   one pass forward, one backward ([`mod@layer_norm`]).
 //!
 //! Burn routes the calls at run time: on flex (with or without autodiff) to the kernels
 //! here, where the autodiff implementation records one op whose backward pass is the
@@ -19,6 +21,7 @@
 
 pub mod attention;
 pub mod gelu;
+pub mod layer_norm;
 
 use std::sync::OnceLock;
 
@@ -59,6 +62,28 @@ pub struct AttentionGradients<B: Backend> {
     pub v: FloatTensor<B>,
 }
 
+/// What layer norm's forward pass keeps for its backward pass.
+#[derive(ExtensionType)]
+pub struct LayerNormForward<B: Backend> {
+    /// The normalised, scaled and shifted input.
+    pub output: FloatTensor<B>,
+    /// Each row's mean, `[rows]`.
+    pub mean: FloatTensor<B>,
+    /// Each row's `1 / sqrt(var + eps)`, `[rows]`.
+    pub rstd: FloatTensor<B>,
+}
+
+/// Gradients of layer norm's input, scale and shift.
+#[derive(ExtensionType)]
+pub struct LayerNormGradients<B: Backend> {
+    /// Of the input.
+    pub x: FloatTensor<B>,
+    /// Of the scale, `[d]`.
+    pub gamma: FloatTensor<B>,
+    /// Of the shift, `[d]`.
+    pub beta: FloatTensor<B>,
+}
+
 /// Operations headlab fuses on the CPU. Listed backends only: the callers route the others
 /// to Burn's ops before reaching the trait ([`runs_fused`]).
 ///
@@ -74,6 +99,32 @@ pub trait FusedOps: Backend {
 
     /// `grad * gelu'(x)`, elementwise: GELU's backward pass.
     fn fused_gelu_backward(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self>;
+
+    /// Layer norm over the last axis: `(x - mean) / sqrt(var + epsilon) * gamma + beta`.
+    fn fused_layer_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self>;
+
+    /// [`fused_layer_norm`](FusedOps::fused_layer_norm) that also returns each row's mean
+    /// and `1 / sqrt(var + epsilon)`, for the backward pass.
+    fn fused_layer_norm_train(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> LayerNormForward<Self>;
+
+    /// Layer norm's backward pass.
+    fn fused_layer_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        rstd: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> LayerNormGradients<Self>;
 
     /// `softmax(mask(q k^T * scale)) v` per head, with dropout on the pattern: the head
     /// outputs, `[batch, seq_q, heads, d_head]`.
@@ -137,6 +188,34 @@ pub fn gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     Tensor::from_dispatch(<Dispatch as FusedOps>::fused_gelu(x.into_dispatch()))
 }
 
+/// Layer norm over the last axis with `norm`'s scale and shift: fused on flex with
+/// autodiff for `f32`, Burn's `LayerNorm::forward` elsewhere (without autodiff, flex's own
+/// layer norm is already one op; and for a norm without a shift).
+///
+/// `epsilon` must be the one `norm` was built with: Burn keeps it private.
+///
+/// # Shapes
+/// - `x`: `[.., d]` -> the same
+pub fn layer_norm<const D: usize>(
+    x: Tensor<D>,
+    norm: &burn::nn::LayerNorm,
+    epsilon: f64,
+) -> Tensor<D> {
+    let Some(beta) = norm.beta.as_ref() else {
+        return norm.forward(x);
+    };
+    let device = x.device();
+    if !runs_fused(&device) || !device.is_autodiff() || x.dtype() != DType::F32 {
+        return norm.forward(x);
+    }
+    Tensor::from_dispatch(<Dispatch as FusedOps>::fused_layer_norm(
+        x.into_dispatch(),
+        norm.gamma.val().into_dispatch(),
+        beta.val().into_dispatch(),
+        epsilon,
+    ))
+}
+
 /// The fused attention core. Call it only where [`runs_fused`] holds for `f32` tensors
 /// (`model::attention` keeps the composed ops otherwise).
 ///
@@ -194,6 +273,71 @@ impl FusedOps for Flex {
         let storage = grad.try_storage_mut::<f32>().expect("owned after the copy");
         gelu::backward_in_place(input, &mut storage[..len]);
         grad
+    }
+
+    fn fused_layer_norm(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        epsilon: f64,
+    ) -> FlexTensor {
+        Self::fused_layer_norm_train(x, gamma, beta, epsilon).output
+    }
+
+    fn fused_layer_norm_train(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        epsilon: f64,
+    ) -> LayerNormForward<Flex> {
+        let (x, gamma, beta) = (
+            x.to_contiguous(),
+            gamma.to_contiguous(),
+            beta.to_contiguous(),
+        );
+        let forward = layer_norm::forward(
+            contiguous_floats(&x),
+            contiguous_floats(&gamma),
+            contiguous_floats(&beta),
+            epsilon as f32,
+        );
+        let rows = forward.mean.len();
+        LayerNormForward {
+            output: FlexTensor::from_data(TensorData::new(
+                forward.output,
+                x.layout().shape().clone(),
+            )),
+            mean: flex_tensor(forward.mean, [rows]),
+            rstd: flex_tensor(forward.rstd, [rows]),
+        }
+    }
+
+    fn fused_layer_norm_backward(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        mean: FlexTensor,
+        rstd: FlexTensor,
+        grad: FlexTensor,
+    ) -> LayerNormGradients<Flex> {
+        let (x, gamma, grad) = (
+            x.to_contiguous(),
+            gamma.to_contiguous(),
+            grad.to_contiguous(),
+        );
+        let (mean, rstd) = (mean.to_contiguous(), rstd.to_contiguous());
+        let grads = layer_norm::backward(
+            contiguous_floats(&x),
+            contiguous_floats(&gamma),
+            contiguous_floats(&mean),
+            contiguous_floats(&rstd),
+            contiguous_floats(&grad),
+        );
+        let d = grads.gamma.len();
+        LayerNormGradients {
+            x: FlexTensor::from_data(TensorData::new(grads.x, x.layout().shape().clone())),
+            gamma: flex_tensor(grads.gamma, [d]),
+            beta: flex_tensor(grads.beta, [d]),
+        }
     }
 
     fn fused_attention(
@@ -425,6 +569,42 @@ impl<B: FusedOps> Backward<B, 1> for GeluBackward {
     }
 }
 
+/// Layer norm's backward pass as one autodiff op, with the input, scale and shift as
+/// parents.
+#[derive(Debug)]
+struct LayerNormBackward;
+
+/// What [`LayerNormBackward`] keeps: the input (not a copy), the scale, the row statistics.
+#[derive(Debug, Clone)]
+struct LayerNormState<B: Backend> {
+    x: B::FloatTensorPrimitive,
+    gamma: B::FloatTensorPrimitive,
+    mean: B::FloatTensorPrimitive,
+    rstd: B::FloatTensorPrimitive,
+}
+
+impl<B: FusedOps> Backward<B, 3> for LayerNormBackward {
+    type State = LayerNormState<B>;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let grad = grads.consume::<B>(&ops.node);
+        let LayerNormState {
+            x,
+            gamma,
+            mean,
+            rstd,
+        } = ops.state;
+        let LayerNormGradients { x, gamma, beta } =
+            B::fused_layer_norm_backward(x, gamma, mean, rstd, grad);
+        let [x_parent, gamma_parent, beta_parent] = ops.parents;
+        for (parent, grad) in [(x_parent, x), (gamma_parent, gamma), (beta_parent, beta)] {
+            if let Some(parent) = parent {
+                grads.register::<B>(parent.id, grad);
+            }
+        }
+    }
+}
+
 /// The attention core's backward pass as one autodiff op, with `q`, `k`, `v` as parents.
 #[derive(Debug)]
 struct AttentionBackward;
@@ -488,6 +668,75 @@ where
         // Reached only by differentiating twice, which headlab never does: Burn's
         // composed derivative keeps that possible.
         Self::gelu_backward(x, grad)
+    }
+
+    fn fused_layer_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        let nodes = [x.node(), gamma.node(), beta.node()];
+        let (x, _) = x.into_parts();
+        let (gamma, _) = gamma.into_parts();
+        let (beta, _) = beta.into_parts();
+        match LayerNormBackward
+            .prepare::<C>(nodes)
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let forward = B::fused_layer_norm_train(x.clone(), gamma.clone(), beta, epsilon);
+                let state = LayerNormState {
+                    x,
+                    gamma,
+                    mean: forward.mean,
+                    rstd: forward.rstd,
+                };
+                prep.finish(state, forward.output)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fused_layer_norm(x, gamma, beta, epsilon)),
+        }
+    }
+
+    fn fused_layer_norm_train(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> LayerNormForward<Self> {
+        let forward = B::fused_layer_norm_train(
+            x.into_primitive(),
+            gamma.into_primitive(),
+            beta.into_primitive(),
+            epsilon,
+        );
+        LayerNormForward {
+            output: Self::from_inner(forward.output),
+            mean: Self::from_inner(forward.mean),
+            rstd: Self::from_inner(forward.rstd),
+        }
+    }
+
+    fn fused_layer_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        rstd: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> LayerNormGradients<Self> {
+        let grads = B::fused_layer_norm_backward(
+            x.into_primitive(),
+            gamma.into_primitive(),
+            mean.into_primitive(),
+            rstd.into_primitive(),
+            grad.into_primitive(),
+        );
+        LayerNormGradients {
+            x: Self::from_inner(grads.x),
+            gamma: Self::from_inner(grads.gamma),
+            beta: Self::from_inner(grads.beta),
+        }
     }
 
     fn fused_attention(
@@ -643,6 +892,44 @@ mod tests {
         let grads = (reference.clone() + reference).sum().backward();
         let expected = strided.grad(&grads).expect("gradient");
         assert!(max_difference(grad, expected) < 1e-6);
+    }
+
+    /// Values and the gradients of the input, scale and shift against Burn's composed
+    /// layer norm under autodiff.
+    #[test]
+    fn fused_layer_norm_matches_burns_values_and_gradients() {
+        let device = Device::flex().autodiff();
+        device.seed(9);
+        for shape in [[1, 1, 3], [2, 7, 64], [3, 33, 5]] {
+            let d = shape[2];
+            let mut norm = burn::nn::LayerNormConfig::new(d).init(&device);
+            // Not the initial ones and zeros, so that a mix-up of scale and shift shows.
+            norm.gamma = burn::module::Param::from_tensor(Tensor::random(
+                [d],
+                Distribution::Normal(1.0, 0.5),
+                &device,
+            ));
+            norm.beta = Some(burn::module::Param::from_tensor(Tensor::random(
+                [d],
+                Distribution::Normal(0.0, 0.5),
+                &device,
+            )));
+            let x =
+                Tensor::<3>::random(shape, Distribution::Normal(1.0, 2.0), &device).require_grad();
+            let w = Tensor::<3>::random(shape, Distribution::Normal(0.0, 1.0), &device);
+            let fused = layer_norm(x.clone(), &norm, 1e-5);
+            let reference = norm.forward(x.clone());
+            assert!(max_difference(fused.clone(), reference.clone()) < 1e-5);
+            let fused_grads = (fused * w.clone()).sum().backward();
+            let reference_grads = (reference * w).sum().backward();
+            let grad = |grads: &_| x.grad(grads).expect("x has a gradient");
+            assert!(max_difference(grad(&fused_grads), grad(&reference_grads)) < 1e-4);
+            let gamma = |grads: &_| norm.gamma.grad(grads).expect("gamma has a gradient");
+            assert!(max_difference(gamma(&fused_grads), gamma(&reference_grads)) < 1e-4);
+            let beta = norm.beta.as_ref().expect("a shift");
+            let beta = |grads: &_| beta.grad(grads).expect("beta has a gradient");
+            assert!(max_difference(beta(&fused_grads), beta(&reference_grads)) < 1e-4);
+        }
     }
 
     #[test]
