@@ -55,22 +55,14 @@ const SMALL: [&str; 10] = [
 fn one_row_times_both_implementations_and_writes_table_and_json() {
     let tmp = tempfile::tempdir().unwrap();
     let (md, json) = (tmp.path().join("table.md"), tmp.path().join("cases.json"));
-    let output = bench(&[
-        "--sizes",
-        "small",
-        "--backends",
-        "flex",
-        "--seconds",
-        "0",
-        "--min-steps",
-        "1",
-        "--warmup",
-        "0",
+    let mut args = SMALL.to_vec();
+    args.extend([
         "--out",
         md.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
     ]);
+    let output = bench(&args);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
