@@ -470,23 +470,10 @@ fn combined_mask(
 }
 
 /// Sets masked scores to [`MASKED_SCORE`]. `scores`: `[batch, heads, seq_q, seq_k]`.
-fn apply_mask(mut scores: Tensor<4>, mask: &AttentionMask) -> Tensor<4> {
+fn apply_mask(scores: Tensor<4>, mask: &AttentionMask) -> Tensor<4> {
     let [batch, _, seq_q, seq_k] = scores.dims();
-    if let Some(pad) = &mask.pad {
-        assert_eq!(
-            pad.dims(),
-            [batch, seq_k],
-            "padding mask must be [batch, seq]"
-        );
-        scores = scores.mask_fill(pad.clone().reshape([batch, 1, 1, seq_k]), MASKED_SCORE);
+    match combined_mask(mask, batch, seq_q, seq_k) {
+        Some(hidden) => scores.mask_fill(hidden.reshape([batch, 1, seq_q, seq_k]), MASKED_SCORE),
+        None => scores,
     }
-    if let Some(attn) = &mask.attn {
-        assert_eq!(
-            attn.dims(),
-            [batch, seq_q, seq_k],
-            "attention mask must be [batch, seq_q, seq_k]"
-        );
-        scores = scores.mask_fill(attn.clone().reshape([batch, 1, seq_q, seq_k]), MASKED_SCORE);
-    }
-    scores
 }

@@ -250,9 +250,7 @@ impl FusedOps for Flex {
             return <Flex as ActivationOps<Flex>>::gelu(x);
         }
         let x = x.to_contiguous();
-        let input = x
-            .as_slice::<f32>()
-            .expect("a contiguous f32 tensor has a slice");
+        let input = contiguous_floats(&x);
         let mut output = vec![0.0f32; input.len()];
         gelu::forward(input, &mut output);
         FlexTensor::from_data(TensorData::new(output, x.layout().shape().clone()))
@@ -263,9 +261,7 @@ impl FusedOps for Flex {
             return <Flex as ActivationOps<Flex>>::gelu_backward(x, grad);
         }
         let x = x.to_contiguous();
-        let input = x
-            .as_slice::<f32>()
-            .expect("a contiguous f32 tensor has a slice");
+        let input = contiguous_floats(&x);
         // The incoming gradient is usually this op's alone: scale it in place. If it is
         // shared or a view, work on a contiguous copy.
         let mut grad = owned_contiguous(grad);
@@ -392,8 +388,8 @@ impl FusedOps for Flex {
         let grad = grad_head_outputs.to_contiguous();
         let grads = attention::backward(
             &inputs,
-            pattern.as_slice::<f32>().expect("contiguous f32"),
-            grad.as_slice::<f32>().expect("contiguous f32"),
+            contiguous_floats(&pattern),
+            contiguous_floats(&grad),
         );
         AttentionGradients {
             q: flex_tensor(grads.q, q_dims),
@@ -544,7 +540,7 @@ fn contiguous_floats(tensor: &FlexTensor) -> &[f32] {
 fn owned_contiguous(mut tensor: FlexTensor) -> FlexTensor {
     tensor = tensor.to_contiguous();
     if tensor.layout().start_offset() != 0 || tensor.try_storage_mut::<f32>().is_none() {
-        let copy = tensor.as_slice::<f32>().expect("contiguous f32").to_vec();
+        let copy = contiguous_floats(&tensor).to_vec();
         tensor = FlexTensor::from_data(TensorData::new(copy, tensor.layout().shape().clone()));
     }
     tensor
