@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ConfigError, divisors};
 use crate::fused::{self, attention::MASKED_SCORE};
+use crate::linear::linear_over_rows;
 
 /// How the model width is shared between the heads of one layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -377,7 +378,7 @@ impl MultiHeadAttention {
             head_outputs = head_outputs * head_mask.reshape([1, 1, n_heads, 1]);
         }
         let concatenated = head_outputs.clone().reshape([batch, seq, n_heads * d_head]);
-        let context = self.output.forward(concatenated);
+        let context = linear_over_rows(&self.output, concatenated);
 
         AttentionOutput {
             context,
@@ -401,8 +402,7 @@ impl MultiHeadAttention {
         match (&self.qkv, &self.qkv_narrow) {
             (Some(qkv), _) => {
                 // [batch, seq, 3 * heads * d_head] -> [batch, 3 * heads, seq, d_head]
-                let qkv = qkv
-                    .forward(x)
+                let qkv = linear_over_rows(qkv, x)
                     .reshape([batch, seq, 3 * n_heads, d_head])
                     .swap_dims(1, 2);
                 (

@@ -11,6 +11,7 @@ use crate::attention::{
 };
 use crate::cache::LayerCache;
 use crate::error::ConfigError;
+use crate::linear::linear_over_rows;
 
 /// The layer norms' epsilon (Burn's default), named because the fused layer norm needs it
 /// and Burn keeps a norm's own private.
@@ -154,7 +155,7 @@ impl EncoderBlock {
         // GELU, fused on the CPU (crate::fused).
         let hidden = self
             .dropout
-            .forward(crate::fused::gelu(self.ff_in.forward(x)));
-        self.dropout.forward(self.ff_out.forward(hidden))
+            .forward(crate::fused::gelu(linear_over_rows(&self.ff_in, x)));
+        self.dropout.forward(linear_over_rows(&self.ff_out, hidden))
     }
 }

@@ -12,6 +12,7 @@ use crate::block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
 use crate::cache::ActivationCache;
 use crate::error::ConfigError;
 use crate::init::InitScheme;
+use crate::linear::linear_over_rows;
 use crate::position::{AbsolutePositions, PositionalKind};
 
 /// The architecture of an encoder: the `[model]` section of a config file.
@@ -278,7 +279,7 @@ impl Encoder {
             layers.extend(layer);
         }
         let final_hidden = crate::block::norm(&self.final_norm, x);
-        let logits = self.output.forward(final_hidden.clone()); // [batch, seq, n_outputs]
+        let logits = linear_over_rows(&self.output, final_hidden.clone()); // [batch, seq, n_outputs]
         let cache = capture.then(|| ActivationCache {
             embeddings,
             layers,

@@ -8,7 +8,9 @@
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
 //! - [`cache`]: the [`ActivationCache`] of one forward pass.
 //! - [`init`]: random or symmetric (identical heads) initialisation.
-//! - [`fused`]: fused CPU kernels (GELU) through Burn's backend extensions.
+//! - [`fused`]: fused CPU kernels (GELU, the attention core, layer norm) through Burn's
+//!   backend extensions.
+//! - [`linear`]: linear layers over all positions as one matrix product.
 //!
 //! The crate picks no backend: build a model on any [`burn::prelude::Device`].
 
@@ -20,6 +22,7 @@ pub mod error;
 pub mod fused;
 pub mod heads;
 pub mod init;
+pub mod linear;
 pub mod position;
 
 pub use attention::{
