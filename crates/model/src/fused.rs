@@ -10,7 +10,9 @@
 //!   in one pass per `(batch, head)` block, and its backward in another
 //!   ([`mod@attention`]);
 //! - [`layer_norm`](fn@layer_norm) under autodiff (Burn composes it there from ten ops):
-//!   one pass forward, one backward ([`mod@layer_norm`]).
+//!   one pass forward, one backward ([`mod@layer_norm`]);
+//! - [`linear`](fn@linear): `x W + b` as one gemm onto the bias forward, and backward two
+//!   gemms into unfilled buffers and a column sum ([`mod@linear`]).
 //!
 //! Burn routes the calls at run time: on flex (with or without autodiff) to the kernels
 //! here, where the autodiff implementation records one op whose backward pass is the
@@ -22,6 +24,7 @@
 pub mod attention;
 pub mod gelu;
 pub mod layer_norm;
+pub mod linear;
 
 use std::sync::OnceLock;
 
@@ -84,6 +87,17 @@ pub struct LayerNormGradients<B: Backend> {
     pub beta: FloatTensor<B>,
 }
 
+/// Gradients of a linear layer's input, weight and bias.
+#[derive(ExtensionType)]
+pub struct LinearGradients<B: Backend> {
+    /// Of the input, `[rows, d_in]`.
+    pub x: FloatTensor<B>,
+    /// Of the weight, `[d_in, d_out]`.
+    pub weight: FloatTensor<B>,
+    /// Of the bias, `[d_out]`.
+    pub bias: FloatTensor<B>,
+}
+
 /// Operations headlab fuses on the CPU. Listed backends only: the callers route the others
 /// to Burn's ops before reaching the trait ([`runs_fused`]).
 ///
@@ -125,6 +139,21 @@ pub trait FusedOps: Backend {
         rstd: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> LayerNormGradients<Self>;
+
+    /// `x weight + bias`: `x` `[rows, d_in]`, `weight` `[d_in, d_out]`, `bias` `[d_out]`.
+    fn fused_linear(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> FloatTensor<Self>;
+
+    /// The linear layer's backward pass, given its input, weight and the gradient of its
+    /// output (`[rows, d_out]`).
+    fn fused_linear_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> LinearGradients<Self>;
 
     /// `softmax(mask(q k^T * scale)) v` per head, with dropout on the pattern: the head
     /// outputs, `[batch, seq_q, heads, d_head]`.
@@ -213,6 +242,30 @@ pub fn layer_norm<const D: usize>(
         norm.gamma.val().into_dispatch(),
         beta.val().into_dispatch(),
         epsilon,
+    ))
+}
+
+/// `layer` on the rows of `x`: fused on flex for `f32` (with a bias), Burn's
+/// `Linear::forward` elsewhere.
+///
+/// # Shapes
+/// - `x`: `[rows, d_in]` -> `[rows, d_out]`
+pub fn linear(layer: &burn::nn::Linear, x: Tensor<2>) -> Tensor<2> {
+    let Some(bias) = layer.bias.as_ref() else {
+        return layer.forward(x);
+    };
+    if !runs_fused(&x.device()) || x.dtype() != DType::F32 {
+        return layer.forward(x);
+    }
+    let (d_in, d_out) = (x.dims()[1], layer.weight.dims());
+    assert_eq!(
+        d_in, d_out[0],
+        "linear layer: input width {d_in}, weight {d_out:?}"
+    );
+    Tensor::from_dispatch(<Dispatch as FusedOps>::fused_linear(
+        x.into_dispatch(),
+        layer.weight.val().into_dispatch(),
+        bias.val().into_dispatch(),
     ))
 }
 
@@ -333,6 +386,41 @@ impl FusedOps for Flex {
             x: FlexTensor::from_data(TensorData::new(grads.x, x.layout().shape().clone())),
             gamma: flex_tensor(grads.gamma, [d]),
             beta: flex_tensor(grads.beta, [d]),
+        }
+    }
+
+    fn fused_linear(x: FlexTensor, weight: FlexTensor, bias: FlexTensor) -> FlexTensor {
+        let (x, weight, bias) = (
+            non_negative_strides(x),
+            non_negative_strides(weight),
+            bias.to_contiguous(),
+        );
+        let (x_view, weight_view) = (matrix(&x), matrix(&weight));
+        let output = linear::forward(x_view, weight_view, contiguous_floats(&bias));
+        flex_tensor(output, [x_view.rows, weight_view.cols])
+    }
+
+    fn fused_linear_backward(
+        x: FlexTensor,
+        weight: FlexTensor,
+        grad: FlexTensor,
+    ) -> LinearGradients<Flex> {
+        let (x, weight, grad) = (
+            non_negative_strides(x),
+            non_negative_strides(weight),
+            grad.to_contiguous(),
+        );
+        let (x_view, weight_view) = (matrix(&x), matrix(&weight));
+        assert_eq!(
+            grad.layout().shape().dims::<2>(),
+            [x_view.rows, weight_view.cols],
+            "linear backward: the output gradient's shape"
+        );
+        let grads = linear::backward(x_view, weight_view, contiguous_floats(&grad));
+        LinearGradients {
+            x: flex_tensor(grads.x, [x_view.rows, x_view.cols]),
+            weight: flex_tensor(grads.weight, [weight_view.rows, weight_view.cols]),
+            bias: flex_tensor(grads.bias, [weight_view.cols]),
         }
     }
 
@@ -506,6 +594,31 @@ fn unit_stride_rows(tensor: FlexTensor) -> FlexTensor {
     }
 }
 
+/// `tensor` if no axis runs backwards, else a contiguous copy: what [`linear::Matrix`]
+/// reads.
+fn non_negative_strides(tensor: FlexTensor) -> FlexTensor {
+    if tensor.layout().strides().iter().all(|&stride| stride >= 0) {
+        tensor
+    } else {
+        tensor.to_contiguous()
+    }
+}
+
+/// A 2-d `f32` tensor with non-negative strides as a matrix view.
+fn matrix(tensor: &FlexTensor) -> linear::Matrix<'_> {
+    let layout = tensor.layout();
+    let [rows, cols] = layout.shape().dims::<2>();
+    let strides = layout.strides();
+    linear::Matrix {
+        data: tensor.storage::<f32>(),
+        offset: layout.start_offset(),
+        rows,
+        cols,
+        row_stride: strides[0] as usize,
+        col_stride: strides[1] as usize,
+    }
+}
+
 /// The rows of a `[batch, heads, seq, d_head]` tensor with unit-stride rows.
 fn head_rows(tensor: &FlexTensor) -> attention::HeadRows<'_> {
     let layout = tensor.layout();
@@ -594,6 +707,34 @@ impl<B: FusedOps> Backward<B, 3> for LayerNormBackward {
             B::fused_layer_norm_backward(x, gamma, mean, rstd, grad);
         let [x_parent, gamma_parent, beta_parent] = ops.parents;
         for (parent, grad) in [(x_parent, x), (gamma_parent, gamma), (beta_parent, beta)] {
+            if let Some(parent) = parent {
+                grads.register::<B>(parent.id, grad);
+            }
+        }
+    }
+}
+
+/// The linear layer's backward pass as one autodiff op, with the input, weight and bias as
+/// parents.
+#[derive(Debug)]
+struct LinearBackward;
+
+/// What [`LinearBackward`] keeps: the input and the weight (not copies).
+#[derive(Debug, Clone)]
+struct LinearState<B: Backend> {
+    x: B::FloatTensorPrimitive,
+    weight: B::FloatTensorPrimitive,
+}
+
+impl<B: FusedOps> Backward<B, 3> for LinearBackward {
+    type State = LinearState<B>;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let grad = grads.consume::<B>(&ops.node);
+        let LinearState { x, weight } = ops.state;
+        let LinearGradients { x, weight, bias } = B::fused_linear_backward(x, weight, grad);
+        let [x_parent, weight_parent, bias_parent] = ops.parents;
+        for (parent, grad) in [(x_parent, x), (weight_parent, weight), (bias_parent, bias)] {
             if let Some(parent) = parent {
                 grads.register::<B>(parent.id, grad);
             }
@@ -732,6 +873,47 @@ where
             x: Self::from_inner(grads.x),
             gamma: Self::from_inner(grads.gamma),
             beta: Self::from_inner(grads.beta),
+        }
+    }
+
+    fn fused_linear(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let nodes = [x.node(), weight.node(), bias.node()];
+        let (x, _) = x.into_parts();
+        let (weight, _) = weight.into_parts();
+        let (bias, _) = bias.into_parts();
+        match LinearBackward
+            .prepare::<C>(nodes)
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let output = B::fused_linear(x.clone(), weight.clone(), bias);
+                prep.finish(LinearState { x, weight }, output)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fused_linear(x, weight, bias)),
+        }
+    }
+
+    fn fused_linear_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> LinearGradients<Self> {
+        // Serves the tracked op above on the inner backend; on autodiff it returns
+        // constants (headlab never differentiates a backward pass).
+        let grads = B::fused_linear_backward(
+            x.into_primitive(),
+            weight.into_primitive(),
+            grad.into_primitive(),
+        );
+        LinearGradients {
+            x: Self::from_inner(grads.x),
+            weight: Self::from_inner(grads.weight),
+            bias: Self::from_inner(grads.bias),
         }
     }
 

@@ -21,8 +21,7 @@ use burn::prelude::*;
 pub fn linear_over_rows(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
     let [batch, seq, d_in] = x.dims();
     let d_out = layer.weight.dims()[1];
-    layer
-        .forward(x.reshape([batch * seq, d_in])) // [batch * seq, d_out]
+    crate::fused::linear(layer, x.reshape([batch * seq, d_in])) // [batch * seq, d_out]
         .reshape([batch, seq, d_out])
 }
 
