@@ -663,6 +663,24 @@ fn flex_tensor<const D: usize>(values: Vec<f32>, shape: [usize; D]) -> FlexTenso
     FlexTensor::from_data(TensorData::new(values, shape))
 }
 
+/// What the kernels' unit tests share.
+#[cfg(test)]
+pub(crate) mod test_values {
+    /// `len` deterministic pseudo-random values, uniform in `[-half_width, half_width)`,
+    /// a different sequence for each `seed` (a 64-bit linear congruential generator).
+    pub(crate) fn uniform(len: usize, seed: u64, half_width: f32) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(7);
+        (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * half_width
+            })
+            .collect()
+    }
+}
+
 /// GELU's backward pass as one autodiff op; its state is the forward input.
 #[derive(Debug)]
 struct GeluBackward;

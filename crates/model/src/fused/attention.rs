@@ -549,15 +549,7 @@ mod tests {
 
     /// Deterministic pseudo-random values in [-2, 2).
     fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-            })
-            .collect()
+        crate::fused::test_values::uniform(n, seed, 2.0)
     }
 
     struct Case {

@@ -152,16 +152,9 @@ pub fn backward(x: &[f32], gamma: &[f32], mean: &[f32], rstd: &[f32], dy: &[f32]
 mod tests {
     use super::*;
 
+    /// Deterministic pseudo-random values in [-3, 3).
     fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(7);
-        (0..n)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 6.0 - 3.0
-            })
-            .collect()
+        crate::fused::test_values::uniform(n, seed, 3.0)
     }
 
     /// The loss `sum(w * layer_norm(x))` in f64, straight from the definition.

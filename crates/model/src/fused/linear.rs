@@ -217,17 +217,7 @@ mod tests {
 
     /// Deterministic values in [-1, 1).
     fn values(len: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (0..len)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
+        crate::fused::test_values::uniform(len, seed, 1.0)
     }
 
     /// `(r, c)` of a strided view, in f64.
