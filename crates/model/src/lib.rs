@@ -8,7 +8,7 @@
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
 //! - [`cache`]: the [`ActivationCache`] of one forward pass.
 //! - [`init`]: random or symmetric (identical heads) initialisation.
-//! - [`fused`]: fused CPU kernels (GELU, the attention core, layer norm) through Burn's
+//! - [`fused`]: fused CPU kernels (GELU, the attention core, layer norm, linear) through Burn's
 //!   backend extensions.
 //! - [`linear`]: linear layers over all positions as one matrix product.
 //!
