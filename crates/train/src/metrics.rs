@@ -18,7 +18,8 @@ pub struct MetricsRecord {
     pub loss: f64,
     /// Learning rate of the last step.
     pub lr: f64,
-    /// Training throughput since the previous record (input tokens per second).
+    /// Training throughput since the previous record (input tokens per second), the
+    /// previous record's evaluation excluded.
     pub tokens_per_s: f64,
     /// Wall-clock seconds of training so far.
     pub elapsed_s: f64,

@@ -492,7 +492,9 @@ impl<'a> Trainer<'a> {
                 path: self.metrics.path().to_path_buf(),
                 message: e.to_string(),
             })?;
-        self.last_log = (now, self.step);
+        // The next window starts after this record's evaluation, so `tokens_per_s`
+        // measures training alone.
+        self.last_log = (Instant::now(), self.step);
         Ok(record)
     }
 
