@@ -155,6 +155,32 @@ impl CaseResult {
     pub fn forward_tokens_per_s(&self) -> f64 {
         self.forward_passes_per_s * (self.batch_size * self.seq_len) as f64
     }
+
+    /// A made-up small-model result on flex for the tests of the table and of the rounds:
+    /// `implementation` at `steps_per_s`, four times as many forward passes, 50.4 MiB peak.
+    #[cfg(test)]
+    pub(crate) fn example(implementation: Implementation, steps_per_s: f64) -> Self {
+        CaseResult {
+            case: Case {
+                size: Size::Small,
+                backend: BackendKind::Flex,
+                implementation,
+                shards: 1,
+            },
+            batch_size: 64,
+            seq_len: 32,
+            parameters: 1000,
+            threads: 2,
+            train_steps: 10,
+            train_steps_per_s: steps_per_s,
+            forward_passes_per_s: 4.0 * steps_per_s,
+            last_loss: 1.0,
+            peak_rss_mib: Some(50.4),
+            version: None,
+            rounds: 1,
+            train_steps_per_s_rounds: Vec::new(),
+        }
+    }
 }
 
 /// A model the benchmark can train: tokens in, logits per position out.

@@ -41,30 +41,15 @@ pub fn median_result(rounds: &[CaseResult]) -> Option<CaseResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::{Case, Implementation, Size};
-    use train::BackendKind;
+    use crate::case::Implementation;
 
     fn round(steps_per_s: f64, forward: f64, memory: Option<f64>) -> CaseResult {
-        CaseResult {
-            case: Case {
-                size: Size::Small,
-                backend: BackendKind::Flex,
-                implementation: Implementation::Headlab,
-                shards: 2,
-            },
-            batch_size: 64,
-            seq_len: 32,
-            parameters: 1000,
-            threads: 2,
-            train_steps: 10,
-            train_steps_per_s: steps_per_s,
-            forward_passes_per_s: forward,
-            last_loss: steps_per_s as f32,
-            peak_rss_mib: memory,
-            version: None,
-            rounds: 1,
-            train_steps_per_s_rounds: Vec::new(),
-        }
+        let mut round = CaseResult::example(Implementation::Headlab, steps_per_s);
+        round.case.shards = 2;
+        round.forward_passes_per_s = forward;
+        round.last_loss = steps_per_s as f32;
+        round.peak_rss_mib = memory;
+        round
     }
 
     #[test]

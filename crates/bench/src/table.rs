@@ -162,30 +162,6 @@ fn format_figure(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::Case;
-
-    fn result(implementation: Implementation, steps_per_s: f64) -> CaseResult {
-        CaseResult {
-            case: Case {
-                size: Size::Small,
-                backend: BackendKind::Flex,
-                implementation,
-                shards: 1,
-            },
-            batch_size: 64,
-            seq_len: 32,
-            parameters: 1000,
-            threads: 2,
-            train_steps: 10,
-            train_steps_per_s: steps_per_s,
-            forward_passes_per_s: 4.0 * steps_per_s,
-            last_loss: 1.0,
-            peak_rss_mib: Some(50.4),
-            version: None,
-            rounds: 1,
-            train_steps_per_s_rounds: Vec::new(),
-        }
-    }
 
     fn provenance() -> Provenance {
         Provenance {
@@ -204,8 +180,8 @@ mod tests {
     fn a_row_holds_both_implementations_and_their_ratio() {
         let table = markdown(
             &[
-                result(Implementation::Headlab, 30.0),
-                result(Implementation::Burn, 20.0),
+                CaseResult::example(Implementation::Headlab, 30.0),
+                CaseResult::example(Implementation::Burn, 20.0),
             ],
             &provenance(),
         );
@@ -220,7 +196,10 @@ mod tests {
 
     #[test]
     fn a_missing_implementation_shows_dashes() {
-        let table = markdown(&[result(Implementation::Headlab, 3.0)], &provenance());
+        let table = markdown(
+            &[CaseResult::example(Implementation::Headlab, 3.0)],
+            &provenance(),
+        );
         let row = table.lines().last().unwrap();
         assert_eq!(
             row,
@@ -232,8 +211,8 @@ mod tests {
     fn the_pytorch_column_shows_only_when_the_reference_ran() {
         let without = markdown(
             &[
-                result(Implementation::Headlab, 30.0),
-                result(Implementation::Burn, 20.0),
+                CaseResult::example(Implementation::Headlab, 30.0),
+                CaseResult::example(Implementation::Burn, 20.0),
             ],
             &provenance(),
         );
@@ -244,13 +223,13 @@ mod tests {
             rounds: 3,
             ..provenance()
         };
-        let mut ndarray = result(Implementation::Headlab, 15.0);
+        let mut ndarray = CaseResult::example(Implementation::Headlab, 15.0);
         ndarray.case.backend = BackendKind::Ndarray;
         let table = markdown(
             &[
-                result(Implementation::Headlab, 30.0),
-                result(Implementation::Burn, 20.0),
-                result(Implementation::Pytorch, 40.0),
+                CaseResult::example(Implementation::Headlab, 30.0),
+                CaseResult::example(Implementation::Burn, 20.0),
+                CaseResult::example(Implementation::Pytorch, 40.0),
                 ndarray,
             ],
             &with,
