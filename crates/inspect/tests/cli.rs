@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{check_in_chromium, opening_tag};
+use common::{attribute, check_in_chromium, opening_tag};
 use inspect::probe::Probe;
 use train::RunConfig;
 use train::tensor_file::read_tensors;
@@ -581,11 +581,7 @@ fn a_256_token_explore_page_renders_and_responds() {
         return;
     };
     let body = opening_tag(&dom, "<body");
-    let driven = body
-        .split("data-driven=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_else(|| panic!("the driving script ran: {body}"));
+    let driven = attribute(body, "data-driven"); // set by the driving script
     let parts: Vec<&str> = driven.split(';').collect();
     assert_eq!(
         parts[0], "none",

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{check_in_chromium, opening_tag};
+use common::{attribute, check_in_chromium, opening_tag};
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -353,10 +353,6 @@ fn compare_writes_a_page_that_loads_in_chromium() {
     std::fs::write(&driven_page, html.replace("</body>", drive)).unwrap();
     let dom = check_in_chromium(&driven_page, "data-ready=\"ok\"").unwrap();
     let body = opening_tag(&dom, "<body");
-    let driven = body
-        .split("data-driven=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_else(|| panic!("the driving script ran: {body}"));
+    let driven = attribute(body, "data-driven"); // set by the driving script
     assert_eq!(driven, "1;2;4;2;1;0;0;1;no slot 7");
 }

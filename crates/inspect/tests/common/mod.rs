@@ -133,3 +133,12 @@ pub fn opening_tag<'a>(dom: &'a str, start: &str) -> &'a str {
     let end = at + dom[at..].find('>').unwrap();
     &dom[at..=end]
 }
+
+/// The value of attribute `name` in the opening tag `tag`; panics naming the tag if there
+/// is none (a page's driving script reports what it did in such an attribute).
+pub fn attribute<'a>(tag: &'a str, name: &str) -> &'a str {
+    tag.split(&format!("{name}=\""))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no {name} in {tag}"))
+}
