@@ -13,7 +13,6 @@ use train::trainer::{Progress, TrainOptions};
 use train::{BackendKind, RunConfig, RunDir, StopSignal};
 
 use crate::case::{Implementation, headlab_parameters, resolve};
-use crate::pytorch::ReferenceAccuracy;
 use crate::rounds::median;
 
 /// Tokens per sequence.
@@ -133,24 +132,6 @@ pub fn run_headlab(
         version: None,
         rounds: 1,
     })
-}
-
-/// The reference's figures as an [`AccuracyResult`].
-pub fn from_reference(reference: ReferenceAccuracy, target: f64) -> AccuracyResult {
-    AccuracyResult {
-        implementation: Implementation::Pytorch,
-        backend: None,
-        target,
-        reached: reference.reached,
-        steps: reference.steps,
-        seconds: reference.seconds,
-        token_accuracy: reference.token_accuracy,
-        parameters: reference.parameters,
-        threads: reference.threads,
-        shards: 1,
-        version: Some(reference.torch_version),
-        rounds: 1,
-    }
 }
 
 /// One implementation's rounds as one result: median seconds, steps and accuracy; reached

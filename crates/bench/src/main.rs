@@ -198,31 +198,7 @@ fn run_speed(
     torch_version: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let threads = cli.threads.unwrap_or_else(machine::cores);
-    // The reference runs once per size, after the first CPU backend's cases.
-    let pytorch_backend = cli
-        .backends
-        .iter()
-        .copied()
-        .find(|&b| b != BackendKind::Wgpu);
-    let mut cases = Vec::new();
-    for &size in &cli.sizes {
-        for &backend in &cli.backends {
-            for &implementation in implementations {
-                let shards = match implementation {
-                    Implementation::Headlab => cli.shards,
-                    Implementation::Burn => 1,
-                    Implementation::Pytorch if Some(backend) == pytorch_backend => 1,
-                    Implementation::Pytorch => continue,
-                };
-                cases.push(Case {
-                    size,
-                    backend,
-                    implementation,
-                    shards,
-                });
-            }
-        }
-    }
+    let cases = speed_cases(cli, implementations);
     let mut expected_parameters = Vec::new();
     if implementations.contains(&Implementation::Pytorch) {
         for &size in &cli.sizes {
@@ -237,19 +213,7 @@ fn run_speed(
     let mut failures = 0;
     for round in 0..cli.rounds {
         for (case, results) in cases.iter().zip(&mut measured) {
-            let mut label = format!(
-                "{} {} {}",
-                case.size.name(),
-                case.backend.name(),
-                case.implementation.name()
-            );
-            if case.implementation == Implementation::Pytorch {
-                label = format!("{} cpu pytorch", case.size.name());
-            }
-            if cli.rounds > 1 {
-                label = format!("round {}/{}: {label}", round + 1, cli.rounds);
-            }
-            eprint!("{label}: ");
+            eprint!("{}: ", case_label(cli, case, round));
             let result = match case.implementation {
                 Implementation::Pytorch => {
                     let expected = expected_parameters
@@ -284,8 +248,71 @@ fn run_speed(
         .iter()
         .filter_map(|rounds| rounds::median_result(rounds))
         .collect();
+    let table = markdown(&results, &provenance(cli, &results, threads, torch_version));
+    println!("{table}");
+    write_outputs(cli, &table, &results)?;
+    if failures > 0 {
+        eprintln!("error: {failures} case(s) failed; their cells show a dash");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
-    let provenance = Provenance {
+/// Every speed case of the command line: sizes x backends x implementations; the PyTorch
+/// reference once per size, beside the first CPU backend's cases.
+fn speed_cases(cli: &Cli, implementations: &[Implementation]) -> Vec<Case> {
+    let pytorch_backend = cli
+        .backends
+        .iter()
+        .copied()
+        .find(|&b| b != BackendKind::Wgpu);
+    let mut cases = Vec::new();
+    for &size in &cli.sizes {
+        for &backend in &cli.backends {
+            for &implementation in implementations {
+                let shards = match implementation {
+                    Implementation::Headlab => cli.shards,
+                    Implementation::Burn => 1,
+                    Implementation::Pytorch if Some(backend) == pytorch_backend => 1,
+                    Implementation::Pytorch => continue,
+                };
+                cases.push(Case {
+                    size,
+                    backend,
+                    implementation,
+                    shards,
+                });
+            }
+        }
+    }
+    cases
+}
+
+/// The progress label of `case` in round `round` (0-based).
+fn case_label(cli: &Cli, case: &Case, round: usize) -> String {
+    let mut label = format!(
+        "{} {} {}",
+        case.size.name(),
+        case.backend.name(),
+        case.implementation.name()
+    );
+    if case.implementation == Implementation::Pytorch {
+        label = format!("{} cpu pytorch", case.size.name());
+    }
+    if cli.rounds > 1 {
+        label = format!("round {}/{}: {label}", round + 1, cli.rounds);
+    }
+    label
+}
+
+/// Where and how the speed table was measured.
+fn provenance(
+    cli: &Cli,
+    results: &[CaseResult],
+    threads: usize,
+    torch_version: Option<String>,
+) -> Provenance {
+    Provenance {
         date: machine::today(),
         cpu: machine::cpu_name(),
         cores: machine::cores(),
@@ -297,15 +324,7 @@ fn run_speed(
         shards: cli.shards,
         pytorch: torch_version,
         rounds: cli.rounds,
-    };
-    let table = markdown(&results, &provenance);
-    println!("{table}");
-    write_outputs(cli, &table, &results)?;
-    if failures > 0 {
-        eprintln!("error: {failures} case(s) failed; their cells show a dash");
-        return Ok(ExitCode::FAILURE);
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Time to `target` token accuracy for headlab and (when it runs) PyTorch, `--rounds`
@@ -342,7 +361,7 @@ fn run_to_accuracy(
             let result = match implementation {
                 Implementation::Pytorch => {
                     pytorch::run_to_accuracy(python, target, cli.max_steps, threads, parameters)
-                        .map(|r| accuracy::from_reference(r, target))
+                        .map(|r| r.into_result(target))
                 }
                 _ => run_accuracy_child(cli, target),
             };

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-use crate::case::{Budget, Case, CaseResult};
+use crate::accuracy::{AccuracyResult, EVAL_EVERY, EVAL_SIZE};
+use crate::case::{Budget, Case, CaseResult, Implementation};
 
 /// The environment variable naming the Python interpreter.
 pub const PYTHON_ENV: &str = "HEADLAB_PYTHON";
@@ -134,6 +135,26 @@ pub struct ReferenceAccuracy {
     pub threads: usize,
     /// `torch.__version__`.
     pub torch_version: String,
+}
+
+impl ReferenceAccuracy {
+    /// The reference's figures as an [`AccuracyResult`] for the target `target`.
+    pub fn into_result(self, target: f64) -> AccuracyResult {
+        AccuracyResult {
+            implementation: Implementation::Pytorch,
+            backend: None,
+            target,
+            reached: self.reached,
+            steps: self.steps,
+            seconds: self.seconds,
+            token_accuracy: self.token_accuracy,
+            parameters: self.parameters,
+            threads: self.threads,
+            shards: 1,
+            version: Some(self.torch_version),
+            rounds: 1,
+        }
+    }
 }
 
 /// The JSON object on the last non-empty line of the reference's stdout, with a message that
@@ -271,9 +292,9 @@ pub fn run_to_accuracy(
         "--max-steps".to_string(),
         max_steps.to_string(),
         "--eval-every".to_string(),
-        crate::accuracy::EVAL_EVERY.to_string(),
+        EVAL_EVERY.to_string(),
         "--eval-size".to_string(),
-        crate::accuracy::EVAL_SIZE.to_string(),
+        EVAL_SIZE.to_string(),
         "--threads".to_string(),
         threads.to_string(),
         "--seed".to_string(),

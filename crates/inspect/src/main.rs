@@ -31,12 +31,12 @@ struct Args {
     // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
     // as an unknown flag.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true,
-          value_parser = inspect::probe::parse_size)]
+          value_parser = inspect::load::probe::parse_size)]
     probe: usize,
     /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
     /// task counts as failed; in [0, 1].
-    #[arg(long, default_value_t = inspect::pruning::DEFAULT_TOLERANCE,
-          allow_negative_numbers = true, value_parser = inspect::pruning::parse_tolerance)]
+    #[arg(long, default_value_t = inspect::interventions::pruning::DEFAULT_TOLERANCE,
+          allow_negative_numbers = true, value_parser = inspect::interventions::pruning::parse_tolerance)]
     prune_tolerance: f64,
 }
 
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let loaded = inspect::run::load(&args.run, args.checkpoint.as_deref())?;
+    let loaded = inspect::load::run::load(&args.run, args.checkpoint.as_deref())?;
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
     }

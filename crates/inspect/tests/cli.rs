@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{attribute, check_in_chromium, opening_tag};
-use inspect::probe::Probe;
+use inspect::load::probe::Probe;
 use train::RunConfig;
 use train::tensor_file::read_tensors;
 
@@ -500,7 +500,7 @@ fn symmetric_heads_never_diverge_and_random_ones_start_apart() {
 /// A made-up layer of `batch` sequences of `seq` tokens, `heads` heads over d_model 8: head
 /// `h` puts most of each row on key `(q + h) % seq` and spreads the rest thinly, so every
 /// row has a few weights over the line threshold.
-fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::probe::LayerProbe {
+fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::load::probe::LayerProbe {
     use train::tensor_file::HostTensor;
     let mut pattern = vec![0.0f32; batch * heads * seq * seq];
     for b in 0..batch {
@@ -518,7 +518,7 @@ fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::probe::LayerPr
     let attn_input = (0..batch * seq * 8)
         .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
         .collect();
-    inspect::probe::LayerProbe {
+    inspect::load::probe::LayerProbe {
         attn_input: HostTensor {
             values: attn_input,
             shape: vec![batch, seq, 8],
@@ -539,7 +539,7 @@ fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::probe::LayerPr
 /// the page, and must take under a second (hundreds of lines on a canvas).
 #[test]
 fn a_256_token_explore_page_renders_and_responds() {
-    use inspect::explore::{ExploreInput, QkWeights, build, render};
+    use inspect::draw::explore::{ExploreInput, QkWeights, build, render};
     let (batch, heads, seq) = (3, 4, 256);
     let layers = vec![long_layer(batch, heads, seq), long_layer(batch, heads, seq)];
     let weights = QkWeights {

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use inspect::compare::compare;
-use inspect::heads::head_roles;
-use inspect::probe::Probe;
+use inspect::load::probe::Probe;
+use inspect::load::run::LoadedRun;
+use inspect::measures::heads::head_roles;
 use inspect::report::{Report, ReportOptions, write_report};
-use inspect::run::LoadedRun;
 
 /// `(x[i-1] - x[i+1]) mod 5` on sequences of 8, one layer of two heads.
 const NEIGHBORS_DIFFERENCE: &str = r#"
@@ -55,7 +55,7 @@ fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
     std::fs::write(&config_path, config_text).unwrap();
     let run_dir = tmp.path().join("run");
     common::train_run(&config_path, overrides, &run_dir);
-    let loaded = inspect::run::load(&run_dir, None).unwrap();
+    let loaded = inspect::load::run::load(&run_dir, None).unwrap();
     write_report(
         &loaded,
         Path::new(&run_dir.join("inspect")),
@@ -161,7 +161,7 @@ fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
             let run_dir = tmp.path().join(format!("seed-{seed}"));
             let seed = format!("seed={seed}");
             common::train_run(&config_path, &[&seed, "train.snapshot_every=0"], &run_dir);
-            inspect::run::load(&run_dir, None).unwrap()
+            inspect::load::run::load(&run_dir, None).unwrap()
         })
         .collect();
     let comparison = compare(&runs, &tmp.path().join("compare"), 32).unwrap();

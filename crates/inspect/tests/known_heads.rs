@@ -11,7 +11,7 @@ mod common;
 
 use burn::module::Param;
 use burn::prelude::*;
-use inspect::heads::HeadRecord;
+use inspect::measures::heads::HeadRecord;
 use inspect::report::{ReportOptions, write_report};
 use model::Encoder;
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use inspect::probe::Probe;
+use inspect::load::probe::Probe;
 use train::RunConfig;
 
 const TINY: &str = concat!(
@@ -87,7 +87,7 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
     let relations = read_json(&report.join("relations.json"));
     assert_eq!(
         relations["sentences"],
-        inspect::relations::RELATION_SENTENCES
+        inspect::measures::relations::RELATION_SENTENCES
     );
     let listed = relations["relations"].as_array().unwrap();
     assert!(
@@ -151,7 +151,7 @@ fn a_grammar_probe_has_one_length_and_names_its_words() {
         .token_names
         .as_deref()
         .expect("grammar names its words");
-    let labels = inspect::figures::token_labels(&probe.examples[0].input, Some(names));
+    let labels = inspect::draw::figures::token_labels(&probe.examples[0].input, Some(names));
     assert_eq!(labels.len(), seq);
     assert!(
         labels.iter().all(|l| l.parse::<u32>().is_err()),

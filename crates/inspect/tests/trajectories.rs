@@ -7,8 +7,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use inspect::measures::trajectories::Trajectories;
 use inspect::report::{Report, ReportOptions, write_report};
-use inspect::trajectories::Trajectories;
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -21,7 +21,7 @@ fn trained_report(overrides: &[&str]) -> (tempfile::TempDir, PathBuf, Report) {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     common::train_run(Path::new(TINY), overrides, &run);
-    let loaded = inspect::run::load(&run, None).unwrap();
+    let loaded = inspect::load::run::load(&run, None).unwrap();
     let out = tmp.path().join("report");
     let options = ReportOptions {
         probe_size: 8,

@@ -1,10 +1,51 @@
-//! Per-head weight views: the exact slices of a [`MultiHeadAttention`] layer's parameters
-//! that one head uses, and the head's QK and OV circuits (Elhage et al. 2021, "A
-//! Mathematical Framework for Transformer Circuits").
+//! Heads as first-class values: [`HeadId`] names one head of a model, [`HeadWeights`] holds
+//! the exact slices of a [`MultiHeadAttention`] layer's parameters that one head uses with
+//! its QK and OV circuits (Elhage et al. 2021, "A Mathematical Framework for Transformer
+//! Circuits"), and [`StackedWeights`] every head of a model at once, `[n_layers, n_heads,
+//! ...]`, as TransformerLens's `W_Q`, `W_K`, `W_V`, `W_O`.
+
+use std::fmt;
 
 use burn::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::attention::MultiHeadAttention;
+use crate::encoder::Encoder;
+
+/// One attention head of a model: its layer and its index within the layer. `L0H1` (its
+/// `Display`) is how headlab writes a head everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct HeadId {
+    /// Layer index (encoder block).
+    pub layer: usize,
+    /// Head index within the layer.
+    pub head: usize,
+}
+
+impl HeadId {
+    /// Head `head` of layer `layer`.
+    pub const fn new(layer: usize, head: usize) -> Self {
+        Self { layer, head }
+    }
+
+    /// The head's place in layer-major order (the order of `heads.json`) in a model with
+    /// `n_heads` heads per layer.
+    pub const fn flat_index(self, n_heads: usize) -> usize {
+        self.layer * n_heads + self.head
+    }
+
+    /// The head at layer-major place `index` in a model with `n_heads` heads per layer.
+    pub const fn from_flat_index(index: usize, n_heads: usize) -> Self {
+        Self::new(index / n_heads, index % n_heads)
+    }
+}
+
+impl fmt::Display for HeadId {
+    /// `L{layer}H{head}`; width and alignment flags pad the whole name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!("L{}H{}", self.layer, self.head))
+    }
+}
 
 /// One head's weights, in the orientation of the forward pass (`x @ q + q_bias` is the
 /// head's query for a row vector `x`).
@@ -109,6 +150,125 @@ impl MultiHeadAttention {
         match &self.output.bias {
             Some(bias) => bias.val(),
             None => Tensor::zeros([self.d_model], &self.output.weight.device()),
+        }
+    }
+}
+
+/// Every head's weights of a model, stacked: `[n_layers, n_heads, ...]` (TransformerLens's
+/// `W_Q[layer, head, d_model, d_head]`). Each `[l, h]` slice is [`HeadWeights`] of head
+/// `L{l}H{h}`, so an analysis over all heads is one tensor expression, not a loop.
+#[derive(Debug, Clone)]
+pub struct StackedWeights {
+    /// `[n_layers, n_heads, d_model, d_head]`.
+    pub q: Tensor<4>,
+    /// `[n_layers, n_heads, d_model, d_head]`.
+    pub k: Tensor<4>,
+    /// `[n_layers, n_heads, d_model, d_head]`.
+    pub v: Tensor<4>,
+    /// `[n_layers, n_heads, d_head, d_model]`.
+    pub o: Tensor<4>,
+    /// `[n_layers, n_heads, d_head]`.
+    pub q_bias: Tensor<3>,
+    /// `[n_layers, n_heads, d_head]`.
+    pub k_bias: Tensor<3>,
+    /// `[n_layers, n_heads, d_head]`.
+    pub v_bias: Tensor<3>,
+}
+
+impl StackedWeights {
+    /// Every QK circuit, `[n_layers, n_heads, d_model, d_model]`.
+    pub fn qk(&self) -> Tensor<4> {
+        self.q.clone().matmul(self.k.clone().swap_dims(2, 3))
+    }
+
+    /// Every OV circuit, `[n_layers, n_heads, d_model, d_model]`.
+    pub fn ov(&self) -> Tensor<4> {
+        self.v.clone().matmul(self.o.clone())
+    }
+}
+
+impl Encoder {
+    /// Number of encoder blocks.
+    pub fn n_layers(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Every head of the model, layer-major (`L0H0`, `L0H1`, ..., `L1H0`, ...): the order of
+    /// `heads.json` and of [`HeadId::flat_index`].
+    pub fn heads(&self) -> impl Iterator<Item = HeadId> + use<> {
+        let (n_layers, n_heads) = (self.n_layers(), self.n_heads());
+        (0..n_layers).flat_map(move |layer| (0..n_heads).map(move |head| HeadId::new(layer, head)))
+    }
+
+    /// The weights of head `id`.
+    ///
+    /// # Panics
+    /// If the model has no such head.
+    pub fn head_weights(&self, id: HeadId) -> HeadWeights {
+        let n_layers = self.n_layers();
+        let block = self.blocks.get(id.layer).unwrap_or_else(|| {
+            panic!(
+                "{id}: layer {} out of range, the model has {n_layers}",
+                id.layer
+            )
+        });
+        block.attention.head_weights(id.head)
+    }
+
+    /// A head mask for [`EncoderInput::head_mask`](crate::EncoderInput::head_mask),
+    /// `[n_layers, n_heads]`: 1 for every head `keep` says to keep, 0 for the others.
+    pub fn head_mask_keeping(&self, keep: impl Fn(HeadId) -> bool, device: &Device) -> Tensor<2> {
+        let values: Vec<f32> = self
+            .heads()
+            .map(|id| if keep(id) { 1.0 } else { 0.0 })
+            .collect();
+        Tensor::from_data(
+            TensorData::new(values, [self.n_layers(), self.n_heads()]),
+            device,
+        )
+    }
+
+    /// Every head's weights, stacked `[n_layers, n_heads, ...]`.
+    ///
+    /// # Panics
+    /// If the model has no layers.
+    pub fn stacked_weights(&self) -> StackedWeights {
+        assert!(
+            self.n_layers() > 0,
+            "a model without layers has no heads to stack"
+        );
+        let layers: Vec<Vec<HeadWeights>> = self
+            .blocks
+            .iter()
+            .map(|block| {
+                (0..block.attention.n_heads)
+                    .map(|h| block.attention.head_weights(h))
+                    .collect()
+            })
+            .collect();
+        // [n_layers][n_heads] of [a, b] -> [n_layers, n_heads, a, b]
+        let stack2 = |part: fn(&HeadWeights) -> Tensor<2>| -> Tensor<4> {
+            let per_layer = layers
+                .iter()
+                .map(|heads| Tensor::stack::<3>(heads.iter().map(part).collect(), 0))
+                .collect();
+            Tensor::stack(per_layer, 0)
+        };
+        let stack1 = |part: fn(&HeadWeights) -> Tensor<1>| -> Tensor<3> {
+            let per_layer = layers
+                .iter()
+                .map(|heads| Tensor::stack::<2>(heads.iter().map(part).collect(), 0))
+                .collect();
+            Tensor::stack(per_layer, 0)
+        };
+        StackedWeights {
+            q: stack2(|w| w.q.clone()),
+            k: stack2(|w| w.k.clone()),
+            v: stack2(|w| w.v.clone()),
+            o: stack2(|w| w.o.clone()),
+            q_bias: stack1(|w| w.q_bias.clone()),
+            k_bias: stack1(|w| w.k_bias.clone()),
+            v_bias: stack1(|w| w.v_bias.clone()),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! every head's weights, pattern and output can be read, compared and ablated.
 //!
 //! - [`attention`]: [`MultiHeadAttention`] in split, wide and narrow head layouts.
-//! - [`heads`]: per-head weight views and QK / OV circuits.
+//! - [`heads`]: [`HeadId`], per-head weight views, QK / OV circuits, every head stacked.
 //! - [`position`]: sinusoidal, learned, rotary or no positions.
 //! - [`block`]: pre- or post-norm encoder block.
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
@@ -11,6 +11,7 @@
 //! - [`fused`]: fused CPU kernels (GELU, the attention core, layer norm, linear) through Burn's
 //!   backend extensions.
 //! - [`linear`]: linear layers over all positions as one matrix product.
+//! - [`memory`]: the activations of one forward pass, the one memory estimate.
 //!
 //! The crate picks no backend: build a model on any [`burn::prelude::Device`].
 
@@ -23,6 +24,7 @@ pub mod fused;
 pub mod heads;
 pub mod init;
 pub mod linear;
+pub mod memory;
 pub mod position;
 
 pub use attention::{
@@ -33,6 +35,6 @@ pub use block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
 pub use cache::{ActivationCache, LayerCache};
 pub use encoder::{Encoder, EncoderConfig, EncoderInput, EncoderIo};
 pub use error::ConfigError;
-pub use heads::HeadWeights;
+pub use heads::{HeadId, HeadWeights, StackedWeights};
 pub use init::InitScheme;
 pub use position::{AbsolutePositions, PositionalKind};

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use inspect::figures::{Area, DrawResult, FONT, FigureError, render};
+use inspect::draw::figures::{Area, DrawResult, FONT, FigureError, render};
 use plotters::prelude::*;
 
-use crate::report::RunRow;
+use crate::report::collect::RunRow;
 use crate::stats::Estimate;
 
 /// Draws `key`'s values per grid point (`points`: name and done runs) into `path`.

@@ -229,155 +229,235 @@ impl Sweep {
             path: path.to_path_buf(),
             message: train::config::excerpt(e.to_string().trim_end(), 600),
         })?;
-        let key_error = |key: &str, message: String| SweepError::Key {
-            path: path.to_path_buf(),
-            key: key.to_string(),
-            message,
-        };
-        let name = match &file.name {
-            Some(name) => name.clone(),
-            None => path
-                .file_stem()
-                .map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned()),
-        };
-        check_name(&name).map_err(|m| key_error("name", m))?;
-
-        if file.configs.is_empty() {
-            return Err(key_error(
-                "configs",
-                "the list is empty; give at least one config file, e.g. \
-                 configs = [\"../reverse.toml\"]"
-                    .into(),
-            ));
-        }
-        let base = path.parent().unwrap_or(Path::new(""));
-        let configs: Vec<(PathBuf, String)> = file
-            .configs
-            .iter()
-            .map(|config| {
-                let stem = config
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                (base.join(config), stem)
-            })
-            .collect();
-        let stems: BTreeSet<&String> = configs.iter().map(|(_, stem)| stem).collect();
-        if stems.len() < configs.len() {
-            return Err(key_error(
-                "configs",
-                "two configs share a file name; run names and tables tell configs apart by it"
-                    .into(),
-            ));
-        }
-
-        let seeds = match &file.seeds {
-            Seeds::List(list) => list.clone(),
-            Seeds::Range(range) => {
-                if range.count as usize > MAX_RUNS {
-                    return Err(key_error(
-                        "seeds.count",
-                        format!("{} is more than {MAX_RUNS} runs", range.count),
-                    ));
-                }
-                let end = range.from.checked_add(range.count).ok_or_else(|| {
-                    key_error("seeds.from", "from + count is past the largest seed".into())
-                })?;
-                (range.from..end).collect()
-            }
-        };
-        if seeds.is_empty() {
-            return Err(key_error(
-                "seeds",
-                "no seeds; give a list or a count of at least 1".into(),
-            ));
-        }
-        if seeds.iter().collect::<BTreeSet<_>>().len() < seeds.len() {
-            return Err(key_error("seeds", "a seed is listed twice".into()));
-        }
-
-        let mut fixed = Vec::new();
-        for (key, value) in &file.set {
-            check_key(key).map_err(|m| key_error(&format!("set.\"{key}\""), m))?;
-            if key == "seed" {
-                return Err(key_error("set.seed", "set seeds with `seeds`".into()));
-            }
-            fixed.push(format!("{key}={}", toml_value(value)));
-        }
-
-        let mut axes: Vec<(String, Vec<(String, String)>)> = Vec::new();
-        for (key, values) in &file.grid {
-            let at = format!("grid.\"{key}\"");
-            check_key(key).map_err(|m| key_error(&at, m))?;
-            if key == "seed" {
-                return Err(key_error(&at, "seeds go in `seeds`, not the grid".into()));
-            }
-            if file.set.contains_key(key) {
-                return Err(key_error(&at, "the key is also in [set]; keep one".into()));
-            }
-            let toml::Value::Array(values) = values else {
-                return Err(key_error(
-                    &at,
-                    format!(
-                        "expected a list of values, e.g. [\"split\", \"wide\"], got {}",
-                        toml_value(values)
-                    ),
-                ));
-            };
-            if values.is_empty() {
-                return Err(key_error(&at, "the list is empty".into()));
-            }
-            let mut shown = BTreeSet::new();
-            let mut axis = Vec::new();
-            for value in values {
-                if matches!(value, toml::Value::Array(_) | toml::Value::Table(_)) {
-                    return Err(key_error(
-                        &at,
-                        format!("{} is not a single value", toml_value(value)),
-                    ));
-                }
-                let display = display_value(value);
-                if !shown.insert(display.clone()) {
-                    return Err(key_error(&at, format!("{display} is listed twice")));
-                }
-                axis.push((display, format!("{key}={}", toml_value(value))));
-            }
-            axes.push((key.clone(), axis));
-        }
+        let name = sweep_name(&file, path)?;
+        let configs = base_configs(&file, path)?;
+        let seeds = seed_list(&file.seeds, path)?;
+        let fixed = fixed_overrides(&file, path)?;
+        let axes = grid_axes(&file, path)?;
         let grid_keys: Vec<String> = axes.iter().map(|(key, _)| key.clone()).collect();
-
-        let points = axes
-            .iter()
-            .try_fold(configs.len(), |n, (_, axis)| n.checked_mul(axis.len()))
-            .and_then(|n| n.checked_mul(seeds.len()))
-            .filter(|&n| n <= MAX_RUNS);
-        let Some(total) = points else {
-            return Err(key_error(
-                "grid",
-                format!("configs x grid x seeds is more than {MAX_RUNS} runs"),
-            ));
-        };
-
+        let total = run_count(configs.len(), &axes, seeds.len(), path)?;
         let pattern = match &file.run_name {
             Some(pattern) => pattern.clone(),
             None => default_pattern(&grid_keys),
         };
-        check_pattern(&pattern, &grid_keys).map_err(|m| key_error("run_name", m))?;
+        check_pattern(&pattern, &grid_keys).map_err(|m| key_error(path, "run_name", m))?;
+        let plan = Plan {
+            configs: &configs,
+            seeds: &seeds,
+            fixed: &fixed,
+            axes: &axes,
+            pattern: &pattern,
+        };
+        let runs = plan.runs(total, path)?;
+        Ok(Sweep {
+            path: path.to_path_buf(),
+            name,
+            grid_keys,
+            runs,
+            inspect: file.inspect,
+        })
+    }
 
+    /// The run called `name`.
+    pub fn run(&self, name: &str) -> Option<&PlannedRun> {
+        self.runs.iter().find(|run| run.name == name)
+    }
+}
+
+/// A bad value of `key` in the sweep file at `path`.
+fn key_error(path: &Path, key: &str, message: impl Into<String>) -> SweepError {
+    SweepError::Key {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The sweep's name: `name`, else the file's stem.
+fn sweep_name(file: &SweepFile, path: &Path) -> Result<String, SweepError> {
+    let name = match &file.name {
+        Some(name) => name.clone(),
+        None => path
+            .file_stem()
+            .map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned()),
+    };
+    check_name(&name).map_err(|m| key_error(path, "name", m))?;
+    Ok(name)
+}
+
+/// `configs`, relative to the sweep file, each with its stem (which names its runs).
+fn base_configs(file: &SweepFile, path: &Path) -> Result<Vec<(PathBuf, String)>, SweepError> {
+    if file.configs.is_empty() {
+        return Err(key_error(
+            path,
+            "configs",
+            "the list is empty; give at least one config file, e.g. \
+             configs = [\"../reverse.toml\"]",
+        ));
+    }
+    let base = path.parent().unwrap_or(Path::new(""));
+    let configs: Vec<(PathBuf, String)> = file
+        .configs
+        .iter()
+        .map(|config| {
+            let stem = config
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (base.join(config), stem)
+        })
+        .collect();
+    let stems: BTreeSet<&String> = configs.iter().map(|(_, stem)| stem).collect();
+    if stems.len() < configs.len() {
+        return Err(key_error(
+            path,
+            "configs",
+            "two configs share a file name; run names and tables tell configs apart by it",
+        ));
+    }
+    Ok(configs)
+}
+
+/// `seeds` as a list: at least one, none twice.
+fn seed_list(seeds: &Seeds, path: &Path) -> Result<Vec<u64>, SweepError> {
+    let seeds = match seeds {
+        Seeds::List(list) => list.clone(),
+        Seeds::Range(range) => {
+            if range.count as usize > MAX_RUNS {
+                return Err(key_error(
+                    path,
+                    "seeds.count",
+                    format!("{} is more than {MAX_RUNS} runs", range.count),
+                ));
+            }
+            let end = range.from.checked_add(range.count).ok_or_else(|| {
+                key_error(path, "seeds.from", "from + count is past the largest seed")
+            })?;
+            (range.from..end).collect()
+        }
+    };
+    if seeds.is_empty() {
+        return Err(key_error(
+            path,
+            "seeds",
+            "no seeds; give a list or a count of at least 1",
+        ));
+    }
+    if seeds.iter().collect::<BTreeSet<_>>().len() < seeds.len() {
+        return Err(key_error(path, "seeds", "a seed is listed twice"));
+    }
+    Ok(seeds)
+}
+
+/// `[set]` as `--set` assignments.
+fn fixed_overrides(file: &SweepFile, path: &Path) -> Result<Vec<String>, SweepError> {
+    let mut fixed = Vec::new();
+    for (key, value) in &file.set {
+        check_key(key).map_err(|m| key_error(path, &format!("set.\"{key}\""), m))?;
+        if key == "seed" {
+            return Err(key_error(path, "set.seed", "set seeds with `seeds`"));
+        }
+        fixed.push(format!("{key}={}", toml_value(value)));
+    }
+    Ok(fixed)
+}
+
+/// One grid axis: its key, and per value (shown, `--set` assignment).
+type Axis = (String, Vec<(String, String)>);
+
+/// `[grid]` as axes, each value checked to be a single value listed once.
+fn grid_axes(file: &SweepFile, path: &Path) -> Result<Vec<Axis>, SweepError> {
+    let mut axes = Vec::new();
+    for (key, values) in &file.grid {
+        let at = format!("grid.\"{key}\"");
+        check_key(key).map_err(|m| key_error(path, &at, m))?;
+        if key == "seed" {
+            return Err(key_error(path, &at, "seeds go in `seeds`, not the grid"));
+        }
+        if file.set.contains_key(key) {
+            return Err(key_error(path, &at, "the key is also in [set]; keep one"));
+        }
+        let toml::Value::Array(values) = values else {
+            return Err(key_error(
+                path,
+                &at,
+                format!(
+                    "expected a list of values, e.g. [\"split\", \"wide\"], got {}",
+                    toml_value(values)
+                ),
+            ));
+        };
+        if values.is_empty() {
+            return Err(key_error(path, &at, "the list is empty"));
+        }
+        let mut shown = BTreeSet::new();
+        let mut axis = Vec::new();
+        for value in values {
+            if matches!(value, toml::Value::Array(_) | toml::Value::Table(_)) {
+                return Err(key_error(
+                    path,
+                    &at,
+                    format!("{} is not a single value", toml_value(value)),
+                ));
+            }
+            let display = display_value(value);
+            if !shown.insert(display.clone()) {
+                return Err(key_error(path, &at, format!("{display} is listed twice")));
+            }
+            axis.push((display, format!("{key}={}", toml_value(value))));
+        }
+        axes.push((key.clone(), axis));
+    }
+    Ok(axes)
+}
+
+/// configs x grid x seeds, refused above [`MAX_RUNS`].
+fn run_count(
+    configs: usize,
+    axes: &[Axis],
+    seeds: usize,
+    path: &Path,
+) -> Result<usize, SweepError> {
+    axes.iter()
+        .try_fold(configs, |n, (_, axis)| n.checked_mul(axis.len()))
+        .and_then(|n| n.checked_mul(seeds))
+        .filter(|&n| n <= MAX_RUNS)
+        .ok_or_else(|| {
+            key_error(
+                path,
+                "grid",
+                format!("configs x grid x seeds is more than {MAX_RUNS} runs"),
+            )
+        })
+}
+
+/// What the runs are made of, once every key is checked.
+struct Plan<'a> {
+    configs: &'a [(PathBuf, String)],
+    seeds: &'a [u64],
+    fixed: &'a [String],
+    axes: &'a [Axis],
+    pattern: &'a str,
+}
+
+impl Plan<'_> {
+    /// Every run, seed first (every grid point's seed 0, then seed 1, ...), each named by
+    /// the pattern; two runs of one name are refused.
+    fn runs(&self, total: usize, path: &Path) -> Result<Vec<PlannedRun>, SweepError> {
         let mut runs = Vec::with_capacity(total);
-        for &seed in &seeds {
-            for (config, stem) in &configs {
-                for combination in combinations(&axes) {
+        for &seed in self.seeds {
+            for (config, stem) in self.configs {
+                for combination in combinations(self.axes) {
                     let grid: BTreeMap<String, String> = combination
                         .iter()
                         .map(|(key, (display, _))| (key.to_string(), display.clone()))
                         .collect();
-                    let mut overrides = fixed.clone();
+                    let mut overrides = self.fixed.to_vec();
                     overrides.extend(combination.iter().map(|(_, (_, set))| set.clone()));
                     overrides.push(format!("seed={seed}"));
-                    let name = render(&pattern, stem, seed, &grid);
+                    let name = render(self.pattern, stem, seed, &grid);
                     check_name(&name)
-                        .map_err(|m| key_error("run_name", format!("run `{name}`: {m}")))?;
+                        .map_err(|m| key_error(path, "run_name", format!("run `{name}`: {m}")))?;
                     runs.push(PlannedRun {
                         index: runs.len(),
                         name,
@@ -394,27 +474,17 @@ impl Sweep {
         for run in &runs {
             if !names.insert(&run.name) {
                 return Err(key_error(
+                    path,
                     "run_name",
                     format!(
-                        "`{pattern}` gives two runs the name `{}`; add the keys that tell them \
+                        "`{}` gives two runs the name `{}`; add the keys that tell them \
                          apart ({{config}}, {{seed}} or a grid key in braces)",
-                        run.name
+                        self.pattern, run.name
                     ),
                 ));
             }
         }
-        Ok(Sweep {
-            path: path.to_path_buf(),
-            name,
-            grid_keys,
-            runs,
-            inspect: file.inspect,
-        })
-    }
-
-    /// The run called `name`.
-    pub fn run(&self, name: &str) -> Option<&PlannedRun> {
-        self.runs.iter().find(|run| run.name == name)
+        Ok(runs)
     }
 }
 

@@ -6,6 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use inspect::report::dir::ReportDir;
 use train::RunDir;
 use train::run_dir::RunDirError;
 
@@ -13,9 +14,6 @@ use crate::spec::PlannedRun;
 
 /// The sweep's own directory inside its output directory (run names cannot start with `_`).
 pub const SWEEP_DIR: &str = "_sweep";
-
-/// The last file `inspect` writes: its presence means the report is complete.
-const REPORT_DONE: &str = "index.html";
 
 /// Where a sweep keeps its files.
 #[derive(Debug, Clone)]
@@ -152,7 +150,7 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
             RunState::Unfinished
         };
     }
-    if inspect && !dir.report_dir().join(REPORT_DONE).exists() {
+    if inspect && !ReportDir::of_run(&dir).is_complete() {
         return RunState::Trained;
     }
     RunState::Done

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use model::memory::{forward_activations, product};
 use model::{EncoderConfig, EncoderIo};
 use serde::{Deserialize, Serialize};
 
@@ -536,7 +537,7 @@ fn largest_tensor_over_limit(
             (eval_rows_key, eval_rows),
         ]
         .into_iter()
-        .flat_map(|(rows_key, rows)| activations(rows_key, rows, h, dh, ff, seq, outputs)),
+        .flat_map(|(rows_key, rows)| activations(rows_key, rows, model, seq, outputs)),
     )
     .chain([(
         "the evaluation set (train.eval_size x the task's sequence length)".to_string(),
@@ -545,52 +546,23 @@ fn largest_tensor_over_limit(
     .find(|(_, values)| *values > MAX_TENSOR_VALUES)
 }
 
-/// The product of sizes in u128, saturating: products of several 64-bit sizes neither wrap
-/// nor overflow.
-fn product(factors: &[usize]) -> u128 {
-    factors
-        .iter()
-        .fold(1u128, |acc, &f| acc.saturating_mul(f as u128))
-}
-
-/// The largest activations of a forward pass over `rows` sequences, each named with the key
-/// (`rows_key`, an open parenthesis to close) that sets the row count.
+/// Every activation tensor of a forward pass over `rows` sequences ([`forward_activations`]),
+/// each named with the key (`rows_key`, an open parenthesis to close) that sets the row count.
 fn activations(
     rows_key: &str,
     rows: usize,
-    heads: usize,
-    d_head: usize,
-    d_ff: usize,
+    model: &EncoderConfig,
     seq: usize,
     outputs: usize,
-) -> [(String, u128); 4] {
-    [
-        (
-            format!(
-                "{rows_key}) x model.n_heads x the task's sequence length squared: its \
-                 attention patterns"
-            ),
-            product(&[rows, heads, seq, seq]),
-        ),
-        (
-            format!(
-                "{rows_key}) x the task's sequence length x 3 x model.n_heads x the head \
-                 size: its queries, keys and values"
-            ),
-            product(&[rows, seq, 3, heads, d_head]),
-        ),
-        (
-            format!(
-                "{rows_key}) x the task's sequence length x model.d_ff: its feed-forward \
-                 activations"
-            ),
-            product(&[rows, seq, d_ff]),
-        ),
-        (
-            format!("{rows_key}) x the task's sequence length x the task's classes: its logits"),
-            product(&[rows, seq, outputs]),
-        ),
-    ]
+) -> impl Iterator<Item = (String, u128)> {
+    forward_activations(model, seq, outputs)
+        .into_iter()
+        .map(move |a| {
+            (
+                format!("{rows_key}) x {}", a.shape),
+                a.values_per_sequence.saturating_mul(rows as u128),
+            )
+        })
 }
 
 /// Sets `key.path` in `table` to `value` (parsed as a TOML value; a bare word is a string).

@@ -31,7 +31,7 @@ struct Args {
     // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
     // as an unknown flag.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true,
-          value_parser = inspect::probe::parse_size)]
+          value_parser = inspect::load::probe::parse_size)]
     probe: usize,
 }
 

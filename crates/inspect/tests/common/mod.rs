@@ -48,7 +48,7 @@ pub fn hand_built_run(
     dir: &Path,
     config_text: &str,
     wire: impl FnOnce(&mut model::Encoder, &burn::tensor::Device),
-) -> (inspect::run::LoadedRun, train::run_dir::RunLock) {
+) -> (inspect::load::run::LoadedRun, train::run_dir::RunLock) {
     let config_path = dir.join("config.toml");
     std::fs::write(&config_path, config_text).unwrap();
     let run = RunConfig::from_toml(&config_path)
@@ -60,7 +60,7 @@ pub fn hand_built_run(
     wire(&mut model, &device);
     let (run_dir, lock) = train::RunDir::create(&dir.join("run"), &run, false, "test").unwrap();
     let weights = Path::new("hand-built").to_path_buf();
-    let loaded = inspect::run::LoadedRun::from_model(run_dir, run, model, weights);
+    let loaded = inspect::load::run::LoadedRun::from_model(run_dir, run, model, weights);
     (loaded, lock)
 }
 

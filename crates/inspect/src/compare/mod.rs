@@ -1,0 +1,558 @@
+//! Comparing runs of one task (typically one config trained with several seeds): every run
+//! is probed on the reference run's probe sequences, its heads are matched to the
+//! reference's per layer ([`crate::measures::matching`]), and for each reference head ("slot") we
+//! collect the matched heads' roles. A role found in the slot of every run is a regularity
+//! of the task; one found in some runs only is an accident of the seed.
+//!
+//! Writes `matching.json`, `matched-attention.png` (slots x runs, the matched heads'
+//! attention on probe sequence 0) and the interactive `compare.html`
+//! ([`crate::draw::compare_page`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use model::HeadId;
+use serde::{Deserialize, Serialize};
+use train::tasks::{Task, TaskConfig};
+
+use crate::draw::compare_page::{
+    self, ComparePageInput, HeadMeasures, PageRunInput, measure_layer,
+};
+use crate::draw::figures::{self, FigureError};
+use crate::load::probe::{LayerProbe, Probe, ProbeSizeError};
+use crate::load::run::{LoadedRun, RunError};
+use crate::measures::matching::{LayerMatch, match_layers};
+
+/// One compared run, heads listed in the reference's slot order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedRun {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Its seed.
+    pub seed: u64,
+    /// The last eval token accuracy in its `metrics.jsonl` (None if it never evaluated).
+    pub eval_token_acc: Option<f64>,
+    /// Per layer, the matching to the reference (identity for the reference itself).
+    pub layers: Vec<LayerMatch>,
+    /// Per layer, per slot: the role of the matched head.
+    pub roles: Vec<Vec<String>>,
+}
+
+/// One reference head and what its matched heads did across runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slot {
+    /// Layer.
+    pub layer: usize,
+    /// The reference run's head.
+    pub head: usize,
+    /// The matched head's role in each run, reference first.
+    pub roles: Vec<String>,
+    /// The role if every run agrees on it (and it is not "mixed"), else None.
+    pub consistent_role: Option<String>,
+    /// Mean pattern similarity of the matched heads to the reference head, over the other
+    /// runs (1 with no other run).
+    pub mean_similarity: f64,
+}
+
+/// `matching.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Sequences in the shared probe batch (drawn with the reference run's seed).
+    pub probe_size: usize,
+    /// Every run, the reference first.
+    pub runs: Vec<ComparedRun>,
+    /// One entry per reference head, layer-major.
+    pub slots: Vec<Slot>,
+    /// Per layer: for each role, in how many runs at least one head of the layer has it
+    /// (independent of the matching).
+    pub runs_with_role: Vec<BTreeMap<String, usize>>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// Runs that cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// A run that does not load.
+    #[error(transparent)]
+    Run(RunError),
+    /// A run without final weights: `inspect`'s advice (`--checkpoint`) is no option of
+    /// `compare`.
+    #[error(
+        "{run} has not finished training ({weights} is missing), and compare matches final \
+         weights: let it finish (train's --resume continues it from its newest checkpoint){}",
+        checkpoint_advice(.run, .available)
+    )]
+    Unfinished {
+        /// The run directory.
+        run: PathBuf,
+        /// The final weights it lacks.
+        weights: PathBuf,
+        /// Its checkpoints, as `RunError::NoFinalWeights` lists them ("none" when none).
+        available: String,
+    },
+    /// A probe batch too large for the runs.
+    #[error(transparent)]
+    ProbeSize(#[from] ProbeSizeError),
+    /// A run of another task or shape.
+    #[error(
+        "{other} cannot be matched to {reference}: the {what} differ: {reference} \
+         {reference_value}, {other} {other_value}; compare runs of one task and one model shape"
+    )]
+    Mismatch {
+        /// The reference run.
+        reference: PathBuf,
+        /// The run that differs.
+        other: PathBuf,
+        /// What differs: "tasks" or "model shapes".
+        what: &'static str,
+        /// The reference's, in words: "is reverse (seq_len = 6)", "has 1 layer x 2 heads".
+        reference_value: String,
+        /// The other run's, in words.
+        other_value: String,
+    },
+    /// The figure.
+    #[error(transparent)]
+    Figure(#[from] FigureError),
+    /// `matching.json`.
+    #[error("cannot write {path}: {error}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main
+        /// would print it twice.
+        error: std::io::Error,
+    },
+}
+
+fn checkpoint_advice(run: &Path, available: &str) -> String {
+    if available == "none" {
+        String::new()
+    } else {
+        format!(
+            ", or inspect one of its checkpoints alone with `inspect {} --checkpoint step-N` \
+             (available: {available})",
+            run.display()
+        )
+    }
+}
+
+/// Loads every run in `dirs` with its final weights.
+pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
+    dirs.iter()
+        .map(|dir| {
+            crate::load::run::load(dir, None).map_err(|error| match error {
+                RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
+                    run: dir.clone(),
+                    weights,
+                    available,
+                },
+                error => CompareError::Run(error),
+            })
+        })
+        .collect()
+}
+
+/// Checks that `other` has the reference's task and head grid.
+fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), CompareError> {
+    let mismatch = |what, a: String, b: String| CompareError::Mismatch {
+        reference: reference.dir.root().to_path_buf(),
+        other: other.dir.root().to_path_buf(),
+        what,
+        reference_value: a,
+        other_value: b,
+    };
+    let (a, b) = (&reference.run.config.task, &other.run.config.task);
+    if a != b {
+        let (a, b) = task_difference(a, b);
+        return Err(mismatch("tasks", format!("is {a}"), format!("is {b}")));
+    }
+    let grid = |run: &LoadedRun| {
+        let (layers, heads) = (run.model.blocks.len(), run.model.n_heads());
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        format!(
+            "has {} x {}",
+            plural(layers, "layer"),
+            plural(heads, "head")
+        )
+    };
+    if grid(reference) != grid(other) {
+        return Err(mismatch("model shapes", grid(reference), grid(other)));
+    }
+    Ok(())
+}
+
+/// Two different `[task]` sections in words, as `kind (key = value, ...)`: of the same
+/// kind, only the keys that differ; of different kinds, every key.
+fn task_difference(a: &TaskConfig, b: &TaskConfig) -> (String, String) {
+    let keys = |task: &TaskConfig| -> BTreeMap<String, String> {
+        match serde_json::to_value(task) {
+            Ok(serde_json::Value::Object(fields)) => fields
+                .into_iter()
+                .filter(|(key, _)| key != "kind")
+                .map(|(key, value)| (key, value.to_string()))
+                .collect(),
+            _ => BTreeMap::new(),
+        }
+    };
+    let (keys_a, keys_b) = (keys(a), keys(b));
+    let same_kind = a.kind_name() == b.kind_name();
+    let describe =
+        |task: &TaskConfig, own: &BTreeMap<String, String>, other: &BTreeMap<String, String>| {
+            let mut shown: Vec<String> = own
+                .iter()
+                .filter(|(key, value)| !same_kind || other.get(*key) != Some(*value))
+                .map(|(key, value)| format!("{key} = {value}"))
+                .collect();
+            if same_kind {
+                let unset = other.keys().filter(|key| !own.contains_key(*key));
+                shown.extend(unset.map(|key| format!("{key} unset")));
+            }
+            if shown.is_empty() {
+                task.kind_name().to_string()
+            } else {
+                format!("{} ({})", task.kind_name(), shown.join(", "))
+            }
+        };
+    (describe(a, &keys_a, &keys_b), describe(b, &keys_b, &keys_a))
+}
+
+/// Matches the heads of every run in `runs` to those of `runs[0]` and writes the comparison
+/// into `out`.
+pub fn compare(
+    runs: &[LoadedRun],
+    out: &Path,
+    probe_size: usize,
+) -> Result<Comparison, CompareError> {
+    let reference = runs.first().expect("at least one run to compare");
+    for other in &runs[1..] {
+        check_comparable(reference, other)?;
+    }
+    Probe::check_size(probe_size, &reference.run, runs.len())?;
+    let probe = Probe::new(
+        &reference.run.task,
+        probe_size,
+        reference.run.config.seed,
+        &reference.device,
+    );
+    let probes: Vec<Vec<LayerProbe>> = runs.iter().map(|run| probe.run(&run.model)).collect();
+    let measures = measure_heads(&reference.run.task, &probe, &probes);
+    let compared: Vec<ComparedRun> = runs
+        .iter()
+        .zip(&probes)
+        .zip(&measures)
+        .map(|((run, layers), measures)| compare_run(run, &probes[0], layers, measures))
+        .collect();
+    let slots: Vec<Slot> = reference
+        .model
+        .heads()
+        .map(|id| slot(id, &compared))
+        .collect();
+    let runs_with_role = runs_with_role(reference.model.n_layers(), &compared);
+
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| CompareError::Write { path, error }
+    };
+    std::fs::create_dir_all(out).map_err(write_error(out))?;
+    let figure_path = out.join("matched-attention.png");
+    matched_attention_figure(&figure_path, &probe, &probes, &compared, &slots)?;
+    let page_path = out.join("compare.html");
+    let page = page_data(runs, &probe, &probes, &compared, &measures);
+    train::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
+        .map_err(write_error(&page_path))?;
+    let json_path = out.join("matching.json");
+    let mut comparison = Comparison {
+        probe_size,
+        runs: compared,
+        slots,
+        runs_with_role,
+        files: vec![json_path.clone(), figure_path, page_path],
+    };
+    let json = serde_json::to_vec_pretty(&comparison).expect("comparison serializes");
+    train::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
+    comparison.files.sort();
+    Ok(comparison)
+}
+
+/// Every head's measures on the shared probe, `[run][layer][head]`: the roles and the page's
+/// measures come from here.
+fn measure_heads(
+    task: &Task,
+    probe: &Probe,
+    probes: &[Vec<LayerProbe>],
+) -> Vec<Vec<Vec<HeadMeasures>>> {
+    let tokens = probe.token_ids();
+    let targets: Vec<Vec<Vec<usize>>> = probe
+        .examples
+        .iter()
+        .map(|example| task.attention_targets(&example.input))
+        .collect();
+    probes
+        .iter()
+        .map(|layers| {
+            layers
+                .iter()
+                .map(|layer| measure_layer(task, layer, &tokens, &targets))
+                .collect()
+        })
+        .collect()
+}
+
+/// One run's heads matched to the reference's (`reference` is its probe), with the matched
+/// heads' roles.
+fn compare_run(
+    run: &LoadedRun,
+    reference: &[LayerProbe],
+    layers: &[LayerProbe],
+    measures: &[Vec<HeadMeasures>],
+) -> ComparedRun {
+    let matches = match_layers(reference, layers);
+    let roles = measures
+        .iter()
+        .zip(&matches)
+        .map(|(own, matched)| {
+            matched
+                .partner
+                .iter()
+                .map(|&p| own[p].role.clone())
+                .collect()
+        })
+        .collect();
+    let eval_token_acc = run
+        .dir
+        .metrics()
+        .iter()
+        .rev()
+        .find_map(|r| r.eval_token_acc);
+    ComparedRun {
+        dir: run.dir.root().to_path_buf(),
+        seed: run.run.config.seed,
+        eval_token_acc,
+        layers: matches,
+        roles,
+    }
+}
+
+/// The slot of the reference's head `id`: its matched heads' roles across runs, the role
+/// they share (if every run agrees and it is not "mixed") and their mean similarity to it.
+fn slot(id: HeadId, compared: &[ComparedRun]) -> Slot {
+    let HeadId { layer, head } = id;
+    let roles: Vec<String> = compared
+        .iter()
+        .map(|r| r.roles[layer][head].clone())
+        .collect();
+    let consistent_role =
+        Some(roles[0].clone()).filter(|role| role != "mixed" && roles.iter().all(|r| r == role));
+    let others: Vec<f64> = compared[1..]
+        .iter()
+        .map(|r| r.layers[layer].similarity[head])
+        .collect();
+    let mean_similarity = if others.is_empty() {
+        1.0
+    } else {
+        others.iter().sum::<f64>() / others.len() as f64
+    };
+    Slot {
+        layer,
+        head,
+        roles,
+        consistent_role,
+        mean_similarity,
+    }
+}
+
+/// Per layer, for each role, how many runs have a head with it.
+fn runs_with_role(n_layers: usize, compared: &[ComparedRun]) -> Vec<BTreeMap<String, usize>> {
+    (0..n_layers)
+        .map(|layer| {
+            let mut counts = BTreeMap::new();
+            for run in compared {
+                let distinct: BTreeSet<&String> = run.roles[layer].iter().collect();
+                for role in distinct {
+                    *counts.entry(role.clone()).or_insert(0) += 1;
+                }
+            }
+            counts
+        })
+        .collect()
+}
+
+/// `compare.html`'s data: every run's matched heads, their measures and patterns on the first
+/// probe sequences.
+fn page_data(
+    runs: &[LoadedRun],
+    probe: &Probe,
+    probes: &[Vec<LayerProbe>],
+    compared: &[ComparedRun],
+    measures: &[Vec<Vec<HeadMeasures>>],
+) -> compare_page::CompareData {
+    let reference = &runs[0];
+    let (n_layers, n_heads) = (reference.model.blocks.len(), reference.model.n_heads());
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    compare_page::build(&ComparePageInput {
+        title: format!("{} ({} runs)", reference.run.config.name, runs.len()),
+        summary: format!(
+            "task {}, {n_layers} layer{} x {n_heads} head{}; heads matched to the first \
+             run's by attention-pattern similarity on a probe batch of {} sequences drawn \
+             with its seed ({})",
+            reference.run.task.name(),
+            plural(n_layers),
+            plural(n_heads),
+            probe.examples.len(),
+            reference.run.config.seed,
+        ),
+        runs: compared
+            .iter()
+            .zip(probes)
+            .zip(measures)
+            .map(|((run, layers), measures)| PageRunInput {
+                name: run.dir.file_name().map_or_else(
+                    || run.dir.display().to_string(),
+                    |name| name.to_string_lossy().into_owned(),
+                ),
+                dir: run.dir.display().to_string(),
+                seed: run.seed,
+                eval_token_acc: run.eval_token_acc,
+                layers,
+                matches: &run.layers,
+                measures,
+            })
+            .collect(),
+        labels: probe
+            .examples
+            .iter()
+            .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
+            .collect(),
+    })
+}
+
+/// Rows: slots (reference heads, layer-major); columns: runs; each panel the matched
+/// head's attention on probe sequence 0.
+fn matched_attention_figure(
+    path: &Path,
+    probe: &Probe,
+    probes: &[Vec<LayerProbe>],
+    compared: &[ComparedRun],
+    slots: &[Slot],
+) -> Result<(), FigureError> {
+    let tokens = &probe.examples[0].input;
+    let seq = tokens.len();
+    let mut patterns = vec![];
+    let mut captions = vec![];
+    for slot in slots {
+        let (mut row, mut row_captions) = (vec![], vec![]);
+        for (run, layers) in compared.iter().zip(probes) {
+            let matched = &run.layers[slot.layer];
+            let partner = matched.partner[slot.head];
+            row.push(layers[slot.layer].head_pattern(partner)[..seq * seq].to_vec());
+            row_captions.push(format!(
+                "seed {} {}: {} ({:.2})",
+                run.seed,
+                HeadId::new(slot.layer, partner),
+                run.roles[slot.layer][slot.head],
+                matched.similarity[slot.head]
+            ));
+        }
+        patterns.push(row);
+        captions.push(row_captions);
+    }
+    figures::attention_patterns(
+        path,
+        &figures::PatternFigure {
+            title: "Matched heads: a column per run, a row per head of the first run \
+                    (pattern similarity)",
+            patterns: &patterns,
+            labels: &figures::token_labels(tokens, probe.token_names.as_deref()),
+            captions: &captions,
+        },
+    )
+}
+
+/// The slot table printed on the terminal: one row per reference head, one column per run.
+pub fn table(comparison: &Comparison) -> String {
+    let mut header = format!("{:<6}", "slot");
+    for run in &comparison.runs {
+        header.push_str(&format!(" {:<24}", format!("seed {}", run.seed)));
+    }
+    header.push_str(" consistent");
+    let mut lines = vec![header];
+    for slot in &comparison.slots {
+        let mut line = format!("{:<6} ", HeadId::new(slot.layer, slot.head));
+        for (run, role) in comparison.runs.iter().zip(&slot.roles) {
+            let matched = &run.layers[slot.layer];
+            line.push_str(&format!(
+                "{:<24} ",
+                format!(
+                    "{role} H{} {:.2}",
+                    matched.partner[slot.head], matched.similarity[slot.head]
+                )
+            ));
+        }
+        line.push_str(slot.consistent_role.as_deref().unwrap_or("-"));
+        lines.push(line);
+    }
+    let n_runs = comparison.runs.len();
+    for (layer, counts) in comparison.runs_with_role.iter().enumerate() {
+        let counts: Vec<String> = counts
+            .iter()
+            .map(|(role, n)| format!("{role} in {n}/{n_runs}"))
+            .collect();
+        lines.push(format!(
+            "layer {layer}: runs with a head of each role: {}",
+            counts.join(", ")
+        ));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use train::tasks::{Combine, NeighborsSpec, SequenceSpec};
+
+    use super::*;
+
+    fn sequence(seq_len: usize, vocab_size: usize) -> SequenceSpec {
+        SequenceSpec {
+            seq_len,
+            vocab_size,
+        }
+    }
+
+    #[test]
+    fn tasks_of_different_kinds_are_told_apart_by_kind_and_keys() {
+        let (a, b) = task_difference(
+            &TaskConfig::Reverse(sequence(8, 5)),
+            &TaskConfig::Copy(sequence(8, 5)),
+        );
+        assert_eq!(a, "reverse (seq_len = 8, vocab_size = 5)");
+        assert_eq!(b, "copy (seq_len = 8, vocab_size = 5)");
+    }
+
+    #[test]
+    fn tasks_of_one_kind_name_only_the_keys_that_differ() {
+        let (a, b) = task_difference(
+            &TaskConfig::Reverse(sequence(6, 5)),
+            &TaskConfig::Reverse(sequence(7, 5)),
+        );
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("reverse (seq_len = 6)", "reverse (seq_len = 7)")
+        );
+
+        let sum = NeighborsSpec {
+            combine: Combine::Sum,
+            ..NeighborsSpec::default()
+        };
+        let difference = NeighborsSpec {
+            combine: Combine::Difference,
+            ..NeighborsSpec::default()
+        };
+        let (a, b) = task_difference(
+            &TaskConfig::Neighbors(sum),
+            &TaskConfig::Neighbors(difference),
+        );
+        assert_eq!(a, "neighbors (combine = \"sum\")");
+        assert_eq!(b, "neighbors (combine = \"difference\")");
+    }
+}

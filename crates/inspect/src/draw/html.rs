@@ -1,0 +1,227 @@
+//! `index.html`: one self-contained page (figures embedded as base64 PNG, no external
+//! requests) with the run's summary, head table, the best head per dependency relation (for
+//! tasks with parses), figures, config and the list of files.
+//!
+//! A few lines of script mark `<body data-figures="...">` once every figure has decoded
+//! ("ok N" or "broken: ..."), so a headless browser can check the page without a screenshot.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use model::HeadId;
+
+use crate::measures::heads::HeadRecord;
+use crate::measures::relations::{BestHead, Relations};
+
+/// A figure to embed: its PNG file and what it shows.
+pub struct Figure<'a> {
+    /// The PNG written in the report's `figures/`.
+    pub path: &'a Path,
+    /// One sentence on how to read it.
+    pub caption: &'a str,
+}
+
+/// Everything the page shows.
+pub struct Page<'a> {
+    /// Run name (from its config).
+    pub title: &'a str,
+    /// One line: task, weights, accuracy.
+    pub summary: String,
+    /// The head table.
+    pub heads: &'a [HeadRecord],
+    /// Dependency-relation scores, for tasks with parses.
+    pub relations: Option<&'a Relations>,
+    /// Figures, in order.
+    pub figures: Vec<Figure<'a>>,
+    /// The run's `config.toml`.
+    pub config_toml: &'a str,
+    /// Report files with a description each.
+    pub files: Vec<(String, &'a str)>,
+}
+
+/// `&`, `<`, `>` and `"` escaped for HTML text and attributes.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;\
+margin:2rem auto;max-width:1300px;padding:0 1rem;color:#222}\
+h1{margin-bottom:.2rem}table{border-collapse:collapse;font-size:.9rem}\
+th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd;text-align:right}\
+th{background:#f4f4f4}td.role{text-align:left;font-weight:600}\
+figure{margin:1.5rem 0}img{max-width:100%;border:1px solid #eee}\
+figcaption{color:#555;font-size:.9rem}pre{background:#f7f7f7;padding:1rem;overflow:auto}\
+.summary{color:#555}code{background:#f4f4f4;padding:0 .2rem}";
+
+const SELF_CHECK: &str = "window.addEventListener('load',function(){\
+var imgs=Array.prototype.slice.call(document.images);\
+var bad=imgs.filter(function(i){return !(i.complete&&i.naturalWidth>0);});\
+document.body.setAttribute('data-figures',bad.length?'broken: '+bad.map(function(i){return i.alt;}).join(', '):'ok '+imgs.length);\
+});";
+
+/// The page as HTML. Reads the figures' PNG files to embed them.
+pub fn render(page: &Page) -> std::io::Result<String> {
+    let mut html = String::new();
+    let w = &mut html;
+    // Writing into a String cannot fail; `let _ =` keeps the many writes short.
+    let _ = write!(
+        w,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>headlab: {title}</title>\n<style>{STYLE}</style>\n<script>{SELF_CHECK}</script>\n\
+         </head>\n<body data-figures=\"loading\">\n<h1>headlab: {title}</h1>\n\
+         <p class=\"summary\">{summary}</p>\n\
+         <p><a href=\"explore.html\">Explore every head interactively</a> \
+         (<code>explore.html</code>: model, head and query/key views).</p>\n",
+        title = escape(page.title),
+        summary = escape(&page.summary),
+    );
+
+    let _ = write!(
+        w,
+        "<h2>Heads</h2>\n<p>Role: the pattern that gets at least half of the head's attention \
+         on the probe batch, else <em>mixed</em>. Ablation: eval token accuracy lost when only \
+         this head is masked. Copying: sum(&lambda;) / sum(|&lambda;|) of the OV circuit's \
+         eigenvalues (1 writes back what the head reads). Ranks: effective rank of the QK and \
+         OV circuits, at most d_head (<code>circuits.json</code> has the rest). Task target: \
+         mean attention on the exact positions the task says solve each query (1: the head \
+         reads exactly them; a uniform head scores their count over the sequence length; \
+         &ndash; where the task names none).</p>\n<table>\n\
+         <tr><th>layer</th><th>head</th><th>role</th>\
+         <th>entropy (nats)</th><th>confidence</th><th>mean distance</th>\
+         <th>ablation drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
+         <th>task target</th><th>pattern scores</th></tr>\n"
+    );
+    for head in page.heads {
+        let scores: Vec<String> = head
+            .pattern_scores
+            .iter()
+            .map(|(name, score)| format!("{name} {score:.2}"))
+            .collect();
+        let _ = writeln!(
+            w,
+            "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
+             <td>{:.2}</td><td>{:.2}%</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
+             <td style=\"text-align:left\">{}</td></tr>",
+            head.layer,
+            head.head,
+            escape(&head.role),
+            head.entropy,
+            head.confidence,
+            head.mean_distance,
+            head.ablation_drop * 100.0,
+            head.copying_score,
+            head.qk_effective_rank,
+            head.ov_effective_rank,
+            head.task_target_score
+                .map_or_else(|| "&ndash;".to_string(), |score| format!("{score:.2}")),
+            escape(&scores.join(", ")),
+        );
+    }
+    let _ = writeln!(w, "</table>");
+    if let Some(relations) = page.relations {
+        relations_table(w, relations);
+    }
+
+    let _ = writeln!(w, "<h2>Figures</h2>");
+    for figure in &page.figures {
+        let png = std::fs::read(figure.path)?;
+        let name = figure
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(
+            w,
+            "<figure><img alt=\"{alt}\" src=\"data:image/png;base64,{data}\">\
+             <figcaption><code>figures/{alt}</code>: {caption}</figcaption></figure>",
+            alt = escape(&name),
+            data = STANDARD.encode(png),
+            caption = escape(figure.caption),
+        );
+    }
+
+    let _ = writeln!(w, "<h2>Files</h2>\n<ul>");
+    for (name, description) in &page.files {
+        let _ = writeln!(
+            w,
+            "<li><code>{}</code>: {}</li>",
+            escape(name),
+            escape(description)
+        );
+    }
+    let _ = write!(
+        w,
+        "</ul>\n<h2>Config</h2>\n<pre>{}</pre>\n</body>\n</html>\n",
+        escape(page.config_toml)
+    );
+    Ok(html)
+}
+
+/// The best head per relation and direction against the fixed-offset baseline.
+fn relations_table(w: &mut String, relations: &Relations) {
+    let _ = write!(
+        w,
+        "<h2>Dependency relations</h2>\n<p>On {} parsed sentences ({} arcs; Clark et al. 2019): \
+         the fraction of a relation's arcs whose dependent attends most to its head, and whose \
+         head attends most to its dependent, for the best head in each direction (ties among \
+         the most-attended words give 1/k); the baseline is the fixed offset head - dependent \
+         that finds the most arcs. <strong>Bold</strong>: above the baseline \
+         (<code>relations.json</code> has every head).</p>\n<table>\n\
+         <tr><th>relation</th><th>arcs</th><th>baseline</th><th>dependent &rarr; head</th>\
+         <th>head &rarr; dependent</th></tr>\n",
+        relations.sentences, relations.arcs,
+    );
+    let best = |b: &BestHead| {
+        let cell = format!("{} {:.2}", HeadId::new(b.layer, b.head), b.score);
+        if b.beats_baseline {
+            format!("<strong>{cell}</strong>")
+        } else {
+            cell
+        }
+    };
+    for r in &relations.relations {
+        let _ = writeln!(
+            w,
+            "<tr><td class=\"role\">{}</td><td>{}</td><td>offset {:+}: {:.2}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            escape(&r.relation),
+            r.arcs,
+            r.baseline.offset,
+            r.baseline.score,
+            best(&r.best.dependent_to_head),
+            best(&r.best.head_to_dependent),
+        );
+    }
+    let _ = writeln!(w, "</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_the_run_is_escaped() {
+        assert_eq!(
+            escape("<b>&\"x\"</b>"),
+            "&lt;b&gt;&amp;&quot;x&quot;&lt;/b&gt;"
+        );
+        let page = Page {
+            title: "a<script>",
+            summary: "s".into(),
+            heads: &[],
+            relations: None,
+            figures: vec![],
+            config_toml: "name = \"<x>\"",
+            files: vec![],
+        };
+        let html = render(&page).unwrap();
+        assert!(html.contains("headlab: a&lt;script&gt;"));
+        assert!(html.contains("name = &quot;&lt;x&gt;&quot;"));
+        assert!(!html.contains("a<script>"));
+    }
+}

@@ -1,0 +1,428 @@
+//! The probe batch: a fixed, seeded set of sequences from the run's task, and what every
+//! layer's attention does on it, copied to the host for measuring. Its size is checked
+//! against the run before anything is allocated ([`Probe::check_size`]).
+//!
+//! Every probe sequence has one length. The measures average over the probe's query rows
+//! and read `[seq, seq]` patterns without a mask, so padding would count as queries and
+//! keys. For tasks whose examples vary in length (`grammar`), [`Probe::new`] draws
+//! [`CANDIDATES_PER_SEQUENCE`] times the size asked for, takes the most common length (ties:
+//! the longer) and keeps the first `size` sequences of that length, in drawing order. For
+//! tasks of one length that is the first `size` drawn, as before: generators draw
+//! sequentially from the seed, so a longer draw starts with the shorter one.
+
+use burn::prelude::*;
+use model::memory::forward_values_per_sequence;
+use model::{Encoder, EncoderInput};
+use train::ResolvedRun;
+use train::batch::{Batch, mix_seed};
+use train::config::MAX_TENSOR_VALUES;
+use train::tasks::{Example, Task};
+use train::tensor_file::HostTensor;
+
+/// Stream of the probe batch, apart from training batches and the evaluation set.
+const PROBE_STREAM: u64 = u64::MAX - 1;
+
+/// Candidates drawn per probe sequence asked for, when looking for sequences of one length.
+pub const CANDIDATES_PER_SEQUENCE: usize = 16;
+
+/// Most bytes the probe's forward pass may hold (see [`Probe::max_size`]): 1 GiB. The
+/// report keeps about three copies of the cached part at its peak (the layers on the host,
+/// the activations map and its encoded file), so inspect stays within a few GiB; the
+/// default probe of 64 sequences is far below it for headlab's models.
+pub const MAX_PROBE_BYTES: u128 = 1 << 30;
+
+// A probe within the byte budget has no tensor over train's per-tensor cap either.
+const _: () = assert!(MAX_PROBE_BYTES / 4 <= MAX_TENSOR_VALUES);
+
+/// A probe batch size that cannot be used for a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeSizeError {
+    /// No sequences.
+    #[error("--probe must be at least 1")]
+    Empty,
+    /// More than [`MAX_PROBE_BYTES`] of activations.
+    #[error(
+        "--probe {size} is too large for {}: the forward pass would hold about {:.1} GiB of \
+         activations, over the {} GiB allowed; {}",
+        runs_phrase(*.runs),
+        *.bytes as f64 / (1u64 << 30) as f64,
+        MAX_PROBE_BYTES >> 30,
+        largest_phrase(*.max)
+    )]
+    TooLarge {
+        /// The size asked for.
+        size: usize,
+        /// The largest accepted.
+        max: usize,
+        /// Runs probed together.
+        runs: usize,
+        /// Bytes the size asked for would take (saturating).
+        bytes: u128,
+    },
+}
+
+/// The probe sequences, the same for every report on a run and every snapshot of it.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The examples.
+    pub examples: Vec<Example>,
+    /// Their input tokens on the device, `[batch, seq]`.
+    pub tokens: Tensor<2, Int>,
+    /// The task's name for each token id ([`Task::token_names`]), for figure labels;
+    /// `None` for tasks of numbers.
+    pub token_names: Option<Vec<String>>,
+}
+
+impl Probe {
+    /// `size` sequences of one length drawn from `task` with the run's `seed` (see the
+    /// module doc). The file task has a fixed eval split: its first `size` records. Fewer
+    /// than `size` when the split, or the most common length, has fewer.
+    pub fn new(task: &Task, size: usize, seed: u64, device: &Device) -> Self {
+        let seed = mix_seed(seed, PROBE_STREAM);
+        let mut examples = task.eval_set(size, seed);
+        examples.truncate(size);
+        // Only a task whose sequences vary needs the larger draw (a large `--probe` of a
+        // fixed-length task would otherwise generate 16 times its size for nothing).
+        if examples
+            .iter()
+            .any(|e| e.input.len() != examples[0].input.len())
+        {
+            let candidates = task.eval_set(size.saturating_mul(CANDIDATES_PER_SEQUENCE), seed);
+            examples = of_one_length(candidates, size);
+        }
+        // One length: no padding, so `tokens` is the whole `[batch, seq]` input.
+        let tokens = Batch::new(&examples, device).tokens;
+        Self {
+            examples,
+            tokens,
+            token_names: task.token_names(),
+        }
+    }
+
+    /// The probe's sequence length.
+    pub fn seq_len(&self) -> usize {
+        self.examples.first().map_or(0, |e| e.input.len())
+    }
+
+    /// The most sequences a probe of `run` may hold when `runs` runs of its shape are probed
+    /// and kept together (`compare`), so that their forward passes hold at most
+    /// [`MAX_PROBE_BYTES`]. 0 when even one sequence is over it.
+    pub fn max_size(run: &ResolvedRun, runs: usize) -> usize {
+        let bytes_per_sequence = values_per_sequence(run)
+            .saturating_mul(runs.max(1) as u128)
+            .saturating_mul(4);
+        usize::try_from(MAX_PROBE_BYTES / bytes_per_sequence.max(1)).unwrap_or(usize::MAX)
+    }
+
+    /// Checks `size` against [`Probe::max_size`], before anything is allocated.
+    pub fn check_size(size: usize, run: &ResolvedRun, runs: usize) -> Result<(), ProbeSizeError> {
+        let max = Self::max_size(run, runs);
+        if size == 0 {
+            Err(ProbeSizeError::Empty)
+        } else if size > max {
+            let bytes = values_per_sequence(run)
+                .saturating_mul(runs.max(1) as u128)
+                .saturating_mul(size as u128)
+                .saturating_mul(4);
+            Err(ProbeSizeError::TooLarge {
+                size,
+                max,
+                runs,
+                bytes,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Input tokens, row-major `[batch * seq]`.
+    pub fn token_ids(&self) -> Vec<u32> {
+        self.examples
+            .iter()
+            .flat_map(|e| e.input.iter().copied())
+            .collect()
+    }
+
+    /// Runs `model` on the probe and returns each layer's attention on the host.
+    pub fn run(&self, model: &Encoder) -> Vec<LayerProbe> {
+        let (_, cache) = model.forward_with_cache(EncoderInput::new(self.tokens.clone()));
+        cache
+            .layers
+            .into_iter()
+            .map(|layer| LayerProbe {
+                attn_input: HostTensor::of(layer.attn_input),
+                pattern: HostTensor::of(layer.pattern),
+                head_out: HostTensor::of(layer.head_outputs),
+            })
+            .collect()
+    }
+}
+
+/// The first `size` of `candidates` whose length is the most common one (ties: the
+/// longer), in order.
+fn of_one_length(candidates: Vec<Example>, size: usize) -> Vec<Example> {
+    let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
+    for example in &candidates {
+        *counts.entry(example.input.len()).or_insert(0) += 1;
+    }
+    // `max_by_key` keeps the last maximum: over ascending lengths, the longest of a tie.
+    let Some((&length, _)) = counts.iter().max_by_key(|(_, count)| **count) else {
+        return candidates;
+    };
+    candidates
+        .into_iter()
+        .filter(|example| example.input.len() == length)
+        .take(size)
+        .collect()
+}
+
+fn runs_phrase(runs: usize) -> String {
+    if runs == 1 {
+        "this run".to_string()
+    } else {
+        format!("these {runs} runs")
+    }
+}
+
+fn largest_phrase(max: usize) -> String {
+    if max == 0 {
+        "even one sequence is over it".to_string()
+    } else {
+        format!("the largest accepted is --probe {max}")
+    }
+}
+
+/// Values (f32) the forward pass on one probe sequence holds, at most: the embeddings; per
+/// layer its input, q/k/v, scores and probabilities, head outputs, attention output,
+/// feed-forward hidden layer and output, residual sum; the logits. Every layout is counted
+/// as if each head read the full input, as train's size check does.
+fn values_per_sequence(run: &ResolvedRun) -> u128 {
+    forward_values_per_sequence(&run.config.model, run.task.seq_len(), run.io.n_outputs)
+}
+
+/// `--probe` as typed: a whole number of sequences, at least 1 (the most depends on the run:
+/// [`Probe::check_size`]). For clap's `value_parser`, so `-1` gets this message too.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(size) if size > 0 => Ok(size),
+        _ => Err("expected a whole number of probe sequences, at least 1".to_string()),
+    }
+}
+
+/// One layer's attention on the probe batch.
+#[derive(Debug, Clone)]
+pub struct LayerProbe {
+    /// What enters the attention, `[batch, seq, d_model]`.
+    pub attn_input: HostTensor,
+    /// Softmax probabilities, `[batch, heads, seq, seq]`.
+    pub pattern: HostTensor,
+    /// Per-head outputs, `[batch, seq, heads, d_head]`.
+    pub head_out: HostTensor,
+}
+
+impl LayerProbe {
+    /// A one-sequence probe whose head `h` puts all its attention on key `targets[h]`
+    /// (the matching tests' known answer).
+    #[cfg(test)]
+    pub(crate) fn attending_to(targets: &[usize], seq: usize) -> LayerProbe {
+        let heads = targets.len();
+        let mut pattern = vec![0.0f32; heads * seq * seq];
+        for (h, &target) in targets.iter().enumerate() {
+            for q in 0..seq {
+                pattern[(h * seq + q) * seq + target] = 1.0;
+            }
+        }
+        let zeros = |shape: Vec<usize>| HostTensor {
+            values: vec![0.0; shape.iter().product()],
+            shape,
+        };
+        LayerProbe {
+            attn_input: zeros(vec![1, seq, 4]),
+            pattern: HostTensor {
+                values: pattern,
+                shape: vec![1, heads, seq, seq],
+            },
+            head_out: zeros(vec![1, seq, heads, 2]),
+        }
+    }
+
+    /// `(batch, heads, seq)`.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        let [batch, heads, seq, _] = self.pattern.shape[..] else {
+            unreachable!("patterns are 4-D")
+        };
+        (batch, heads, seq)
+    }
+
+    /// Head `h`'s attention rows, `[batch * seq (queries), seq (keys)]` row-major.
+    pub fn head_pattern(&self, h: usize) -> Vec<f32> {
+        let (batch, heads, seq) = self.dims();
+        (0..batch)
+            .flat_map(|b| {
+                let start = (b * heads + h) * seq * seq;
+                self.pattern.values[start..start + seq * seq]
+                    .iter()
+                    .copied()
+            })
+            .collect()
+    }
+
+    /// Head `h`'s outputs, `[batch * seq, d_head]` row-major.
+    pub fn head_output(&self, h: usize) -> Vec<f32> {
+        let [batch, seq, heads, d_head] = self.head_out.shape[..] else {
+            unreachable!("head outputs are 4-D")
+        };
+        (0..batch * seq)
+            .flat_map(|row| {
+                let start = (row * heads + h) * d_head;
+                self.head_out.values[start..start + d_head].iter().copied()
+            })
+            .collect()
+    }
+
+    /// `d_head`.
+    pub fn d_head(&self) -> usize {
+        self.head_out.shape[3]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use train::RunConfig;
+    use train::tasks::TaskConfig;
+
+    use super::*;
+
+    /// The tiny test config: one layer, d_model 16, 2 heads of 8, d_ff 32, reverse on
+    /// sequences of 6 over 5 tokens.
+    fn tiny() -> ResolvedRun {
+        let path = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../train/tests/fixtures/tiny.toml"
+        ));
+        RunConfig::load(path, &[]).unwrap().resolve(path).unwrap()
+    }
+
+    #[test]
+    fn the_largest_probe_is_counted_from_the_run_sizes() {
+        // Per sequence: embeddings 6 x 16; the layer's input, attention output, feed-forward
+        // output and residual 4 x 6 x 16, q/k/v and head outputs 4 x 6 x 2 x 8, scores and
+        // probabilities 2 x 2 x 6 x 6, feed-forward hidden 6 x 32; logits 6 x 5.
+        let values: u128 = 96 + (384 + 384 + 144 + 192) + 30;
+        assert_eq!(values_per_sequence(&tiny()), values);
+        let max = (MAX_PROBE_BYTES / (4 * values)) as usize;
+        assert_eq!(Probe::max_size(&tiny(), 1), max);
+        assert_eq!(Probe::max_size(&tiny(), 3), max / 3);
+        assert_eq!(Probe::check_size(max, &tiny(), 1), Ok(()));
+    }
+
+    #[test]
+    fn a_probe_over_the_budget_is_refused_before_allocating() {
+        let run = tiny();
+        let max = Probe::max_size(&run, 1);
+        let error = Probe::check_size(max + 1, &run, 1).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "--probe {} is too large for this run: the forward pass would hold about 1.0 \
+                 GiB of activations, over the 1 GiB allowed; the largest accepted is --probe \
+                 {max}",
+                max + 1
+            )
+        );
+        let error = Probe::check_size(100_000_000, &run, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("too large for these 2 runs")
+                && error.contains(&format!("--probe {}", Probe::max_size(&run, 2))),
+            "{error}"
+        );
+        assert_eq!(
+            Probe::check_size(0, &run, 1),
+            Err(ProbeSizeError::Empty),
+            "an empty probe has no sequence 0 to draw"
+        );
+        // A size that would not even fit in memory's address space is refused, not wrapped.
+        assert!(Probe::check_size(usize::MAX, &run, usize::MAX).is_err());
+    }
+
+    #[test]
+    fn probe_sizes_parse_as_whole_positive_numbers() {
+        assert_eq!(parse_size("64"), Ok(64));
+        for bad in ["0", "-1", "1.5", "lots", ""] {
+            let error = parse_size(bad).unwrap_err();
+            assert!(error.contains("at least 1"), "{bad}: {error}");
+        }
+    }
+
+    fn example(len: usize, first: u32) -> Example {
+        let mut input = vec![0; len];
+        input[0] = first;
+        Example {
+            target: vec![None; len],
+            input,
+        }
+    }
+
+    #[test]
+    fn a_probe_keeps_the_first_sequences_of_the_most_common_length() {
+        // Lengths 3, 5, 5, 3, 5, 4: five is the most common.
+        let lengths = [3, 5, 5, 3, 5, 4];
+        let candidates: Vec<Example> = lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| example(len, i as u32))
+            .collect();
+        let kept: Vec<u32> = of_one_length(candidates.clone(), 2)
+            .iter()
+            .map(|e| e.input[0])
+            .collect();
+        assert_eq!(kept, [1, 2]);
+        assert_eq!(
+            of_one_length(candidates.clone(), 10).len(),
+            3,
+            "only three of 5"
+        );
+        // A tie between 3 and 5 (two each) goes to the longer.
+        let tied: Vec<u32> = of_one_length(candidates[..4].to_vec(), 10)
+            .iter()
+            .map(|e| e.input[0])
+            .collect();
+        assert_eq!(tied, [1, 2]);
+        assert!(of_one_length(vec![], 4).is_empty());
+    }
+
+    #[test]
+    fn a_probe_of_a_one_length_task_is_the_first_sequences_drawn() {
+        let task = tiny().task;
+        let seed = mix_seed(3, PROBE_STREAM);
+        let probe = Probe::new(&task, 7, 3, &Device::flex());
+        assert_eq!(probe.examples, task.eval_set(7, seed));
+        assert_eq!(probe.tokens.dims(), [7, 6]);
+        assert_eq!(probe.seq_len(), 6);
+        assert_eq!(probe.token_names, None);
+    }
+
+    #[test]
+    fn a_file_task_probe_takes_at_most_the_size_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data.jsonl");
+        let records: String = (0..40)
+            .map(|i| format!("{{\"input\": [{}, 1, 2], \"target\": [0, 1, 2]}}\n", i % 3))
+            .collect();
+        std::fs::write(&data, records).unwrap();
+        let spec: train::tasks::FileSpec = serde_json::from_value(serde_json::json!({
+            "path": data,
+            "eval_fraction": 0.5,
+        }))
+        .unwrap();
+        let task = TaskConfig::File(spec).build(Path::new(".")).unwrap();
+        assert_eq!(task.eval_set(3, 0).len(), 20, "the whole eval split");
+        let probe = Probe::new(&task, 3, 0, &Device::flex());
+        assert_eq!(probe.examples.len(), 3);
+        assert_eq!(probe.tokens.dims(), [3, 3]);
+    }
+}

@@ -1,0 +1,247 @@
+//! One record per head, as in `heads.json`: its pattern measures on the probe batch, its
+//! mean attention on each named pattern, the role that follows from them, the eval
+//! accuracy lost when it alone is ablated, its copying score and effective ranks (from
+//! [`Circuits`]), its direct logit attribution ([`crate::measures::attribution`]), gradient
+//! importance ([`crate::measures::importance`]), norm-based attention ([`crate::measures::norms`]), its
+//! attention on the task's exact targets ([`crate::measures::patterns::task_target_score`]) and, for
+//! tasks with dependency parses, its relation scores ([`crate::measures::relations`]).
+
+use std::collections::BTreeMap;
+
+use model::HeadId;
+use serde::{Deserialize, Serialize};
+use train::tasks::{AttentionPattern, Example, Task};
+use train::trainer::evaluate;
+
+use crate::circuits::Circuits;
+use crate::load::probe::{LayerProbe, Probe};
+use crate::load::run::LoadedRun;
+use crate::measures::attribution::mean_direct_attribution;
+use crate::measures::importance::gradient_importance;
+use crate::measures::norms::head_norm_scores;
+use crate::measures::patterns::{HeadPattern, task_target_score};
+use crate::measures::relations::{DirectionScores, Relations};
+
+/// A head takes a pattern's name as its role when that pattern gets at least this much of
+/// its attention on average.
+pub const ROLE_THRESHOLD: f64 = 0.5;
+
+/// One head's line of `heads.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadRecord {
+    /// Layer index.
+    pub layer: usize,
+    /// Head index within the layer.
+    pub head: usize,
+    /// Mean entropy of the attention rows, in nats.
+    pub entropy: f64,
+    /// Mean largest attention probability (Voita et al. 2019).
+    pub confidence: f64,
+    /// Mean |query - key| weighted by attention.
+    pub mean_distance: f64,
+    /// Mean attention mass on each pattern's positions.
+    pub pattern_scores: BTreeMap<String, f64>,
+    /// Eval token accuracy lost when only this head is ablated.
+    pub ablation_drop: f64,
+    /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
+    pub role: String,
+    /// `sum(lambda) / sum(|lambda|)` of the OV circuit's eigenvalues, in [-1, 1]: 1 copies
+    /// what the head attends to ([`crate::circuits::copying`]). Fields from here on are 0 (or
+    /// null) in a `heads.json` written before they were measured.
+    #[serde(default)]
+    pub copying_score: f64,
+    /// The same score for the full circuit embedding -> OV -> output layer; null unless the
+    /// task has as many output classes as input tokens.
+    #[serde(default)]
+    pub full_copying_score: Option<f64>,
+    /// Effective rank of the QK circuit, in [0, d_head] ([`crate::circuits::rank`]).
+    #[serde(default)]
+    pub qk_effective_rank: f64,
+    /// Effective rank of the OV circuit, in [0, d_head].
+    #[serde(default)]
+    pub ov_effective_rank: f64,
+    /// The head's direct logit on the correct class through the frozen final norm (and,
+    /// post-norm, the later blocks' norms) and the output layer, averaged over the probe's
+    /// scored positions ([`crate::measures::attribution`]): positive pushes the right answer up.
+    #[serde(default)]
+    pub direct_logit_attribution: f64,
+    /// `mean over batches |dL/d xi|` for the head's mask `xi` on the eval set (Michel et
+    /// al. 2019, [`crate::measures::importance`]).
+    #[serde(default)]
+    pub gradient_importance: f64,
+    /// Mean `||f(x_j)||`, `f(x) = (x v + b_v) o`, over the probe's positions: how much the
+    /// head can write ([`crate::measures::norms`]).
+    #[serde(default)]
+    pub mean_value_norm: f64,
+    /// Mean `alpha_ij ||f(x_j)||` over the probe's queries and keys (Kobayashi et al. 2020).
+    #[serde(default)]
+    pub mean_weighted_norm: f64,
+    /// Correlation of `alpha_ij` with `alpha_ij ||f(x_j)||`: low or negative when the head
+    /// attends most where it writes least; null when either does not vary.
+    #[serde(default)]
+    pub norm_weight_correlation: Option<f64>,
+    /// Mean attention mass on the exact positions that solve each query, from the task's
+    /// own generator ([`train::tasks::Task::attention_targets`]), over the probe's queries
+    /// that have any ([`crate::measures::patterns::task_target_score`]); null for tasks without
+    /// targets (`file`).
+    #[serde(default)]
+    pub task_target_score: Option<f64>,
+    /// Per dependency relation ("det", "amod", ...), the fraction of its arcs whose
+    /// dependent attends most to its head and whose head attends most to its dependent
+    /// ([`crate::measures::relations`], Clark et al. 2019); null for tasks without parses.
+    #[serde(default)]
+    pub relation_scores: Option<BTreeMap<String, DirectionScores>>,
+}
+
+/// Every head's record (measures, direct logit attribution and norms on the probe;
+/// ablation and gradient importance on the eval set; circuit scores from `circuits`;
+/// relation scores from `relations`, when the task has parses), and the eval token
+/// accuracy with all heads on.
+pub fn measure_heads(
+    loaded: &LoadedRun,
+    eval: &[Example],
+    probe: &Probe,
+    layers: &[LayerProbe],
+    circuits: &Circuits,
+    relations: Option<&Relations>,
+) -> (Vec<HeadRecord>, f64) {
+    let (task, model, device) = (&loaded.run.task, &loaded.model, &loaded.device);
+    let (_, base) = evaluate(model, eval, device, None);
+    let n_heads = model.n_heads();
+    let tokens = probe.token_ids();
+    let attribution = mean_direct_attribution(model, probe.tokens.clone(), &probe.examples);
+    let importance = gradient_importance(model, eval, device);
+    let targets: Vec<Vec<Vec<usize>>> = probe
+        .examples
+        .iter()
+        .map(|example| task.attention_targets(&example.input))
+        .collect();
+
+    let mut heads = vec![];
+    for (l, layer) in layers.iter().enumerate() {
+        let (batch, _, seq) = layer.dims();
+        let roles = head_roles(task, layer, &tokens);
+        for (h, (pattern_scores, role)) in roles.into_iter().enumerate() {
+            let probs = layer.head_pattern(h);
+            let head = HeadPattern {
+                probs: &probs,
+                tokens: &tokens,
+                batch,
+                seq,
+            };
+            let id = HeadId::new(l, h);
+            let mask = model.head_mask_keeping(|other| other != id, device);
+            let (_, ablated) = evaluate(model, eval, device, Some(mask));
+            let circuit = circuits.head(l, h);
+            let norms = head_norm_scores(layer, h, &model.blocks[l].attention.head_weights(h));
+            heads.push(HeadRecord {
+                layer: l,
+                head: h,
+                entropy: head.entropy(),
+                confidence: head.confidence(),
+                mean_distance: head.mean_distance(),
+                pattern_scores,
+                ablation_drop: base.token_accuracy() - ablated.token_accuracy(),
+                role,
+                copying_score: circuit.copying_score,
+                full_copying_score: circuit.full_copying_score,
+                qk_effective_rank: circuit.qk_effective_rank,
+                ov_effective_rank: circuit.ov_effective_rank,
+                direct_logit_attribution: attribution[id.flat_index(n_heads)],
+                gradient_importance: importance[id.flat_index(n_heads)],
+                mean_value_norm: norms.mean_value_norm,
+                mean_weighted_norm: norms.mean_weighted_norm,
+                norm_weight_correlation: norms.norm_weight_correlation,
+                task_target_score: task_target_score(&head, &targets),
+                relation_scores: relations.map(|r| r.head_scores(l, h)),
+            });
+        }
+    }
+    (heads, base.token_accuracy())
+}
+
+/// Each head's mean attention on every pattern (the generic ones and the task's solving
+/// patterns), and its role: the best pattern if it reaches [`ROLE_THRESHOLD`], else
+/// "mixed". `tokens` are the probe's inputs, `[batch * seq]`.
+pub fn head_roles(
+    task: &Task,
+    layer: &LayerProbe,
+    tokens: &[u32],
+) -> Vec<(BTreeMap<String, f64>, String)> {
+    let mut scored_patterns: Vec<AttentionPattern> = AttentionPattern::generic().to_vec();
+    for pattern in task.solving_patterns() {
+        if !scored_patterns.contains(&pattern) {
+            scored_patterns.push(pattern);
+        }
+    }
+    let (batch, n_heads, seq) = layer.dims();
+    (0..n_heads)
+        .map(|h| {
+            let probs = layer.head_pattern(h);
+            let head = HeadPattern {
+                probs: &probs,
+                tokens,
+                batch,
+                seq,
+            };
+            let pattern_scores: BTreeMap<String, f64> = scored_patterns
+                .iter()
+                .map(|p| (p.name(), head.pattern_score(*p)))
+                .collect();
+            let role = pattern_scores
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .filter(|(_, score)| **score >= ROLE_THRESHOLD)
+                .map_or_else(|| "mixed".to_string(), |(name, _)| name.clone());
+            (pattern_scores, role)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heads_json_written_before_the_circuit_scores_still_parses() {
+        let old = r#"[{"layer": 1, "head": 0, "entropy": 0.5, "confidence": 0.9,
+            "mean_distance": 1.0, "pattern_scores": {"self": 0.75}, "ablation_drop": 0.25,
+            "role": "self"}]"#;
+        let heads: Vec<HeadRecord> = serde_json::from_str(old).unwrap();
+        assert_eq!(heads[0].role, "self");
+        assert_eq!(heads[0].pattern_scores["self"], 0.75);
+        assert_eq!(heads[0].copying_score, 0.0);
+        assert_eq!(heads[0].full_copying_score, None);
+        assert_eq!(heads[0].qk_effective_rank, 0.0);
+        assert_eq!(heads[0].ov_effective_rank, 0.0);
+        assert_eq!(heads[0].direct_logit_attribution, 0.0);
+        assert_eq!(heads[0].gradient_importance, 0.0);
+        assert_eq!(heads[0].mean_weighted_norm, 0.0);
+        assert_eq!(heads[0].norm_weight_correlation, None);
+        assert_eq!(heads[0].task_target_score, None);
+        assert_eq!(heads[0].relation_scores, None);
+        // A new record reads back whole.
+        let new = HeadRecord {
+            copying_score: -0.5,
+            full_copying_score: Some(1.0),
+            qk_effective_rank: 3.5,
+            ov_effective_rank: 2.0,
+            direct_logit_attribution: 1.25,
+            gradient_importance: 0.5,
+            mean_value_norm: 3.0,
+            mean_weighted_norm: 0.75,
+            norm_weight_correlation: Some(-0.25),
+            task_target_score: Some(0.5),
+            relation_scores: Some(BTreeMap::from([(
+                "det".to_string(),
+                DirectionScores {
+                    dependent_to_head: 0.75,
+                    head_to_dependent: 0.25,
+                },
+            )])),
+            ..heads[0].clone()
+        };
+        let json = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<HeadRecord>(&json).unwrap(), new);
+    }
+}

@@ -1,0 +1,22 @@
+//! Per-head measures on the probe batch and the evaluation set, built on [`crate::load`]
+//! and [`crate::circuits`]:
+//!
+//! - [`patterns`]: entropy, confidence, distance, mass on named patterns and task targets.
+//! - [`heads`]: one record per head (`heads.json`), gathering every measure below.
+//! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
+//!   rank correlations; [`norms`]: norm-based attention.
+//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks).
+//! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
+//!   snapshots by that similarity.
+//! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
+
+pub mod attribution;
+pub mod divergence;
+pub mod heads;
+pub mod importance;
+pub mod matching;
+pub mod norms;
+pub mod patterns;
+pub mod relations;
+pub mod similarity;
+pub mod trajectories;

@@ -1,0 +1,650 @@
+//! Which heads track syntax: dependency-relation detectors after Clark et al. 2019 ("What
+//! Does BERT Look At? An Analysis of BERT's Attention", section 4.2). Each head is read as a
+//! classifier that predicts, for every word, the word it attends to most; for each relation
+//! (det, amod, nsubj, ...) a head scores the fraction of that relation's arcs it predicts,
+//! in both directions:
+//!
+//! - `dependent_to_head`: the dependent's most-attended word is its head ("the" -> "dog");
+//! - `head_to_dependent`: the head word's most-attended word is the dependent.
+//!
+//! The baseline, as in the paper, is the best fixed offset: for each relation the offset
+//! `o = head - dependent` shared by the most arcs, and the fraction of arcs it predicts (the
+//! same number for both directions, since an arc at offset `o` is found by "look `o` ahead"
+//! from the dependent or "look `o` back" from the head). A head that beats it does more than
+//! attend by position.
+//!
+//! The sentences are the task's own parsed sentences ([`Task::parsed_sentences`]), fed
+//! unmasked (as Clark et al. fed BERT whole sentences), padded into batches whose padding is
+//! masked as keys. Only the `grammar` task has parses; every other task gets no relations.
+//!
+//! **Ties.** The most-attended word is the argmax over the sentence's real words only
+//! (padding never counts). When `k` words tie for the largest weight and the target is among
+//! them, the arc gets `1/k` credit: the expected score of breaking ties at random, so a
+//! uniform head over `n` words scores `1/n` rather than 1 (every word "is" an argmax) or 0.
+//!
+//! The scoring is a pure function of host data ([`RelationHits::add`], [`score_relations`]);
+//! [`measure_relations`] only runs the model to get the patterns.
+
+use std::collections::BTreeMap;
+
+use burn::prelude::*;
+use model::Encoder;
+use serde::{Deserialize, Serialize};
+use train::batch::{Batch, mix_seed};
+use train::tasks::{Example, ParsedSentence, Relation, Task};
+use train::tensor_file::HostTensor;
+
+/// Sentences scored per report: enough arcs of every relation for fractions to about two
+/// points (a relation on a quarter of 512 sentences still has over 100 arcs).
+pub const RELATION_SENTENCES: usize = 512;
+
+/// Stream of the relation sentences, apart from the probe (`u64::MAX - 1`), the evaluation
+/// set (`u64::MAX`) and the training batches.
+const RELATION_STREAM: u64 = u64::MAX - 2;
+
+/// Sentences per forward pass: bounds the cached activations held at once.
+const RELATION_CHUNK: usize = 64;
+
+/// One head's two scores on one relation, each the fraction of the relation's arcs it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DirectionScores {
+    /// The dependent's most-attended word is its head.
+    pub dependent_to_head: f64,
+    /// The head word's most-attended word is the dependent.
+    pub head_to_dependent: f64,
+}
+
+/// One head's scores on one relation, in `relations.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HeadRelationScore {
+    /// Layer index.
+    pub layer: usize,
+    /// Head index within the layer.
+    pub head: usize,
+    /// The dependent's most-attended word is its head.
+    pub dependent_to_head: f64,
+    /// The head word's most-attended word is the dependent.
+    pub head_to_dependent: f64,
+}
+
+/// The best fixed offset of a relation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// `head - dependent` shared by the most arcs (ties: the smaller `|offset|`, then the
+    /// smaller offset).
+    pub offset: i64,
+    /// The fraction of arcs at that offset.
+    pub score: f64,
+}
+
+/// The best head of a relation in one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BestHead {
+    /// Layer index.
+    pub layer: usize,
+    /// Head index within the layer.
+    pub head: usize,
+    /// Its score (ties: the first head, layer-major).
+    pub score: f64,
+    /// Whether the score is above the baseline's (strictly).
+    pub beats_baseline: bool,
+}
+
+/// The best head of a relation in each direction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BestHeads {
+    /// Dependent to head.
+    pub dependent_to_head: BestHead,
+    /// Head to dependent.
+    pub head_to_dependent: BestHead,
+}
+
+/// One relation's entry in `relations.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelationScores {
+    /// The label: "det", "amod", ...
+    pub relation: String,
+    /// Arcs of this relation in the sentences.
+    pub arcs: usize,
+    /// The best fixed offset.
+    pub baseline: Baseline,
+    /// Every head's scores, layer-major.
+    pub heads: Vec<HeadRelationScore>,
+    /// The best head in each direction, and whether it beats the baseline.
+    pub best: BestHeads,
+}
+
+/// `relations.json`: every relation that occurs in the sentences, in [`Relation::ALL`]'s
+/// order (relations without arcs are left out).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relations {
+    /// Sentences scored.
+    pub sentences: usize,
+    /// Arcs scored, over every relation.
+    pub arcs: usize,
+    /// One entry per relation.
+    pub relations: Vec<RelationScores>,
+}
+
+impl Relations {
+    /// Head `(layer, head)`'s scores per relation name, for its `heads.json` record.
+    pub fn head_scores(&self, layer: usize, head: usize) -> BTreeMap<String, DirectionScores> {
+        self.relations
+            .iter()
+            .filter_map(|relation| {
+                let scores = relation
+                    .heads
+                    .iter()
+                    .find(|h| h.layer == layer && h.head == head)?;
+                let pair = DirectionScores {
+                    dependent_to_head: scores.dependent_to_head,
+                    head_to_dependent: scores.head_to_dependent,
+                };
+                Some((relation.relation.clone(), pair))
+            })
+            .collect()
+    }
+}
+
+/// Arcs found per relation and head, accumulated over batches of sentences, and the offsets
+/// the arcs span (for the baseline).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelationHits {
+    n_layers: usize,
+    n_heads: usize,
+    sentences: usize,
+    /// Arcs per relation, in [`Relation::ALL`]'s order.
+    arcs: Vec<usize>,
+    /// Tie-credited hits, `[relation][layer * n_heads + head]`.
+    dependent_to_head: Vec<Vec<f64>>,
+    /// Likewise, head to dependent.
+    head_to_dependent: Vec<Vec<f64>>,
+    /// Per relation, arcs per offset `head - dependent`.
+    offsets: Vec<BTreeMap<i64, usize>>,
+}
+
+impl RelationHits {
+    /// Nothing counted yet, for a model of `n_layers` x `n_heads`.
+    pub fn new(n_layers: usize, n_heads: usize) -> Self {
+        let relations = Relation::ALL.len();
+        Self {
+            n_layers,
+            n_heads,
+            sentences: 0,
+            arcs: vec![0; relations],
+            dependent_to_head: vec![vec![0.0; n_layers * n_heads]; relations],
+            head_to_dependent: vec![vec![0.0; n_layers * n_heads]; relations],
+            offsets: vec![BTreeMap::new(); relations],
+        }
+    }
+
+    /// Counts the arcs of `sentences` against `patterns`, one per layer, each `[batch,
+    /// heads, seq, seq]` row-major with sentence `b` in row `b` (its words at positions
+    /// `0..words.len()`, padding after).
+    pub fn add(&mut self, patterns: &[HostTensor], sentences: &[ParsedSentence]) {
+        assert_eq!(
+            patterns.len(),
+            self.n_layers,
+            "relations: one pattern per layer"
+        );
+        for (l, pattern) in patterns.iter().enumerate() {
+            let [batch, heads, seq, seq_k] = pattern.shape[..] else {
+                panic!("relations: patterns are [batch, heads, seq, seq]")
+            };
+            assert!(
+                batch == sentences.len() && heads == self.n_heads && seq == seq_k,
+                "relations: pattern {:?} does not fit {} sentences and {} heads",
+                pattern.shape,
+                sentences.len(),
+                self.n_heads
+            );
+            for (b, sentence) in sentences.iter().enumerate() {
+                let n = sentence.words.len();
+                assert!(n <= seq, "relations: a sentence longer than its batch");
+                for h in 0..heads {
+                    // Query `q`'s attention over the sentence's real words only: padding is
+                    // never its most-attended word.
+                    let row = |q: usize| {
+                        let start = ((b * heads + h) * seq + q) * seq;
+                        &pattern.values[start..start + n]
+                    };
+                    let column = l * self.n_heads + h;
+                    for arc in &sentence.arcs {
+                        let r = relation_index(arc.relation);
+                        self.dependent_to_head[r][column] +=
+                            argmax_credit(row(arc.dependent), arc.head);
+                        self.head_to_dependent[r][column] +=
+                            argmax_credit(row(arc.head), arc.dependent);
+                    }
+                }
+            }
+        }
+        for sentence in sentences {
+            for arc in &sentence.arcs {
+                let r = relation_index(arc.relation);
+                self.arcs[r] += 1;
+                let offset = arc.head as i64 - arc.dependent as i64;
+                *self.offsets[r].entry(offset).or_insert(0) += 1;
+            }
+        }
+        self.sentences += sentences.len();
+    }
+
+    /// The fractions: per relation with arcs, every head's scores, the baseline and the best
+    /// heads.
+    pub fn scores(&self) -> Relations {
+        let relations = Relation::ALL
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| self.arcs[*r] > 0)
+            .map(|(r, relation)| {
+                let arcs = self.arcs[r] as f64;
+                let heads: Vec<HeadRelationScore> = (0..self.n_layers * self.n_heads)
+                    .map(|column| HeadRelationScore {
+                        layer: column / self.n_heads,
+                        head: column % self.n_heads,
+                        dependent_to_head: self.dependent_to_head[r][column] / arcs,
+                        head_to_dependent: self.head_to_dependent[r][column] / arcs,
+                    })
+                    .collect();
+                let baseline = best_offset(&self.offsets[r], self.arcs[r]);
+                let best = BestHeads {
+                    dependent_to_head: best_head(&heads, baseline, |h| h.dependent_to_head),
+                    head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
+                };
+                RelationScores {
+                    relation: relation.name().to_string(),
+                    arcs: self.arcs[r],
+                    baseline,
+                    heads,
+                    best,
+                }
+            })
+            .collect();
+        Relations {
+            sentences: self.sentences,
+            arcs: self.arcs.iter().sum(),
+            relations,
+        }
+    }
+}
+
+/// Scores every head of one batch: [`RelationHits::add`] then [`RelationHits::scores`].
+/// `patterns`: one per layer, `[batch, heads, seq, seq]`.
+pub fn score_relations(patterns: &[HostTensor], sentences: &[ParsedSentence]) -> Relations {
+    let n_heads = patterns.first().map_or(0, |p| p.shape[1]);
+    let mut hits = RelationHits::new(patterns.len(), n_heads);
+    hits.add(patterns, sentences);
+    hits.scores()
+}
+
+/// Runs `model` on [`RELATION_SENTENCES`] of `task`'s parsed sentences (seeded from the
+/// run's `seed`, apart from the probe) and scores every head; `None` for tasks without
+/// parses.
+pub fn measure_relations(
+    task: &Task,
+    model: &Encoder,
+    seed: u64,
+    device: &Device,
+) -> Option<Relations> {
+    let sentences = task.parsed_sentences(RELATION_SENTENCES, mix_seed(seed, RELATION_STREAM));
+    if sentences.is_empty() {
+        return None;
+    }
+    let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
+    for chunk in sentences.chunks(RELATION_CHUNK) {
+        let examples: Vec<Example> = chunk
+            .iter()
+            .map(|sentence| Example {
+                input: sentence.words.clone(),
+                target: vec![None; sentence.words.len()],
+            })
+            .collect();
+        // Padded to the chunk's longest sentence, the padding masked as keys.
+        let batch = Batch::new(&examples, device);
+        let (_, cache) = model.forward_with_cache(batch.encoder_input());
+        let patterns: Vec<HostTensor> = cache
+            .layers
+            .into_iter()
+            .map(|layer| HostTensor::of(layer.pattern)) // [chunk, heads, seq, seq]
+            .collect();
+        hits.add(&patterns, chunk);
+    }
+    Some(hits.scores())
+}
+
+/// `relation`'s position in [`Relation::ALL`].
+fn relation_index(relation: Relation) -> usize {
+    Relation::ALL
+        .iter()
+        .position(|r| *r == relation)
+        .expect("Relation::ALL lists every relation")
+}
+
+/// Credit for `target` being the most-attended position of `row`: `1/k` when it is one of
+/// `k` positions tied for the largest weight, else 0 (see the module doc).
+fn argmax_credit(row: &[f32], target: usize) -> f64 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    // A NaN weight is never the maximum (`f32::max` skips NaN, and NaN != max).
+    if row[target] != max {
+        return 0.0;
+    }
+    let ties = row.iter().filter(|&&p| p == max).count();
+    1.0 / ties as f64
+}
+
+/// The offset shared by the most arcs, with its fraction; ties go to the smaller
+/// `|offset|`, then the smaller offset.
+fn best_offset(offsets: &BTreeMap<i64, usize>, arcs: usize) -> Baseline {
+    let (offset, count) = offsets
+        .iter()
+        .max_by(|a, b| {
+            a.1.cmp(b.1)
+                .then(b.0.abs().cmp(&a.0.abs()))
+                .then(b.0.cmp(a.0))
+        })
+        .map_or((0, 0), |(&o, &c)| (o, c));
+    Baseline {
+        offset,
+        score: count as f64 / arcs.max(1) as f64,
+    }
+}
+
+/// The head with the highest `score` (the first, layer-major, on ties).
+fn best_head(
+    heads: &[HeadRelationScore],
+    baseline: Baseline,
+    score: impl Fn(&HeadRelationScore) -> f64,
+) -> BestHead {
+    let best = heads
+        .iter()
+        .fold(None::<&HeadRelationScore>, |best, h| match best {
+            Some(b) if score(b) >= score(h) => Some(b),
+            _ => Some(h),
+        });
+    best.map_or(
+        BestHead {
+            layer: 0,
+            head: 0,
+            score: 0.0,
+            beats_baseline: false,
+        },
+        |h| BestHead {
+            layer: h.layer,
+            head: h.head,
+            score: score(h),
+            beats_baseline: score(h) > baseline.score,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use train::tasks::Arc;
+
+    use super::*;
+
+    fn arc(dependent: usize, head: usize, relation: Relation) -> Arc {
+        Arc {
+            dependent,
+            head,
+            relation,
+        }
+    }
+
+    /// "the big dog sees the cat": det 0 -> 2, amod 1 -> 2, nsubj 2 -> 3 (root), det 4 -> 5,
+    /// dobj 5 -> 3.
+    fn dog_sees_cat() -> ParsedSentence {
+        ParsedSentence {
+            words: vec![1, 2, 3, 4, 1, 5],
+            root: 3,
+            arcs: vec![
+                arc(0, 2, Relation::Det),
+                arc(1, 2, Relation::Amod),
+                arc(2, 3, Relation::Nsubj),
+                arc(4, 5, Relation::Det),
+                arc(5, 3, Relation::Dobj),
+            ],
+        }
+    }
+
+    /// "the cat sleeps": det 0 -> 1, nsubj 1 -> 2 (root).
+    fn cat_sleeps() -> ParsedSentence {
+        ParsedSentence {
+            words: vec![1, 5, 6],
+            root: 2,
+            arcs: vec![arc(0, 1, Relation::Det), arc(1, 2, Relation::Nsubj)],
+        }
+    }
+
+    /// One layer's `[batch, heads, seq, seq]` pattern from `row(b, h, q) -> weights over seq`.
+    fn layer(
+        batch: usize,
+        heads: usize,
+        seq: usize,
+        row: impl Fn(usize, usize, usize) -> Vec<f32>,
+    ) -> HostTensor {
+        let mut values = vec![];
+        for b in 0..batch {
+            for h in 0..heads {
+                for q in 0..seq {
+                    let weights = row(b, h, q);
+                    assert_eq!(weights.len(), seq);
+                    values.extend(weights);
+                }
+            }
+        }
+        HostTensor {
+            values,
+            shape: vec![batch, heads, seq, seq],
+        }
+    }
+
+    fn one_hot(seq: usize, at: usize) -> Vec<f32> {
+        let mut row = vec![0.0; seq];
+        row[at] = 1.0;
+        row
+    }
+
+    fn relation<'a>(relations: &'a Relations, name: &str) -> &'a RelationScores {
+        relations
+            .relations
+            .iter()
+            .find(|r| r.relation == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// Head 0 sends every det dependent to its head and every other word to itself; head 1
+    /// is uniform over the sentence.
+    fn det_and_uniform(sentence: &ParsedSentence) -> HostTensor {
+        let seq = sentence.words.len();
+        layer(1, 2, seq, |_, h, q| {
+            if h == 1 {
+                return vec![1.0 / seq as f32; seq];
+            }
+            let det = sentence
+                .arcs
+                .iter()
+                .find(|a| a.dependent == q && a.relation == Relation::Det);
+            one_hot(seq, det.map_or(q, |a| a.head))
+        })
+    }
+
+    #[test]
+    fn a_head_along_det_scores_one_in_that_direction_only() {
+        let sentence = dog_sees_cat();
+        let relations = score_relations(&[det_and_uniform(&sentence)], &[sentence]);
+        let det = relation(&relations, "det");
+        assert_eq!(det.arcs, 2);
+        assert_eq!(det.heads[0].dependent_to_head, 1.0);
+        // The nouns attend to themselves, never back to their determiners.
+        assert_eq!(det.heads[0].head_to_dependent, 0.0);
+        assert_eq!(det.best.dependent_to_head.head, 0);
+        assert_eq!(det.best.dependent_to_head.score, 1.0);
+        // amod's dependent attends to itself: head 0 finds no amod arc.
+        assert_eq!(relation(&relations, "amod").heads[0].dependent_to_head, 0.0);
+        assert_eq!(relations.sentences, 1);
+        assert_eq!(relations.arcs, 5);
+        // Only the relations that occur, in Relation::ALL's order.
+        let names: Vec<&str> = relations
+            .relations
+            .iter()
+            .map(|r| r.relation.as_str())
+            .collect();
+        assert_eq!(names, ["det", "amod", "nsubj", "dobj"]);
+    }
+
+    #[test]
+    fn uniform_attention_gives_each_arc_one_over_the_sentence_length() {
+        let sentence = dog_sees_cat();
+        let relations = score_relations(&[det_and_uniform(&sentence)], &[sentence]);
+        for r in &relations.relations {
+            assert!(close(r.heads[1].dependent_to_head, 1.0 / 6.0), "{r:?}");
+            assert!(close(r.heads[1].head_to_dependent, 1.0 / 6.0), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn ties_give_one_over_the_tied_count_and_misses_nothing() {
+        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 0), 0.5);
+        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 1), 0.5);
+        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 2), 0.0);
+        assert_eq!(argmax_credit(&[0.1, 0.7, 0.2], 1), 1.0);
+        assert_eq!(argmax_credit(&[f32::NAN, 0.7, 0.3], 1), 1.0);
+        assert_eq!(argmax_credit(&[f32::NAN, 0.7, 0.3], 0), 0.0);
+    }
+
+    #[test]
+    fn padding_is_never_the_most_attended_word() {
+        // Two sentences padded to 6: "the cat sleeps" has positions 3..6 as padding.
+        let (long, short) = (dog_sees_cat(), cat_sleeps());
+        let seq = 6;
+        let pattern = layer(2, 1, seq, |b, _, q| {
+            let sentence = if b == 0 { &long } else { &short };
+            let mut row = vec![0.0; seq];
+            if b == 1 && q == 0 {
+                // Most weight on padding; among the real words the head wins.
+                row[4] = 0.8;
+                row[1] = 0.15;
+                row[0] = 0.05;
+            } else if b == 1 && q == 1 {
+                // Every real word at 0, the padding at 1: all three tie.
+                row[5] = 1.0;
+            } else if let Some(a) = sentence.arcs.iter().find(|a| a.dependent == q) {
+                row[a.head] = 1.0;
+            } else {
+                row[q] = 1.0;
+            }
+            row
+        });
+        let relations = score_relations(&[pattern], &[long, short]);
+        let det = relation(&relations, "det");
+        assert_eq!(det.arcs, 3);
+        assert_eq!(det.heads[0].dependent_to_head, 1.0);
+        // nsubj: "dog" -> "sees" found, "cat" -> "sleeps" a three-way tie among real words.
+        let nsubj = relation(&relations, "nsubj");
+        assert!(close(
+            nsubj.heads[0].dependent_to_head,
+            (1.0 + 1.0 / 3.0) / 2.0
+        ));
+    }
+
+    #[test]
+    fn the_baseline_is_the_most_common_offset() {
+        // det offsets: +2, +1 (dog_sees_cat), +1 (cat_sleeps): +1 on 2 of 3 arcs.
+        // nsubj offsets: +1, +1: 2 of 2. amod: +1. dobj: -2.
+        let sentences = [dog_sees_cat(), cat_sleeps()];
+        let seq = 6;
+        let pattern = layer(2, 1, seq, |_, _, q| one_hot(seq, q));
+        let relations = score_relations(&[pattern], &sentences);
+        let det = relation(&relations, "det");
+        assert_eq!(det.baseline.offset, 1);
+        assert!(close(det.baseline.score, 2.0 / 3.0));
+        let nsubj = relation(&relations, "nsubj");
+        assert_eq!((nsubj.baseline.offset, nsubj.baseline.score), (1, 1.0));
+        let dobj = relation(&relations, "dobj");
+        assert_eq!((dobj.baseline.offset, dobj.baseline.score), (-2, 1.0));
+        // A self-attending head finds nothing and beats no baseline.
+        assert_eq!(det.best.dependent_to_head.score, 0.0);
+        assert!(!det.best.dependent_to_head.beats_baseline);
+    }
+
+    #[test]
+    fn offset_ties_go_to_the_nearest_then_the_smaller() {
+        let counts = BTreeMap::from([(-1, 2), (1, 2), (3, 2), (2, 1)]);
+        assert_eq!(
+            best_offset(&counts, 7),
+            Baseline {
+                offset: -1,
+                score: 2.0 / 7.0
+            }
+        );
+        let counts = BTreeMap::from([(-3, 2), (2, 2)]);
+        assert_eq!(best_offset(&counts, 4).offset, 2);
+    }
+
+    #[test]
+    fn a_head_above_the_baseline_is_marked() {
+        // Head 0 finds det both ways round (dependent -> head, and head -> dependent).
+        let sentence = cat_sleeps();
+        let pattern = layer(1, 2, 3, |_, h, q| match (h, q) {
+            (0, 0) => one_hot(3, 1),
+            (0, 1) => one_hot(3, 0),
+            _ => one_hot(3, 2),
+        });
+        let relations = score_relations(&[pattern], &[sentence]);
+        let det = relation(&relations, "det");
+        assert_eq!(det.baseline.score, 1.0, "one arc: its own offset");
+        assert_eq!(det.best.dependent_to_head.score, 1.0);
+        assert!(
+            !det.best.dependent_to_head.beats_baseline,
+            "1.0 is not above 1.0"
+        );
+        // Head 1 puts every word on "sleeps": nsubj's dependent finds it, and ties break
+        // towards the first head.
+        let nsubj = relation(&relations, "nsubj");
+        assert_eq!(nsubj.heads[1].dependent_to_head, 1.0);
+        assert_eq!(nsubj.best.dependent_to_head.head, 1);
+    }
+
+    #[test]
+    fn counting_in_chunks_equals_counting_at_once() {
+        let (a, b) = (dog_sees_cat(), cat_sleeps());
+        let rows = |seq: usize| move |_: usize, h: usize, q: usize| one_hot(seq, (q + h) % seq);
+        let both = layer(2, 2, 6, rows(6));
+        let mut at_once = RelationHits::new(1, 2);
+        at_once.add(&[both], &[a.clone(), b.clone()]);
+        let mut chunked = RelationHits::new(1, 2);
+        chunked.add(&[layer(1, 2, 6, rows(6))], std::slice::from_ref(&a));
+        // The second chunk is shorter: its batch is padded to 3, not 6.
+        chunked.add(&[layer(1, 2, 3, rows(3))], std::slice::from_ref(&b));
+        // Same arcs and offsets; head scores differ only where the rows differ (q + h wraps
+        // at 3 rather than 6), so compare the shared parts.
+        let (x, y) = (at_once.scores(), chunked.scores());
+        assert_eq!(x.sentences, y.sentences);
+        assert_eq!(x.arcs, y.arcs);
+        for (r, s) in x.relations.iter().zip(&y.relations) {
+            assert_eq!((r.arcs, r.baseline), (s.arcs, s.baseline));
+            assert_eq!(r.heads[0], s.heads[0], "head 0 attends to itself in both");
+        }
+    }
+
+    #[test]
+    fn relations_round_trip_and_give_each_head_its_scores() {
+        let sentence = dog_sees_cat();
+        let relations = score_relations(&[det_and_uniform(&sentence)], &[sentence]);
+        let json = serde_json::to_string(&relations).unwrap();
+        assert_eq!(serde_json::from_str::<Relations>(&json).unwrap(), relations);
+        let head = relations.head_scores(0, 0);
+        assert_eq!(
+            head.keys().collect::<Vec<_>>(),
+            ["amod", "det", "dobj", "nsubj"]
+        );
+        assert_eq!(head["det"].dependent_to_head, 1.0);
+        assert!(relations.head_scores(3, 0).is_empty());
+    }
+}

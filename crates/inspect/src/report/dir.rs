@@ -1,0 +1,497 @@
+//! The report directory, `inspect`'s counterpart of [`train::RunDir`]: one table
+//! ([`FILES`]) names every file a report may hold, with what it holds and when it is
+//! written; [`ReportDir`] writes and reads each of them as a typed value, and knows when a
+//! report is complete. `inspect` writes through it, `sweep` reads through it, the page's
+//! list of files and the README's file table come from the same table (a test keeps the
+//! README in step).
+//!
+//! ```text
+//! REPORT/weights.safetensors, activations.safetensors   tensors
+//! REPORT/heads.json, circuits.json, ...                 records, one type each
+//! REPORT/divergence.csv                                 with snapshots
+//! REPORT/figures/NAME.png                               figures
+//! REPORT/explore.html                                   the interactive page
+//! REPORT/index.html                                     written last: the report is complete
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::circuits::Circuits;
+use crate::interventions::pruning::Pruning;
+use crate::measures::divergence::{self, DivergencePoint};
+use crate::measures::heads::HeadRecord;
+use crate::measures::relations::Relations;
+use crate::measures::trajectories::Trajectories;
+use crate::report::summary::{SimilarityFile, Summary};
+
+/// `weights.safetensors`.
+pub const WEIGHTS: &str = "weights.safetensors";
+/// `activations.safetensors`.
+pub const ACTIVATIONS: &str = "activations.safetensors";
+/// `heads.json`.
+pub const HEADS: &str = "heads.json";
+/// `circuits.json`.
+pub const CIRCUITS: &str = "circuits.json";
+/// `similarity.json`.
+pub const SIMILARITY: &str = "similarity.json";
+/// `pruning.json`.
+pub const PRUNING: &str = "pruning.json";
+/// `summary.json`.
+pub const SUMMARY: &str = "summary.json";
+/// `relations.json`.
+pub const RELATIONS: &str = "relations.json";
+/// `divergence.csv`.
+pub const DIVERGENCE: &str = "divergence.csv";
+/// `trajectories.json`.
+pub const TRAJECTORIES: &str = "trajectories.json";
+/// `explore.html`.
+pub const EXPLORE: &str = "explore.html";
+/// `index.html`, written last.
+pub const INDEX: &str = "index.html";
+/// The figures' folder.
+pub const FIGURES: &str = "figures";
+
+/// When a file of the report is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// In every report.
+    Always,
+    /// For tasks with dependency parses (word tasks: `grammar`).
+    WordTask,
+    /// When the run took snapshots.
+    Snapshots,
+    /// For models of two layers or more.
+    TwoLayers,
+    /// When the run has metrics (`metrics.jsonl` with a record).
+    Metrics,
+}
+
+impl Presence {
+    /// Whether a report of a run like `contents` holds the file.
+    pub fn holds(self, contents: &ReportContents) -> bool {
+        match self {
+            Presence::Always => true,
+            Presence::WordTask => contents.word_task,
+            Presence::Snapshots => contents.snapshots,
+            Presence::TwoLayers => contents.n_layers >= 2,
+            Presence::Metrics => contents.metrics,
+        }
+    }
+
+    /// The words the README's file table uses for the condition (none for `Always`).
+    pub fn readme_words(self) -> Option<&'static str> {
+        match self {
+            Presence::Always => None,
+            Presence::WordTask => Some("word tasks"),
+            Presence::Snapshots => Some("Written when the run has snapshots"),
+            Presence::TwoLayers => Some("Written for models of two layers or more"),
+            Presence::Metrics => Some("Written when the run has metrics"),
+        }
+    }
+}
+
+/// The facts about a run that decide which conditional files its report holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportContents {
+    /// The task has dependency parses.
+    pub word_task: bool,
+    /// The run took snapshots.
+    pub snapshots: bool,
+    /// Encoder blocks.
+    pub n_layers: usize,
+    /// The run has metrics.
+    pub metrics: bool,
+}
+
+/// One file of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportFile {
+    /// Path inside the report directory.
+    pub name: &'static str,
+    /// What it holds: `index.html`'s list of files, and a figure's caption on the page.
+    pub description: &'static str,
+    /// When it is written.
+    pub presence: Presence,
+}
+
+impl ReportFile {
+    /// A figure (under `figures/`), shown on `index.html` with its description as caption.
+    pub fn is_figure(&self) -> bool {
+        self.name.starts_with("figures/")
+    }
+
+    /// A data file or page listed on `index.html` (every file but the figures and the page
+    /// itself).
+    pub fn is_listed(&self) -> bool {
+        !self.is_figure() && self.name != INDEX
+    }
+}
+
+const fn file(name: &'static str, presence: Presence, description: &'static str) -> ReportFile {
+    ReportFile {
+        name,
+        description,
+        presence,
+    }
+}
+
+/// Every file of a report, in the order of `index.html`'s list of files and then of its
+/// figures, `index.html` last (it is written last).
+pub const FILES: &[ReportFile] = &[
+    file(
+        WEIGHTS,
+        Presence::Always,
+        "per-head q, k, v, biases, o, qk and ov (f32)",
+    ),
+    file(
+        ACTIVATIONS,
+        Presence::Always,
+        "the probe batch: tokens, and per layer attn_input, pattern, head_out",
+    ),
+    file(
+        HEADS,
+        Presence::Always,
+        "one record per head: measures, pattern scores, ablation drop, role, copying \
+         score, QK and OV effective rank, direct logit attribution, gradient importance, \
+         value and weighted norms and their correlation with the attention weight, \
+         task_target_score (attention on the exact positions the task says solve each \
+         query), relation_scores (per dependency relation, dependent_to_head and \
+         head_to_dependent; null for tasks without parses)",
+    ),
+    file(
+        CIRCUITS,
+        Presence::Always,
+        "from the weights: Q/K/V-composition matrices per pair of layers; per head \
+         copying scores, eigenvalues, singular values, effective ranks; per layer the \
+         effective rank of the heads' queries and keys side by side, and the attention \
+         rollout of the first probe sequence",
+    ),
+    file(
+        SIMILARITY,
+        Presence::Always,
+        "per layer: qk_cosine, ov_cosine, pattern_js, output_cka matrices",
+    ),
+    file(
+        PRUNING,
+        Presence::Always,
+        "accuracy as heads are removed (ranked and greedy order), heads removable",
+    ),
+    file(
+        SUMMARY,
+        Presence::Always,
+        "sizes, parameter counts, accuracy, specialisation, pruning, and the rank \
+         correlations of gradient importance, ablation drop and pruning order",
+    ),
+    file(
+        EXPLORE,
+        Presence::Always,
+        "interactive views of every head (no network needed): the model view (each layer x \
+         head as a heatmap), the head view (a probe sequence's queries and keys joined by \
+         lines weighted by attention; hover a token for its row or column) and the query/key \
+         view (a head's queries and keys projected together to 2-D by PCA); it embeds the \
+         first probe sequences (at most 8) and heads.json",
+    ),
+    file(
+        RELATIONS,
+        Presence::WordTask,
+        "on the task's parsed sentences (Clark et al. 2019): per dependency relation the \
+         arcs counted, the baseline (the best fixed offset head - dependent and its \
+         score), every head's dependent_to_head and head_to_dependent (fraction of arcs \
+         whose one end attends most to the other; ties give 1/k), and the best head in \
+         each direction with whether it beats the baseline",
+    ),
+    file(
+        DIVERGENCE,
+        Presence::Snapshots,
+        "per snapshot and layer: mean pairwise qk_cosine, ov_cosine, pattern_js",
+    ),
+    file(
+        TRAJECTORIES,
+        Presence::Snapshots,
+        "per final head: the matched head, role and pattern scores at each snapshot's \
+         step, and role_formed_at, the step from which its final role stayed",
+    ),
+    file(
+        "figures/attention.png",
+        Presence::Always,
+        "attention of every head (rows: layers, columns: heads) on the first probe sequence; \
+         row i is where query position i looks, brighter is more attention",
+    ),
+    file(
+        "figures/rollout.png",
+        Presence::Always,
+        "attention rollout on the first probe sequence after each layer (Abnar and \
+         Zuidema 2020): the product of the layers' head-averaged attention, each mixed \
+         half and half with the identity for the residual stream; row i is how much of \
+         each input position query i holds if attention alone moved information",
+    ),
+    file(
+        "figures/relations.png",
+        Presence::WordTask,
+        "per dependency relation (rows) and head (columns), the fraction of the \
+         relation's arcs whose dependent attends most to its head (top) and whose head \
+         attends most to its dependent (bottom), on the task's parsed sentences (Clark \
+         et al. 2019); each row names the baseline, the fixed offset head - dependent \
+         that finds the most arcs, and its score: a head above it does more than look \
+         a fixed distance away",
+    ),
+    file(
+        "figures/similarity.png",
+        Presence::Always,
+        "per layer, how alike each pair of heads is: QK and OV circuit cosine, attention \
+         pattern JS distance, output CKA",
+    ),
+    file(
+        "figures/divergence.png",
+        Presence::Snapshots,
+        "mean pairwise head similarity at each training snapshot: heads moving apart \
+         (cosine falling, JS distance rising) or staying identical",
+    ),
+    file(
+        "figures/circuits.png",
+        Presence::Always,
+        "per head, read from its weights: the copying score sum(lambda) / sum(|lambda|) of \
+         the OV circuit's eigenvalues (1: writes back what it reads, -1: its negation, 0: \
+         neither), the same for embedding -> OV -> output layer when the task's inputs and \
+         outputs are the same tokens, and the effective rank of the QK and OV circuits (at \
+         most d_head; lower: fewer directions matter)",
+    ),
+    file(
+        "figures/composition.png",
+        Presence::TwoLayers,
+        "for each earlier layer's heads (rows) and later layer's heads (columns): how \
+         much the later head's query (Q), key (K) or value (V) reads the subspace the \
+         earlier head writes, ||W_A W_B|| / (||W_A|| ||W_B||) with W_A the earlier OV \
+         circuit; heads with unrelated subspaces score about 1 / sqrt(d_model) (in \
+         the title), higher: the later head reads what the earlier one writes",
+    ),
+    file(
+        "figures/norms.png",
+        Presence::Always,
+        "per head (rows: layers, columns: heads), each query/key pair of the probe as its \
+         attention weight alpha (x) against the size of what it moves, alpha ||f(x_j)|| \
+         (y, one scale for every panel; Kobayashi et al. 2020), with the head's \
+         norm_weight_correlation in its title: points near the x axis however far right \
+         they reach mark a head that attends but writes almost nothing",
+    ),
+    file(
+        "figures/ablation.png",
+        Presence::Always,
+        "eval token accuracy lost when each head alone is masked",
+    ),
+    file(
+        "figures/pruning.png",
+        Presence::Always,
+        "eval token accuracy as heads are removed at test time, least important first \
+         (ranked by single-head drop) or the least harmful at each step (greedy)",
+    ),
+    file(
+        "figures/trajectories.png",
+        Presence::Snapshots,
+        "each final head's mean attention on its final role's pattern at each training \
+         snapshot (heads matched snapshot to snapshot by their patterns), above the \
+         training loss on the same steps: a role that forms as the loss drops is the \
+         phase change of Olsson et al. 2022; the step each role formed and stayed is \
+         role_formed_at in trajectories.json",
+    ),
+    file(
+        "figures/training.png",
+        Presence::Metrics,
+        "training loss and eval accuracy by step",
+    ),
+    file(
+        INDEX,
+        Presence::Always,
+        "one self-contained page: the summary, the head table, every figure with how to \
+         read it, the list of files and the run's config.toml",
+    ),
+];
+
+/// The entry of [`FILES`] named `name`.
+///
+/// # Panics
+/// If no file of the report has that name (a typo in this crate, not a user's input).
+pub fn report_file(name: &str) -> &'static ReportFile {
+    FILES
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{name} is not a file of the report"))
+}
+
+/// A record of the report stored as one JSON file.
+pub trait JsonFile: Serialize + DeserializeOwned {
+    /// Its name in the report directory.
+    const NAME: &'static str;
+}
+
+impl JsonFile for Vec<HeadRecord> {
+    const NAME: &'static str = HEADS;
+}
+impl JsonFile for Circuits {
+    const NAME: &'static str = CIRCUITS;
+}
+impl JsonFile for SimilarityFile {
+    const NAME: &'static str = SIMILARITY;
+}
+impl JsonFile for Pruning {
+    const NAME: &'static str = PRUNING;
+}
+impl JsonFile for Summary {
+    const NAME: &'static str = SUMMARY;
+}
+impl JsonFile for Relations {
+    const NAME: &'static str = RELATIONS;
+}
+impl JsonFile for Trajectories {
+    const NAME: &'static str = TRAJECTORIES;
+}
+
+/// A file of the report that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {error}")]
+pub struct WriteError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main would
+    /// print it twice.
+    pub error: std::io::Error,
+}
+
+/// A file of the report that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not there: the report is incomplete, or the run's kind never has it.
+    #[error("{} is missing", path.display())]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// There, but unreadable.
+    #[error("cannot read {}: {error}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Read, but not what the report writes.
+    #[error("{} is not a valid {name}: {error}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The file's name in the report.
+        name: &'static str,
+        /// What is wrong.
+        error: String,
+    },
+}
+
+/// One report directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportDir {
+    root: PathBuf,
+}
+
+impl ReportDir {
+    /// The report directory at `root` (nothing is created or read).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// A run's report at its default place, `RUN/inspect`.
+    pub fn of_run(run: &train::RunDir) -> Self {
+        Self::new(run.report_dir())
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path of the report's file `name` (a name of [`FILES`]).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Creates the directory and its `figures/`.
+    pub fn create(&self) -> Result<(), WriteError> {
+        let figures = self.root.join(FIGURES);
+        std::fs::create_dir_all(&figures).map_err(|error| WriteError {
+            path: figures,
+            error,
+        })
+    }
+
+    /// Whether the report is complete: `index.html`, which `inspect` writes last, is
+    /// there, and so is every file every report has.
+    pub fn is_complete(&self) -> bool {
+        FILES
+            .iter()
+            .filter(|f| f.presence == Presence::Always)
+            .all(|f| self.path(f.name).is_file())
+    }
+
+    /// The files a report of a run like `contents` should hold but this one lacks.
+    pub fn missing(&self, contents: &ReportContents) -> Vec<&'static str> {
+        FILES
+            .iter()
+            .filter(|f| f.presence.holds(contents) && !self.path(f.name).is_file())
+            .map(|f| f.name)
+            .collect()
+    }
+
+    /// Writes `value` as pretty JSON into its file and returns the path.
+    pub fn write_json<T: JsonFile>(&self, value: &T) -> Result<PathBuf, WriteError> {
+        let json = serde_json::to_vec_pretty(value).expect("report records serialize");
+        self.write(T::NAME, &json)
+    }
+
+    /// Reads a JSON record of the report.
+    pub fn read_json<T: JsonFile>(&self) -> Result<T, ReadError> {
+        let (path, text) = self.read_text(T::NAME)?;
+        serde_json::from_str(&text).map_err(|e| ReadError::Invalid {
+            path,
+            name: T::NAME,
+            error: e.to_string(),
+        })
+    }
+
+    /// Writes `divergence.csv`.
+    pub fn write_divergence(&self, points: &[DivergencePoint]) -> Result<PathBuf, WriteError> {
+        self.write(DIVERGENCE, divergence::to_csv(points).as_bytes())
+    }
+
+    /// Reads `divergence.csv`.
+    pub fn read_divergence(&self) -> Result<Vec<DivergencePoint>, ReadError> {
+        let (path, text) = self.read_text(DIVERGENCE)?;
+        divergence::from_csv(&text).map_err(|error| ReadError::Invalid {
+            path,
+            name: DIVERGENCE,
+            error,
+        })
+    }
+
+    /// Writes `bytes` into the report's file `name` atomically and returns its path.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, WriteError> {
+        let path = self.path(name);
+        train::atomic::write_atomic(&path, bytes).map_err(|error| WriteError {
+            path: path.clone(),
+            error,
+        })?;
+        Ok(path)
+    }
+
+    fn read_text(&self, name: &str) -> Result<(PathBuf, String), ReadError> {
+        let path = self.path(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((path, text)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Err(ReadError::Missing { path })
+            }
+            Err(error) => Err(ReadError::Io { path, error }),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The report's figures: which of [`FILES`](crate::report::dir::FILES)' figures a report
+//! draws (by their presence), and what each is drawn from. Their captions on `index.html`
+//! are the table's descriptions.
+
+use std::path::{Path, PathBuf};
+
+use crate::draw::figures::{self, FigureError};
+use crate::load::probe::Probe;
+use crate::load::run::LoadedRun;
+use crate::measures::norms::head_weight_norm_pairs;
+use crate::report::dir::{FILES, ReportDir};
+use crate::report::measured::Measured;
+
+/// Draws every figure the report holds, in the page's order, and returns each with its
+/// caption.
+pub fn draw_figures(
+    dir: &ReportDir,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<Vec<(PathBuf, &'static str)>, FigureError> {
+    let contents = measured.contents(loaded);
+    let mut drawn = vec![];
+    for file in FILES
+        .iter()
+        .filter(|f| f.is_figure() && f.presence.holds(&contents))
+    {
+        let path = dir.path(file.name);
+        draw_figure(file.name, &path, loaded, probe, measured)?;
+        drawn.push((path, file.description));
+    }
+    Ok(drawn)
+}
+
+/// Draws the figure `name` (a figure of `FILES`) into `path`.
+fn draw_figure(
+    name: &str,
+    path: &Path,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<(), FigureError> {
+    let circuits = &measured.circuits;
+    match name {
+        "figures/attention.png" => draw_attention(path, probe, measured),
+        "figures/rollout.png" => {
+            figures::rollout(path, &circuits.rollout, &first_sequence_labels(probe))
+        }
+        "figures/relations.png" => figures::relations(
+            path,
+            measured
+                .relations
+                .as_ref()
+                .expect("a word task has relations"),
+        ),
+        "figures/similarity.png" => figures::similarity(path, &measured.similarity),
+        "figures/divergence.png" => figures::divergence(path, &measured.divergence),
+        "figures/circuits.png" => figures::circuits(path, circuits),
+        "figures/composition.png" => {
+            figures::composition(path, &circuits.composition, circuits.random_composition)
+        }
+        "figures/norms.png" => draw_norms(path, loaded, measured),
+        "figures/ablation.png" => figures::ablation(path, &measured.heads),
+        "figures/pruning.png" => figures::pruning(path, &measured.pruning),
+        "figures/trajectories.png" => figures::trajectories(
+            path,
+            measured
+                .trajectories
+                .as_ref()
+                .expect("a run with snapshots has trajectories"),
+            &loaded.dir.metrics(),
+        ),
+        "figures/training.png" => figures::training(path, &loaded.dir.metrics()),
+        other => unreachable!("no drawing for the figure {other}"),
+    }
+}
+
+/// `norms.png`: every head's attention weights against their weighted norms on the probe,
+/// titled with the head's `norm_weight_correlation`.
+fn draw_norms(path: &Path, loaded: &LoadedRun, measured: &Measured) -> Result<(), FigureError> {
+    let panels: Vec<Vec<figures::NormPanel>> = measured
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(l, layer)| {
+            let (_, n_heads, _) = layer.dims();
+            let attention = &loaded.model.blocks[l].attention;
+            (0..n_heads)
+                .map(|h| {
+                    let correlation = measured.heads[l * n_heads + h]
+                        .norm_weight_correlation
+                        .map_or_else(|| "none".to_string(), |r| format!("{r:.2}"));
+                    figures::NormPanel {
+                        caption: format!("L{l} H{h}: correlation {correlation}"),
+                        pairs: head_weight_norm_pairs(layer, h, &attention.head_weights(h)),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    figures::norms(path, &panels)
+}
+
+/// `attention.png`: every head's pattern on probe sequence 0, captioned with its role.
+fn draw_attention(path: &Path, probe: &Probe, measured: &Measured) -> Result<(), FigureError> {
+    // The probe's own length: a task whose sentences vary draws its probe of one length.
+    let seq = probe.seq_len();
+    let first_sequence: Vec<Vec<Vec<f32>>> = measured
+        .layers
+        .iter()
+        .map(|layer| {
+            let (_, n_heads, _) = layer.dims();
+            (0..n_heads)
+                .map(|h| layer.head_pattern(h)[..seq * seq].to_vec())
+                .collect()
+        })
+        .collect();
+    let captions: Vec<Vec<String>> = first_sequence
+        .iter()
+        .enumerate()
+        .map(|(l, layer)| {
+            (0..layer.len())
+                .map(|h| format!("L{l} H{h}: {}", measured.heads[l * layer.len() + h].role))
+                .collect()
+        })
+        .collect();
+    figures::attention_patterns(
+        path,
+        &figures::PatternFigure {
+            title: "Attention of each head on probe sequence 0 (row: query, column: key)",
+            patterns: &first_sequence,
+            labels: &first_sequence_labels(probe),
+            captions: &captions,
+        },
+    )
+}
+
+/// Axis labels of probe sequence 0: its words, or token ids for tasks of numbers.
+pub fn first_sequence_labels(probe: &Probe) -> Vec<String> {
+    figures::token_labels(&probe.examples[0].input, probe.token_names.as_deref())
+}

@@ -1,0 +1,201 @@
+//! The report on one run, `inspect`'s output: [`dir`] owns the report directory (every
+//! file's name, contents, presence; typed readers and writers), [`measured`] measures
+//! everything before anything is written, [`summary`] holds `summary.json`, [`figures`] and
+//! [`pages`] draw the figures and write `index.html` and `explore.html`. [`write_report`]
+//! runs them in that order: tensors, records, figures, `explore.html`, and `index.html`
+//! last, so a report with its `index.html` is complete.
+
+pub mod dir;
+pub mod error;
+pub mod figures;
+pub mod measured;
+pub mod pages;
+pub mod summary;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use train::tensor_file::{HostTensor, write_tensors};
+
+use crate::circuits::Circuits;
+use crate::interventions::pruning::{self, Pruning};
+use crate::load::probe::Probe;
+use crate::load::run::LoadedRun;
+use crate::measures::divergence::DivergencePoint;
+use crate::measures::heads::HeadRecord;
+use crate::measures::relations::Relations;
+use crate::measures::similarity::LayerSimilarity;
+use crate::measures::trajectories::Trajectories;
+use crate::report::dir::{ACTIVATIONS, ReportDir, WEIGHTS, WriteError};
+use crate::report::error::ReportError;
+use crate::report::measured::{Measured, measure};
+use crate::report::summary::{SimilarityFile, Summary};
+
+/// What the report wrote.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// One record per head, layer-major.
+    pub heads: Vec<HeadRecord>,
+    /// Composition, copying and ranks read from the weights.
+    pub circuits: Circuits,
+    /// Head-by-head similarity matrices, one per layer.
+    pub similarity: Vec<LayerSimilarity>,
+    /// The divergence curves (empty when the run took no snapshots).
+    pub divergence: Vec<DivergencePoint>,
+    /// Every final head's role through the snapshots (`None` when the run took none).
+    pub trajectories: Option<Trajectories>,
+    /// Accuracy as heads are removed.
+    pub pruning: Pruning,
+    /// Each head's dependency-relation scores (`None` for tasks without parses).
+    pub relations: Option<Relations>,
+    /// `summary.json`.
+    pub summary: Summary,
+    /// Eval token accuracy with every head on.
+    pub eval_token_acc: f64,
+    /// The files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// What a report measures beyond the defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportOptions {
+    /// Sequences in the probe batch.
+    pub probe_size: usize,
+    /// Accuracy a pruned model may lose and still count as solving the task (0.01: one
+    /// point).
+    pub prune_tolerance: f64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        Self {
+            probe_size: 64,
+            prune_tolerance: pruning::DEFAULT_TOLERANCE,
+        }
+    }
+}
+
+/// Measures every head of `loaded` on a probe batch and writes the report into `out`.
+pub fn write_report(
+    loaded: &LoadedRun,
+    out: &Path,
+    options: &ReportOptions,
+) -> Result<Report, ReportError> {
+    Probe::check_size(options.probe_size, &loaded.run, 1)?;
+    let dir = ReportDir::new(out);
+    dir.create()?;
+    let run = &loaded.run;
+    let probe = Probe::new(
+        &run.task,
+        options.probe_size,
+        run.config.seed,
+        &loaded.device,
+    );
+
+    let measured = measure(loaded, &probe, options.prune_tolerance)?;
+    let mut files = write_tensor_files(&dir, &probe, &measured)?;
+    files.extend(write_records(&dir, &measured)?);
+    let figures = figures::draw_figures(&dir, loaded, &probe, &measured)?;
+    files.extend(figures.iter().map(|(path, _)| path.clone()));
+    files.push(pages::write_explore(&dir, loaded, &probe, &measured)?);
+    files.push(pages::write_page(
+        &dir, loaded, &probe, &measured, &figures,
+    )?);
+
+    let Measured {
+        heads,
+        eval_token_acc,
+        circuits,
+        similarity,
+        pruning,
+        relations,
+        summary,
+        divergence,
+        trajectories,
+        ..
+    } = measured;
+    Ok(Report {
+        heads,
+        circuits,
+        similarity,
+        divergence,
+        trajectories,
+        pruning,
+        relations,
+        summary,
+        eval_token_acc,
+        files,
+    })
+}
+
+/// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer
+/// `attn_input`, `pattern`, `head_out`).
+fn write_tensor_files(
+    dir: &ReportDir,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let weights_path = dir.path(WEIGHTS);
+    write_tensors(&weights_path, &measured.weights, None)?;
+
+    let mut activations = BTreeMap::new();
+    activations.insert(
+        "tokens".to_string(),
+        HostTensor::of_int(probe.tokens.clone()),
+    );
+    for (l, layer) in measured.layers.iter().enumerate() {
+        activations.insert(format!("layers.{l}.attn_input"), layer.attn_input.clone());
+        activations.insert(format!("layers.{l}.pattern"), layer.pattern.clone());
+        activations.insert(format!("layers.{l}.head_out"), layer.head_out.clone());
+    }
+    let activations_path = dir.path(ACTIVATIONS);
+    write_tensors(&activations_path, &activations, None)?;
+    Ok(vec![weights_path, activations_path])
+}
+
+/// `heads.json`, `circuits.json`, `similarity.json`, `pruning.json`, `summary.json`,
+/// `relations.json` when the task has parses, and `divergence.csv` and `trajectories.json`
+/// when the run took snapshots.
+fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, WriteError> {
+    let similarity = SimilarityFile {
+        layers: measured.similarity.clone(),
+    };
+    let mut files = vec![
+        dir.write_json(&measured.heads)?,
+        dir.write_json(&measured.circuits)?,
+        dir.write_json(&similarity)?,
+        dir.write_json(&measured.pruning)?,
+        dir.write_json(&measured.summary)?,
+    ];
+    if let Some(relations) = &measured.relations {
+        files.push(dir.write_json(relations)?);
+    }
+    if !measured.divergence.is_empty() {
+        files.push(dir.write_divergence(&measured.divergence)?);
+    }
+    if let Some(trajectories) = &measured.trajectories {
+        files.push(dir.write_json(trajectories)?);
+    }
+    Ok(files)
+}
+
+/// The head table printed on the terminal.
+pub fn table(report: &Report) -> String {
+    let mut lines = vec![format!(
+        "{:>5} {:>4}  {:<16} {:>7} {:>10} {:>8} {:>9}",
+        "layer", "head", "role", "entropy", "confidence", "distance", "ablation"
+    )];
+    for h in &report.heads {
+        lines.push(format!(
+            "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>8.2}%",
+            h.layer,
+            h.head,
+            h.role,
+            h.entropy,
+            h.confidence,
+            h.mean_distance,
+            h.ablation_drop * 100.0
+        ));
+    }
+    lines.join("\n")
+}

@@ -1,0 +1,107 @@
+//! The report's two pages: `index.html` (summary, head table, figures with their captions,
+//! the list of files from [`FILES`], the config) and `explore.html` (the interactive views,
+//! [`crate::draw::explore`]).
+
+use std::path::PathBuf;
+
+use train::tensor_file::HostTensor;
+
+use crate::draw::explore::{self, ExploreInput, QkWeights};
+use crate::draw::{figures, html};
+use crate::load::probe::Probe;
+use crate::load::run::LoadedRun;
+use crate::report::dir::{EXPLORE, FILES, INDEX, ReportDir, WriteError};
+use crate::report::measured::Measured;
+
+/// `index.html`: the summary line, head table, figures, the run's config and the files.
+pub fn write_page(
+    dir: &ReportDir,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+    figures: &[(PathBuf, &str)],
+) -> Result<PathBuf, WriteError> {
+    let config = &loaded.run.config;
+    let config_toml = std::fs::read_to_string(loaded.dir.config_path()).unwrap_or_default();
+    let contents = measured.contents(loaded);
+    let page = html::Page {
+        title: &config.name,
+        summary: summary_line(loaded, probe, measured),
+        heads: &measured.heads,
+        relations: measured.relations.as_ref(),
+        figures: figures
+            .iter()
+            .map(|(path, caption)| html::Figure { path, caption })
+            .collect(),
+        config_toml: &config_toml,
+        files: FILES
+            .iter()
+            .filter(|f| f.is_listed() && f.presence.holds(&contents))
+            .map(|f| (f.name.to_string(), f.description))
+            .collect(),
+    };
+    let page = html::render(&page).map_err(|error| WriteError {
+        path: dir.path(INDEX),
+        error,
+    })?;
+    dir.write(INDEX, page.as_bytes())
+}
+
+/// The pages' summary line: task, sizes, weights, accuracy, probe size.
+fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> String {
+    let model = &loaded.model;
+    format!(
+        "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
+         probe batch {} sequences",
+        loaded.run.task.name(),
+        model.blocks.len(),
+        model.n_heads(),
+        measured.summary.head_layout,
+        loaded.weights.display(),
+        measured.eval_token_acc * 100.0,
+        probe.examples.len(),
+    )
+}
+
+/// `explore.html`: the first probe sequences' patterns, the head records and every head's
+/// queries and keys in 2-D ([`crate::draw::explore`]).
+pub fn write_explore(
+    dir: &ReportDir,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+) -> Result<PathBuf, WriteError> {
+    let weights = loaded
+        .model
+        .blocks
+        .iter()
+        .map(|block| {
+            (0..loaded.model.n_heads())
+                .map(|h| {
+                    let w = block.attention.head_weights(h);
+                    let host = |t| HostTensor::of::<1>(t).values;
+                    QkWeights {
+                        q: HostTensor::of(w.q).values,
+                        q_bias: host(w.q_bias),
+                        k: HostTensor::of(w.k).values,
+                        k_bias: host(w.k_bias),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let labels = probe
+        .examples
+        .iter()
+        .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
+        .collect();
+    let data = explore::build(&ExploreInput {
+        title: &loaded.run.config.name,
+        summary: summary_line(loaded, probe, measured),
+        layers: &measured.layers,
+        labels,
+        heads: &measured.heads,
+        weights: Some(weights),
+    });
+    dir.write(EXPLORE, explore::render(&data).as_bytes())
+}

@@ -1,0 +1,83 @@
+//! `summary.json`, the run's sizes and headline numbers for collecting many runs into a
+//! table, and `similarity.json`'s top level.
+
+use serde::{Deserialize, Serialize};
+
+use crate::interventions::pruning::Pruning;
+use crate::measures::similarity::{LayerSimilarity, mean_off_diagonal};
+
+/// `similarity.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimilarityFile {
+    /// One entry per layer.
+    pub layers: Vec<LayerSimilarity>,
+}
+
+/// `summary.json`: the run's sizes and headline numbers, one object per report, for
+/// collecting many runs into a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Run name from the config.
+    pub name: String,
+    /// Task kind.
+    pub task: String,
+    /// `split`, `wide` or `narrow`.
+    pub head_layout: String,
+    /// Encoder blocks.
+    pub n_layers: usize,
+    /// Heads per block.
+    pub n_heads: usize,
+    /// Width of each head.
+    pub d_head: usize,
+    /// Trainable parameters of the whole model.
+    pub n_params: usize,
+    /// Parameters of the attention modules (every layer's q, k, v and output projection).
+    pub attention_params: usize,
+    /// Eval token accuracy with every head on.
+    pub eval_token_acc: f64,
+    /// Heads whose role is not "mixed".
+    pub heads_with_role: usize,
+    /// Mean pattern JS distance between the heads of a layer, averaged over layers with
+    /// more than one head (0 when there are none).
+    pub mean_pattern_js: f64,
+    /// Heads greedy pruning removes before accuracy falls more than the tolerance.
+    pub removable_heads: usize,
+    /// Spearman rank correlation, over heads, of gradient importance with the single-head
+    /// ablation drop ([`crate::measures::importance`]); null when undefined (fewer than two
+    /// heads, or one side all equal). Fields from here on are null in a `summary.json`
+    /// written before they were measured.
+    #[serde(default)]
+    pub importance_ablation_spearman: Option<f64>,
+    /// Spearman correlation of gradient importance with the step at which greedy pruning
+    /// removes the head (later: more important).
+    #[serde(default)]
+    pub importance_pruning_spearman: Option<f64>,
+    /// Spearman correlation of the ablation drop with the greedy removal step.
+    #[serde(default)]
+    pub ablation_pruning_spearman: Option<f64>,
+}
+
+/// The step (1-based) at which greedy pruning removes each head, layer-major: heads removed
+/// later matter more.
+pub fn greedy_removal_steps(pruning: &Pruning, n_heads: usize) -> Vec<f64> {
+    let mut steps = vec![0.0; pruning.total_heads];
+    for step in &pruning.greedy.steps {
+        steps[step.layer * n_heads + step.head] = step.heads_removed as f64;
+    }
+    steps
+}
+
+/// Mean pattern JS distance between the heads of a layer, over layers with more than one
+/// head; 0 when there are none.
+pub fn mean_pattern_js(similarity: &[LayerSimilarity]) -> f64 {
+    let with_pairs: Vec<f64> = similarity
+        .iter()
+        .filter(|l| l.pattern_js.len() > 1)
+        .map(|l| mean_off_diagonal(&l.pattern_js))
+        .collect();
+    if with_pairs.is_empty() {
+        0.0
+    } else {
+        with_pairs.iter().sum::<f64>() / with_pairs.len() as f64
+    }
+}

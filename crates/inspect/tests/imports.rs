@@ -1,0 +1,251 @@
+//! The shape of the code, read from the source files: inspect's folders import only
+//! downwards (the order in `src/lib.rs`), and no crate of the workspace has an import
+//! circle between its files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// inspect's folders, lowest first: a file may import from its own folder and the ones
+/// before it. `report` and `compare` share the top and import neither each other.
+const LAYERS: &[&[&str]] = &[
+    &["load"],
+    &["circuits"],
+    &["measures"],
+    &["interventions"],
+    &["draw"],
+    &["report", "compare"],
+];
+
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = vec![];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The module path of a source file relative to `src`: `measures/heads.rs` is
+/// `measures::heads`, `circuits/mod.rs` is `circuits`, `lib.rs` is the root "".
+fn module_of(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|p| p != "mod" && p != "lib")
+        .collect();
+    parts.join("::")
+}
+
+/// The `crate::...` paths a file names outside its `#[cfg(test)]` module (tests may reach
+/// anywhere), with `use crate::a::{b, c::d}` expanded to `a::b` and `a::c::d`; with
+/// `prefix` "super::", the paths it names through `super::`.
+fn named_paths(text: &str, prefix: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap();
+    // Drop comments: doc links name modules without importing them.
+    let code: String = code
+        .lines()
+        .map(|line| line.split("//").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut paths = vec![];
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find(prefix) {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue; // `super::` inside `crate::a::super`-like paths, or part of a name
+        }
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let head = &rest[..end];
+        if rest[end..].starts_with('{') {
+            // A group: each item, after the prefix.
+            let prefix = head;
+            let close = rest.find('}').unwrap();
+            for item in rest[end + 1..close].split(',') {
+                let item = item.trim().trim_start_matches('{');
+                if !item.is_empty() {
+                    paths.push(format!("{prefix}{item}"));
+                }
+            }
+        } else {
+            paths.push(head.trim_end_matches(':').to_string());
+        }
+    }
+    paths
+}
+
+/// The longest known module that `path` starts with.
+fn resolve<'a>(path: &str, modules: &'a BTreeSet<String>) -> Option<&'a String> {
+    modules
+        .iter()
+        .filter(|m| !m.is_empty() && (path == m.as_str() || path.starts_with(&format!("{m}::"))))
+        .max_by_key(|m| m.len())
+}
+
+/// Each module of the crate at `src` with the modules of the same crate it imports (itself
+/// and its own ancestors left out: a `mod.rs` declaring its children is no import).
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let files = rust_files(src);
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut graph = BTreeMap::new();
+    for file in &files {
+        let module = module_of(src, file);
+        let text = std::fs::read_to_string(file).unwrap();
+        // `super::` in `a/b.rs` (module a::b) and in `a/b/mod.rs` (module a::b) both mean a.
+        let parent = module.rsplit_once("::").map_or("", |(p, _)| p);
+        let through_super = named_paths(&text, "super::").into_iter().map(|p| {
+            if parent.is_empty() {
+                p
+            } else {
+                format!("{parent}::{p}")
+            }
+        });
+        let imports: BTreeSet<String> = named_paths(&text, "crate::")
+            .into_iter()
+            .chain(through_super)
+            .collect::<Vec<_>>()
+            .iter()
+            .filter_map(|p| resolve(p, &modules))
+            .filter(|target| **target != module && !module.starts_with(&format!("{target}::")))
+            .cloned()
+            .collect();
+        graph.insert(module, imports);
+    }
+    graph
+}
+
+/// A circle in `graph`, if it has one, as the modules along it.
+fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(node.to_string(), 1);
+        stack.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            match state.get(next.as_str()) {
+                Some(1) => {
+                    let at = stack.iter().position(|m| m == next).unwrap();
+                    let mut circle = stack[at..].to_vec();
+                    circle.push(next.clone());
+                    return Some(circle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(circle) = visit(next, graph, state, stack) {
+                        return Some(circle);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(node.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if !state.contains_key(node) {
+            let mut stack = vec![];
+            if let Some(circle) = visit(node, graph, &mut state, &mut stack) {
+                return Some(circle);
+            }
+        }
+    }
+    None
+}
+
+fn layer_of(module: &str) -> Option<(usize, &'static str)> {
+    let folder = module.split("::").next()?;
+    LAYERS
+        .iter()
+        .enumerate()
+        .find_map(|(rank, names)| names.iter().find(|n| **n == folder).map(|n| (rank, *n)))
+}
+
+#[test]
+fn inspect_folders_import_only_downwards() {
+    let src = crates_dir().join("inspect/src");
+    let graph = import_graph(&src);
+    let mut wrong = vec![];
+    for (module, imports) in &graph {
+        let Some((rank, folder)) = layer_of(module) else {
+            continue; // lib.rs, main.rs, bin/: the crate's roots may use everything
+        };
+        for target in imports {
+            let (target_rank, target_folder) = layer_of(target)
+                .unwrap_or_else(|| panic!("{module} imports {target}, which is in no folder"));
+            if target_folder != folder && target_rank >= rank {
+                wrong.push(format!("{module} -> {target}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports that go up or sideways between inspect's folders: {wrong:?}"
+    );
+    // Every folder of src is in LAYERS, so a new one is placed on purpose.
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && name != "bin" {
+            assert!(
+                layer_of(&name).is_some(),
+                "src/{name}/ is in no layer of LAYERS in tests/imports.rs"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_crate_has_an_import_circle() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(crates_dir()).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let graph = import_graph(&src);
+        checked += graph.len();
+        if let Some(circle) = find_circle(&graph) {
+            panic!("{}: import circle {}", src.display(), circle.join(" -> "));
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} modules found: wrong directory?"
+    );
+}
+
+#[test]
+fn the_checker_finds_a_circle_and_expands_groups() {
+    let paths = named_paths(
+        "use crate::a::{b, c::d};\nuse crate::e::F; // crate::g",
+        "crate::",
+    );
+    assert_eq!(paths, ["a::b", "a::c::d", "e::F"]);
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", &["b"][..]),
+        ("b", &["c"][..]),
+        ("c", &["a"][..]),
+        ("d", &[][..]),
+    ]
+    .iter()
+    .map(|(m, to)| (m.to_string(), to.iter().map(|t| t.to_string()).collect()))
+    .collect();
+    assert_eq!(find_circle(&graph).unwrap(), ["a", "b", "c", "a"]);
+}

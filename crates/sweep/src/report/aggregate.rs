@@ -1,0 +1,460 @@
+//! Aggregating: per grid point, the estimates over seeds, role counts against untrained
+//! models (the null), heads matched across seeds, and relation heads across seeds; the whole
+//! sweep's [`SweepReport`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use inspect::compare::Comparison;
+use inspect::load::probe::Probe;
+use inspect::measures::heads::head_roles;
+use inspect::measures::relations::{BestHead, BestHeads, Relations, measure_relations};
+use serde::Serialize;
+
+use crate::report::collect::{NUMBERS, RunRow};
+use crate::spec::{PlannedRun, Sweep};
+use crate::state::SweepOut;
+use crate::stats::Estimate;
+
+/// Most sequences in the probe that matches heads across seeds.
+const MATCH_PROBE: usize = 64;
+
+/// The runs of one grid point.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    /// `config key=value ...`.
+    pub point: String,
+    /// Runs of the point that are done.
+    pub runs: usize,
+    /// Runs of the point in the plan.
+    pub planned: usize,
+    /// Per number: mean and 95% interval over the done runs that have it.
+    pub estimates: BTreeMap<String, EstimateJson>,
+    /// Of the done runs, how many reached 99% eval token accuracy.
+    pub reached_99: usize,
+    /// Per layer: role -> seeds with at least one head of it, trained and untrained.
+    pub roles: Vec<BTreeMap<String, RoleCount>>,
+    /// Heads matched across seeds (reference: the first seed), when two or more are done.
+    pub slots: Vec<SlotReport>,
+    /// Why matching was skipped, if it was.
+    pub matching_note: Option<String>,
+    /// Per relation and direction, the best head across seeds (word tasks only).
+    pub relations: Vec<RelationAcrossSeeds>,
+}
+
+/// One relation in one direction at one grid point: each seed's best head against the
+/// relation's best fixed offset.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelationAcrossSeeds {
+    /// "det", "nsubj", ...
+    pub relation: String,
+    /// `dependent_to_head` or `head_to_dependent`.
+    pub direction: &'static str,
+    /// The best head's score, over seeds.
+    pub best_score: EstimateJson,
+    /// The best-offset baseline's score, over seeds (each seed scores its own sentences).
+    pub baseline: EstimateJson,
+    /// The baseline's offset (`head - dependent`) in most seeds.
+    pub baseline_offset: i64,
+    /// Seeds whose best head beats the baseline.
+    pub beats_baseline: usize,
+    /// Untrained models (same configs and seeds) whose best head beats it: the null.
+    pub untrained_beats_baseline: Option<usize>,
+    /// Seeds counted.
+    pub of: usize,
+    /// Layer -> seeds whose best head sits in it.
+    pub best_layers: BTreeMap<usize, usize>,
+}
+
+/// [`Estimate`] for JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct EstimateJson {
+    /// Values.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// 95% half-width (null with one value).
+    pub ci95: Option<f64>,
+}
+
+impl EstimateJson {
+    /// "mean ± half-width" with `digits` decimals, as [`Estimate::show`] writes it.
+    pub fn show(&self, digits: usize) -> String {
+        Estimate {
+            n: self.n,
+            mean: self.mean,
+            half_width: self.ci95.unwrap_or(f64::NAN),
+        }
+        .show(digits)
+    }
+}
+
+/// In how many seeds a layer has a head of a role.
+#[derive(Debug, Clone, Copy, Serialize, Default)]
+pub struct RoleCount {
+    /// Trained runs with the role in the layer.
+    pub trained: usize,
+    /// Untrained models (same configs and seeds) with the role in the layer.
+    pub untrained: usize,
+    /// Runs counted.
+    pub of: usize,
+}
+
+/// One slot of the matching: a reference head and its matches in the other seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotReport {
+    /// Layer.
+    pub layer: usize,
+    /// The reference seed's head.
+    pub head: usize,
+    /// The most frequent role of the matched heads ("mixed" if none has a role).
+    pub role: String,
+    /// In how many seeds the matched head has that role.
+    pub count: usize,
+    /// Seeds matched.
+    pub of: usize,
+    /// Mean pattern similarity to the reference head (over the other seeds).
+    pub mean_similarity: f64,
+}
+
+/// `report.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// Sweep name.
+    pub sweep: String,
+    /// Grid keys.
+    pub grid_keys: Vec<String>,
+    /// Every run.
+    pub runs: Vec<RunRow>,
+    /// Every grid point.
+    pub points: Vec<PointReport>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// Per grid point, in plan order, its runs.
+pub fn group_by_point(sweep: &Sweep) -> Vec<(String, Vec<&PlannedRun>)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<&PlannedRun>> = BTreeMap::new();
+    for run in &sweep.runs {
+        let point = run.point();
+        if !groups.contains_key(&point) {
+            order.push(point.clone());
+        }
+        groups.entry(point).or_default().push(run);
+    }
+    order
+        .into_iter()
+        .map(|point| {
+            let runs = groups.remove(&point).unwrap_or_default();
+            (point, runs)
+        })
+        .collect()
+}
+
+/// One grid point's report from its done runs' rows and the matching of their heads (or
+/// why there is none).
+pub fn point_report(
+    point: String,
+    planned: usize,
+    rows: &[&RunRow],
+    matching: Result<Matched, String>,
+) -> PointReport {
+    let mut estimates = BTreeMap::new();
+    for (key, _, _) in NUMBERS {
+        let values: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r.numbers.get(key))
+            .copied()
+            .collect();
+        if let Some(e) = Estimate::of(&values) {
+            estimates.insert(key.to_string(), e.into());
+        }
+    }
+    let reached_99 = rows
+        .iter()
+        .filter(|r| r.numbers.contains_key("steps_to_99"))
+        .count();
+    let trained_relations: Vec<&Relations> =
+        rows.iter().filter_map(|r| r.relations.as_ref()).collect();
+    let (roles, slots, matching_note, relations) = match matching {
+        Ok(Matched {
+            comparison,
+            untrained_roles: untrained,
+            untrained_relations,
+        }) => {
+            let n = comparison.runs.len();
+            let roles = comparison
+                .runs_with_role
+                .iter()
+                .zip(&untrained)
+                .map(|(trained, null)| {
+                    let names: BTreeSet<&String> = trained.keys().chain(null.keys()).collect();
+                    names
+                        .into_iter()
+                        .filter(|name| *name != "mixed")
+                        .map(|name| {
+                            let count = RoleCount {
+                                trained: trained.get(name).copied().unwrap_or(0),
+                                untrained: null.get(name).copied().unwrap_or(0),
+                                of: n,
+                            };
+                            (name.clone(), count)
+                        })
+                        .collect()
+                })
+                .collect();
+            let slots = comparison
+                .slots
+                .iter()
+                .map(|slot| {
+                    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
+                    for role in slot.roles.iter().filter(|r| *r != "mixed") {
+                        *counts.entry(role).or_default() += 1;
+                    }
+                    let (role, count) = counts
+                        .into_iter()
+                        .max_by_key(|(_, count)| *count)
+                        .map_or(("mixed".to_string(), 0), |(r, c)| (r.clone(), c));
+                    SlotReport {
+                        layer: slot.layer,
+                        head: slot.head,
+                        role,
+                        count,
+                        of: slot.roles.len(),
+                        mean_similarity: slot.mean_similarity,
+                    }
+                })
+                .collect();
+            let relations = relations_across_seeds(&trained_relations, &untrained_relations);
+            (roles, slots, None, relations)
+        }
+        Err(note) => (
+            Vec::new(),
+            Vec::new(),
+            Some(note),
+            relations_across_seeds(&trained_relations, &[]),
+        ),
+    };
+    PointReport {
+        point,
+        runs: rows.len(),
+        planned,
+        estimates,
+        reached_99,
+        roles,
+        slots,
+        matching_note,
+        relations,
+    }
+}
+
+/// Matches the heads of a grid point's done runs (as `compare` does, writing its files into
+/// `dir`) and counts roles on untrained models of the same configs and seeds on the same probe.
+pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<Matched, String> {
+    if runs.is_empty() {
+        return Err("no run is done".to_string());
+    }
+    let dirs: Vec<PathBuf> = runs.iter().map(|run| out.run_dir(run)).collect();
+    let loaded = inspect::compare::load_runs(&dirs).map_err(|e| e.to_string())?;
+    let reference = &loaded[0];
+    let probe_size = Probe::max_size(&reference.run, loaded.len()).clamp(1, MATCH_PROBE);
+    let comparison =
+        inspect::compare::compare(&loaded, dir, probe_size).map_err(|e| e.to_string())?;
+    // The null on the same probe: untrained models, each seeded as its run was.
+    let probe = Probe::new(
+        &reference.run.task,
+        probe_size,
+        reference.run.config.seed,
+        &reference.device,
+    );
+    let tokens = probe.token_ids();
+    let n_layers = reference.model.blocks.len();
+    let mut untrained: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); n_layers];
+    let mut untrained_relations = Vec::new();
+    for run in &loaded {
+        let device = Device::flex();
+        device.seed(run.run.config.seed);
+        let model = run
+            .run
+            .config
+            .model
+            .init(&run.run.io, &device)
+            .map_err(|e| e.to_string())?;
+        for (layer, probed) in probe.run(&model).iter().enumerate() {
+            let roles: BTreeSet<String> = head_roles(&run.run.task, probed, &tokens)
+                .into_iter()
+                .map(|(_, role)| role)
+                .collect();
+            for role in roles {
+                *untrained[layer].entry(role).or_default() += 1;
+            }
+        }
+        let config = &run.run.config;
+        untrained_relations.extend(measure_relations(
+            &run.run.task,
+            &model,
+            config.seed,
+            &device,
+        ));
+    }
+    Ok(Matched {
+        comparison,
+        untrained_roles: untrained,
+        untrained_relations,
+    })
+}
+
+/// Heads matched across a grid point's seeds, and the nulls measured on untrained models.
+pub struct Matched {
+    comparison: Comparison,
+    /// Per layer: role -> untrained models with a head of it.
+    untrained_roles: Vec<BTreeMap<String, usize>>,
+    /// `relations.json` of each untrained model (word tasks only).
+    untrained_relations: Vec<Relations>,
+}
+
+/// Picks one direction's best head.
+type PickBest = fn(&BestHeads) -> BestHead;
+
+/// Per relation and direction, the seeds' best heads against the baseline. `untrained`
+/// holds the same scores on untrained models (empty when not measured).
+fn relations_across_seeds(
+    trained: &[&Relations],
+    untrained: &[Relations],
+) -> Vec<RelationAcrossSeeds> {
+    let Some(first) = trained.first() else {
+        return Vec::new();
+    };
+    let directions: [(&'static str, PickBest); 2] = [
+        ("dependent_to_head", |best| best.dependent_to_head),
+        ("head_to_dependent", |best| best.head_to_dependent),
+    ];
+    let mut out = Vec::new();
+    for relation in first.relations.iter().map(|r| &r.relation) {
+        let of_run = |run: &Relations| {
+            run.relations
+                .iter()
+                .find(|r| &r.relation == relation)
+                .cloned()
+        };
+        let seeds: Vec<_> = trained.iter().filter_map(|run| of_run(run)).collect();
+        let nulls: Vec<_> = untrained.iter().filter_map(of_run).collect();
+        for (direction, pick) in directions {
+            let best: Vec<BestHead> = seeds.iter().map(|r| pick(&r.best)).collect();
+            let scores: Vec<f64> = best.iter().map(|b| b.score).collect();
+            let baselines: Vec<f64> = seeds.iter().map(|r| r.baseline.score).collect();
+            let mut offsets: BTreeMap<i64, usize> = BTreeMap::new();
+            for r in &seeds {
+                *offsets.entry(r.baseline.offset).or_default() += 1;
+            }
+            let mut best_layers: BTreeMap<usize, usize> = BTreeMap::new();
+            for b in &best {
+                *best_layers.entry(b.layer).or_default() += 1;
+            }
+            let (Some(best_score), Some(baseline)) =
+                (Estimate::of(&scores), Estimate::of(&baselines))
+            else {
+                continue;
+            };
+            out.push(RelationAcrossSeeds {
+                relation: relation.clone(),
+                direction,
+                best_score: best_score.into(),
+                baseline: baseline.into(),
+                baseline_offset: offsets
+                    .into_iter()
+                    .max_by_key(|(_, count)| *count)
+                    .map_or(0, |(offset, _)| offset),
+                beats_baseline: best.iter().filter(|b| b.beats_baseline).count(),
+                untrained_beats_baseline: (!nulls.is_empty()).then(|| {
+                    nulls
+                        .iter()
+                        .filter(|r| pick(&r.best).beats_baseline)
+                        .count()
+                }),
+                of: seeds.len(),
+                best_layers,
+            });
+        }
+    }
+    out
+}
+
+impl From<Estimate> for EstimateJson {
+    fn from(e: Estimate) -> Self {
+        EstimateJson {
+            n: e.n,
+            mean: e.mean,
+            ci95: (!e.half_width.is_nan()).then_some(e.half_width),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One seed's `relations.json` with a single relation: its best head in each direction
+    /// (layer, score) and the baseline's score.
+    fn relations(
+        dependent_to_head: (usize, f64),
+        head_to_dependent: (usize, f64),
+        baseline: f64,
+    ) -> Relations {
+        use inspect::measures::relations::{Baseline, RelationScores};
+        let best = |(layer, score): (usize, f64)| BestHead {
+            layer,
+            head: 0,
+            score,
+            beats_baseline: score > baseline,
+        };
+        Relations {
+            sentences: 10,
+            arcs: 20,
+            relations: vec![RelationScores {
+                relation: "det".to_string(),
+                arcs: 20,
+                baseline: Baseline {
+                    offset: 1,
+                    score: baseline,
+                },
+                heads: Vec::new(),
+                best: BestHeads {
+                    dependent_to_head: best(dependent_to_head),
+                    head_to_dependent: best(head_to_dependent),
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn relations_count_the_seeds_whose_best_head_beats_the_offset() {
+        let seeds = [
+            relations((1, 0.9), (0, 0.2), 0.7),
+            relations((1, 0.8), (0, 0.3), 0.7),
+            relations((0, 0.6), (2, 0.1), 0.7),
+        ];
+        let untrained = [relations((0, 0.2), (0, 0.1), 0.7)];
+        let trained: Vec<&Relations> = seeds.iter().collect();
+        let summary = relations_across_seeds(&trained, &untrained);
+        assert_eq!(summary.len(), 2, "one row per direction");
+        let forward = &summary[0];
+        assert_eq!(
+            (forward.relation.as_str(), forward.direction),
+            ("det", "dependent_to_head")
+        );
+        assert_eq!((forward.beats_baseline, forward.of), (2, 3));
+        assert_eq!(forward.untrained_beats_baseline, Some(0));
+        assert!((forward.best_score.mean - 2.3 / 3.0).abs() < 1e-12);
+        assert!((forward.baseline.mean - 0.7).abs() < 1e-12);
+        assert_eq!(forward.baseline_offset, 1);
+        assert_eq!(forward.best_layers, BTreeMap::from([(0, 1), (1, 2)]));
+        let backward = &summary[1];
+        assert_eq!(backward.direction, "head_to_dependent");
+        assert_eq!(backward.beats_baseline, 0);
+        assert_eq!(backward.best_layers, BTreeMap::from([(0, 2), (2, 1)]));
+        assert!(relations_across_seeds(&[], &untrained).is_empty());
+    }
+}

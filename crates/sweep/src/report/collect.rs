@@ -1,0 +1,293 @@
+//! Collecting: one run's numbers ([`RunRow`]) read from its run directory and its report
+//! (through [`ReportDir`]): training numbers from `metrics.jsonl`, then `summary.json`,
+//! `heads.json`, `relations.json`, `pruning.json` and `divergence.csv`.
+
+use std::collections::BTreeMap;
+
+use inspect::interventions::pruning::Pruning;
+use inspect::measures::divergence::DivergencePoint;
+use inspect::measures::heads::HeadRecord;
+use inspect::measures::relations::Relations;
+use inspect::report::dir::ReportDir;
+use inspect::report::summary::Summary;
+use serde::Serialize;
+use train::RunDir;
+use train::metrics::MetricsRecord;
+
+use crate::spec::{PlannedRun, Sweep};
+use crate::state::{RunState, SweepOut, run_state};
+
+/// Eval token accuracy that counts as solving the task in "steps to 99%".
+const SOLVED: f64 = 0.99;
+
+/// One run's numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    /// Run name.
+    pub name: String,
+    /// Its state (`done`, `failed`, ...).
+    pub state: String,
+    /// Base config's stem.
+    pub config: String,
+    /// Seed.
+    pub seed: u64,
+    /// Grid values.
+    pub grid: BTreeMap<String, String>,
+    /// Training and report numbers (absent when the run has not got that far).
+    pub numbers: BTreeMap<&'static str, f64>,
+    /// Every head's record from `heads.json`.
+    #[serde(skip)]
+    pub heads: Vec<HeadRecord>,
+    /// `relations.json`, for word tasks.
+    #[serde(skip)]
+    pub relations: Option<Relations>,
+}
+
+/// The numbers of a run, in table order: key, column title, decimals. A run has a number
+/// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
+/// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
+pub const NUMBERS: [(&str, &str, usize); 21] = [
+    ("eval_token_acc", "eval token acc", 4),
+    ("eval_seq_acc", "eval seq acc", 4),
+    ("steps_to_99", "steps to 99%", 0),
+    ("steps", "steps", 0),
+    ("ms_per_step", "ms per step", 1),
+    ("heads_with_role", "heads with a role", 2),
+    ("mean_pattern_js", "mean pattern JS", 3),
+    ("max_ablation_drop", "largest ablation drop", 3),
+    ("min_ablation_drop", "smallest ablation drop", 3),
+    ("removable_heads", "removable heads", 2),
+    ("removable_ranked", "removable heads (ranked)", 2),
+    ("acc_half_pruned", "acc, half the heads pruned", 4),
+    ("acc_one_head_left", "acc, one head left", 4),
+    ("qk_cosine_end", "QK cosine (end)", 4),
+    ("ov_cosine_end", "OV cosine (end)", 4),
+    ("pattern_js_end", "pattern JS (end)", 4),
+    ("never_differ", "heads never differ", 2),
+    ("first_differ_step", "heads first differ at step", 0),
+    ("attention_params", "attention params", 0),
+    ("n_params", "all params", 0),
+    ("total_heads", "heads (all layers)", 0),
+];
+
+/// A snapshot's heads count as identical while their mean QK cosine is within this of 1.
+pub const IDENTICAL: f64 = 1e-4;
+
+/// One run's row: its state, and its numbers when it is trained (and inspected).
+pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
+    let state = run_state(out, run, sweep.inspect.enabled);
+    let mut row = RunRow {
+        name: run.name.clone(),
+        state: state.label().to_string(),
+        config: run.config_stem.clone(),
+        seed: run.seed,
+        grid: run.grid.clone(),
+        numbers: BTreeMap::new(),
+        heads: Vec::new(),
+        relations: None,
+    };
+    if !matches!(state, RunState::Done | RunState::Trained) {
+        return row;
+    }
+    let Ok(dir) = RunDir::open(&out.run_dir(run)) else {
+        return row;
+    };
+    add_training_numbers(&mut row.numbers, &dir.metrics());
+    let report = ReportDir::of_run(&dir);
+    if let Ok(summary) = report.read_json::<Summary>() {
+        let numbers = [
+            ("eval_token_acc", summary.eval_token_acc),
+            ("heads_with_role", summary.heads_with_role as f64),
+            ("mean_pattern_js", summary.mean_pattern_js),
+            ("removable_heads", summary.removable_heads as f64),
+            ("attention_params", summary.attention_params as f64),
+            ("n_params", summary.n_params as f64),
+        ];
+        row.numbers.extend(numbers);
+    }
+    row.heads = report.read_json::<Vec<HeadRecord>>().unwrap_or_default();
+    row.relations = report.read_json::<Relations>().ok();
+    let drops = row.heads.iter().map(|h| h.ablation_drop);
+    if !row.heads.is_empty() {
+        row.numbers
+            .insert("max_ablation_drop", drops.clone().fold(f64::MIN, f64::max));
+        row.numbers
+            .insert("min_ablation_drop", drops.fold(f64::MAX, f64::min));
+        row.numbers.insert("total_heads", row.heads.len() as f64);
+    }
+    if let Ok(pruning) = report.read_json::<Pruning>() {
+        add_pruning_numbers(&mut row.numbers, &pruning);
+    }
+    if let Ok(points) = report.read_divergence() {
+        add_divergence_numbers(&mut row.numbers, &points);
+    }
+    row
+}
+
+/// From `pruning.json`: how many heads the ranked order removes within the tolerance, and
+/// the greedy curve's accuracy with half the heads removed (rounded down) and with one left.
+pub fn add_pruning_numbers(numbers: &mut BTreeMap<&'static str, f64>, pruning: &Pruning) {
+    numbers.insert("removable_ranked", pruning.ranked.removable as f64);
+    let accuracy_after = |removed: usize| {
+        pruning
+            .greedy
+            .steps
+            .iter()
+            .find(|step| step.heads_removed == removed)
+            .map(|step| step.token_acc)
+    };
+    let total = pruning.total_heads;
+    if total >= 2 {
+        numbers.extend(accuracy_after(total / 2).map(|acc| ("acc_half_pruned", acc)));
+        numbers.extend(accuracy_after(total - 1).map(|acc| ("acc_one_head_left", acc)));
+    }
+}
+
+/// From `divergence.csv`: the last snapshot's means over layers, whether the heads ever
+/// differ, and the first step they do.
+pub fn add_divergence_numbers(
+    numbers: &mut BTreeMap<&'static str, f64>,
+    points: &[DivergencePoint],
+) {
+    // step -> (sums of qk, ov, js; layers)
+    let mut by_step: BTreeMap<u64, ([f64; 3], usize)> = BTreeMap::new();
+    for point in points {
+        let entry = by_step.entry(point.step as u64).or_default();
+        let values = [point.qk_cosine, point.ov_cosine, point.pattern_js];
+        for (sum, value) in entry.0.iter_mut().zip(values) {
+            *sum += value;
+        }
+        entry.1 += 1;
+    }
+    let means = |(sums, n): &([f64; 3], usize)| sums.map(|s| s / *n as f64);
+    let Some(last) = by_step.values().last() else {
+        return;
+    };
+    let [qk, ov, js] = means(last);
+    numbers.extend([
+        ("qk_cosine_end", qk),
+        ("ov_cosine_end", ov),
+        ("pattern_js_end", js),
+    ]);
+    let first = by_step
+        .iter()
+        .find(|(_, entry)| means(entry)[0] < 1.0 - IDENTICAL)
+        .map(|(step, _)| *step);
+    numbers.insert("never_differ", if first.is_none() { 1.0 } else { 0.0 });
+    if let Some(step) = first {
+        numbers.insert("first_differ_step", step as f64);
+    }
+}
+
+/// Steps, time, the last evaluation and the first step at 99%, from `metrics.jsonl`.
+pub fn add_training_numbers(numbers: &mut BTreeMap<&'static str, f64>, records: &[MetricsRecord]) {
+    let Some(last) = records.last() else {
+        return;
+    };
+    numbers.insert("steps", last.step as f64);
+    if last.step > 0 {
+        numbers.insert("ms_per_step", last.elapsed_s * 1000.0 / last.step as f64);
+    }
+    if let Some(eval) = records.iter().rev().find(|r| r.eval_token_acc.is_some()) {
+        numbers.insert("eval_token_acc", eval.eval_token_acc.unwrap_or_default());
+        if let Some(seq) = eval.eval_seq_acc {
+            numbers.insert("eval_seq_acc", seq);
+        }
+    }
+    if let Some(first) = records
+        .iter()
+        .find(|r| r.eval_token_acc.is_some_and(|acc| acc >= SOLVED))
+    {
+        numbers.insert("steps_to_99", first.step as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inspect::measures::divergence::from_csv;
+
+    fn record(step: usize, elapsed_s: f64, acc: Option<f64>) -> MetricsRecord {
+        MetricsRecord {
+            step,
+            loss: 1.0,
+            lr: 1e-3,
+            tokens_per_s: 1.0,
+            elapsed_s,
+            eval_loss: acc.map(|_| 1.0),
+            eval_token_acc: acc,
+            eval_seq_acc: acc.map(|a| a / 2.0),
+        }
+    }
+
+    #[test]
+    fn pruning_numbers_come_from_the_curves() {
+        use inspect::interventions::pruning::{PruneCurve, PruneStep};
+        let curve = |accuracies: &[f64], removable| PruneCurve {
+            steps: accuracies
+                .iter()
+                .enumerate()
+                .map(|(i, &token_acc)| PruneStep {
+                    heads_removed: i + 1,
+                    layer: 0,
+                    head: i,
+                    token_acc,
+                })
+                .collect(),
+            removable,
+        };
+        let pruning = Pruning {
+            base_token_acc: 1.0,
+            tolerance: 0.01,
+            total_heads: 4,
+            ranked: curve(&[0.9, 0.5, 0.3, 0.1], 0),
+            greedy: curve(&[0.995, 0.8, 0.4, 0.1], 1),
+        };
+        let mut numbers = BTreeMap::new();
+        add_pruning_numbers(&mut numbers, &pruning);
+        assert_eq!(numbers["removable_ranked"], 0.0);
+        assert_eq!(numbers["acc_half_pruned"], 0.8, "two of four removed");
+        assert_eq!(numbers["acc_one_head_left"], 0.4, "three of four removed");
+    }
+
+    #[test]
+    fn training_numbers_come_from_the_metrics() {
+        let records = [
+            record(10, 1.0, Some(0.5)),
+            record(20, 2.0, Some(0.995)),
+            record(30, 3.0, Some(0.98)),
+            record(40, 4.0, None),
+        ];
+        let mut numbers = BTreeMap::new();
+        add_training_numbers(&mut numbers, &records);
+        assert_eq!(numbers["steps"], 40.0);
+        assert_eq!(numbers["ms_per_step"], 100.0);
+        assert_eq!(numbers["eval_token_acc"], 0.98, "the last evaluation");
+        assert_eq!(numbers["eval_seq_acc"], 0.49);
+        assert_eq!(numbers["steps_to_99"], 20.0, "the first evaluation at 99%");
+        let mut never = BTreeMap::new();
+        add_training_numbers(&mut never, &records[..1]);
+        assert!(!never.contains_key("steps_to_99"));
+    }
+
+    #[test]
+    fn divergence_numbers_average_layers_and_find_the_first_split() {
+        let csv = "step,layer,qk_cosine,ov_cosine,pattern_js\n\
+                   0,0,1.0,1.0,0.0\n0,1,1.0,1.0,0.0\n\
+                   50,0,1.0,1.0,0.0\n50,1,0.99,0.9,0.2\n\
+                   100,0,0.8,0.6,0.3\n100,1,0.6,0.4,0.5\n";
+        let mut numbers = BTreeMap::new();
+        add_divergence_numbers(&mut numbers, &from_csv(csv).unwrap());
+        assert!((numbers["qk_cosine_end"] - 0.7).abs() < 1e-12);
+        assert!((numbers["ov_cosine_end"] - 0.5).abs() < 1e-12);
+        assert!((numbers["pattern_js_end"] - 0.4).abs() < 1e-12);
+        assert_eq!(numbers["first_differ_step"], 50.0);
+        assert_eq!(numbers["never_differ"], 0.0);
+
+        let identical = "step,layer,qk_cosine,ov_cosine,pattern_js\n0,0,1,1,0\n50,0,0.99999,1,0\n";
+        let mut numbers = BTreeMap::new();
+        add_divergence_numbers(&mut numbers, &from_csv(identical).unwrap());
+        assert_eq!(numbers["never_differ"], 1.0);
+        assert!(!numbers.contains_key("first_differ_step"));
+    }
+}

@@ -1,0 +1,118 @@
+//! `sweep report`: every run of a sweep in one table, and what holds across seeds, in three
+//! steps: [`collect`] reads each run, [`aggregate`] computes what holds over seeds per grid
+//! point, [`render`] writes the tables; [`write_report`] runs them and draws the figures.
+//!
+//! Writes into `OUT/_sweep/report/`:
+//! - `sweep.csv`: one row per run (its state, the grid keys as columns, its training and
+//!   report numbers); `heads.csv`: one row per head per run.
+//! - `report.md`: per grid point, the mean and 95% confidence interval over seeds of each
+//!   number; per grid point and layer, how many seeds have a head of each role, against the
+//!   same count on untrained models of the same configs and seeds (the null: a role that
+//!   untrained models "have" as often says nothing); per grid point, the heads matched across
+//!   seeds as `compare` matches them, with each slot's most frequent role; for word tasks
+//!   (`grammar`), per relation and direction, the best head's score over seeds against the
+//!   best-offset baseline, in how many seeds it beats it (trained, and untrained as the
+//!   null), and in which layer it sits.
+//! - `report.json`: all of it, for Python.
+//! - `figures/*.png`: per number, its distribution over seeds at each grid point.
+
+pub mod aggregate;
+pub mod collect;
+pub mod render;
+
+pub use aggregate::SweepReport;
+pub use render::markdown;
+
+use std::path::{Path, PathBuf};
+
+use crate::report::aggregate::{PointReport, group_by_point, match_seeds, point_report};
+use crate::report::collect::{NUMBERS, RunRow, read_run};
+use crate::report::render::{heads_csv, runs_csv, slug};
+use crate::spec::{PlannedRun, Sweep};
+use crate::state::SweepOut;
+
+/// The numbers drawn as figures.
+const FIGURES: [&str; 4] = [
+    "eval_token_acc",
+    "steps_to_99",
+    "heads_with_role",
+    "removable_heads",
+];
+
+/// Reads every run, writes the report into `OUT/_sweep/report/` and returns it.
+pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport> {
+    let dir = out.sweep_dir().join("report");
+    let figures = dir.join("figures");
+    std::fs::create_dir_all(&figures)?;
+    let rows: Vec<RunRow> = sweep
+        .runs
+        .iter()
+        .map(|run| read_run(sweep, out, run))
+        .collect();
+    let mut points = Vec::new();
+    for (point, runs) in group_by_point(sweep) {
+        let point_rows: Vec<&RunRow> = runs
+            .iter()
+            .map(|run| &rows[run.index])
+            .filter(|row| row.state == "done")
+            .collect();
+        let done_runs: Vec<&PlannedRun> = runs
+            .iter()
+            .copied()
+            .filter(|run| rows[run.index].state == "done")
+            .collect();
+        let matching = match_seeds(out, &done_runs, &dir.join("matching").join(slug(&point)));
+        points.push(point_report(point, runs.len(), &point_rows, matching));
+    }
+    let mut files = vec![
+        write_file(&dir.join("sweep.csv"), &runs_csv(sweep, &rows))?,
+        write_file(&dir.join("heads.csv"), &heads_csv(sweep, &rows))?,
+    ];
+    for (key, title, _) in NUMBERS.iter().filter(|(key, _, _)| FIGURES.contains(key)) {
+        let path = figures.join(format!("{key}.png"));
+        crate::figures::distribution(&path, title, key, &sweep_points(&points, &rows, sweep))?;
+        files.push(path);
+    }
+    let mut report = SweepReport {
+        sweep: sweep.name.clone(),
+        grid_keys: sweep.grid_keys.clone(),
+        runs: rows,
+        points,
+        files: Vec::new(),
+    };
+    files.push(write_file(&dir.join("report.md"), &markdown(&report))?);
+    files.push(dir.join("report.json"));
+    report.files = files;
+    write_file(
+        &dir.join("report.json"),
+        &serde_json::to_string_pretty(&report)?,
+    )?;
+    Ok(report)
+}
+
+/// Values of each grid point's done runs, for the figures.
+fn sweep_points<'a>(
+    points: &'a [PointReport],
+    rows: &'a [RunRow],
+    sweep: &'a Sweep,
+) -> Vec<(&'a str, Vec<&'a RunRow>)> {
+    points
+        .iter()
+        .map(|point| {
+            let runs = sweep
+                .runs
+                .iter()
+                .filter(|run| run.point() == point.point)
+                .map(|run| &rows[run.index])
+                .filter(|row| row.state == "done")
+                .collect();
+            (point.point.as_str(), runs)
+        })
+        .collect()
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<PathBuf> {
+    train::atomic::write_atomic(path, text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    Ok(path.to_path_buf())
+}

@@ -1,0 +1,276 @@
+//! Rendering: `sweep.csv`, `heads.csv` and `report.md` from the collected and aggregated
+//! report.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use model::HeadId;
+
+use crate::report::aggregate::SweepReport;
+use crate::report::collect::{NUMBERS, RunRow};
+use crate::spec::Sweep;
+use crate::stats::wilson;
+
+/// One CSV line (RFC 4180): a field holding a comma, a quote or a line break is quoted.
+/// Written here rather than with the `csv` crate, which asks for serde features the rest of
+/// the workspace does not, and so would make every package rebuild Burn.
+pub fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|field| {
+            if field.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", field.replace('"', "\"\""))
+            } else {
+                field.clone()
+            }
+        })
+        .collect();
+    format!("{}\n", quoted.join(","))
+}
+
+/// `sweep.csv`: one row per run, a column per grid key and per number some run has.
+pub fn runs_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
+    let mut header: Vec<String> = ["run", "state", "config", "seed"]
+        .map(String::from)
+        .to_vec();
+    header.extend(sweep.grid_keys.iter().cloned());
+    header.extend(NUMBERS.iter().map(|(key, _, _)| key.to_string()));
+    let mut text = csv_line(&header);
+    for row in rows {
+        let mut record = vec![
+            row.name.clone(),
+            row.state.clone(),
+            row.config.clone(),
+            row.seed.to_string(),
+        ];
+        record.extend(sweep.grid_keys.iter().map(|k| row.grid[k].clone()));
+        record.extend(NUMBERS.iter().map(|(key, _, _)| {
+            row.numbers
+                .get(key)
+                .map_or(String::new(), |v| v.to_string())
+        }));
+        text.push_str(&csv_line(&record));
+    }
+    text
+}
+
+/// `heads.csv`: one row per head per run.
+pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
+    let patterns: BTreeSet<&String> = rows
+        .iter()
+        .flat_map(|row| row.heads.iter().flat_map(|h| h.pattern_scores.keys()))
+        .collect();
+    let mut header: Vec<String> = ["run", "config", "seed"].map(String::from).to_vec();
+    header.extend(sweep.grid_keys.iter().cloned());
+    header.extend(
+        [
+            "layer",
+            "head",
+            "role",
+            "entropy",
+            "confidence",
+            "mean_distance",
+            "ablation_drop",
+        ]
+        .map(String::from),
+    );
+    header.extend(patterns.iter().map(|p| format!("score_{p}")));
+    let mut text = csv_line(&header);
+    for row in rows {
+        for head in &row.heads {
+            let mut record = vec![row.name.clone(), row.config.clone(), row.seed.to_string()];
+            record.extend(sweep.grid_keys.iter().map(|k| row.grid[k].clone()));
+            record.extend([
+                head.layer.to_string(),
+                head.head.to_string(),
+                head.role.clone(),
+                head.entropy.to_string(),
+                head.confidence.to_string(),
+                head.mean_distance.to_string(),
+                head.ablation_drop.to_string(),
+            ]);
+            record.extend(patterns.iter().map(|p| {
+                head.pattern_scores
+                    .get(*p)
+                    .map_or(String::new(), |v| v.to_string())
+            }));
+            text.push_str(&csv_line(&record));
+        }
+    }
+    text
+}
+
+/// `report.md`.
+pub fn markdown(report: &SweepReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Sweep `{}`\n", report.sweep);
+    let done = report.runs.iter().filter(|r| r.state == "done").count();
+    let _ = writeln!(
+        md,
+        "{done} of {} runs done. Each cell: mean ± 95% confidence interval over the seeds \
+         done (Student's t); \"steps to 99%\" over the runs that reached 99% eval token \
+         accuracy.\n",
+        report.runs.len()
+    );
+    let columns: Vec<(&str, &str, usize)> = NUMBERS
+        .into_iter()
+        .filter(|(key, _, _)| report.points.iter().any(|p| p.estimates.contains_key(*key)))
+        .collect();
+    let mut header = "| grid point | seeds | reached 99% |".to_string();
+    let mut rule = "| --- | --- | --- |".to_string();
+    for (_, title, _) in &columns {
+        let _ = write!(header, " {title} |");
+        rule.push_str(" --- |");
+    }
+    let _ = writeln!(md, "{header}\n{rule}");
+    for point in &report.points {
+        let mut line = format!(
+            "| {} | {} of {} | {} of {} |",
+            point.point, point.runs, point.planned, point.reached_99, point.runs
+        );
+        for &(key, _, digits) in &columns {
+            let cell = point
+                .estimates
+                .get(key)
+                .map_or("-".to_string(), |e| e.show(digits));
+            let _ = write!(line, " {cell} |");
+        }
+        let _ = writeln!(md, "{line}");
+    }
+    let _ = writeln!(
+        md,
+        "\n## Roles across seeds\n\nPer grid point and layer: in how many seeds at least one \
+         head has the role (a role: 0.5 or more of a head's attention on one pattern), with \
+         its 95% Wilson interval, and the same count on untrained models of the same configs \
+         and seeds, measured on the same probe. Then each head of the first seed, matched in \
+         every other seed as `compare` matches them: the matched heads' most frequent role.\n"
+    );
+    for point in &report.points {
+        let _ = writeln!(md, "### {}\n", point.point);
+        if let Some(note) = &point.matching_note {
+            let _ = writeln!(md, "Not matched: {note}\n");
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "| layer | role | trained | 95% interval | untrained |\n| --- | --- | --- | --- | --- |"
+        );
+        let mut any = false;
+        for (layer, roles) in point.roles.iter().enumerate() {
+            for (role, count) in roles {
+                any = true;
+                let (low, high) = wilson(count.trained, count.of);
+                let _ = writeln!(
+                    md,
+                    "| {layer} | {role} | {} of {} | {:.0}% to {:.0}% | {} of {} |",
+                    count.trained,
+                    count.of,
+                    low * 100.0,
+                    high * 100.0,
+                    count.untrained,
+                    count.of
+                );
+            }
+        }
+        if !any {
+            let _ = writeln!(md, "| - | no head has a role in any seed | | | |");
+        }
+        let _ = writeln!(
+            md,
+            "\n| slot | most frequent role | seeds | mean similarity |\n| --- | --- | --- | --- |"
+        );
+        for slot in &point.slots {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} of {} | {:.2} |",
+                HeadId::new(slot.layer, slot.head),
+                slot.role,
+                slot.count,
+                slot.of,
+                slot.mean_similarity
+            );
+        }
+        let _ = writeln!(md);
+    }
+    relations_markdown(&mut md, report);
+    md
+}
+
+/// The "Syntax heads across seeds" section, when any grid point has relation scores.
+fn relations_markdown(md: &mut String, report: &SweepReport) {
+    if report.points.iter().all(|p| p.relations.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "## Syntax heads across seeds\n\nPer grid point, relation and direction (dep -> head: \
+         the dependent's most-attended word is its head; head -> dep: the other way), each \
+         seed's best head (Clark et al. 2019): its score with the 95% interval over seeds, the \
+         best fixed offset's score, in how many seeds the best head beats that offset (with \
+         its 95% Wilson interval, and the same count on untrained models of the same seeds), \
+         and the layers the best heads sit in.\n"
+    );
+    for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
+        let _ = writeln!(
+            md,
+            "### {}\n\n| relation | direction | best head | offset baseline | beats it | \
+             95% interval | untrained beats it | best head's layer |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- |",
+            point.point
+        );
+        for r in &point.relations {
+            let (low, high) = wilson(r.beats_baseline, r.of);
+            let direction = match r.direction {
+                "dependent_to_head" => "dep -> head",
+                _ => "head -> dep",
+            };
+            let untrained = r
+                .untrained_beats_baseline
+                .map_or("-".to_string(), |k| format!("{k} of {}", r.of));
+            let layers: Vec<String> = r
+                .best_layers
+                .iter()
+                .map(|(layer, seeds)| format!("L{layer}: {seeds}"))
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {} | {direction} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} |",
+                r.relation,
+                r.best_score.show(2),
+                r.baseline.show(2),
+                r.baseline_offset,
+                r.beats_baseline,
+                r.of,
+                low * 100.0,
+                high * 100.0,
+                layers.join(", ")
+            );
+        }
+        let _ = writeln!(md);
+    }
+}
+
+/// A grid point as a directory name.
+pub fn slug(point: &str) -> String {
+    point
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_with_commas_or_quotes_are_quoted() {
+        let fields = ["plain", "a,b", "say \"hi\"", ""].map(String::from);
+        assert_eq!(csv_line(&fields), "plain,\"a,b\",\"say \"\"hi\"\"\",\n");
+    }
+}

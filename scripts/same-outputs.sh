@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Checks that a change which should not change behaviour (a refactor) writes the same files:
+# trains every shipped config for a few steps, inspects each run (and one at a checkpoint),
+# compares two runs, runs and reports a tiny sweep, and diffs every file written against a
+# reference recorded before the change.
+#
+#   scripts/same-outputs.sh record DIR   # before the change: run, keep as DIR/reference
+#   scripts/same-outputs.sh check DIR    # after it: run again into DIR/current, diff
+#
+# Both runs write under the same path (DIR/work, renamed afterwards), so file names that
+# the outputs mention are equal. Files are compared byte for byte, except the fields that
+# hold wall-clock time, which are blanked in both before the diff: `tokens_per_s` and
+# `elapsed_s` (metrics.jsonl, checkpoints' state.json) and `ms_per_step` (the sweep report's
+# sweep.csv, report.json, report.md, and its ms_per_step.png figure, which is skipped), and
+# the sweep's own logs (progress lines with times). Burn's own files are not byte-stable from
+# one process to the next: safetensors files are compared with their header's keys sorted
+# (Burn writes a map in random order), and checkpoints' .bpk records are left out (Burn's
+# records differ from process to process; what they hold shows in the metrics, snapshots and
+# final weights after them, which are compared), as are lock files (they hold a process id).
+#
+# Uses the release binaries in cargo's target directory (CARGO_TARGET_DIR, else target/);
+# build them first (`cargo build --release --workspace --bins`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+usage() {
+    echo "usage: scripts/same-outputs.sh record|check DIR" >&2
+    exit 2
+}
+[ $# -eq 2 ] || usage
+mode=$1
+dir=$2
+case "$mode" in record | check) ;; *) usage ;; esac
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+bin="${CARGO_TARGET_DIR:-$root/target}/release"
+for b in train inspect compare sweep; do
+    [ -x "$bin/$b" ] || {
+        echo "no $bin/$b: run cargo build --release --workspace --bins first" >&2
+        exit 1
+    }
+done
+
+# Few steps, but enough for evaluations, checkpoints and snapshots to happen.
+short=(--set train.steps=40 --set train.eval_every=20 --set train.checkpoint_every=20
+    --set train.snapshot_every=10 --set train.log_every=10 --set train.eval_size=128
+    --set train.target_accuracy=1.0 --quiet)
+
+produce() {
+    local work=$1
+    rm -rf "$work"
+    mkdir -p "$work/runs"
+    for config in configs/*.toml configs/experiments/*.toml; do
+        name=$(basename "$config" .toml)
+        echo "  train + inspect $name"
+        "$bin/train" "$config" --out "$work/runs/$name" "${short[@]}" > /dev/null
+        "$bin/inspect" "$work/runs/$name" --probe 16 > "$work/runs/$name.inspect.txt"
+    done
+    echo "  inspect a checkpoint"
+    "$bin/inspect" "$work/runs/recall" --checkpoint step-20 --probe 16 \
+        --out "$work/runs/recall-step-20" > "$work/runs/recall-step-20.txt"
+    echo "  compare two seeds"
+    "$bin/train" configs/copy.toml --out "$work/runs/copy-s1" --set seed=1 "${short[@]}" > /dev/null
+    "$bin/compare" "$work/runs/copy" "$work/runs/copy-s1" --out "$work/compare" --probe 16 \
+        > "$work/compare.txt"
+    echo "  a tiny sweep"
+    cat > "$work/tiny.toml" <<EOF
+name = "tiny"
+configs = ["$root/configs/copy.toml", "$root/configs/grammar.toml"]
+seeds = [0, 1]
+
+[grid]
+"model.n_heads" = [1, 2]
+
+[set]
+"train.steps" = 30
+"train.eval_every" = 10
+"train.checkpoint_every" = 10
+"train.snapshot_every" = 10
+"train.eval_size" = 64
+"train.target_accuracy" = 1.0
+
+[inspect]
+probe = 8
+EOF
+    "$bin/sweep" run "$work/tiny.toml" --out "$work/sweep" --workers 2 --quiet > /dev/null
+    "$bin/sweep" report "$work/tiny.toml" --out "$work/sweep" > "$work/sweep-report.txt"
+}
+
+# Blanks the wall-clock fields of every file that has them, in place.
+normalise() {
+    python3 - "$1" <<'PY'
+import json, pathlib, re, sys
+root = pathlib.Path(sys.argv[1])
+timing = {"tokens_per_s", "elapsed_s", "ms_per_step"}
+
+def scrub(value):
+    if isinstance(value, dict):
+        return {k: (None if k in timing else scrub(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+for path in root.rglob("*"):
+    if not path.is_file():
+        continue
+    if path.name == "metrics.jsonl":
+        lines = [json.dumps(scrub(json.loads(l))) for l in path.read_text().splitlines()]
+        path.write_text("\n".join(lines) + "\n")
+    elif path.name in ("state.json", "report.json"):
+        path.write_text(json.dumps(scrub(json.loads(path.read_text())), indent=1))
+    elif path.name == "sweep.csv":
+        rows = [l.split(",") for l in path.read_text().splitlines()]
+        if rows and "ms_per_step" in rows[0]:
+            i = rows[0].index("ms_per_step")
+            for r in rows[1:]:
+                if len(r) > i:
+                    r[i] = ""
+        path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    elif path.name in ("report.md", "sweep-report.txt"):
+        # Markdown tables: blank the "ms per step" column wherever a header has it.
+        out, column = [], None
+        for line in path.read_text().split("\n"):
+            cells = line.split(" | ")
+            if line.startswith("|") and "ms per step" in cells:
+                column = cells.index("ms per step")
+            elif not line.startswith("|"):
+                column = None
+            elif column is not None and len(cells) > column and not line.startswith("| ---"):
+                cells[column] = ""
+            out.append(" | ".join(cells))
+        path.write_text("\n".join(out))
+    elif path.suffix == ".safetensors":
+        # Burn writes its __metadata__ map in a random order: compare the header as JSON.
+        data = path.read_bytes()
+        n = int.from_bytes(data[:8], "little")
+        header = json.dumps(json.loads(data[8:8 + n]), sort_keys=True).encode()
+        path.write_bytes(len(header).to_bytes(8, "little") + header + data[8 + n:])
+    elif path.suffix == ".bpk" or path.name == ".lock" or path.parent.name == "logs":
+        path.unlink()
+PY
+}
+
+echo "same-outputs: producing into $dir/work"
+produce "$dir/work"
+normalise "$dir/work"
+if [ "$mode" = record ]; then
+    rm -rf "$dir/reference"
+    mv "$dir/work" "$dir/reference"
+    echo "same-outputs: reference recorded in $dir/reference ($(find "$dir/reference" -type f | wc -l) files)"
+    exit 0
+fi
+rm -rf "$dir/current"
+mv "$dir/work" "$dir/current"
+echo "same-outputs: comparing $dir/current with $dir/reference"
+if diff -rq "$dir/reference" "$dir/current"; then
+    echo "same-outputs: all $(find "$dir/current" -type f | wc -l) files identical"
+else
+    echo "same-outputs: the files above differ" >&2
+    exit 1
+fi
