@@ -12,8 +12,8 @@
 # hold wall-clock time, which are blanked in both before the diff: `tokens_per_s` and
 # `elapsed_s` (metrics.jsonl, checkpoints' state.json) and `ms_per_step` (the sweep report's
 # sweep.csv, report.json, report.md, and its ms_per_step.png figure, which is skipped), and
-# the sweep's own logs (progress lines with times). Burn's own files are not byte-stable from
-# one process to the next: safetensors files are compared with their header's keys sorted
+# the sweep's own logs (progress lines with times) and claims (lock files). Burn's own files
+# are not byte-stable from one process to the next: safetensors files are compared with their header's keys sorted
 # (Burn writes a map in random order), and checkpoints' .bpk records are left out (Burn's
 # records differ from process to process; what they hold shows in the metrics, snapshots and
 # final weights after them, which are compared), as are lock files (they hold a process id).
@@ -137,7 +137,7 @@ for path in root.rglob("*"):
         n = int.from_bytes(data[:8], "little")
         header = json.dumps(json.loads(data[8:8 + n]), sort_keys=True).encode()
         path.write_bytes(len(header).to_bytes(8, "little") + header + data[8 + n:])
-    elif path.suffix == ".bpk" or path.name == ".lock" or path.parent.name == "logs":
+    elif path.suffix == ".bpk" or path.name == ".lock" or path.parent.name in ("logs", "claims"):
         path.unlink()
 PY
 }

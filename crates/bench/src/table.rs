@@ -31,6 +31,18 @@ pub struct Provenance {
 /// The results as a markdown table with a provenance line. `results` may miss cases (a
 /// failed or unrequested one shows as a dash).
 pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
+    let mut out = provenance_line(provenance);
+    let with_pytorch = provenance.pytorch.is_some();
+    out.push_str(&header(with_pytorch));
+    for (size, backend) in row_keys(results) {
+        out.push_str(&row(results, size, backend, with_pytorch));
+    }
+    out
+}
+
+/// The paragraph above the table: where and when the figures were taken, the cases' shapes,
+/// and what the ratios divide, followed by a blank line.
+fn provenance_line(provenance: &Provenance) -> String {
     let mut out = String::new();
     let pytorch = provenance
         .pytorch
@@ -70,7 +82,12 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
             "Burn"
         },
     );
-    let with_pytorch = provenance.pytorch.is_some();
+    out
+}
+
+/// The table's header row and its alignment row; the PyTorch columns only `with_pytorch`.
+fn header(with_pytorch: bool) -> String {
+    let mut out = String::new();
     out.push_str("| size | backend | train steps/s headlab | train steps/s Burn | ratio |");
     if with_pytorch {
         out.push_str(" train steps/s PyTorch | headlab/PyTorch |");
@@ -82,7 +99,12 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
     out.push_str("| --- | --- |");
     out.push_str(&" ---: |".repeat(if with_pytorch { 12 } else { 10 }));
     out.push('\n');
+    out
+}
 
+/// The table's rows: each size and backend that has a result, in the order they first
+/// appear in `results`.
+fn row_keys(results: &[CaseResult]) -> Vec<(Size, BackendKind)> {
     let mut rows: Vec<(Size, BackendKind)> = Vec::new();
     for result in results {
         let key = (result.case.size, result.case.backend);
@@ -90,59 +112,63 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
             rows.push(key);
         }
     }
-    for (size, backend) in rows {
-        let find = |implementation| {
-            results.iter().find(|r| {
-                r.case.size == size
-                    && r.case.backend == backend
-                    && r.case.implementation == implementation
-            })
-        };
-        let (ours, burn) = (find(Implementation::Headlab), find(Implementation::Burn));
-        // The reference runs once per size, on the CPU: it stands in every CPU row.
-        let torch = results.iter().find(|r| {
+    rows
+}
+
+/// One row of the table, `size` on `backend`, with its line break.
+fn row(results: &[CaseResult], size: Size, backend: BackendKind, with_pytorch: bool) -> String {
+    let mut out = String::new();
+    let find = |implementation| {
+        results.iter().find(|r| {
             r.case.size == size
-                && r.case.implementation == Implementation::Pytorch
-                && backend != BackendKind::Wgpu
-        });
-        let figure = |result: Option<&CaseResult>, f: fn(&CaseResult) -> f64| {
-            result.map_or_else(|| "-".to_string(), |r| format_figure(f(r)))
-        };
-        let ratio = |other: Option<&CaseResult>, f: fn(&CaseResult) -> f64| match (ours, other) {
-            (Some(a), Some(b)) => format!("{:.2}x", f(a) / f(b)),
-            _ => "-".to_string(),
-        };
-        let memory = |result: Option<&CaseResult>| {
-            result
-                .and_then(|r| r.peak_rss_mib)
-                .map_or_else(|| "-".to_string(), |mib| format!("{mib:.0}"))
-        };
-        let pytorch_cells = if with_pytorch {
-            format!(
-                " {} | {} |",
-                figure(torch, |r| r.train_steps_per_s),
-                ratio(torch, |r| r.train_steps_per_s)
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |{pytorch_cells} {} | {} | {} | {} | {} | {} | {} |",
-            size.name(),
-            backend.name(),
-            figure(ours, |r| r.train_steps_per_s),
-            figure(burn, |r| r.train_steps_per_s),
-            ratio(burn, |r| r.train_steps_per_s),
-            figure(ours, CaseResult::train_tokens_per_s),
-            figure(burn, CaseResult::train_tokens_per_s),
-            figure(ours, CaseResult::forward_tokens_per_s),
-            figure(burn, CaseResult::forward_tokens_per_s),
-            ratio(burn, |r| r.forward_passes_per_s),
-            memory(ours),
-            memory(burn),
-        );
-    }
+                && r.case.backend == backend
+                && r.case.implementation == implementation
+        })
+    };
+    let (ours, burn) = (find(Implementation::Headlab), find(Implementation::Burn));
+    // The reference runs once per size, on the CPU: it stands in every CPU row.
+    let torch = results.iter().find(|r| {
+        r.case.size == size
+            && r.case.implementation == Implementation::Pytorch
+            && backend != BackendKind::Wgpu
+    });
+    let figure = |result: Option<&CaseResult>, f: fn(&CaseResult) -> f64| {
+        result.map_or_else(|| "-".to_string(), |r| format_figure(f(r)))
+    };
+    let ratio = |other: Option<&CaseResult>, f: fn(&CaseResult) -> f64| match (ours, other) {
+        (Some(a), Some(b)) => format!("{:.2}x", f(a) / f(b)),
+        _ => "-".to_string(),
+    };
+    let memory = |result: Option<&CaseResult>| {
+        result
+            .and_then(|r| r.peak_rss_mib)
+            .map_or_else(|| "-".to_string(), |mib| format!("{mib:.0}"))
+    };
+    let pytorch_cells = if with_pytorch {
+        format!(
+            " {} | {} |",
+            figure(torch, |r| r.train_steps_per_s),
+            ratio(torch, |r| r.train_steps_per_s)
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} |{pytorch_cells} {} | {} | {} | {} | {} | {} | {} |",
+        size.name(),
+        backend.name(),
+        figure(ours, |r| r.train_steps_per_s),
+        figure(burn, |r| r.train_steps_per_s),
+        ratio(burn, |r| r.train_steps_per_s),
+        figure(ours, CaseResult::train_tokens_per_s),
+        figure(burn, CaseResult::train_tokens_per_s),
+        figure(ours, CaseResult::forward_tokens_per_s),
+        figure(burn, CaseResult::forward_tokens_per_s),
+        ratio(burn, |r| r.forward_passes_per_s),
+        memory(ours),
+        memory(burn),
+    );
     out
 }
 

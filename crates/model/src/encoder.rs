@@ -258,7 +258,7 @@ impl Encoder {
             "sequence of length {seq} is longer than the model's max_seq_len ({})",
             self.max_seq_len
         );
-        let n_layers = self.blocks.len();
+        let n_layers = self.n_layers();
         if let Some(head_mask) = &input.head_mask {
             assert_eq!(
                 head_mask.dims(),

@@ -60,26 +60,9 @@ pub fn run_pool(
     display: Display,
 ) -> PoolSummary {
     let mut summary = PoolSummary::default();
-    let mut queue: VecDeque<PlannedRun> = VecDeque::new();
-    for run in &sweep.runs {
-        if run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done {
-            summary.already_done += 1;
-        } else {
-            queue.push_back(run.clone());
-        }
-    }
+    let queue = unfinished_runs(sweep, out, &mut summary);
     let total = sweep.runs.len() as u64;
-    let bar = match display {
-        Display::Auto => ProgressBar::new(total),
-        Display::Quiet => ProgressBar::hidden(),
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} runs (eta {eta}) {wide_msg}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
+    let bar = progress_bar(display, total);
     bar.set_position(summary.already_done as u64);
     let queue = Arc::new(Mutex::new(queue));
     let (sender, results) = mpsc::channel::<(PlannedRun, Attempt)>();
@@ -91,57 +74,11 @@ pub fn run_pool(
             let sender = sender.clone();
             let running = Arc::clone(&running);
             let bar = bar.clone();
-            scope.spawn(move || {
-                loop {
-                    if context_template.stop.requested().is_some() {
-                        break;
-                    }
-                    let Some(run) = queue.lock().expect("queue lock").pop_front() else {
-                        break;
-                    };
-                    set_running(&bar, &running, |names| names.push(run.name.clone()));
-                    let attempt = execute(&run, context_template);
-                    set_running(&bar, &running, |names| names.retain(|n| *n != run.name));
-                    if sender.send((run, attempt)).is_err() {
-                        break;
-                    }
-                }
-            });
+            scope.spawn(move || work(&queue, &sender, &running, &bar, context_template));
         }
         drop(sender);
-        // indicatif draws nothing (println included) when stderr is not a terminal: a log
-        // file or CI gets plain lines instead.
-        let say = |line: String| {
-            if bar.is_hidden() {
-                if display == Display::Auto {
-                    println!("[{}/{total}] {line}", bar.position());
-                }
-            } else {
-                bar.println(line);
-            }
-        };
         for (run, attempt) in results {
-            match attempt {
-                Attempt::AlreadyDone => {
-                    summary.already_done += 1;
-                    bar.inc(1);
-                }
-                Attempt::Done => {
-                    summary.done += 1;
-                    bar.inc(1);
-                    say(format!("done     {}", run.name));
-                }
-                Attempt::Interrupted => summary.interrupted += 1,
-                Attempt::Busy(holder) => {
-                    say(format!("busy     {} (held by {holder})", run.name));
-                    summary.busy.push(run.name);
-                }
-                Attempt::Failed(why) => {
-                    bar.inc(1);
-                    say(format!("failed   {}: {why}", run.name));
-                    summary.failed.push((run.name, why));
-                }
-            }
+            record(&mut summary, &bar, display, total, run, attempt);
         }
     });
     // Runs never taken from the queue because of a stop.
@@ -150,6 +87,115 @@ pub fn run_pool(
     summary
 }
 
+/// The runs of `sweep` still to do, in order; the done ones are counted in `summary`.
+fn unfinished_runs(
+    sweep: &Sweep,
+    out: &SweepOut,
+    summary: &mut PoolSummary,
+) -> VecDeque<PlannedRun> {
+    let mut queue: VecDeque<PlannedRun> = VecDeque::new();
+    for run in &sweep.runs {
+        if run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done {
+            summary.already_done += 1;
+        } else {
+            queue.push_back(run.clone());
+        }
+    }
+    queue
+}
+
+/// The bar over the sweep's `total` runs: drawn for [`Display::Auto`], hidden when quiet.
+fn progress_bar(display: Display, total: u64) -> ProgressBar {
+    let bar = match display {
+        Display::Auto => ProgressBar::new(total),
+        Display::Quiet => ProgressBar::hidden(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs (eta {eta}) {wide_msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// One worker: takes runs from `queue` and executes them, sending each attempt back, until
+/// the queue is empty, a stop is requested or nobody listens any more.
+fn work(
+    queue: &Mutex<VecDeque<PlannedRun>>,
+    sender: &mpsc::Sender<(PlannedRun, Attempt)>,
+    running: &Mutex<Vec<String>>,
+    bar: &ProgressBar,
+    context_template: &RunContext,
+) {
+    loop {
+        if context_template.stop.requested().is_some() {
+            break;
+        }
+        let Some(run) = queue.lock().expect("queue lock").pop_front() else {
+            break;
+        };
+        set_running(bar, running, |names| names.push(run.name.clone()));
+        let attempt = execute(&run, context_template);
+        set_running(bar, running, |names| names.retain(|n| *n != run.name));
+        if sender.send((run, attempt)).is_err() {
+            break;
+        }
+    }
+}
+
+/// Counts one finished attempt in `summary` and the bar, and says what happened to the run.
+fn record(
+    summary: &mut PoolSummary,
+    bar: &ProgressBar,
+    display: Display,
+    total: u64,
+    run: PlannedRun,
+    attempt: Attempt,
+) {
+    match attempt {
+        Attempt::AlreadyDone => {
+            summary.already_done += 1;
+            bar.inc(1);
+        }
+        Attempt::Done => {
+            summary.done += 1;
+            bar.inc(1);
+            say(bar, display, total, format!("done     {}", run.name));
+        }
+        Attempt::Interrupted => summary.interrupted += 1,
+        Attempt::Busy(holder) => {
+            say(
+                bar,
+                display,
+                total,
+                format!("busy     {} (held by {holder})", run.name),
+            );
+            summary.busy.push(run.name);
+        }
+        Attempt::Failed(why) => {
+            bar.inc(1);
+            say(bar, display, total, format!("failed   {}: {why}", run.name));
+            summary.failed.push((run.name, why));
+        }
+    }
+}
+
+/// Prints `line` above the bar, or as a plain line numbered with the bar's position.
+fn say(bar: &ProgressBar, display: Display, total: u64, line: String) {
+    // indicatif draws nothing (println included) when stderr is not a terminal: a log file
+    // or CI gets plain lines instead.
+    if bar.is_hidden() {
+        if display == Display::Auto {
+            println!("[{}/{total}] {line}", bar.position());
+        }
+    } else {
+        bar.println(line);
+    }
+}
+
+/// Changes the names of the runs under way and shows them as the bar's message.
 fn set_running(
     bar: &ProgressBar,
     running: &Mutex<Vec<String>>,

@@ -320,6 +320,13 @@ impl RunConfig {
 impl TrainConfig {
     /// Checks ranges, naming the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_counts()?;
+        self.check_optimiser()?;
+        self.check_parallelism()
+    }
+
+    /// Checks that every count and interval is at least 1.
+    fn check_counts(&self) -> Result<(), ConfigError> {
         let at_least_one = [
             ("train.steps", self.steps),
             ("train.batch_size", self.batch_size),
@@ -339,48 +346,48 @@ impl TrainConfig {
                 });
             }
         }
-        let range = |key, value: f64, ok: bool, expected| {
-            if ok {
-                Ok(())
-            } else {
-                Err(ConfigError::Range {
-                    key,
-                    value: value.to_string(),
-                    expected,
-                })
-            }
-        };
+        Ok(())
+    }
+
+    /// Checks the learning rate and its schedule, weight decay, clipping and the target
+    /// accuracy.
+    fn check_optimiser(&self) -> Result<(), ConfigError> {
         let lr = self.lr;
-        range("train.lr", lr, lr.is_finite() && lr > 0.0, "it must be > 0")?;
+        check_range("train.lr", lr, lr.is_finite() && lr > 0.0, "it must be > 0")?;
         let ratio = self.min_lr_ratio;
-        range(
+        check_range(
             "train.min_lr_ratio",
             ratio,
             (0.0..=1.0).contains(&ratio),
             "it must be in [0, 1]",
         )?;
         let wd = self.weight_decay;
-        range(
+        check_range(
             "train.weight_decay",
             wd,
             wd.is_finite() && wd >= 0.0,
             "it must be >= 0",
         )?;
         let clip = self.grad_clip;
-        range(
+        check_range(
             "train.grad_clip",
             clip,
             clip.is_finite() && clip >= 0.0,
             "it must be >= 0 (0 turns clipping off)",
         )?;
         if let Some(target) = self.target_accuracy {
-            range(
+            check_range(
                 "train.target_accuracy",
                 target,
                 target > 0.0 && target <= 1.0,
                 "it must be in (0, 1]",
             )?;
         }
+        Ok(())
+    }
+
+    /// Checks the thread count and that every shard gets a sequence of the batch.
+    fn check_parallelism(&self) -> Result<(), ConfigError> {
         // The upper bound catches a typo before the thread pool tries to start a million
         // threads (it would hang long after the run directory was made).
         if let Some(threads) = self.threads.filter(|t| !(1..=MAX_THREADS).contains(t)) {
@@ -399,6 +406,24 @@ impl TrainConfig {
             });
         }
         Ok(())
+    }
+}
+
+/// `Ok` when `ok`, else the range error for `key`'s `value` with what is `expected`.
+fn check_range(
+    key: &'static str,
+    value: f64,
+    ok: bool,
+    expected: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Range {
+            key,
+            value: value.to_string(),
+            expected,
+        })
     }
 }
 

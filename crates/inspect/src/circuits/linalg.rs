@@ -394,7 +394,8 @@ fn reduce_to_hessenberg(a: &mut Matrix) {
 /// The eigenvalues of an upper Hessenberg matrix by the Francis double-shift QR iteration,
 /// deflating 1 x 1 and 2 x 2 blocks off the bottom (EISPACK `hqr`, as in Numerical
 /// Recipes' `hqr`, 0-based). An exceptional shift every 10 iterations without deflation
-/// breaks the cycles that stall the standard shifts (a cyclic permutation, say).
+/// breaks the cycles that stall the standard shifts (a cyclic permutation, say). Kept in one
+/// piece, over 80 lines: it follows `hqr` line by line, which is how it is checked.
 fn hessenberg_eigenvalues(mut a: Matrix) -> Result<Vec<Complex>, NoConvergence> {
     let n = a.rows;
     let max_iterations = 30 * n.max(10);
@@ -484,7 +485,8 @@ fn hessenberg_eigenvalues(mut a: Matrix) -> Result<Vec<Complex>, NoConvergence> 
 /// `a`, with shifts the eigenvalues of the 2 x 2 matrix whose trace is `x + y` and whose
 /// determinant is `x y - w`. Starts where two consecutive small subdiagonal elements make
 /// the step independent of the rows above (EISPACK `hqr`), then chases the bulge down with
-/// 3 x 3 Householder reflections.
+/// 3 x 3 Householder reflections. Kept in one piece, over 80 lines, for the same reason as
+/// [`hessenberg_eigenvalues`].
 fn francis_step(a: &mut Matrix, l: usize, nu: usize, x: f64, y: f64, w: f64) {
     let (mut p, mut q, mut r);
     let mut m = nu - 2;

@@ -221,72 +221,17 @@ impl Circuits {
             .map(|layer| layer.iter().map(|h| (h.qk(), h.ov())).collect())
             .collect();
 
-        let mut composition = vec![];
-        for (layer_a, earlier) in circuits.iter().enumerate() {
-            let earlier_ov: Vec<LowRank> = earlier.iter().map(|(_, ov)| ov.clone()).collect();
-            for (layer_b, later) in circuits.iter().enumerate().skip(layer_a + 1) {
-                let [q, k, v] =
-                    Composition::ALL.map(|kind| composition_matrix(kind, &earlier_ov, later));
-                composition.push(LayerComposition {
-                    layer_a,
-                    layer_b,
-                    q,
-                    k,
-                    v,
-                });
-            }
-        }
-
-        let square = embedding.rows() == unembedding.cols();
+        let composition = layer_compositions(&circuits);
         let mut head_records = vec![];
         for (layer, layer_circuits) in circuits.iter().enumerate() {
             for (head, (qk, ov)) in layer_circuits.iter().enumerate() {
-                let fail = |circuit, cause| CircuitError {
-                    layer,
-                    head,
-                    circuit,
-                    cause,
-                };
-                let ov_eigenvalues = low_rank_eigenvalues(ov).map_err(|e| fail("ov", e))?;
-                let full_eigenvalues = if square {
-                    let full = full_circuit(embedding, ov, unembedding);
-                    Some(low_rank_eigenvalues(&full).map_err(|e| fail("E ov U", e))?)
-                } else {
-                    None
-                };
-                let qk_singular_values = low_rank_singular_values(qk);
-                let ov_singular_values = low_rank_singular_values(ov);
-                head_records.push(HeadCircuits {
-                    layer,
-                    head,
-                    copying_score: eigenvalue_score(&ov_eigenvalues),
-                    ov_eigenvalues: pairs(&ov_eigenvalues),
-                    full_copying_score: full_eigenvalues.as_deref().map(eigenvalue_score),
-                    full_eigenvalues: full_eigenvalues.as_deref().map(pairs),
-                    qk_effective_rank: effective_rank(&qk_singular_values),
-                    qk_singular_values,
-                    ov_effective_rank: effective_rank(&ov_singular_values),
-                    ov_singular_values,
-                });
+                head_records.push(head_circuits(layer, head, qk, ov, embedding, unembedding)?);
             }
         }
-
         let layers = heads
             .iter()
             .enumerate()
-            .map(|(layer, layer_heads)| {
-                let queries: Vec<Matrix> = layer_heads.iter().map(|h| h.q.clone()).collect();
-                let keys: Vec<Matrix> = layer_heads.iter().map(|h| h.k.clone()).collect();
-                let query_singular_values = concatenated_singular_values(&queries);
-                let key_singular_values = concatenated_singular_values(&keys);
-                LayerRanks {
-                    layer,
-                    query_effective_rank: effective_rank(&query_singular_values),
-                    query_singular_values,
-                    key_effective_rank: effective_rank(&key_singular_values),
-                    key_singular_values,
-                }
-            })
+            .map(|(layer, layer_heads)| layer_ranks(layer, layer_heads))
             .collect();
 
         Ok(Self {
@@ -311,6 +256,81 @@ impl Circuits {
             .iter()
             .find(|h| h.layer == layer && h.head == head)
             .unwrap_or_else(|| panic!("no head {head} in layer {layer}"))
+    }
+}
+
+/// Composition of every layer's heads into every later layer's, for each pair of layers in
+/// the order of [`Circuits::composition`]; `circuits` is `[layer][head]` (QK, OV).
+fn layer_compositions(circuits: &[Vec<(LowRank, LowRank)>]) -> Vec<LayerComposition> {
+    let mut composition = vec![];
+    for (layer_a, earlier) in circuits.iter().enumerate() {
+        let earlier_ov: Vec<LowRank> = earlier.iter().map(|(_, ov)| ov.clone()).collect();
+        for (layer_b, later) in circuits.iter().enumerate().skip(layer_a + 1) {
+            let [q, k, v] =
+                Composition::ALL.map(|kind| composition_matrix(kind, &earlier_ov, later));
+            composition.push(LayerComposition {
+                layer_a,
+                layer_b,
+                q,
+                k,
+                v,
+            });
+        }
+    }
+    composition
+}
+
+/// Head `head` of layer `layer`'s copying scores and ranks, from its circuits `qk` and `ov`;
+/// the full circuit `E ov U` only when `embedding` and `unembedding` make it square.
+fn head_circuits(
+    layer: usize,
+    head: usize,
+    qk: &LowRank,
+    ov: &LowRank,
+    embedding: &Matrix,
+    unembedding: &Matrix,
+) -> Result<HeadCircuits, CircuitError> {
+    let fail = |circuit, cause| CircuitError {
+        layer,
+        head,
+        circuit,
+        cause,
+    };
+    let ov_eigenvalues = low_rank_eigenvalues(ov).map_err(|e| fail("ov", e))?;
+    let full_eigenvalues = if embedding.rows() == unembedding.cols() {
+        let full = full_circuit(embedding, ov, unembedding);
+        Some(low_rank_eigenvalues(&full).map_err(|e| fail("E ov U", e))?)
+    } else {
+        None
+    };
+    let qk_singular_values = low_rank_singular_values(qk);
+    let ov_singular_values = low_rank_singular_values(ov);
+    Ok(HeadCircuits {
+        layer,
+        head,
+        copying_score: eigenvalue_score(&ov_eigenvalues),
+        ov_eigenvalues: pairs(&ov_eigenvalues),
+        full_copying_score: full_eigenvalues.as_deref().map(eigenvalue_score),
+        full_eigenvalues: full_eigenvalues.as_deref().map(pairs),
+        qk_effective_rank: effective_rank(&qk_singular_values),
+        qk_singular_values,
+        ov_effective_rank: effective_rank(&ov_singular_values),
+        ov_singular_values,
+    })
+}
+
+/// Layer `layer`'s queries and keys, each of its heads' side by side, and their ranks.
+fn layer_ranks(layer: usize, layer_heads: &[HeadCircuit]) -> LayerRanks {
+    let queries: Vec<Matrix> = layer_heads.iter().map(|h| h.q.clone()).collect();
+    let keys: Vec<Matrix> = layer_heads.iter().map(|h| h.k.clone()).collect();
+    let query_singular_values = concatenated_singular_values(&queries);
+    let key_singular_values = concatenated_singular_values(&keys);
+    LayerRanks {
+        layer,
+        query_effective_rank: effective_rank(&query_singular_values),
+        query_singular_values,
+        key_effective_rank: effective_rank(&key_singular_values),
+        key_singular_values,
     }
 }
 

@@ -168,7 +168,7 @@ fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), Comp
         return Err(mismatch("tasks", format!("is {a}"), format!("is {b}")));
     }
     let grid = |run: &LoadedRun| {
-        let (layers, heads) = (run.model.blocks.len(), run.model.n_heads());
+        let (layers, heads) = (run.model.n_layers(), run.model.n_heads());
         let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         format!(
             "has {} x {}",
@@ -388,7 +388,7 @@ fn page_data(
     measures: &[Vec<Vec<HeadMeasures>>],
 ) -> compare_page::CompareData {
     let reference = &runs[0];
-    let (n_layers, n_heads) = (reference.model.blocks.len(), reference.model.n_heads());
+    let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     compare_page::build(&ComparePageInput {
         title: format!("{} ({} runs)", reference.run.config.name, runs.len()),

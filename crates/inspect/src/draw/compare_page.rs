@@ -225,82 +225,11 @@ pub fn build(input: &ComparePageInput) -> CompareData {
     let reference = runs.first().expect("at least one run on the page");
     let n_layers = reference.layers.len();
     let (batch, n_heads, seq) = reference.layers.first().map_or((0, 0, 0), LayerProbe::dims);
-
-    // Every head of the task has the same patterns; a measure without a value anywhere (the
-    // file task's targets) gets no column.
-    let all_heads = || runs.iter().flat_map(|r| r.measures.iter().flatten());
-    let with_targets = all_heads().any(|h| h.task_target_score.is_some());
-    let measures = all_heads()
-        .next()
-        .map_or_else(Vec::new, |head| measure_names(head, with_targets));
-
+    let measures = measure_columns(runs);
     let layers = (0..n_layers)
-        .map(|l| {
-            // Run b's heads against run a's, once per pair of runs; only the matched pairs
-            // are kept.
-            let mut between = vec![vec![vec![1.0; runs.len()]; runs.len()]; n_heads];
-            for a in 0..runs.len() {
-                for b in a + 1..runs.len() {
-                    let matrix = pattern_similarity(&runs[a].layers[l], &runs[b].layers[l]);
-                    for (slot, pairs) in between.iter_mut().enumerate() {
-                        let s = matrix[runs[a].matches[l].partner[slot]]
-                            [runs[b].matches[l].partner[slot]];
-                        pairs[a][b] = s;
-                        pairs[b][a] = s;
-                    }
-                }
-            }
-            between
-                .into_iter()
-                .enumerate()
-                .map(|(slot, similarity_between)| PageSlot {
-                    matched: runs
-                        .iter()
-                        .map(|run| {
-                            let matched = &run.matches[l];
-                            let head = matched.partner[slot];
-                            let own = &run.measures[l][head];
-                            MatchedHead {
-                                head,
-                                role: own.role.clone(),
-                                similarity: matched.similarity[slot],
-                                measures: measure_values(own, &measures),
-                            }
-                        })
-                        .collect(),
-                    similarity_between,
-                })
-                .collect()
-        })
+        .map(|l| layer_slots(runs, l, n_heads, &measures))
         .collect();
-
-    let per_sequence = runs.len() * n_layers * n_heads * seq * seq;
-    let count = sequences_to_embed(batch, per_sequence, MAX_PATTERN_VALUES);
-    let sequences = (0..count)
-        .map(|b| PageSequence {
-            probe_index: b,
-            tokens: input.labels.get(b).cloned().unwrap_or_default(),
-            patterns: (0..n_layers)
-                .map(|l| {
-                    (0..n_heads)
-                        .map(|slot| {
-                            runs.iter()
-                                .map(|run| {
-                                    let head = run.matches[l].partner[slot];
-                                    let start = (b * n_heads + head) * seq * seq;
-                                    run.layers[l].pattern.values[start..start + seq * seq]
-                                        .iter()
-                                        .map(|&p| thousandths(p))
-                                        .collect()
-                                })
-                                .collect()
-                        })
-                        .collect()
-                })
-                .collect(),
-        })
-        .collect();
-
+    let sequences = embedded_sequences(input, batch, n_layers, n_heads, seq);
     CompareData {
         title: input.title.clone(),
         summary: input.summary.clone(),
@@ -320,6 +249,114 @@ pub fn build(input: &ComparePageInput) -> CompareData {
         layers,
         sequences,
     }
+}
+
+/// The measure names the page has columns for (see [`CompareData::measures`]).
+fn measure_columns(runs: &[PageRunInput]) -> Vec<String> {
+    // Every head of the task has the same patterns; a measure without a value anywhere (the
+    // file task's targets) gets no column.
+    let all_heads = || runs.iter().flat_map(|r| r.measures.iter().flatten());
+    let with_targets = all_heads().any(|h| h.task_target_score.is_some());
+    all_heads()
+        .next()
+        .map_or_else(Vec::new, |head| measure_names(head, with_targets))
+}
+
+/// Layer `l`'s slots: per slot, every run's matched head and their similarities.
+fn layer_slots(
+    runs: &[PageRunInput],
+    l: usize,
+    n_heads: usize,
+    measures: &[String],
+) -> Vec<PageSlot> {
+    similarity_between(runs, l, n_heads)
+        .into_iter()
+        .enumerate()
+        .map(|(slot, similarity_between)| PageSlot {
+            matched: runs
+                .iter()
+                .map(|run| {
+                    let matched = &run.matches[l];
+                    let head = matched.partner[slot];
+                    let own = &run.measures[l][head];
+                    MatchedHead {
+                        head,
+                        role: own.role.clone(),
+                        similarity: matched.similarity[slot],
+                        measures: measure_values(own, measures),
+                    }
+                })
+                .collect(),
+            similarity_between,
+        })
+        .collect()
+}
+
+/// `[slot][a][b]`: in layer `l`, the pattern similarity of run a's and run b's heads matched
+/// to each slot (see [`PageSlot::similarity_between`]).
+fn similarity_between(runs: &[PageRunInput], l: usize, n_heads: usize) -> Vec<Vec<Vec<f64>>> {
+    // Run b's heads against run a's, once per pair of runs; only the matched pairs are kept.
+    let mut between = vec![vec![vec![1.0; runs.len()]; runs.len()]; n_heads];
+    for a in 0..runs.len() {
+        for b in a + 1..runs.len() {
+            let matrix = pattern_similarity(&runs[a].layers[l], &runs[b].layers[l]);
+            for (slot, pairs) in between.iter_mut().enumerate() {
+                let s = matrix[runs[a].matches[l].partner[slot]][runs[b].matches[l].partner[slot]];
+                pairs[a][b] = s;
+                pairs[b][a] = s;
+            }
+        }
+    }
+    between
+}
+
+/// The first probe sequences, as many as fit in [`MAX_PATTERN_VALUES`], with every run's
+/// matched heads' patterns.
+fn embedded_sequences(
+    input: &ComparePageInput,
+    batch: usize,
+    n_layers: usize,
+    n_heads: usize,
+    seq: usize,
+) -> Vec<PageSequence> {
+    let runs = &input.runs;
+    let per_sequence = runs.len() * n_layers * n_heads * seq * seq;
+    let count = sequences_to_embed(batch, per_sequence, MAX_PATTERN_VALUES);
+    (0..count)
+        .map(|b| PageSequence {
+            probe_index: b,
+            tokens: input.labels.get(b).cloned().unwrap_or_default(),
+            patterns: (0..n_layers)
+                .map(|l| {
+                    (0..n_heads)
+                        .map(|slot| {
+                            runs.iter()
+                                .map(|run| matched_pattern(run, b, l, slot, n_heads, seq))
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// `[query * seq + key]`: on probe sequence `b`, the attention in thousandths of `run`'s head
+/// matched to `slot` of layer `l`.
+fn matched_pattern(
+    run: &PageRunInput,
+    b: usize,
+    l: usize,
+    slot: usize,
+    n_heads: usize,
+    seq: usize,
+) -> Vec<u16> {
+    let head = run.matches[l].partner[slot];
+    let start = (b * n_heads + head) * seq * seq;
+    run.layers[l].pattern.values[start..start + seq * seq]
+        .iter()
+        .map(|&p| thousandths(p))
+        .collect()
 }
 
 /// The whole page.

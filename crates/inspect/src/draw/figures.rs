@@ -8,6 +8,8 @@ use std::sync::Once;
 
 use model::HeadId;
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::RangedCoordi32;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, FontTransform, register_font};
@@ -137,9 +139,44 @@ struct Heatmap<'a> {
     y_desc: &'a str,
 }
 
+/// The chart a [`Heatmap`] draws on: one segment per cell across and down.
+type HeatmapChart<'a, 'b> = ChartContext<
+    'a,
+    BitMapBackend<'b>,
+    Cartesian2d<SegmentedCoord<RangedCoordi32>, SegmentedCoord<RangedCoordi32>>,
+>;
+
+/// How a heatmap's labels are laid out.
+struct LabelLayout {
+    /// Height of the column labels' area, in pixels.
+    x_area: u32,
+    /// Width of the row labels' area, in pixels.
+    y_area: u32,
+    /// Whether the column labels run downwards.
+    rotate: bool,
+}
+
 impl Heatmap<'_> {
+    /// Draws the heatmap on `area`, its caption on top.
     fn draw(&self, area: &Area) -> DrawResult {
         let (rows, cols) = (self.rows as i32, self.cols as i32);
+        let layout = self.label_layout(area);
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.caption, (FONT, 15))
+            .margin(6)
+            .x_label_area_size(layout.x_area)
+            .y_label_area_size(layout.y_area)
+            // A segmented `0..n` has n + 1 segments; `0..n - 1` has one per cell.
+            .build_cartesian_2d(
+                (0..cols - 1).into_segmented(),
+                (0..rows - 1).into_segmented(),
+            )?;
+        self.draw_axes(&mut chart, layout.rotate)?;
+        self.draw_cells(&mut chart)
+    }
+
+    /// The label areas' sizes on `area`, and whether the column labels must turn.
+    fn label_layout(&self, area: &Area) -> LabelLayout {
         // Label areas grow with the labels (words, relation names); the axis description
         // shares the area.
         let longest = |labels: &[String]| labels.iter().map(|l| l.chars().count() as u32).max();
@@ -153,16 +190,17 @@ impl Heatmap<'_> {
         } else {
             34
         };
-        let mut chart = ChartBuilder::on(area)
-            .caption(&self.caption, (FONT, 15))
-            .margin(6)
-            .x_label_area_size(x_area)
-            .y_label_area_size(y_area)
-            // A segmented `0..n` has n + 1 segments; `0..n - 1` has one per cell.
-            .build_cartesian_2d(
-                (0..cols - 1).into_segmented(),
-                (0..rows - 1).into_segmented(),
-            )?;
+        LabelLayout {
+            x_area,
+            y_area,
+            rotate,
+        }
+    }
+
+    /// The axes: a label per row and column (the column labels turned when `rotate`) and
+    /// the axis descriptions; no mesh.
+    fn draw_axes(&self, chart: &mut HeatmapChart, rotate: bool) -> DrawResult {
+        let rows = self.rows as i32;
         let label = |labels: &[String], v: &SegmentValue<i32>, flip: bool| match v {
             SegmentValue::CenterOf(i) => {
                 let i = if flip { rows - 1 - i } else { *i };
@@ -197,6 +235,13 @@ impl Heatmap<'_> {
             })
             .axis_desc_style((FONT, 12))
             .draw()?;
+        Ok(())
+    }
+
+    /// Every cell filled with its value's colour, row 0 at the top, and its value written in
+    /// it when `annotate`.
+    fn draw_cells(&self, chart: &mut HeatmapChart) -> DrawResult {
+        let rows = self.rows as i32;
         let (lo, hi) = self.range;
         let cells = (0..self.rows).flat_map(|i| (0..self.cols).map(move |j| (i, j)));
         chart.draw_series(cells.clone().map(|(i, j)| {

@@ -68,6 +68,18 @@ document.body.setAttribute('data-figures',bad.length?'broken: '+bad.map(function
 pub fn render(page: &Page) -> std::io::Result<String> {
     let mut html = String::new();
     let w = &mut html;
+    page_header(w, page);
+    heads_table(w, page.heads);
+    if let Some(relations) = page.relations {
+        relations_table(w, relations);
+    }
+    figures_section(w, &page.figures)?;
+    files_and_config(w, page);
+    Ok(html)
+}
+
+/// The document's head, the title, the summary line and the link to `explore.html`.
+fn page_header(w: &mut String, page: &Page) {
     // Writing into a String cannot fail; `let _ =` keeps the many writes short.
     let _ = write!(
         w,
@@ -80,7 +92,10 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         title = escape(page.title),
         summary = escape(&page.summary),
     );
+}
 
+/// The head table: how to read it, then one row per head.
+fn heads_table(w: &mut String, heads: &[HeadRecord]) {
     let _ = write!(
         w,
         "<h2>Heads</h2>\n<p>Role: the pattern that gets at least half of the head's attention \
@@ -96,7 +111,7 @@ pub fn render(page: &Page) -> std::io::Result<String> {
          <th>ablation drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
          <th>task target</th><th>pattern scores</th></tr>\n"
     );
-    for head in page.heads {
+    for head in heads {
         let scores: Vec<String> = head
             .pattern_scores
             .iter()
@@ -123,12 +138,12 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         );
     }
     let _ = writeln!(w, "</table>");
-    if let Some(relations) = page.relations {
-        relations_table(w, relations);
-    }
+}
 
+/// Every figure embedded as base64 PNG with its caption, read from its file.
+fn figures_section(w: &mut String, figures: &[Figure]) -> std::io::Result<()> {
     let _ = writeln!(w, "<h2>Figures</h2>");
-    for figure in &page.figures {
+    for figure in figures {
         let png = std::fs::read(figure.path)?;
         let name = figure
             .path
@@ -144,7 +159,11 @@ pub fn render(page: &Page) -> std::io::Result<String> {
             caption = escape(figure.caption),
         );
     }
+    Ok(())
+}
 
+/// The list of report files, the run's config, and the end of the document.
+fn files_and_config(w: &mut String, page: &Page) {
     let _ = writeln!(w, "<h2>Files</h2>\n<ul>");
     for (name, description) in &page.files {
         let _ = writeln!(
@@ -159,7 +178,6 @@ pub fn render(page: &Page) -> std::io::Result<String> {
         "</ul>\n<h2>Config</h2>\n<pre>{}</pre>\n</body>\n</html>\n",
         escape(page.config_toml)
     );
-    Ok(html)
 }
 
 /// The best head per relation and direction against the fixed-offset baseline.

@@ -58,7 +58,7 @@ impl Measured {
                 .as_ref()
                 .is_some_and(|r| !r.relations.is_empty()),
             snapshots: !self.divergence.is_empty(),
-            n_layers: loaded.model.blocks.len(),
+            n_layers: loaded.model.n_layers(),
             metrics: !loaded.dir.metrics().is_empty(),
         }
     }
@@ -99,7 +99,7 @@ pub fn measure(
         name: config.name.clone(),
         task: task.name().to_string(),
         head_layout: format!("{:?}", config.model.head_layout).to_lowercase(),
-        n_layers: model.blocks.len(),
+        n_layers: model.n_layers(),
         n_heads: model.n_heads(),
         d_head: layers.first().map_or(0, LayerProbe::d_head),
         n_params: model.num_params(),

@@ -54,7 +54,7 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
         "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
          probe batch {} sequences",
         loaded.run.task.name(),
-        model.blocks.len(),
+        model.n_layers(),
         model.n_heads(),
         measured.summary.head_layout,
         loaded.weights.display(),

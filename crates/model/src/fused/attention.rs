@@ -299,6 +299,9 @@ struct BatchGrads<'a> {
     dv: &'a mut [f32],
 }
 
+// Kept in one piece, over 80 lines: one (batch, head) block's backward pass in the order
+// of the forward pass it inverts, with its buffers in registers; split, the helpers would
+// pass a dozen slices each.
 #[inline(always)]
 fn backward_batch(inputs: &Inputs, b: usize, pattern: &[f32], grad: &[f32], out: BatchGrads) {
     let Dims {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use inspect::compare::Comparison;
+use inspect::compare::{Comparison, Slot};
 use inspect::load::probe::Probe;
 use inspect::measures::heads::head_roles;
 use inspect::measures::relations::{BestHead, BestHeads, Relations, measure_relations};
@@ -161,17 +161,6 @@ pub fn point_report(
     rows: &[&RunRow],
     matching: Result<Matched, String>,
 ) -> PointReport {
-    let mut estimates = BTreeMap::new();
-    for (key, _, _) in NUMBERS {
-        let values: Vec<f64> = rows
-            .iter()
-            .filter_map(|r| r.numbers.get(key))
-            .copied()
-            .collect();
-        if let Some(e) = Estimate::of(&values) {
-            estimates.insert(key.to_string(), e.into());
-        }
-    }
     let reached_99 = rows
         .iter()
         .filter(|r| r.numbers.contains_key("steps_to_99"))
@@ -181,55 +170,14 @@ pub fn point_report(
     let (roles, slots, matching_note, relations) = match matching {
         Ok(Matched {
             comparison,
-            untrained_roles: untrained,
+            untrained_roles,
             untrained_relations,
-        }) => {
-            let n = comparison.runs.len();
-            let roles = comparison
-                .runs_with_role
-                .iter()
-                .zip(&untrained)
-                .map(|(trained, null)| {
-                    let names: BTreeSet<&String> = trained.keys().chain(null.keys()).collect();
-                    names
-                        .into_iter()
-                        .filter(|name| *name != "mixed")
-                        .map(|name| {
-                            let count = RoleCount {
-                                trained: trained.get(name).copied().unwrap_or(0),
-                                untrained: null.get(name).copied().unwrap_or(0),
-                                of: n,
-                            };
-                            (name.clone(), count)
-                        })
-                        .collect()
-                })
-                .collect();
-            let slots = comparison
-                .slots
-                .iter()
-                .map(|slot| {
-                    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
-                    for role in slot.roles.iter().filter(|r| *r != "mixed") {
-                        *counts.entry(role).or_default() += 1;
-                    }
-                    let (role, count) = counts
-                        .into_iter()
-                        .max_by_key(|(_, count)| *count)
-                        .map_or(("mixed".to_string(), 0), |(r, c)| (r.clone(), c));
-                    SlotReport {
-                        layer: slot.layer,
-                        head: slot.head,
-                        role,
-                        count,
-                        of: slot.roles.len(),
-                        mean_similarity: slot.mean_similarity,
-                    }
-                })
-                .collect();
-            let relations = relations_across_seeds(&trained_relations, &untrained_relations);
-            (roles, slots, None, relations)
-        }
+        }) => (
+            role_counts(&comparison, &untrained_roles),
+            comparison.slots.iter().map(slot_report).collect(),
+            None,
+            relations_across_seeds(&trained_relations, &untrained_relations),
+        ),
         Err(note) => (
             Vec::new(),
             Vec::new(),
@@ -241,12 +189,77 @@ pub fn point_report(
         point,
         runs: rows.len(),
         planned,
-        estimates,
+        estimates: estimates(rows),
         reached_99,
         roles,
         slots,
         matching_note,
         relations,
+    }
+}
+
+/// Per number, its mean and 95% interval over the rows that have it.
+fn estimates(rows: &[&RunRow]) -> BTreeMap<String, EstimateJson> {
+    let mut estimates = BTreeMap::new();
+    for (key, _, _) in NUMBERS {
+        let values: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| r.numbers.get(key))
+            .copied()
+            .collect();
+        if let Some(e) = Estimate::of(&values) {
+            estimates.insert(key.to_string(), e.into());
+        }
+    }
+    estimates
+}
+
+/// Per layer, each role but "mixed": the trained runs with a head of it and the untrained
+/// models with one (`untrained`, per layer, role -> count).
+fn role_counts(
+    comparison: &Comparison,
+    untrained: &[BTreeMap<String, usize>],
+) -> Vec<BTreeMap<String, RoleCount>> {
+    let n = comparison.runs.len();
+    comparison
+        .runs_with_role
+        .iter()
+        .zip(untrained)
+        .map(|(trained, null)| {
+            let names: BTreeSet<&String> = trained.keys().chain(null.keys()).collect();
+            names
+                .into_iter()
+                .filter(|name| *name != "mixed")
+                .map(|name| {
+                    let count = RoleCount {
+                        trained: trained.get(name).copied().unwrap_or(0),
+                        untrained: null.get(name).copied().unwrap_or(0),
+                        of: n,
+                    };
+                    (name.clone(), count)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A slot of the matching: its matched heads' most frequent role ("mixed" if none has one).
+fn slot_report(slot: &Slot) -> SlotReport {
+    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
+    for role in slot.roles.iter().filter(|r| *r != "mixed") {
+        *counts.entry(role).or_default() += 1;
+    }
+    let (role, count) = counts
+        .into_iter()
+        .max_by_key(|(_, count)| *count)
+        .map_or(("mixed".to_string(), 0), |(r, c)| (r.clone(), c));
+    SlotReport {
+        layer: slot.layer,
+        head: slot.head,
+        role,
+        count,
+        of: slot.roles.len(),
+        mean_similarity: slot.mean_similarity,
     }
 }
 
@@ -270,7 +283,7 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
         &reference.device,
     );
     let tokens = probe.token_ids();
-    let n_layers = reference.model.blocks.len();
+    let n_layers = reference.model.n_layers();
     let mut untrained: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); n_layers];
     let mut untrained_relations = Vec::new();
     for run in &loaded {

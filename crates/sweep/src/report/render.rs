@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use model::HeadId;
 
-use crate::report::aggregate::SweepReport;
+use crate::report::aggregate::{PointReport, SweepReport};
 use crate::report::collect::{NUMBERS, RunRow};
 use crate::spec::Sweep;
 use crate::stats::wilson;
@@ -112,6 +112,31 @@ pub fn markdown(report: &SweepReport) -> String {
          accuracy.\n",
         report.runs.len()
     );
+    estimates_markdown(&mut md, report);
+    let _ = writeln!(
+        md,
+        "\n## Roles across seeds\n\nPer grid point and layer: in how many seeds at least one \
+         head has the role (a role: 0.5 or more of a head's attention on one pattern), with \
+         its 95% Wilson interval, and the same count on untrained models of the same configs \
+         and seeds, measured on the same probe. Then each head of the first seed, matched in \
+         every other seed as `compare` matches them: the matched heads' most frequent role.\n"
+    );
+    for point in &report.points {
+        let _ = writeln!(md, "### {}\n", point.point);
+        if let Some(note) = &point.matching_note {
+            let _ = writeln!(md, "Not matched: {note}\n");
+            continue;
+        }
+        roles_markdown(&mut md, point);
+        slots_markdown(&mut md, point);
+        let _ = writeln!(md);
+    }
+    relations_markdown(&mut md, report);
+    md
+}
+
+/// The table of estimates: a row per grid point, a column per number some point has.
+fn estimates_markdown(md: &mut String, report: &SweepReport) {
     let columns: Vec<(&str, &str, usize)> = NUMBERS
         .into_iter()
         .filter(|(key, _, _)| report.points.iter().any(|p| p.estimates.contains_key(*key)))
@@ -137,63 +162,54 @@ pub fn markdown(report: &SweepReport) -> String {
         }
         let _ = writeln!(md, "{line}");
     }
+}
+
+/// A grid point's roles per layer: trained seeds with the role, its Wilson interval, and
+/// untrained ones.
+fn roles_markdown(md: &mut String, point: &PointReport) {
     let _ = writeln!(
         md,
-        "\n## Roles across seeds\n\nPer grid point and layer: in how many seeds at least one \
-         head has the role (a role: 0.5 or more of a head's attention on one pattern), with \
-         its 95% Wilson interval, and the same count on untrained models of the same configs \
-         and seeds, measured on the same probe. Then each head of the first seed, matched in \
-         every other seed as `compare` matches them: the matched heads' most frequent role.\n"
+        "| layer | role | trained | 95% interval | untrained |\n| --- | --- | --- | --- | --- |"
     );
-    for point in &report.points {
-        let _ = writeln!(md, "### {}\n", point.point);
-        if let Some(note) = &point.matching_note {
-            let _ = writeln!(md, "Not matched: {note}\n");
-            continue;
-        }
-        let _ = writeln!(
-            md,
-            "| layer | role | trained | 95% interval | untrained |\n| --- | --- | --- | --- | --- |"
-        );
-        let mut any = false;
-        for (layer, roles) in point.roles.iter().enumerate() {
-            for (role, count) in roles {
-                any = true;
-                let (low, high) = wilson(count.trained, count.of);
-                let _ = writeln!(
-                    md,
-                    "| {layer} | {role} | {} of {} | {:.0}% to {:.0}% | {} of {} |",
-                    count.trained,
-                    count.of,
-                    low * 100.0,
-                    high * 100.0,
-                    count.untrained,
-                    count.of
-                );
-            }
-        }
-        if !any {
-            let _ = writeln!(md, "| - | no head has a role in any seed | | | |");
-        }
-        let _ = writeln!(
-            md,
-            "\n| slot | most frequent role | seeds | mean similarity |\n| --- | --- | --- | --- |"
-        );
-        for slot in &point.slots {
+    let mut any = false;
+    for (layer, roles) in point.roles.iter().enumerate() {
+        for (role, count) in roles {
+            any = true;
+            let (low, high) = wilson(count.trained, count.of);
             let _ = writeln!(
                 md,
-                "| {} | {} | {} of {} | {:.2} |",
-                HeadId::new(slot.layer, slot.head),
-                slot.role,
-                slot.count,
-                slot.of,
-                slot.mean_similarity
+                "| {layer} | {role} | {} of {} | {:.0}% to {:.0}% | {} of {} |",
+                count.trained,
+                count.of,
+                low * 100.0,
+                high * 100.0,
+                count.untrained,
+                count.of
             );
         }
-        let _ = writeln!(md);
     }
-    relations_markdown(&mut md, report);
-    md
+    if !any {
+        let _ = writeln!(md, "| - | no head has a role in any seed | | | |");
+    }
+}
+
+/// A grid point's slots: each head of the first seed, its matches' most frequent role.
+fn slots_markdown(md: &mut String, point: &PointReport) {
+    let _ = writeln!(
+        md,
+        "\n| slot | most frequent role | seeds | mean similarity |\n| --- | --- | --- | --- |"
+    );
+    for slot in &point.slots {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} of {} | {:.2} |",
+            HeadId::new(slot.layer, slot.head),
+            slot.role,
+            slot.count,
+            slot.of,
+            slot.mean_similarity
+        );
+    }
 }
 
 /// The "Syntax heads across seeds" section, when any grid point has relation scores.

@@ -123,76 +123,104 @@ fn parse_records(
         if content.trim().is_empty() {
             continue;
         }
-        let record: Example = serde_json::from_str(content).map_err(|error| {
-            // serde_json ends its message with " at line 1 column N"; every record is a single
-            // line, so only the column is worth keeping, and it is reported separately.
-            let position = format!(" at line {} column {}", error.line(), error.column());
-            let message = error.to_string();
-            let message = message
-                .strip_suffix(&position)
-                .unwrap_or(&message)
-                .to_owned();
-            TaskError::Parse {
-                path: path.to_owned(),
-                line,
-                column: error.column(),
-                message,
-            }
-        })?;
-        let len = record.input.len();
-        if len != record.target.len() {
-            let target_len = record.target.len();
-            return Err(TaskError::LengthMismatch {
-                path: path.to_owned(),
-                line,
-                input_len: len,
-                target_len,
-            });
-        }
-        if len == 0 {
-            return Err(TaskError::EmptySequence {
-                path: path.to_owned(),
-                line,
-            });
-        }
+        let record = parse_record(content, path, line)?;
+        check_record_lengths(&record, path, line)?;
         if let Some(vocab_size) = vocab_size {
-            let outside = record
-                .input
-                .iter()
-                .position(|&token| token as usize >= vocab_size);
-            if let Some(position) = outside {
-                return Err(TaskError::TokenOutOfVocab {
-                    path: path.to_owned(),
-                    line,
-                    position,
-                    token: record.input[position],
-                    vocab_size,
-                });
-            }
+            check_vocab(&record, path, line, vocab_size)?;
         }
-        // Ids size the embedding and the output layer: an id of 4e9 (a typo, say) would ask
-        // for a table of 4e9 rows. They stay within the generators' bound.
-        let max = super::MAX_SIZE;
-        let input_at = record.input.iter().position(|&t| t as usize >= max);
-        let target_at = record
-            .target
-            .iter()
-            .position(|t| t.is_some_and(|c| c as usize >= max));
-        let too_large = input_at
-            .map(|p| ("input token", p, record.input[p]))
-            .or_else(|| target_at.map(|p| ("target class", p, record.target[p].unwrap_or(0))));
-        if let Some((what, position, id)) = too_large {
-            return Err(TaskError::IdTooLarge {
-                path: path.to_owned(),
-                line,
-                what,
-                position,
-                id,
-            });
-        }
+        check_id_bound(&record, path, line)?;
         records.push(record);
     }
     Ok(records)
+}
+
+/// Line `line` of the file, `content`, as a record.
+fn parse_record(content: &str, path: &Path, line: usize) -> Result<Example, TaskError> {
+    serde_json::from_str(content).map_err(|error| {
+        // serde_json ends its message with " at line 1 column N"; every record is a single
+        // line, so only the column is worth keeping, and it is reported separately.
+        let position = format!(" at line {} column {}", error.line(), error.column());
+        let message = error.to_string();
+        let message = message
+            .strip_suffix(&position)
+            .unwrap_or(&message)
+            .to_owned();
+        TaskError::Parse {
+            path: path.to_owned(),
+            line,
+            column: error.column(),
+            message,
+        }
+    })
+}
+
+/// Checks that a record has as many targets as inputs, and at least one.
+fn check_record_lengths(record: &Example, path: &Path, line: usize) -> Result<(), TaskError> {
+    let len = record.input.len();
+    if len != record.target.len() {
+        let target_len = record.target.len();
+        return Err(TaskError::LengthMismatch {
+            path: path.to_owned(),
+            line,
+            input_len: len,
+            target_len,
+        });
+    }
+    if len == 0 {
+        return Err(TaskError::EmptySequence {
+            path: path.to_owned(),
+            line,
+        });
+    }
+    Ok(())
+}
+
+/// Checks that every input token of a record is below the spec's `vocab_size`.
+fn check_vocab(
+    record: &Example,
+    path: &Path,
+    line: usize,
+    vocab_size: usize,
+) -> Result<(), TaskError> {
+    let outside = record
+        .input
+        .iter()
+        .position(|&token| token as usize >= vocab_size);
+    if let Some(position) = outside {
+        return Err(TaskError::TokenOutOfVocab {
+            path: path.to_owned(),
+            line,
+            position,
+            token: record.input[position],
+            vocab_size,
+        });
+    }
+    Ok(())
+}
+
+/// Checks that a record's input tokens and target classes are below `MAX_SIZE`.
+fn check_id_bound(record: &Example, path: &Path, line: usize) -> Result<(), TaskError> {
+    // Ids size the embedding and the output layer: an id of 4e9 (a typo, say) would ask
+    // for a table of 4e9 rows. They stay within the generators' bound.
+    let max = super::MAX_SIZE;
+    let input_at = record.input.iter().position(|&t| t as usize >= max);
+    let target_at = record
+        .target
+        .iter()
+        .position(|t| t.is_some_and(|c| c as usize >= max));
+    let too_large = input_at
+        .map(|p| ("input token", p, record.input[p]))
+        .or_else(|| target_at.map(|p| ("target class", p, record.target[p].unwrap_or(0))));
+    if let Some((what, position, id)) = too_large {
+        return Err(TaskError::IdTooLarge {
+            path: path.to_owned(),
+            line,
+            what,
+            position,
+            id,
+        });
+    }
+    Ok(())
 }
 
 /// Shuffles with [`SPLIT_SEED`] and holds out `ceil(eval_fraction * n)` records, clamped so both

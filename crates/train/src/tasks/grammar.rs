@@ -327,6 +327,65 @@ fn check_probability(field: &'static str, value: f64) -> Result<(), TaskError> {
     }
 }
 
+/// Checks that each word class takes between one word and its whole built-in list.
+fn check_word_counts(spec: &GrammarSpec) -> Result<(), TaskError> {
+    check_count("nouns", spec.nouns, NOUNS.len())?;
+    check_count(
+        "transitive_verbs",
+        spec.transitive_verbs,
+        TRANSITIVE_VERBS.len(),
+    )?;
+    check_count(
+        "intransitive_verbs",
+        spec.intransitive_verbs,
+        INTRANSITIVE_VERBS.len(),
+    )?;
+    check_count("adjectives", spec.adjectives, ADJECTIVES.len())?;
+    check_count("prepositions", spec.prepositions, PREPOSITIONS.len())
+}
+
+/// Checks the length range and the nesting depth of relative clauses.
+fn check_lengths(spec: &GrammarSpec) -> Result<(), TaskError> {
+    if !(3..=MAX_WORDS).contains(&spec.min_words) {
+        let expected = format!(
+            "3 <= min_words <= {MAX_WORDS} (the shortest sentence, \"the dog sleeps\", has 3 \
+             words)"
+        );
+        return Err(super::out_of_range("min_words", spec.min_words, expected));
+    }
+    if !(spec.min_words..=MAX_WORDS).contains(&spec.max_words) {
+        let expected = format!("min_words ({}) <= max_words <= {MAX_WORDS}", spec.min_words);
+        return Err(super::out_of_range("max_words", spec.max_words, expected));
+    }
+    if spec.clause_depth > MAX_CLAUSE_DEPTH {
+        let expected = format!("0 <= clause_depth <= {MAX_CLAUSE_DEPTH}");
+        return Err(super::out_of_range(
+            "clause_depth",
+            spec.clause_depth,
+            expected,
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the grammar's probabilities and the mask fraction.
+fn check_probabilities(spec: &GrammarSpec) -> Result<(), TaskError> {
+    check_probability("adjective_prob", spec.adjective_prob)?;
+    check_probability("pp_prob", spec.pp_prob)?;
+    check_probability("relative_clause_prob", spec.relative_clause_prob)?;
+    check_probability("plural_prob", spec.plural_prob)?;
+    check_probability("transitive_prob", spec.transitive_prob)?;
+    if !(spec.mask_fraction > 0.0 && spec.mask_fraction <= 1.0) {
+        let expected = "0 < mask_fraction <= 1".to_owned();
+        return Err(super::out_of_range(
+            "mask_fraction",
+            spec.mask_fraction,
+            expected,
+        ));
+    }
+    Ok(())
+}
+
 impl GrammarTask {
     /// Validates every key, lays out the vocabulary, and checks that the grammar writes
     /// sentences within the length range often enough.
@@ -338,52 +397,16 @@ impl GrammarTask {
 
     /// Validates each key on its own and lays out the vocabulary, without the reach check.
     fn unchecked(spec: &GrammarSpec) -> Result<Self, TaskError> {
-        check_count("nouns", spec.nouns, NOUNS.len())?;
-        check_count(
-            "transitive_verbs",
-            spec.transitive_verbs,
-            TRANSITIVE_VERBS.len(),
-        )?;
-        check_count(
-            "intransitive_verbs",
-            spec.intransitive_verbs,
-            INTRANSITIVE_VERBS.len(),
-        )?;
-        check_count("adjectives", spec.adjectives, ADJECTIVES.len())?;
-        check_count("prepositions", spec.prepositions, PREPOSITIONS.len())?;
-        if !(3..=MAX_WORDS).contains(&spec.min_words) {
-            let expected = format!(
-                "3 <= min_words <= {MAX_WORDS} (the shortest sentence, \"the dog sleeps\", has 3 \
-                 words)"
-            );
-            return Err(super::out_of_range("min_words", spec.min_words, expected));
-        }
-        if !(spec.min_words..=MAX_WORDS).contains(&spec.max_words) {
-            let expected = format!("min_words ({}) <= max_words <= {MAX_WORDS}", spec.min_words);
-            return Err(super::out_of_range("max_words", spec.max_words, expected));
-        }
-        if spec.clause_depth > MAX_CLAUSE_DEPTH {
-            let expected = format!("0 <= clause_depth <= {MAX_CLAUSE_DEPTH}");
-            return Err(super::out_of_range(
-                "clause_depth",
-                spec.clause_depth,
-                expected,
-            ));
-        }
-        check_probability("adjective_prob", spec.adjective_prob)?;
-        check_probability("pp_prob", spec.pp_prob)?;
-        check_probability("relative_clause_prob", spec.relative_clause_prob)?;
-        check_probability("plural_prob", spec.plural_prob)?;
-        check_probability("transitive_prob", spec.transitive_prob)?;
-        if !(spec.mask_fraction > 0.0 && spec.mask_fraction <= 1.0) {
-            let expected = "0 < mask_fraction <= 1".to_owned();
-            return Err(super::out_of_range(
-                "mask_fraction",
-                spec.mask_fraction,
-                expected,
-            ));
-        }
+        check_word_counts(spec)?;
+        check_lengths(spec)?;
+        check_probabilities(spec)?;
+        Ok(Self::with_vocabulary(spec))
+    }
 
+    /// The task for an already checked `spec`, its vocabulary laid out in the order the
+    /// module documents: `<pad>`, `<mask>`, determiners, `that`, nouns, verbs, adjectives,
+    /// prepositions.
+    fn with_vocabulary(spec: &GrammarSpec) -> Self {
         let mut names = vec!["<pad>", "<mask>"];
         let mut add = |name: &'static str| {
             names.push(name);
@@ -417,7 +440,7 @@ impl GrammarTask {
             .iter()
             .map(|&name| add(name))
             .collect();
-        Ok(Self {
+        Self {
             spec: spec.clone(),
             names,
             singular_determiners,
@@ -428,7 +451,7 @@ impl GrammarTask {
             intransitive_verbs,
             adjectives,
             prepositions,
-        })
+        }
     }
 
     /// Refuses a length range that too few sentences land in: rejection sampling would then
