@@ -4,6 +4,14 @@
 //! `sweep`, which passes exactly one SIGTERM on: `train` then checkpoints and exits, and
 //! the next `sweep run` (or `submit`) resumes it. Both the local pool and a Slurm array task
 //! run a run through [`execute`].
+//!
+//! A run is claimed before anything looks at it: the worker takes `_sweep/claims/NAME.lock`
+//! (an advisory `flock`, released when the worker's process dies however it dies) and holds
+//! it while it decides what the run needs and runs it, so two runners of one sweep never
+//! both work on a run; the second skips it as held. On Linux each child also asks the
+//! kernel for one SIGTERM when the thread that started it dies (`PR_SET_PDEATHSIG`), so a
+//! `sweep` killed by any signal, SIGKILL included, leaves no `train` or `inspect` running:
+//! each checkpoints and exits.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -13,6 +21,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use train::StopSignal;
+use train::run_dir::EXIT_RUN_IN_USE;
 
 use crate::spec::{InspectStep, PlannedRun};
 use crate::state::{RunState, SweepOut, directory_state};
@@ -79,9 +88,17 @@ pub struct RunContext<'a> {
     pub stop: &'a StopSignal,
 }
 
-/// Brings `run` to done: trains, resumes or restarts it, then inspects it.
+/// Brings `run` to done: trains, resumes or restarts it, then inspects it. Skips it as held
+/// when another runner has claimed it or another process holds its directory.
 pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
     let out = context.out;
+    let _claim = match claim(out, run) {
+        Ok(Some(claim)) => claim,
+        Ok(None) => return Attempt::Busy("another sweep runner".to_string()),
+        Err(error) => {
+            return record_failure(&out.failure_path(run), error);
+        }
+    };
     let failure = out.failure_path(run);
     let log_path = out.log_path(run);
     let mut log = match open_log(&log_path) {
@@ -124,6 +141,11 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
                 return match status.code() {
                     // 128 + SIGHUP, SIGINT, SIGTERM: a clean stop with a checkpoint.
                     Some(129 | 130 | 143) => Attempt::Interrupted,
+                    // A process outside the sweep (a user's own `train`) took the run between
+                    // our look and the child's lock: the run is held, not failed.
+                    Some(code) if code == i32::from(EXIT_RUN_IN_USE) => {
+                        Attempt::Busy(last_error_line(&log_tail(&log_path, 6)))
+                    }
                     code => {
                         let ended = code.map_or_else(
                             || "was killed by a signal".to_string(),
@@ -132,11 +154,7 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
                         let tail = log_tail(&log_path, 6);
                         record_failure(
                             &failure,
-                            format!(
-                                "{ended}: {} (log: {})\n{tail}",
-                                last_error_line(&tail),
-                                log_path.display()
-                            ),
+                            format!("{ended}: {}\n{tail}", last_error_line(&tail)),
                         )
                     }
                 };
@@ -193,6 +211,7 @@ fn run_child(
         // Its own process group: the terminal's Ctrl-C goes to `sweep` alone, which sends one
         // SIGTERM (a second signal would make `train` abort without its checkpoint).
         .process_group(0);
+    terminate_with_parent(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start {shown}: {e}"))?;
@@ -212,6 +231,56 @@ fn wait_forwarding_stop(child: &mut Child, stop: &StopSignal) -> io::Result<Exit
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Takes the claim on `run` (`_sweep/claims/NAME.lock`): `None` when another process holds
+/// it. The claim lasts as long as the returned file is open, and no longer than this process.
+fn claim(out: &SweepOut, run: &PlannedRun) -> Result<Option<File>, String> {
+    let path = out.claim_path(run);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open the claim {}: {e}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => {
+            Err(format!("cannot lock the claim {}: {e}", path.display()))
+        }
+    }
+}
+
+/// On Linux: the child gets one SIGTERM when the thread that started it dies (by any signal,
+/// SIGKILL included), as Ctrl-C would send it; and one at once if that happened before the
+/// request took effect. Elsewhere nothing: a killed `sweep` leaves its children running.
+#[cfg(target_os = "linux")]
+fn terminate_with_parent(command: &mut Command) {
+    // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
+    // are allowed: getpid, getppid, prctl and kill are. The closure reads only `parent`, a
+    // plain integer copied in before the fork.
+    let parent = std::process::id() as libc::pid_t;
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent died before prctl: nobody will send the signal.
+            if libc::getppid() != parent {
+                libc::kill(libc::getpid(), libc::SIGTERM);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn terminate_with_parent(_command: &mut Command) {}
 
 /// Sends SIGTERM to the child `pid`.
 fn terminate(pid: u32) {

@@ -52,21 +52,166 @@ struct SweepFile {
     inspect: InspectStep,
 }
 
-/// `seeds`: a list, or a range.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+/// `seeds`: a list, or a range. Read by [`SeedsVisitor`], so that a bad value is named
+/// with the accepted forms (serde's untagged enums say only that nothing matched).
+#[derive(Debug, Clone)]
 enum Seeds {
     List(Vec<u64>),
     Range(SeedRange),
 }
 
 /// `seeds = { from = 0, count = 16 }`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 struct SeedRange {
-    #[serde(default)]
     from: u64,
     count: u64,
+}
+
+/// The largest seed: `train` reads a seed as a TOML integer, at most 2^63 - 1.
+const MAX_SEED: u64 = i64::MAX as u64;
+
+/// What `seeds` accepts, for messages.
+const SEED_FORMS: &str = "give a list of integers 0..=9223372036854775807 (`seeds = [0, 1, 2]`) \
+                          or a range (`seeds = { from = 0, count = 16 }`)";
+
+/// Messages about `seeds` start with this, so that `Sweep::parse` can name the key.
+const SEEDS_ERROR: &str = "seeds: ";
+
+impl<'de> Deserialize<'de> for Seeds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SeedsVisitor)
+    }
+}
+
+/// Reads `seeds` as a list of seeds or a `{ from, count }` table.
+struct SeedsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SeedsVisitor {
+    type Value = Seeds;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a list or a range of seeds; {SEED_FORMS}")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Seeds, E> {
+        Err(not_seeds(value))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Seeds, E> {
+        Err(not_seeds(value))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Seeds, E> {
+        Err(not_seeds(value))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Seeds, E> {
+        Err(not_seeds(value))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Seeds, E> {
+        Err(not_seeds(format!("{value:?}")))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Seeds, A::Error> {
+        let mut seeds = Vec::new();
+        while let Some(Seed(seed)) = seq.next_element()? {
+            seeds.push(seed);
+        }
+        Ok(Seeds::List(seeds))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Seeds, A::Error> {
+        use serde::de::Error;
+        let (mut from, mut count) = (None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "from" => from = Some(map.next_value::<Seed>()?.0),
+                "count" => count = Some(map.next_value::<Seed>()?.0),
+                other => {
+                    return Err(A::Error::custom(format!(
+                        "{SEEDS_ERROR}a range has `from` and `count`, not `{other}`; {SEED_FORMS}"
+                    )));
+                }
+            }
+        }
+        let count = count.ok_or_else(|| {
+            A::Error::custom(format!(
+                "{SEEDS_ERROR}the range has no `count`; {SEED_FORMS}"
+            ))
+        })?;
+        Ok(Seeds::Range(SeedRange {
+            from: from.unwrap_or(0),
+            count,
+        }))
+    }
+}
+
+/// `seeds = VALUE` with a single value where a list or a range belongs.
+fn not_seeds<E: serde::de::Error>(shown: impl std::fmt::Display) -> E {
+    E::custom(format!(
+        "{SEEDS_ERROR}{shown} is neither a list nor a range; {SEED_FORMS}"
+    ))
+}
+
+/// One seed (or a range's `count`): an integer 0..=[`MAX_SEED`].
+struct Seed(u64);
+
+impl<'de> Deserialize<'de> for Seed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SeedVisitor)
+    }
+}
+
+/// Reads one seed, naming anything else with the accepted forms.
+struct SeedVisitor;
+
+impl SeedVisitor {
+    fn refuse<E: serde::de::Error>(shown: impl std::fmt::Display) -> E {
+        E::custom(format!("{SEEDS_ERROR}{shown} is not a seed; {SEED_FORMS}"))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SeedVisitor {
+    type Value = Seed;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a seed, an integer 0..={MAX_SEED}")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Seed, E> {
+        u64::try_from(value)
+            .map(Seed)
+            .map_err(|_| Self::refuse(value))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Seed, E> {
+        if value <= MAX_SEED {
+            Ok(Seed(value))
+        } else {
+            Err(Self::refuse(value))
+        }
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Seed, E> {
+        Err(Self::refuse(value))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Seed, E> {
+        Err(Self::refuse(value))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Seed, E> {
+        Err(Self::refuse(format!("{value:?}")))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<Seed, A::Error> {
+        Err(Self::refuse("a list"))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Seed, A::Error> {
+        Err(Self::refuse("a table"))
+    }
 }
 
 /// `[inspect]`: whether and how each run is inspected after training.
@@ -225,9 +370,15 @@ impl Sweep {
 
     /// Expands `text`, the content of `path`, without loading the configs.
     pub fn parse(text: &str, path: &Path) -> Result<Sweep, SweepError> {
-        let file: SweepFile = toml::from_str(text).map_err(|e| SweepError::Parse {
-            path: path.to_path_buf(),
-            message: train::config::excerpt(e.to_string().trim_end(), 600),
+        let file: SweepFile = toml::from_str(text).map_err(|e| {
+            // A bad `seeds` has a message of ours: one line, naming the key.
+            match e.message().strip_prefix(SEEDS_ERROR) {
+                Some(message) => key_error(path, "seeds", message),
+                None => SweepError::Parse {
+                    path: path.to_path_buf(),
+                    message: train::config::excerpt(e.to_string().trim_end(), 600),
+                },
+            }
         })?;
         let name = sweep_name(&file, path)?;
         let configs = base_configs(&file, path)?;
@@ -330,9 +481,17 @@ fn seed_list(seeds: &Seeds, path: &Path) -> Result<Vec<u64>, SweepError> {
                     format!("{} is more than {MAX_RUNS} runs", range.count),
                 ));
             }
-            let end = range.from.checked_add(range.count).ok_or_else(|| {
-                key_error(path, "seeds.from", "from + count is past the largest seed")
-            })?;
+            let end = range
+                .from
+                .checked_add(range.count)
+                .filter(|&end| end <= MAX_SEED + 1)
+                .ok_or_else(|| {
+                    key_error(
+                        path,
+                        "seeds.from",
+                        format!("from + count - 1 is past the largest seed, {MAX_SEED}"),
+                    )
+                })?;
             (range.from..end).collect()
         }
     };
@@ -746,5 +905,44 @@ mod tests {
         );
         let error = parse(&text).unwrap_err().to_string();
         assert!(error.contains("more than 100000 runs"), "{error}");
+    }
+
+    #[test]
+    fn every_bad_seed_is_named_on_one_line_with_the_accepted_forms() {
+        let forms = "a list of integers 0..=9223372036854775807 (`seeds = [0, 1, 2]`) or a range \
+                     (`seeds = { from = 0, count = 16 }`)";
+        for (seeds, named) in [
+            ("[-1]", "-1 is not a seed"),
+            ("[1.5]", "1.5 is not a seed"),
+            ("[\"a\"]", "\"a\" is not a seed"),
+            ("[true]", "true is not a seed"),
+            ("[[1]]", "a list is not a seed"),
+            ("[9223372036854775808]", "9223372036854775808 is not a seed"),
+            ("{ from = 0 }", "the range has no `count`"),
+            ("{ from = -2, count = 3 }", "-2 is not a seed"),
+            (
+                "{ form = 1, count = 2 }",
+                "a range has `from` and `count`, not `form`",
+            ),
+            ("7", "7 is neither a list nor a range"),
+            ("true", "true is neither a list nor a range"),
+        ] {
+            let text = format!("configs = [\"a.toml\"]\nseeds = {seeds}");
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("seeds: {named}")),
+                "{seeds}: {error}"
+            );
+            assert!(error.contains(forms), "{seeds}: {error}");
+            assert!(!error.contains('\n'), "{seeds}: one line: {error}");
+        }
+        // The largest seed is accepted; a range reaching past it is not.
+        let sweep = parse("configs = [\"a.toml\"]\nseeds = [9223372036854775807]").unwrap();
+        assert_eq!(sweep.runs[0].seed, i64::MAX as u64);
+        let error =
+            parse("configs = [\"a.toml\"]\nseeds = { from = 9223372036854775807, count = 2 }")
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains("past the largest seed"), "{error}");
     }
 }

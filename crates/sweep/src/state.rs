@@ -52,6 +52,13 @@ impl SweepOut {
             .join(format!("{}.txt", run.name))
     }
 
+    /// `_sweep/claims/NAME.lock`: held by the worker that is bringing the run to done.
+    pub fn claim_path(&self, run: &PlannedRun) -> PathBuf {
+        self.sweep_dir()
+            .join("claims")
+            .join(format!("{}.lock", run.name))
+    }
+
     /// `_sweep/slurm/`: batch scripts, job ids and Slurm's output files.
     pub fn slurm_dir(&self) -> PathBuf {
         self.sweep_dir().join("slurm")

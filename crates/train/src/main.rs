@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
+use train::run_dir::{EXIT_RUN_IN_USE, RunDirError};
+use train::trainer::TrainError;
 use train::{BackendKind, Outcome, Progress, RunConfig, StopSignal, TrainOptions};
 
 /// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
@@ -98,7 +100,16 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         stop,
         stop_at_step: args.stop_at,
     };
-    let summary = train::train(&resolved, &options)?;
+    let summary = match train::train(&resolved, &options) {
+        Ok(summary) => summary,
+        // Nothing was done and nothing is wrong with the run: say so with a status of its
+        // own, so that `sweep` skips the run as held instead of recording a failure.
+        Err(error @ TrainError::RunDir(RunDirError::Locked { .. })) => {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::from(EXIT_RUN_IN_USE));
+        }
+        Err(error) => return Err(error.into()),
+    };
     let eval = summary
         .last_eval
         .map_or(String::new(), |(loss, token, seq)| {

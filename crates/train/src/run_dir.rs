@@ -32,6 +32,11 @@ use crate::config::{ConfigError, ResolvedRun, RunConfig};
 use crate::metrics::{self, MetricsRecord};
 use crate::tasks::TaskConfig;
 
+/// Exit status of `train` when another process holds the run ([`RunDirError::Locked`]):
+/// nothing was done and nothing is wrong, so try again later (EX_TEMPFAIL of sysexits.h).
+/// `sweep` tells it from a failure by this status.
+pub const EXIT_RUN_IN_USE: u8 = 75;
+
 /// The marker file: its presence makes a directory a headlab run.
 pub const MARKER: &str = "run.json";
 const LOCK: &str = ".lock";

@@ -195,16 +195,21 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
         let done = trainer.step + 1;
         let is_last = done == train.steps;
         let stop = stop_requested(options, done, is_last);
-        let eval_due = done % train.eval_every == 0 || is_last || stop.is_some();
+        // A stop (a signal, `--stop-at`) adds a checkpoint and nothing else: an evaluation,
+        // a metrics record or a snapshot that the uninterrupted run does not make would make
+        // the resumed run another run (an evaluation can even end it early at the target).
+        let eval_due = done % train.eval_every == 0 || is_last;
         let checkpoint_due = done % train.checkpoint_every == 0 || is_last || stop.is_some();
         let log_due = done % train.log_every == 0 || eval_due;
         let loss = trainer.read_loss(loss, log_due || checkpoint_due)?;
         trainer.update(lr, grads);
 
+        let mut target_hit = false;
         if log_due {
             let record = trainer.log(loss, lr, eval_due)?;
             display.update(&record, trainer.last_eval);
             if eval_due && trainer.target_reached() {
+                target_hit = true;
                 ended = Some(Outcome::TargetReached);
             }
         }
@@ -213,7 +218,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
             ended = Some(stop);
         }
         let snapshot_due = train.snapshot_every > 0 && done % train.snapshot_every == 0;
-        if train.snapshot_every > 0 && (snapshot_due || is_last || ended.is_some()) {
+        if train.snapshot_every > 0 && (snapshot_due || is_last || target_hit) {
             trainer.snapshot()?;
         }
         if checkpoint_due || ended.is_some() {

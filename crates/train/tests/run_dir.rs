@@ -261,10 +261,17 @@ fn a_second_writer_is_refused_and_the_first_run_finishes_whole() {
         vec![TINY, "--out", out, "--quiet", "--force", "--set", "seed=5"],
         vec![TINY, "--out", out, "--quiet", "--resume"],
     ] {
-        let err = refused(&train(&args));
+        let output = train(&args);
+        let err = refused(&output);
         assert!(
             err.contains("is in use by") && err.contains(&format!("process {pid} (train)")),
             "{args:?}: {err}"
+        );
+        // Its own status (EX_TEMPFAIL), which `sweep` reads as "held", not "failed".
+        assert_eq!(
+            output.status.code(),
+            Some(i32::from(train::run_dir::EXIT_RUN_IN_USE)),
+            "{args:?}"
         );
     }
     let output = first.wait_with_output().unwrap();

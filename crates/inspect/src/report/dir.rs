@@ -416,13 +416,21 @@ impl ReportDir {
         self.root.join(name)
     }
 
-    /// Creates the directory and its `figures/`.
+    /// Creates the directory and its `figures/`, and clears the temporary files that a
+    /// killed `inspect` left in them (`.NAME.tmp-PID` of a process that is gone).
     pub fn create(&self) -> Result<(), WriteError> {
         let figures = self.root.join(FIGURES);
         std::fs::create_dir_all(&figures).map_err(|error| WriteError {
-            path: figures,
+            path: figures.clone(),
             error,
-        })
+        })?;
+        for dir in [&self.root, &figures] {
+            remove_dead_temporaries(dir).map_err(|error| WriteError {
+                path: dir.to_path_buf(),
+                error,
+            })?;
+        }
+        Ok(())
     }
 
     /// Whether the report is complete: `index.html`, which `inspect` writes last, is
@@ -493,5 +501,75 @@ impl ReportDir {
             }
             Err(error) => Err(ReadError::Io { path, error }),
         }
+    }
+}
+
+/// Removes from `dir` the files named as [`train::atomic::write_atomic`] names its temporary
+/// files, `.NAME.tmp-PID`, whose process no longer runs (a writer that was killed). Those of a
+/// live process are another `inspect` at work and stay. Only Linux tells which processes run
+/// (`/proc`); elsewhere nothing is removed.
+fn remove_dead_temporaries(dir: &Path) -> std::io::Result<()> {
+    if !Path::new("/proc/self").exists() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temporary_pid(&name) else {
+            continue;
+        };
+        if entry.file_type()?.is_file() && !Path::new(&format!("/proc/{pid}")).exists() {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// The process id of a temporary file's name, `.NAME.tmp-PID`.
+fn temporary_pid(name: &str) -> Option<u32> {
+    let (stem, pid) = name.rsplit_once(".tmp-")?;
+    if !name.starts_with('.') || stem.len() < 2 || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_of_dead_writers_go_and_everything_else_stays() {
+        assert_eq!(temporary_pid(".pruning.png.tmp-24340"), Some(24340));
+        for name in [
+            "pruning.png",
+            ".tmp-12",
+            ".x.tmp-",
+            ".x.tmp-12a",
+            "x.tmp-12",
+        ] {
+            assert_eq!(temporary_pid(name), None, "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ours = format!(".heads.json.tmp-{}", std::process::id());
+        // Process ids wrap below 2^22 on Linux: this one runs nowhere.
+        let dead = ".heads.json.tmp-4294967290";
+        for name in [ours.as_str(), dead, "heads.json", "notes.txt"] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        let report = ReportDir::new(dir.path());
+        report.create().unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expected = vec![FIGURES.to_string(), "heads.json".into(), "notes.txt".into()];
+        if !Path::new("/proc/self").exists() {
+            expected.push(dead.to_string());
+        }
+        expected.push(ours);
+        expected.sort();
+        assert_eq!(left, expected);
     }
 }
