@@ -81,6 +81,8 @@ class Test:
         self.redone = set()
         self.spurious = set()
         self.left_running = 0
+        self.left_commands = []  # (round, fault, command line) of each process left
+        self.last_kind = None
         self.compared = []  # (round, run, equal, why)
 
     # ---------------------------------------------------------------- the sweep
@@ -162,12 +164,26 @@ probe = 8
             time.sleep(0.02)
 
     # ---------------------------------------------------------------- processes
+    def ancestors(self):
+        """This process and the ones that started it (`timeout`, a shell): they name the
+        test's directory too, and are not left over."""
+        pids, pid = set(), os.getpid()
+        while pid > 1 and pid not in pids:
+            pids.add(pid)
+            try:
+                stat = (Path("/proc") / str(pid) / "stat").read_text()
+                pid = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                break
+        return pids
+
     def processes_of_test(self):
         """Pids of every live process whose command line names the test's directory."""
         found = []
         needle = str(self.out).encode()
+        mine = self.ancestors()
         for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            if not entry.name.isdigit() or int(entry.name) in mine:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes()
@@ -208,6 +224,12 @@ probe = 8
         self.left_running += len(left)
         for pid in left:
             try:
+                command = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+                command = command.replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                command = "?"
+            self.left_commands.append((self.round, self.last_kind, command))
+            try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
@@ -217,6 +239,7 @@ probe = 8
     def attempt(self, kind):
         """Starts a runner, injects `kind` (None: no fault) at a random moment, and waits
         until every process of the test has ended. Returns whether the fault was injected."""
+        self.last_kind = kind
         runner = self.runner(EFBIG_BLOCKS if kind == "efbig" else None)
         if kind in (None, "efbig"):
             runner.wait()
@@ -253,10 +276,11 @@ probe = 8
              "--time", "10"], capture_output=True, text=True)
         if output.returncode != 0:
             sys.exit(f"fault test: sweep submit failed:\n{output.stdout}{output.stderr}")
-        for word in output.stdout.split():
-            if word.isdigit():
-                return word
-        return None
+        # "submitted job 12: 4 runs of fault (array 0-3), output in ..."
+        words = output.stdout.split()
+        if "job" not in words:
+            return None
+        return words[words.index("job") + 1].rstrip(":")
 
     def job_tasks(self, job, states="R"):
         """The array tasks of `job` in `states`, as `JOB_TASK` ids."""
@@ -266,7 +290,8 @@ probe = 8
 
     def wait_job(self, job, seconds=300):
         deadline = time.time() + seconds
-        while self.job_tasks(job, "all"):
+        # Not "all": squeue lists finished tasks for a while (MinJobAge) as CD or F.
+        while self.job_tasks(job, "PD,CF,R,CG,S"):
             if time.time() > deadline:
                 subprocess.run(["scancel", job])
                 sys.exit(f"fault test: job {job} still queued after {seconds} s")
@@ -289,6 +314,7 @@ probe = 8
 
     def slurm_attempt(self, kind):
         """Submits what is left, injects `kind` once a task runs, waits for the job."""
+        self.last_kind = kind
         job = self.submit()
         if job is None:
             return False
@@ -443,6 +469,8 @@ probe = 8
                 print(f"round {round_}: {name} differs from the reference: {why}")
         for round_, name in sorted(self.redone):
             print(f"round {round_}: {name} went back to an earlier checkpoint")
+        for round_, kind, command in self.left_commands:
+            print(f"round {round_}: left running after {kind or 'no fault'}: {command}")
         for round_, name, why in sorted(self.spurious):
             print(f"round {round_}: spurious failure record for {name}: {why}")
         ok = (equal == len(self.compared) and not self.redone and not self.spurious

@@ -161,6 +161,17 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         "uniform attention: {idle:?}"
     );
     assert_eq!(idle.ablation_drop, 0.0, "{idle:?}");
+    // It writes nothing, so nothing changes whatever replaces its output.
+    assert_eq!(idle.mean_ablation_drop, Some(0.0), "{idle:?}");
+    assert_eq!(idle.resample_ablation_drop, Some(0.0), "{idle:?}");
+    // The copier's output is all about its input: its mean or another sequence's copy
+    // loses most of what zeroing it loses.
+    let (mean, resample) = (
+        copier.mean_ablation_drop.unwrap(),
+        copier.resample_ablation_drop.unwrap(),
+    );
+    assert!(mean > 0.5 * copier.ablation_drop, "{copier:?}");
+    assert!(resample > 0.5 * copier.ablation_drop, "{copier:?}");
 
     // The two heads share nothing: the idle head's circuits are zero, and their patterns
     // are far apart.

@@ -269,6 +269,28 @@ impl AttentionMask {
     }
 }
 
+/// A replacement of some heads' outputs, the primitive of every intervention on a head
+/// (mean and resample ablation, activation patching): where `weight` is 1 a head's output
+/// is `values`, where 0 its own, in between a mix. Applied after the head mask, before the
+/// output projection.
+#[derive(Debug, Clone)]
+pub struct HeadPatch {
+    /// `[batch, seq, n_heads, d_head]`, or any shape that broadcasts to it
+    /// (`[1, 1, n_heads, d_head]` for one value per head).
+    pub values: Tensor<4>,
+    /// `[batch, seq, n_heads, 1]`, or any shape that broadcasts to the head outputs
+    /// (`[1, 1, n_heads, 1]` for whole heads).
+    pub weight: Tensor<4>,
+}
+
+impl HeadPatch {
+    /// `head_outputs` (`[batch, seq, n_heads, d_head]`) with the patch applied.
+    pub fn apply(&self, head_outputs: Tensor<4>) -> Tensor<4> {
+        let keep = self.weight.clone().neg().add_scalar(1.0);
+        head_outputs * keep + self.values.clone() * self.weight.clone()
+    }
+}
+
 /// Input of [`MultiHeadAttention::forward`].
 #[derive(Debug, Clone)]
 pub struct AttentionInput {
@@ -279,6 +301,8 @@ pub struct AttentionInput {
     /// `[n_heads]`: 1 keeps a head, 0 ablates it (its output is zeroed before the output
     /// projection); fractions scale it.
     pub head_mask: Option<Tensor<1>>,
+    /// Heads' outputs replaced ([`HeadPatch`]).
+    pub head_patch: Option<HeadPatch>,
     /// Whether to return the pattern and the per-head outputs.
     pub capture: bool,
 }
@@ -290,6 +314,7 @@ impl AttentionInput {
             x,
             mask: AttentionMask::default(),
             head_mask: None,
+            head_patch: None,
             capture: false,
         }
     }
@@ -303,6 +328,12 @@ impl AttentionInput {
     /// Sets the head mask (`[n_heads]`, 1 keep / 0 ablate).
     pub fn head_mask(mut self, head_mask: Option<Tensor<1>>) -> Self {
         self.head_mask = head_mask;
+        self
+    }
+
+    /// Sets the head patch.
+    pub fn head_patch(mut self, head_patch: Option<HeadPatch>) -> Self {
+        self.head_patch = head_patch;
         self
     }
 
@@ -322,7 +353,7 @@ pub struct AttentionOutput {
     /// when captured.
     pub pattern: Option<Tensor<4>>,
     /// `[batch, seq, n_heads, d_head]`: what each head hands to the output projection
-    /// (after the head mask), when captured.
+    /// (after the head mask and the patch), when captured.
     pub head_outputs: Option<Tensor<4>>,
 }
 
@@ -376,6 +407,9 @@ impl MultiHeadAttention {
                 "head mask must have one entry per head"
             );
             head_outputs = head_outputs * head_mask.reshape([1, 1, n_heads, 1]);
+        }
+        if let Some(patch) = &input.head_patch {
+            head_outputs = patch.apply(head_outputs); // [batch, seq, heads, d_head]
         }
         let concatenated = head_outputs.clone().reshape([batch, seq, n_heads * d_head]);
         let context = linear_over_rows(&self.output, concatenated);

@@ -7,7 +7,7 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::attention::{
-    AttentionInput, AttentionMask, MultiHeadAttention, MultiHeadAttentionConfig,
+    AttentionInput, AttentionMask, HeadPatch, MultiHeadAttention, MultiHeadAttentionConfig,
 };
 use crate::cache::LayerCache;
 use crate::error::ConfigError;
@@ -98,11 +98,13 @@ impl EncoderBlock {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, d_model]`
     /// - `head_mask`: `[n_heads]`
+    /// - `head_patch`: see [`HeadPatch`]
     pub fn forward(
         &self,
         x: Tensor<3>,
         mask: &AttentionMask,
         head_mask: Option<Tensor<1>>,
+        head_patch: Option<HeadPatch>,
         capture: bool,
     ) -> (Tensor<3>, Option<LayerCache>) {
         let resid_pre = x;
@@ -114,6 +116,7 @@ impl EncoderBlock {
             AttentionInput::new(attn_input.clone())
                 .mask(mask.clone())
                 .head_mask(head_mask)
+                .head_patch(head_patch)
                 .capture(capture),
         );
         let attn_out = capture.then(|| attention.context.clone());

@@ -7,7 +7,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::attention::{AttentionMask, HeadLayout, MultiHeadAttentionConfig};
+use crate::attention::{AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig};
 use crate::block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
 use crate::cache::ActivationCache;
 use crate::error::ConfigError;
@@ -190,6 +190,9 @@ pub struct EncoderInput {
     pub mask: AttentionMask,
     /// `[n_layers, n_heads]`: 1 keeps a head, 0 ablates it.
     pub head_mask: Option<Tensor<2>>,
+    /// Per layer, heads' outputs replaced ([`HeadPatch`]); empty or shorter than the model
+    /// for layers without one.
+    pub head_patches: Vec<Option<HeadPatch>>,
 }
 
 impl EncoderInput {
@@ -199,6 +202,7 @@ impl EncoderInput {
             tokens,
             mask: AttentionMask::default(),
             head_mask: None,
+            head_patches: Vec::new(),
         }
     }
 
@@ -211,6 +215,15 @@ impl EncoderInput {
     /// Sets the head mask, `[n_layers, n_heads]`.
     pub fn head_mask(mut self, head_mask: Tensor<2>) -> Self {
         self.head_mask = Some(head_mask);
+        self
+    }
+
+    /// Patches the heads of layer `layer` ([`HeadPatch`]), replacing any patch it had.
+    pub fn head_patch(mut self, layer: usize, patch: HeadPatch) -> Self {
+        if self.head_patches.len() <= layer {
+            self.head_patches.resize(layer + 1, None);
+        }
+        self.head_patches[layer] = Some(patch);
         self
     }
 }
@@ -274,7 +287,8 @@ impl Encoder {
             let head_mask = input.head_mask.as_ref().map(|m| {
                 m.clone().narrow(0, index, 1).reshape([self.n_heads()]) // [n_heads]
             });
-            let (out, layer) = block.forward(x, &input.mask, head_mask, capture);
+            let head_patch = input.head_patches.get(index).cloned().flatten();
+            let (out, layer) = block.forward(x, &input.mask, head_mask, head_patch, capture);
             x = out;
             layers.extend(layer);
         }

@@ -28,7 +28,7 @@ pub mod memory;
 pub mod position;
 
 pub use attention::{
-    AttentionInput, AttentionMask, AttentionOutput, HeadLayout, MultiHeadAttention,
+    AttentionInput, AttentionMask, AttentionOutput, HeadLayout, HeadPatch, MultiHeadAttention,
     MultiHeadAttentionConfig,
 };
 pub use block::{EncoderBlock, EncoderBlockConfig, NormPlacement};

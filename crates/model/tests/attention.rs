@@ -8,7 +8,7 @@ use burn::nn::Linear;
 use burn::nn::attention::{MhaInput, MultiHeadAttentionConfig as BurnMhaConfig};
 use burn::prelude::*;
 use common::*;
-use model::{AttentionInput, AttentionMask, HeadLayout, MultiHeadAttentionConfig};
+use model::{AttentionInput, AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig};
 
 const BATCH: usize = 2;
 const SEQ: usize = 5;
@@ -286,6 +286,70 @@ fn ablating_a_head_removes_exactly_its_contribution() {
         let contribution = head_out.matmul(attention.head_weights(ablated_head).o.unsqueeze());
         let by_hand = full.context - contribution;
         assert!(max_abs_diff(ablated.context, by_hand) < 1e-5, "{layout:?}");
+    }
+}
+
+#[test]
+fn a_head_patch_replaces_exactly_what_it_weights() {
+    let device = device();
+    for layout in [HeadLayout::Split, HeadLayout::Wide, HeadLayout::Narrow] {
+        let attention = MultiHeadAttentionConfig::new(D_MODEL, 4)
+            .with_layout(layout)
+            .init(&device)
+            .unwrap();
+        let d_head = attention.d_head;
+        let x = random([BATCH, SEQ, D_MODEL], &device);
+        let full = attention.forward(AttentionInput::new(x.clone()).capture(true));
+        let own = full.head_outputs.clone().unwrap(); // [batch, seq, heads, d_head]
+        let patched = |patch: HeadPatch| {
+            attention.forward(
+                AttentionInput::new(x.clone())
+                    .head_patch(Some(patch))
+                    .capture(true),
+            )
+        };
+        // A head's own outputs put back: nothing changes.
+        let same = patched(HeadPatch {
+            values: own.clone(),
+            weight: Tensor::ones([1, 1, 4, 1], &device),
+        });
+        assert!(
+            max_abs_diff(same.context, full.context.clone()) < 1e-6,
+            "{layout:?}"
+        );
+        // Zeros into head 2: the head mask's zero ablation.
+        let mut one_hot = [0.0f32; 4];
+        one_hot[2] = 1.0;
+        let weight = Tensor::<1>::from_floats(one_hot, &device).reshape([1, 1, 4, 1]);
+        let zeroed = patched(HeadPatch {
+            values: Tensor::zeros([1, 1, 4, d_head], &device),
+            weight: weight.clone(),
+        });
+        let masked = attention.forward(
+            AttentionInput::new(x.clone())
+                .head_mask(Some(Tensor::from_floats([1.0, 1.0, 0.0, 1.0], &device))),
+        );
+        assert!(
+            max_abs_diff(zeroed.context, masked.context) < 1e-6,
+            "{layout:?}"
+        );
+        // A value into head 2 at one position (item 1, query 3): by hand, only that row's
+        // context moves, by (value - own output) through head 2's rows of O.
+        let value = random([d_head], &device);
+        let mut at = vec![0.0f32; BATCH * SEQ * 4];
+        at[(SEQ + 3) * 4 + 2] = 1.0;
+        let weight = Tensor::<1>::from_floats(at.as_slice(), &device).reshape([BATCH, SEQ, 4, 1]);
+        let one = patched(HeadPatch {
+            values: value.clone().reshape([1, 1, 1, d_head]).repeat_dim(2, 4),
+            weight,
+        });
+        let own_at = own.slice([1..2, 3..4, 2..3]).reshape([1, d_head]);
+        let delta = (value.reshape([1, d_head]) - own_at).matmul(attention.head_weights(2).o);
+        let expected = full.context.clone().slice_assign(
+            [1..2, 3..4, 0..D_MODEL],
+            full.context.clone().slice([1..2, 3..4, 0..D_MODEL]) + delta.reshape([1, 1, D_MODEL]),
+        );
+        assert!(max_abs_diff(one.context, expected) < 1e-5, "{layout:?}");
     }
 }
 

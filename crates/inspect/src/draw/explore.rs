@@ -344,6 +344,8 @@ mod tests {
             norm_weight_correlation: None,
             task_target_score: Some(0.5),
             relation_scores: None,
+            mean_ablation_drop: None,
+            resample_ablation_drop: None,
         }
     }
 

@@ -1061,6 +1061,8 @@ mod tests {
                 norm_weight_correlation: None,
                 task_target_score: None,
                 relation_scores: None,
+                mean_ablation_drop: None,
+                resample_ablation_drop: None,
             })
             .collect();
         let error = ablation(&path, &heads).unwrap_err();

@@ -1,5 +1,7 @@
-//! Interventions: what changes when heads are removed from the model, built on
-//! [`crate::measures`] ([`pruning`]: heads removed one at a time until none is left). The
-//! single-head ablation drop is one of the measures of [`crate::measures::heads`].
+//! Interventions: what changes when heads are removed or replaced, built on
+//! [`crate::measures`]: [`ablation`], each head's output replaced by its mean or by its
+//! output on another input (the zero ablation drop is one of the measures of
+//! [`crate::measures::heads`]); [`pruning`], heads removed one at a time until none is left.
 
+pub mod ablation;
 pub mod pruning;

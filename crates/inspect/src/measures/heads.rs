@@ -41,7 +41,7 @@ pub struct HeadRecord {
     pub mean_distance: f64,
     /// Mean attention mass on each pattern's positions.
     pub pattern_scores: BTreeMap<String, f64>,
-    /// Eval token accuracy lost when only this head is ablated.
+    /// Eval token accuracy lost when only this head is ablated (its output set to 0).
     pub ablation_drop: f64,
     /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
     pub role: String,
@@ -91,6 +91,14 @@ pub struct HeadRecord {
     /// ([`crate::measures::relations`], Clark et al. 2019); null for tasks without parses.
     #[serde(default)]
     pub relation_scores: Option<BTreeMap<String, DirectionScores>>,
+    /// Eval token accuracy lost when only this head's output is replaced by its mean over
+    /// the evaluation set ([`crate::interventions::ablation`]); null where not measured.
+    #[serde(default)]
+    pub mean_ablation_drop: Option<f64>,
+    /// Eval token accuracy lost when only this head's output on each sequence is replaced
+    /// by its output on another sequence; null where not measured.
+    #[serde(default)]
+    pub resample_ablation_drop: Option<f64>,
 }
 
 /// Every head's record (measures, direct logit attribution and norms on the probe;
@@ -154,6 +162,8 @@ pub fn measure_heads(
                 norm_weight_correlation: norms.norm_weight_correlation,
                 task_target_score: task_target_score(&head, &targets),
                 relation_scores: relations.map(|r| r.head_scores(l, h)),
+                mean_ablation_drop: None,
+                resample_ablation_drop: None,
             });
         }
     }
@@ -239,6 +249,8 @@ mod tests {
                     head_to_dependent: 0.25,
                 },
             )])),
+            mean_ablation_drop: Some(0.125),
+            resample_ablation_drop: Some(0.25),
             ..heads[0].clone()
         };
         let json = serde_json::to_string(&new).unwrap();

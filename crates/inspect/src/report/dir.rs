@@ -154,7 +154,8 @@ pub const FILES: &[ReportFile] = &[
     file(
         HEADS,
         Presence::Always,
-        "one record per head: measures, pattern scores, ablation drop, role, copying \
+        "one record per head: measures, pattern scores, ablation drops (zero, mean and \
+         resample), role, copying \
          score, QK and OV effective rank, direct logit attribution, gradient importance, \
          value and weighted norms and their correlation with the attention weight, \
          task_target_score (attention on the exact positions the task says solve each \

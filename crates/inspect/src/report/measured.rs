@@ -10,6 +10,7 @@ use train::tensor_file::HostTensor;
 use train::trainer::eval_examples;
 
 use crate::circuits::{Circuits, rollout};
+use crate::interventions::ablation::ablation_drops;
 use crate::interventions::pruning::{self, Pruning};
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;
@@ -84,8 +85,13 @@ pub fn measure(
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let relations = relations::measure_relations(task, model, config.seed, device);
     let eval = eval_examples(config, task);
-    let (heads, eval_token_acc) =
+    let (mut heads, eval_token_acc) =
         measure_heads(loaded, &eval, probe, &layers, &circuits, relations.as_ref());
+    let drops = ablation_drops(model, &eval, device);
+    for (head, (mean, resample)) in heads.iter_mut().zip(drops.mean.iter().zip(&drops.resample)) {
+        head.mean_ablation_drop = Some(*mean);
+        head.resample_ablation_drop = Some(*resample);
+    }
     let similarity: Vec<LayerSimilarity> = layers
         .iter()
         .enumerate()

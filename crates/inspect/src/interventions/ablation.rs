@@ -1,0 +1,206 @@
+//! Ablations that keep a layer on its training distribution. Zero ablation (`ablation_drop`
+//! in `heads.json`, [`crate::measures::heads`]) sets a head's output to 0, a value the later
+//! layers never saw in training, so its drop mixes "the head mattered" with "the model was
+//! pushed off distribution". Two ablations avoid that, each one head at a time, on the
+//! evaluation set, as the eval token accuracy lost:
+//!
+//! - **mean**: the head's output replaced, at every position, by its mean output over the
+//!   evaluation set's real (non-padding) positions. The head still adds its average
+//!   contribution (the bias it gives every position); only what depends on the input goes
+//!   (Wang et al. 2022 use it for the IOI circuit).
+//! - **resample**: the head's output on each sequence replaced by its output on another
+//!   sequence of the same evaluation chunk (sequence i gets sequence i + 1's, the last the
+//!   first's), position by position. Its outputs keep their exact distribution; only their
+//!   link to this input goes (the resampling ablation of causal scrubbing, Chan et al.
+//!   2022). Where the other sequence is shorter, its padding positions' outputs stand in.
+//!
+//! A head whose zero drop is large but mean drop small writes a constant the model relies
+//! on, not information about the input.
+
+use burn::prelude::*;
+use model::{Encoder, HeadId, HeadPatch};
+use train::batch::{Accuracy, Batch, EVAL_CHUNK};
+use train::tasks::Example;
+
+/// Every head's eval token accuracy lost under mean and resample ablation, layer-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AblationDrops {
+    /// Mean ablation.
+    pub mean: Vec<f64>,
+    /// Resample ablation.
+    pub resample: Vec<f64>,
+}
+
+/// One evaluation chunk with every layer's head outputs on it.
+struct Chunk<'a> {
+    examples: &'a [Example],
+    batch: Batch,
+    /// Per layer `[batch, seq, n_heads, d_head]`.
+    head_outputs: Vec<Tensor<4>>,
+}
+
+/// Mean and resample ablation of every head of `model` on `eval` (its inference copy, as
+/// `train::trainer::evaluate` runs it).
+pub fn ablation_drops(model: &Encoder, eval: &[Example], device: &Device) -> AblationDrops {
+    let chunks: Vec<Chunk> = eval
+        .chunks(EVAL_CHUNK)
+        .map(|examples| {
+            let batch = Batch::new(examples, device);
+            let (_, cache) = model.forward_with_cache(batch.encoder_input());
+            let head_outputs = cache.layers.into_iter().map(|l| l.head_outputs).collect();
+            Chunk {
+                examples,
+                batch,
+                head_outputs,
+            }
+        })
+        .collect();
+    let base = accuracy(model, &chunks, |_, _| None);
+    let means = mean_head_outputs(&chunks, model.n_layers());
+    let n_heads = model.n_heads();
+    let mut drops = AblationDrops {
+        mean: vec![],
+        resample: vec![],
+    };
+    for id in model.heads() {
+        let weight = one_head(n_heads, id.head, device); // [1, 1, n_heads, 1]
+        let mean = accuracy(model, &chunks, |_, _| {
+            let values = means[id.layer]
+                .clone()
+                .reshape([1, 1, n_heads, model.d_head()]);
+            Some(patch(id, values, weight.clone()))
+        });
+        let resample = accuracy(model, &chunks, |chunk, _| {
+            let values = rolled(chunk.head_outputs[id.layer].clone());
+            Some(patch(id, values, weight.clone()))
+        });
+        drops.mean.push(base - mean);
+        drops.resample.push(base - resample);
+    }
+    drops
+}
+
+/// The patch that puts `values` into head `id`'s output where `weight` says.
+fn patch(id: HeadId, values: Tensor<4>, weight: Tensor<4>) -> (usize, HeadPatch) {
+    (id.layer, HeadPatch { values, weight })
+}
+
+/// `[1, 1, n_heads, 1]`: 1 at `head`, 0 elsewhere.
+fn one_head(n_heads: usize, head: usize, device: &Device) -> Tensor<4> {
+    let mut weight = vec![0.0f32; n_heads];
+    weight[head] = 1.0;
+    Tensor::<1>::from_floats(weight.as_slice(), device).reshape([1, 1, n_heads, 1])
+}
+
+/// `[batch, ...]` with sequence i taking sequence i + 1's values (the last the first's).
+fn rolled(values: Tensor<4>) -> Tensor<4> {
+    let [batch, ..] = values.dims();
+    if batch < 2 {
+        return values;
+    }
+    Tensor::cat(
+        vec![
+            values.clone().narrow(0, 1, batch - 1),
+            values.narrow(0, 0, 1),
+        ],
+        0,
+    )
+}
+
+/// Per layer, every head's mean output over the real positions of every chunk,
+/// `[n_heads, d_head]`.
+fn mean_head_outputs(chunks: &[Chunk], n_layers: usize) -> Vec<Tensor<2>> {
+    (0..n_layers)
+        .map(|layer| {
+            let mut sum: Option<Tensor<2>> = None;
+            let mut count = 0.0f64;
+            for chunk in chunks {
+                let outputs = chunk.head_outputs[layer].clone(); // [batch, seq, heads, d_head]
+                let [batch, seq, heads, d_head] = outputs.dims();
+                // 1 at real positions, 0 at padding: [batch, seq, 1, 1]
+                let real = match &chunk.batch.padding {
+                    Some(padding) => padding.clone().bool_not().float(),
+                    None => Tensor::ones([batch, seq], &outputs.device()),
+                };
+                count += real.clone().sum().into_scalar::<f32>() as f64;
+                let real = real.reshape([batch, seq, 1, 1]);
+                let chunk_sum = (outputs * real)
+                    .sum_dim(0)
+                    .sum_dim(1)
+                    .reshape([heads, d_head]);
+                sum = Some(match sum {
+                    Some(sum) => sum + chunk_sum,
+                    None => chunk_sum,
+                });
+            }
+            sum.expect("at least one evaluation chunk")
+                .div_scalar(count.max(1.0))
+        })
+        .collect()
+}
+
+/// Eval token accuracy over the chunks, each run with the patch `patch_of` gives it.
+fn accuracy(
+    model: &Encoder,
+    chunks: &[Chunk],
+    patch_of: impl Fn(&Chunk, usize) -> Option<(usize, HeadPatch)>,
+) -> f64 {
+    let mut accuracy = Accuracy::default();
+    for (index, chunk) in chunks.iter().enumerate() {
+        let mut input = chunk.batch.encoder_input();
+        if let Some((layer, patch)) = patch_of(chunk, index) {
+            input = input.head_patch(layer, patch);
+        }
+        let logits = model.forward_input(input);
+        accuracy.add(Accuracy::of(logits, chunk.examples));
+    }
+    accuracy.token_accuracy()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(t: Tensor<4>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn resampling_gives_each_sequence_the_next_ones_outputs() {
+        let device = Device::flex();
+        let t = Tensor::<1>::from_floats([0.0, 1.0, 2.0], &device).reshape([3, 1, 1, 1]);
+        assert_eq!(values(rolled(t)), [1.0, 2.0, 0.0]);
+        let single = Tensor::<1>::from_floats([7.0], &device).reshape([1, 1, 1, 1]);
+        assert_eq!(values(rolled(single)), [7.0], "one sequence keeps its own");
+    }
+
+    #[test]
+    fn the_mean_output_counts_real_positions_only() {
+        let device = Device::flex();
+        let examples = [
+            Example {
+                input: vec![1, 2, 3],
+                target: vec![Some(0); 3],
+            },
+            Example {
+                input: vec![1, 2],
+                target: vec![Some(0); 2],
+            },
+        ];
+        let batch = Batch::new(&examples, &device);
+        // [batch 2, seq 3, heads 2, d_head 1]: head 0 holds 1 2 3 / 4 5 (100 at the padding);
+        // head 1 is 10 times head 0.
+        let head0 = [1.0f32, 2.0, 3.0, 4.0, 5.0, 100.0];
+        let outputs: Vec<f32> = head0.iter().flat_map(|v| [*v, 10.0 * v]).collect();
+        let outputs = Tensor::<1>::from_floats(outputs.as_slice(), &device).reshape([2, 3, 2, 1]);
+        let chunk = Chunk {
+            examples: &examples,
+            batch,
+            head_outputs: vec![outputs],
+        };
+        let means = mean_head_outputs(&[chunk], 1);
+        let means: Vec<f32> = means[0].clone().into_data().try_to_vec().unwrap();
+        assert!((means[0] - 3.0).abs() < 1e-6, "{means:?}"); // (1 + 2 + 3 + 4 + 5) / 5
+        assert!((means[1] - 30.0).abs() < 1e-5, "{means:?}");
+    }
+}
