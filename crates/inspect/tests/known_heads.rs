@@ -144,6 +144,18 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         "accuracy {}",
         report.eval_token_acc
     );
+    // The logit lens: the embedding, then the one block, whose reading is the model itself.
+    let lens = &report.logit_lens.points;
+    assert_eq!(lens.len(), 2);
+    assert_eq!((lens[0].after_layer, lens[1].after_layer), (None, Some(0)));
+    assert!(
+        (lens[1].token_acc - expected_accuracy).abs() < 1e-9,
+        "{lens:?}"
+    );
+    assert!(
+        lens.iter().all(|p| p.loss.is_finite() && p.loss >= 0.0),
+        "{lens:?}"
+    );
     let copier = head(&report.heads, 0);
     assert_eq!(copier.role, "previous_token", "{copier:?}");
     assert!(copier.pattern_scores["previous_token"] > 0.99, "{copier:?}");

@@ -254,6 +254,16 @@ impl Encoder {
         (logits, cache.expect("cache was requested"))
     }
 
+    /// Logits of a residual stream read as if it were the last block's output: the final
+    /// norm, then the output layer. On the last block's output these are the model's own
+    /// logits; on an earlier one, the logit lens.
+    ///
+    /// # Shapes
+    /// - `residual`: `[batch, seq, d_model]` -> `[batch, seq, n_outputs]`
+    pub fn unembed(&self, residual: Tensor<3>) -> Tensor<3> {
+        linear_over_rows(&self.output, crate::block::norm(&self.final_norm, residual))
+    }
+
     /// Number of attention heads per layer.
     pub fn n_heads(&self) -> usize {
         self.blocks.first().map_or(0, |b| b.attention.n_heads)

@@ -9,11 +9,13 @@
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
+//! - [`logit_lens`]: each layer's residual stream read through the output layer.
 
 pub mod attribution;
 pub mod divergence;
 pub mod heads;
 pub mod importance;
+pub mod logit_lens;
 pub mod matching;
 pub mod norms;
 pub mod patterns;

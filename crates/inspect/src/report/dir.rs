@@ -23,6 +23,7 @@ use crate::circuits::Circuits;
 use crate::interventions::pruning::Pruning;
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::HeadRecord;
+use crate::measures::logit_lens::LogitLens;
 use crate::measures::relations::Relations;
 use crate::measures::trajectories::Trajectories;
 use crate::report::summary::{SimilarityFile, Summary};
@@ -43,6 +44,8 @@ pub const PRUNING: &str = "pruning.json";
 pub const SUMMARY: &str = "summary.json";
 /// `relations.json`.
 pub const RELATIONS: &str = "relations.json";
+/// `logit_lens.json`.
+pub const LOGIT_LENS: &str = "logit_lens.json";
 /// `divergence.csv`.
 pub const DIVERGENCE: &str = "divergence.csv";
 /// `trajectories.json`.
@@ -185,6 +188,12 @@ pub const FILES: &[ReportFile] = &[
         Presence::Always,
         "sizes, parameter counts, accuracy, specialisation, pruning, and the rank \
          correlations of gradient importance, ablation drop and pruning order",
+    ),
+    file(
+        LOGIT_LENS,
+        Presence::Always,
+        "the logit lens: the residual stream after the embedding and after each block, read \
+         through the final norm and the output layer, with its eval token accuracy and loss",
     ),
     file(
         EXPLORE,
@@ -348,6 +357,9 @@ impl JsonFile for Relations {
 }
 impl JsonFile for Trajectories {
     const NAME: &'static str = TRAJECTORIES;
+}
+impl JsonFile for LogitLens {
+    const NAME: &'static str = LOGIT_LENS;
 }
 
 /// A file of the report that could not be written.

@@ -17,6 +17,7 @@ use crate::load::run::LoadedRun;
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::{HeadRecord, measure_heads};
 use crate::measures::importance::spearman;
+use crate::measures::logit_lens::{LogitLens, logit_lens};
 use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::trajectories::{self, Trajectories};
@@ -48,6 +49,8 @@ pub struct Measured {
     pub divergence: Vec<DivergencePoint>,
     /// `trajectories.json` (none without snapshots).
     pub trajectories: Option<Trajectories>,
+    /// `logit_lens.json`.
+    pub logit_lens: LogitLens,
 }
 
 impl Measured {
@@ -118,6 +121,7 @@ pub fn measure(
         importance_pruning_spearman: spearman(&importance, &removal_steps),
         ablation_pruning_spearman: spearman(&drops, &removal_steps),
     };
+    let logit_lens = logit_lens(model, &eval, device);
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
@@ -132,5 +136,6 @@ pub fn measure(
         summary,
         divergence,
         trajectories,
+        logit_lens,
     })
 }

@@ -23,6 +23,7 @@ use crate::load::probe::Probe;
 use crate::load::run::LoadedRun;
 use crate::measures::divergence::DivergencePoint;
 use crate::measures::heads::HeadRecord;
+use crate::measures::logit_lens::LogitLens;
 use crate::measures::relations::Relations;
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::trajectories::Trajectories;
@@ -52,6 +53,8 @@ pub struct Report {
     pub summary: Summary,
     /// Eval token accuracy with every head on.
     pub eval_token_acc: f64,
+    /// The logit lens.
+    pub logit_lens: LogitLens,
     /// The files written.
     pub files: Vec<PathBuf>,
 }
@@ -112,6 +115,7 @@ pub fn write_report(
         summary,
         divergence,
         trajectories,
+        logit_lens,
         ..
     } = measured;
     Ok(Report {
@@ -124,6 +128,7 @@ pub fn write_report(
         relations,
         summary,
         eval_token_acc,
+        logit_lens,
         files,
     })
 }
@@ -154,7 +159,7 @@ fn write_tensor_files(
 }
 
 /// `heads.json`, `circuits.json`, `similarity.json`, `pruning.json`, `summary.json`,
-/// `relations.json` when the task has parses, and `divergence.csv` and `trajectories.json`
+/// `logit_lens.json`, `relations.json` when the task has parses, and `divergence.csv` and `trajectories.json`
 /// when the run took snapshots.
 fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, WriteError> {
     let similarity = SimilarityFile {
@@ -166,6 +171,7 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
         dir.write_json(&similarity)?,
         dir.write_json(&measured.pruning)?,
         dir.write_json(&measured.summary)?,
+        dir.write_json(&measured.logit_lens)?,
     ];
     if let Some(relations) = &measured.relations {
         files.push(dir.write_json(relations)?);
