@@ -12,9 +12,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Measure what each attention head of a headlab run learned. Writes into RUN/inspect (or
 /// --out): weights.safetensors, activations.safetensors, heads.json, circuits.json,
-/// similarity.json, pruning.json, summary.json, divergence.csv and trajectories.json (from
-/// the run's snapshots), relations.json (word tasks), figures/*.png and index.html, and prints one line per head with its role, entropy,
-/// confidence, attention distance and ablation drop.
+/// similarity.json, pruning.json, summary.json, logit_lens.json, divergence.csv and
+/// trajectories.json (from the run's snapshots), relations.json (word tasks),
+/// figures/*.png, explore.html and index.html, and prints one line per head with its role,
+/// entropy, confidence, attention distance and ablation drop.
 #[derive(Parser, Debug)]
 #[command(name = "inspect", version)]
 struct Args {
@@ -89,7 +90,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     println!(
         "open {} in a browser to see the report",
-        out.join("index.html").display()
+        inspect::report::dir::ReportDir::new(&out)
+            .path(inspect::report::dir::INDEX)
+            .display()
     );
     Ok(())
 }
