@@ -39,6 +39,9 @@ struct Args {
     #[arg(long, default_value_t = inspect::interventions::pruning::DEFAULT_TOLERANCE,
           allow_negative_numbers = true, value_parser = inspect::interventions::pruning::parse_tolerance)]
     prune_tolerance: f64,
+    /// Skip activation patching on the task's minimal pairs (patching.json).
+    #[arg(long)]
+    no_patching: bool,
 }
 
 /// Usage errors (clap's, including out-of-range flag values) exit with 2; errors from the
@@ -63,6 +66,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let options = inspect::report::ReportOptions {
         probe_size: args.probe,
         prune_tolerance: args.prune_tolerance,
+        patching: !args.no_patching,
     };
     let report = inspect::report::write_report(&loaded, &out, &options)?;
     println!(

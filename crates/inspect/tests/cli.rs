@@ -212,6 +212,7 @@ fn a_trained_run_gets_every_report_file() {
         "circuits",
         "norms",
         "ablation",
+        "patching",
         "pruning",
         "trajectories",
         "training",

@@ -156,6 +156,36 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         lens.iter().all(|p| p.loss.is_finite() && p.loss >= 0.0),
         "{lens:?}"
     );
+    // Activation patching on the shift task's minimal pairs (one token changed, the answer
+    // one position later moves). In this one-layer model the answer at a position is its
+    // embedding plus what the heads write there, so: the copier's clean output put back
+    // everywhere restores all of it; put back at one position it restores exactly the pairs
+    // whose answer sits there, so the positions add up to the whole; the idle head writes 0
+    // in both runs and restores nothing.
+    let patching = report.patching.as_ref().expect("shift has minimal pairs");
+    assert_eq!(patching.pairs, 64);
+    assert!(
+        patching.clean_logit_diff > patching.corrupted_logit_diff,
+        "{patching:?}"
+    );
+    let copier_patch = &patching.heads[0];
+    assert!(
+        (copier_patch.restored.unwrap() - 1.0).abs() < 1e-4,
+        "{copier_patch:?}"
+    );
+    let summed: f64 = copier_patch.by_position.iter().map(|r| r.unwrap()).sum();
+    assert!((summed - 1.0).abs() < 1e-4, "{copier_patch:?}");
+    assert_eq!(
+        copier_patch.by_position[0],
+        Some(0.0),
+        "no answer reads position 0"
+    );
+    let idle_patch = &patching.heads[1];
+    assert_eq!(idle_patch.restored, Some(0.0), "{idle_patch:?}");
+    assert!(
+        idle_patch.by_position.iter().all(|r| *r == Some(0.0)),
+        "{idle_patch:?}"
+    );
     let copier = head(&report.heads, 0);
     assert_eq!(copier.role, "previous_token", "{copier:?}");
     assert!(copier.pattern_scores["previous_token"] > 0.99, "{copier:?}");

@@ -70,12 +70,14 @@ fn every_presence_is_decided_by_the_contents() {
         snapshots: false,
         n_layers: 1,
         metrics: false,
+        pairs: false,
     };
     let all = ReportContents {
         word_task: true,
         snapshots: true,
         n_layers: 2,
         metrics: true,
+        pairs: true,
     };
     for file in FILES {
         assert!(file.presence.holds(&all), "{}", file.name);
@@ -159,11 +161,13 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
     let report = write_report(&loaded, &out, &options).unwrap();
 
     let dir = ReportDir::new(&out);
+    // The tiny config is the reverse task: it has minimal pairs.
     let contents = ReportContents {
         word_task: false,
         snapshots: true,
         n_layers: 2,
         metrics: true,
+        pairs: true,
     };
     let expected: BTreeSet<String> = FILES
         .iter()

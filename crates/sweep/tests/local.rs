@@ -107,6 +107,17 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
     }
     let heads = read_csv(&report_dir.join("heads.csv"));
     assert_eq!(heads.len(), 1 + 4 * 2, "a row per head of every run");
+    for kind in [
+        "ablation_drop",
+        "mean_ablation_drop",
+        "resample_ablation_drop",
+    ] {
+        let column = heads[0].iter().position(|c| c == kind).expect(kind);
+        for row in &heads[1..] {
+            let drop: f64 = row[column].parse().expect("an accuracy drop");
+            assert!((-1.0..=1.0).contains(&drop), "{kind} {drop}");
+        }
+    }
     let markdown = fs::read_to_string(report_dir.join("report.md")).unwrap();
     assert!(
         markdown.contains("| tiny model.head_layout=split | 2 of 2 |"),

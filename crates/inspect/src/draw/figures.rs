@@ -16,6 +16,7 @@ use plotters::style::{FontStyle, FontTransform, register_font};
 use train::metrics::MetricsRecord;
 
 use crate::circuits::{Circuits, HeadCircuits, LayerComposition};
+use crate::interventions::patching::Patching;
 use crate::interventions::pruning::{PruneCurve, Pruning};
 use crate::measures::divergence::DivergencePoint;
 use crate::measures::heads::HeadRecord;
@@ -486,6 +487,56 @@ pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> 
     })
 }
 
+/// `patching.png`: per head (rows) and position (columns), the fraction of the clean answer's
+/// logit difference restored when the head's clean output is put back at that position,
+/// with the whole head (every position) as the last column; one colour scale from the
+/// smallest value (or 0) to the largest (or 1).
+pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
+    let positions = patching.heads.first().map_or(0, |h| h.by_position.len());
+    let value = |i: usize, j: usize| {
+        let head = &patching.heads[i];
+        let restored = if j < positions {
+            head.by_position[j]
+        } else {
+            head.restored
+        };
+        restored.unwrap_or(0.0)
+    };
+    let (rows, cols) = (patching.heads.len(), positions + 1);
+    let values: Vec<f64> = (0..rows)
+        .flat_map(|i| (0..cols).map(move |j| (i, j)))
+        .map(|(i, j)| value(i, j))
+        .collect();
+    let lo = values.iter().copied().fold(0.0, f64::min);
+    let hi = values.iter().copied().fold(1.0, f64::max);
+    let mut col_labels: Vec<String> = (0..positions).map(|p| p.to_string()).collect();
+    col_labels.push("all".to_string());
+    let width = (140 + 44 * cols as u32).max(520);
+    let height = (120 + 30 * rows as u32).max(240);
+    render(path, (width, height), |root| {
+        Heatmap {
+            caption: format!(
+                "Restored logit difference, clean head output patched in ({} pairs)",
+                patching.pairs
+            ),
+            values: &value,
+            rows,
+            cols,
+            row_labels: patching
+                .heads
+                .iter()
+                .map(|h| HeadId::new(h.layer, h.head).to_string())
+                .collect(),
+            col_labels,
+            range: (lo, hi),
+            annotate: cols <= 32,
+            x_desc: "position patched",
+            y_desc: "head",
+        }
+        .draw(root)
+    })
+}
+
 /// `composition.png`: per pair of layers (rows), the Q-, K- and V-composition matrices
 /// (columns), the earlier layer's heads down, the later layer's across; one colour scale
 /// from 0 to the largest score of the figure. `random` is what unrelated heads score, for
@@ -849,33 +900,49 @@ pub fn trajectories(
     })
 }
 
-/// `ablation.png`: eval token accuracy lost when each head alone is masked.
+/// `ablation.png`: per head, the eval token accuracy lost under zero, mean and resample
+/// ablation, three bars side by side in the head's layer colour (darkest: zero); a report
+/// written before mean and resample ablation existed shows the zero bars alone.
 pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
-    let width = (240 + 46 * heads.len() as u32).max(480);
+    let width = (240 + 60 * heads.len() as u32).max(480);
     render(path, (width, 380), |root| {
-        let drops: Vec<f64> = heads.iter().map(|h| h.ablation_drop * 100.0).collect();
-        let hi = drops.iter().copied().fold(1.0, f64::max) * 1.1;
-        let lo = drops.iter().copied().fold(0.0, f64::min) * 1.1;
-        let n = heads.len() as i32;
+        // Per head: zero, mean, resample, in points (NaN where not measured).
+        let drops: Vec<[f64; 3]> = heads
+            .iter()
+            .map(|h| {
+                let or_nan = |d: Option<f64>| d.map_or(f64::NAN, |d| d * 100.0);
+                [
+                    h.ablation_drop * 100.0,
+                    or_nan(h.mean_ablation_drop),
+                    or_nan(h.resample_ablation_drop),
+                ]
+            })
+            .collect();
+        let values = drops.iter().flatten().copied().filter(|d| d.is_finite());
+        let hi = values.clone().fold(1.0, f64::max) * 1.1;
+        let lo = values.fold(0.0, f64::min) * 1.1;
+        let n = heads.len() as f64;
         let mut chart = ChartBuilder::on(root)
             .caption(
-                "Accuracy lost when one head is ablated (eval token accuracy, points)",
+                "Accuracy lost when one head is ablated: zero, mean, resample (points)",
                 (FONT, 15),
             )
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(52)
-            .build_cartesian_2d((0..n - 1).into_segmented(), lo..hi)?;
+            .build_cartesian_2d(0.0..n, lo..hi)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(heads.len())
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => heads
-                    .get(*i as usize)
-                    .map(|h| HeadId::new(h.layer, h.head).to_string())
-                    .unwrap_or_default(),
-                _ => String::new(),
+            .x_labels(heads.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                // Labels at each head's centre only.
+                let i = x.floor() as usize;
+                let centre = (x - x.floor() - 0.5).abs() < 1e-6;
+                match heads.get(i) {
+                    Some(h) if centre => HeadId::new(h.layer, h.head).to_string(),
+                    _ => String::new(),
+                }
             })
             .y_desc("accuracy drop (points)")
             .y_label_formatter(&|v| format!("{v:.1}"))
@@ -883,18 +950,22 @@ pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
             .label_style((FONT, 12))
             .axis_desc_style((FONT, 12))
             .draw()?;
-        chart.draw_series(heads.iter().zip(&drops).enumerate().map(|(i, (h, drop))| {
-            let i = i as i32;
-            let mut bar = Rectangle::new(
-                [
-                    (SegmentValue::Exact(i), 0.0),
-                    (SegmentValue::Exact(i + 1), *drop),
-                ],
-                Palette99::pick(h.layer).filled(),
-            );
-            bar.set_margin(0, 0, 6, 6);
-            bar
-        }))?;
+        // Kinds left to right, each a third of the head's slot less a margin.
+        const SHADES: [f64; 3] = [1.0, 0.6, 0.3];
+        for (kind, shade) in SHADES.iter().enumerate() {
+            chart.draw_series(heads.iter().zip(&drops).enumerate().filter_map(
+                |(i, (h, drop))| {
+                    let drop = drop[kind];
+                    let left = i as f64 + 0.1 + kind as f64 * 0.8 / 3.0;
+                    drop.is_finite().then(|| {
+                        Rectangle::new(
+                            [(left, 0.0), (left + 0.8 / 3.0 - 0.02, drop)],
+                            Palette99::pick(h.layer).mix(*shade).filled(),
+                        )
+                    })
+                },
+            ))?;
+        }
         Ok(())
     })
 }
@@ -1068,7 +1139,7 @@ mod tests {
         let error = ablation(&path, &heads).unwrap_err();
         assert!(
             error.to_string().starts_with(&format!(
-                "cannot draw {}: 920240 x 380 pixels",
+                "cannot draw {}: 1200240 x 380 pixels",
                 path.display()
             )),
             "{error}"

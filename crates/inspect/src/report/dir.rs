@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::circuits::Circuits;
+use crate::interventions::patching::Patching;
 use crate::interventions::pruning::Pruning;
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::HeadRecord;
@@ -46,6 +47,8 @@ pub const SUMMARY: &str = "summary.json";
 pub const RELATIONS: &str = "relations.json";
 /// `logit_lens.json`.
 pub const LOGIT_LENS: &str = "logit_lens.json";
+/// `patching.json`.
+pub const PATCHING: &str = "patching.json";
 /// `divergence.csv`.
 pub const DIVERGENCE: &str = "divergence.csv";
 /// `trajectories.json`.
@@ -70,6 +73,8 @@ pub enum Presence {
     TwoLayers,
     /// When the run has metrics (`metrics.jsonl` with a record).
     Metrics,
+    /// For tasks with minimal pairs, when patching is not turned off.
+    Pairs,
 }
 
 impl Presence {
@@ -81,6 +86,7 @@ impl Presence {
             Presence::Snapshots => contents.snapshots,
             Presence::TwoLayers => contents.n_layers >= 2,
             Presence::Metrics => contents.metrics,
+            Presence::Pairs => contents.pairs,
         }
     }
 
@@ -92,6 +98,7 @@ impl Presence {
             Presence::Snapshots => Some("Written when the run has snapshots"),
             Presence::TwoLayers => Some("Written for models of two layers or more"),
             Presence::Metrics => Some("Written when the run has metrics"),
+            Presence::Pairs => Some("Written for tasks with minimal pairs"),
         }
     }
 }
@@ -107,6 +114,8 @@ pub struct ReportContents {
     pub n_layers: usize,
     /// The run has metrics.
     pub metrics: bool,
+    /// The task has minimal pairs and patching was not turned off.
+    pub pairs: bool,
 }
 
 /// One file of a report.
@@ -194,6 +203,13 @@ pub const FILES: &[ReportFile] = &[
         Presence::Always,
         "the logit lens: the residual stream after the embedding and after each block, read \
          through the final norm and the output layer, with its eval token accuracy and loss",
+    ),
+    file(
+        PATCHING,
+        Presence::Pairs,
+        "activation patching on the task's minimal pairs: per head, the fraction of the \
+         clean answer's logit difference restored when its clean output is put back into \
+         the corrupted run, at every position and at each one",
     ),
     file(
         EXPLORE,
@@ -290,7 +306,18 @@ pub const FILES: &[ReportFile] = &[
     file(
         "figures/ablation.png",
         Presence::Always,
-        "eval token accuracy lost when each head alone is masked",
+        "eval token accuracy lost when each head alone is ablated: its output set to zero \
+         (darkest bar), replaced by its mean over the evaluation set, or replaced by its \
+         output on another sequence (lightest)",
+    ),
+    file(
+        "figures/patching.png",
+        Presence::Pairs,
+        "per head (rows) and position (columns), the fraction of the clean answer's logit \
+         difference restored when the head's clean output is put back into the corrupted \
+         run at that position (last column: at every position), on the task's minimal \
+         pairs: a head and position near 1 carry the answer's dependence on the changed \
+         token",
     ),
     file(
         "figures/pruning.png",
@@ -360,6 +387,9 @@ impl JsonFile for Trajectories {
 }
 impl JsonFile for LogitLens {
     const NAME: &'static str = LOGIT_LENS;
+}
+impl JsonFile for Patching {
+    const NAME: &'static str = PATCHING;
 }
 
 /// A file of the report that could not be written.

@@ -61,6 +61,13 @@ fn draw_figure(
         }
         "figures/norms.png" => draw_norms(path, loaded, measured),
         "figures/ablation.png" => figures::ablation(path, &measured.heads),
+        "figures/patching.png" => figures::patching(
+            path,
+            measured
+                .patching
+                .as_ref()
+                .expect("a task with pairs has patching"),
+        ),
         "figures/pruning.png" => figures::pruning(path, &measured.pruning),
         "figures/trajectories.png" => figures::trajectories(
             path,

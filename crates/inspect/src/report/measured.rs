@@ -11,6 +11,7 @@ use train::trainer::eval_examples;
 
 use crate::circuits::{Circuits, rollout};
 use crate::interventions::ablation::ablation_drops;
+use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;
@@ -21,6 +22,7 @@ use crate::measures::logit_lens::{LogitLens, logit_lens};
 use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::trajectories::{self, Trajectories};
+use crate::report::ReportOptions;
 use crate::report::dir::ReportContents;
 use crate::report::error::ReportError;
 use crate::report::summary::{Summary, greedy_removal_steps, mean_pattern_js};
@@ -51,6 +53,8 @@ pub struct Measured {
     pub trajectories: Option<Trajectories>,
     /// `logit_lens.json`.
     pub logit_lens: LogitLens,
+    /// `patching.json` (none for tasks without minimal pairs, or when turned off).
+    pub patching: Option<Patching>,
 }
 
 impl Measured {
@@ -64,6 +68,7 @@ impl Measured {
             snapshots: !self.divergence.is_empty(),
             n_layers: loaded.model.n_layers(),
             metrics: !loaded.dir.metrics().is_empty(),
+            pairs: self.patching.is_some(),
         }
     }
 }
@@ -74,7 +79,7 @@ impl Measured {
 pub fn measure(
     loaded: &LoadedRun,
     probe: &Probe,
-    prune_tolerance: f64,
+    options: &ReportOptions,
 ) -> Result<Measured, ReportError> {
     let (config, task, model, device) = (
         &loaded.run.config,
@@ -101,7 +106,7 @@ pub fn measure(
         .map(|(l, layer)| LayerSimilarity::measure(l, &weights, layer, true))
         .collect();
     let drops: Vec<f64> = heads.iter().map(|h| h.ablation_drop).collect();
-    let pruning = pruning::prune_model(model, &eval, device, &drops, prune_tolerance);
+    let pruning = pruning::prune_model(model, &eval, device, &drops, options.prune_tolerance);
     let importance: Vec<f64> = heads.iter().map(|h| h.gradient_importance).collect();
     let removal_steps = greedy_removal_steps(&pruning, model.n_heads());
     let summary = Summary {
@@ -122,6 +127,10 @@ pub fn measure(
         ablation_pruning_spearman: spearman(&drops, &removal_steps),
     };
     let logit_lens = logit_lens(model, &eval, device);
+    let patching = options
+        .patching
+        .then(|| patching(model, task, config.seed, device))
+        .flatten();
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
@@ -137,5 +146,6 @@ pub fn measure(
         divergence,
         trajectories,
         logit_lens,
+        patching,
     })
 }

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use train::tensor_file::{HostTensor, write_tensors};
 
 use crate::circuits::Circuits;
+use crate::interventions::patching::Patching;
 use crate::interventions::pruning::{self, Pruning};
 use crate::load::probe::Probe;
 use crate::load::run::LoadedRun;
@@ -55,6 +56,8 @@ pub struct Report {
     pub eval_token_acc: f64,
     /// The logit lens.
     pub logit_lens: LogitLens,
+    /// Activation patching (`None` for tasks without minimal pairs, or when turned off).
+    pub patching: Option<Patching>,
     /// The files written.
     pub files: Vec<PathBuf>,
 }
@@ -67,6 +70,8 @@ pub struct ReportOptions {
     /// Accuracy a pruned model may lose and still count as solving the task (0.01: one
     /// point).
     pub prune_tolerance: f64,
+    /// Activation patching on the task's minimal pairs (`patching.json`).
+    pub patching: bool,
 }
 
 impl Default for ReportOptions {
@@ -74,6 +79,7 @@ impl Default for ReportOptions {
         Self {
             probe_size: 64,
             prune_tolerance: pruning::DEFAULT_TOLERANCE,
+            patching: true,
         }
     }
 }
@@ -95,7 +101,7 @@ pub fn write_report(
         &loaded.device,
     );
 
-    let measured = measure(loaded, &probe, options.prune_tolerance)?;
+    let measured = measure(loaded, &probe, options)?;
     let mut files = write_tensor_files(&dir, &probe, &measured)?;
     files.extend(write_records(&dir, &measured)?);
     let figures = figures::draw_figures(&dir, loaded, &probe, &measured)?;
@@ -116,6 +122,7 @@ pub fn write_report(
         divergence,
         trajectories,
         logit_lens,
+        patching,
         ..
     } = measured;
     Ok(Report {
@@ -129,6 +136,7 @@ pub fn write_report(
         summary,
         eval_token_acc,
         logit_lens,
+        patching,
         files,
     })
 }
@@ -181,6 +189,9 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
     }
     if let Some(trajectories) = &measured.trajectories {
         files.push(dir.write_json(trajectories)?);
+    }
+    if let Some(patching) = &measured.patching {
+        files.push(dir.write_json(patching)?);
     }
     Ok(files)
 }

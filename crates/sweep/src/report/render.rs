@@ -71,6 +71,8 @@ pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
             "confidence",
             "mean_distance",
             "ablation_drop",
+            "mean_ablation_drop",
+            "resample_ablation_drop",
         ]
         .map(String::from),
     );
@@ -88,6 +90,10 @@ pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
                 head.confidence.to_string(),
                 head.mean_distance.to_string(),
                 head.ablation_drop.to_string(),
+                head.mean_ablation_drop
+                    .map_or(String::new(), |d| d.to_string()),
+                head.resample_ablation_drop
+                    .map_or(String::new(), |d| d.to_string()),
             ]);
             record.extend(patterns.iter().map(|p| {
                 head.pattern_scores

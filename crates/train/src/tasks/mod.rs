@@ -7,6 +7,7 @@ mod file;
 mod grammar;
 mod histogram;
 mod neighbors;
+mod pairs;
 mod pattern;
 mod recall;
 mod reverse;
@@ -25,6 +26,7 @@ pub use self::dependency::{Arc, ParsedSentence, Relation};
 pub use self::file::FileSpec;
 pub use self::grammar::GrammarSpec;
 pub use self::neighbors::{Combine, NeighborsSpec};
+pub use self::pairs::MinimalPair;
 pub use self::pattern::AttentionPattern;
 pub use self::recall::RecallSpec;
 pub use self::sequence::SequenceSpec;
@@ -384,6 +386,18 @@ impl Task {
         self.inner().token_names()
     }
 
+    /// `size` minimal pairs ([`MinimalPair`]) drawn from a ChaCha8Rng seeded with `seed`:
+    /// for the sequence tasks one token at a position the answer reads (its
+    /// [`Task::attention_targets`]) changed to another, for recall a queried key's value
+    /// changed; empty for tasks without them (`grammar`, `file`). Fewer than `size` only if
+    /// a generator found none in [`pairs::MAX_TRIES`] draws.
+    pub fn minimal_pairs(&self, size: usize, seed: u64) -> Vec<MinimalPair> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..size)
+            .map_while(|_| self.inner().minimal_pair(&mut rng))
+            .collect()
+    }
+
     /// `size` sentences with their dependency parses, drawn from a ChaCha8Rng seeded with
     /// `seed`; empty for tasks without syntax (every task but `grammar`). For `grammar`,
     /// sentence i is example i of `eval_set(size, seed)` before masking.
@@ -407,6 +421,10 @@ trait TaskImpl {
 
     fn parsed_sentences(&self, _size: usize, _seed: u64) -> Vec<ParsedSentence> {
         Vec::new()
+    }
+
+    fn minimal_pair(&self, _rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        None
     }
 
     fn eval_set(&self, size: usize, seed: u64) -> Vec<Example> {
@@ -765,6 +783,54 @@ mod tests {
                     for (keys, target) in targets.iter().zip(&example.target) {
                         assert_eq!(keys.is_empty(), target.is_none());
                     }
+                }
+            }
+        }
+    }
+
+    /// Every pair differs in one token, at a position the answer reads, and the answer there
+    /// moves; the corrupted example is one the task could have drawn (copy, reverse, shift:
+    /// the answer is the token read; recall: the changed value).
+    #[test]
+    fn minimal_pairs_change_one_token_the_answer_reads() {
+        for config in every_generator() {
+            let task = config.build(Path::new(".")).unwrap();
+            let name = task.name();
+            let pairs = task.minimal_pairs(40, 11);
+            if name == "grammar" {
+                assert!(pairs.is_empty(), "grammar has no pairs yet");
+                continue;
+            }
+            assert_eq!(pairs.len(), 40, "{name}");
+            assert_eq!(pairs, task.minimal_pairs(40, 11), "{name}: seeded");
+            for pair in &pairs {
+                let (clean, corrupted) = (&pair.clean.input, &pair.corrupted.input);
+                let differ: Vec<usize> = (0..clean.len())
+                    .filter(|&j| clean[j] != corrupted[j])
+                    .collect();
+                assert_eq!(differ, [pair.changed], "{name}: {pair:?}");
+                assert!(
+                    task.attention_targets(clean)[pair.position].contains(&pair.changed),
+                    "{name}: the answer reads the changed token: {pair:?}"
+                );
+                assert_ne!(pair.clean_answer, pair.corrupted_answer, "{name}");
+                assert_eq!(pair.clean.target[pair.position], Some(pair.clean_answer));
+                assert_eq!(
+                    pair.corrupted.target[pair.position],
+                    Some(pair.corrupted_answer)
+                );
+                match name {
+                    "copy" | "reverse" | "shift" => {
+                        assert_eq!(pair.corrupted_answer, corrupted[pair.changed], "{name}")
+                    }
+                    "recall" => {
+                        let values_from = task.input_vocab() - task.output_vocab();
+                        assert_eq!(
+                            pair.corrupted_answer as usize,
+                            corrupted[pair.changed] as usize - values_from
+                        );
+                    }
+                    _ => {}
                 }
             }
         }

@@ -6,6 +6,7 @@ use rand::seq::index;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::pairs::MinimalPair;
 use super::{AttentionPattern, Example, TaskError, TaskImpl};
 
 /// Size of the associative-recall task. Sequences are `k1 v1 ... kn vn q1 ... qm`, so
@@ -108,6 +109,27 @@ impl TaskImpl for RecallTask {
             AttentionPattern::RecallValue,
             AttentionPattern::PreviousToken,
         ]
+    }
+
+    /// A query's value changed to another value: every query of that key changes answer.
+    fn minimal_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        if self.n_values < 2 {
+            return None; // no other value to change to
+        }
+        let clean = self.sample(rng);
+        let pairs = 2 * self.n_pairs;
+        let position = pairs + rng.random_range(0..self.n_queries);
+        let changed = *self.attention_targets(&clean.input)[position].first()?;
+        let mut corrupted = clean.clone();
+        let old = clean.input[changed] - self.n_keys;
+        let new = (old + rng.random_range(1..self.n_values)) % self.n_values;
+        corrupted.input[changed] = self.n_keys + new;
+        for query in pairs..corrupted.input.len() {
+            if corrupted.input[query] == clean.input[changed - 1] {
+                corrupted.target[query] = Some(new);
+            }
+        }
+        MinimalPair::read(clean, corrupted, position, changed)
     }
 
     /// A query's value: the position after the pair whose key it repeats. Pairs, and any

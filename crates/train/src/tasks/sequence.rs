@@ -6,6 +6,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::pairs::{MAX_TRIES, MinimalPair};
 use super::{AttentionPattern, Example, TaskError, TaskImpl};
 
 /// Size of a task over plain random sequences.
@@ -106,6 +107,30 @@ impl<R: SequenceRule> TaskImpl for SequenceTask<R> {
 
     fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>> {
         self.rule.attention_targets(input)
+    }
+
+    /// A token the answer at a random position reads, changed to another token.
+    fn minimal_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        for _ in 0..MAX_TRIES {
+            let clean = self.sample(rng);
+            let position = rng.random_range(0..self.seq_len);
+            let reads = &self.rule.attention_targets(&clean.input)[position];
+            if reads.is_empty() {
+                continue;
+            }
+            let changed = reads[rng.random_range(0..reads.len())];
+            let mut input = clean.input.clone();
+            input[changed] = (input[changed] + rng.random_range(1..self.vocab)) % self.vocab;
+            let target = self.rule.target(&input, self.vocab);
+            let corrupted = Example {
+                input,
+                target: target.into_iter().map(Some).collect(),
+            };
+            if let Some(pair) = MinimalPair::read(clean, corrupted, position, changed) {
+                return Some(pair);
+            }
+        }
+        None
     }
 }
 
