@@ -18,7 +18,9 @@
 //! on, not information about the input.
 
 use burn::prelude::*;
-use model::{Encoder, HeadId, HeadPatch};
+use model::{Encoder, EncoderInput, HeadId, HeadPatch};
+
+use crate::interventions::patching::head_weight;
 use train::batch::{Accuracy, Batch, EVAL_CHUNK};
 use train::tasks::Example;
 
@@ -55,7 +57,7 @@ pub fn ablation_drops(model: &Encoder, eval: &[Example], device: &Device) -> Abl
             }
         })
         .collect();
-    let base = accuracy(model, &chunks, |_, _| None);
+    let base = unpatched_accuracy(model, &chunks);
     let means = mean_head_outputs(&chunks, model.n_layers());
     let n_heads = model.n_heads();
     let mut drops = AblationDrops {
@@ -63,33 +65,23 @@ pub fn ablation_drops(model: &Encoder, eval: &[Example], device: &Device) -> Abl
         resample: vec![],
     };
     for id in model.heads() {
-        let weight = one_head(n_heads, id.head, device); // [1, 1, n_heads, 1]
-        let mean = accuracy(model, &chunks, |_, _| {
-            let values = means[id.layer]
-                .clone()
-                .reshape([1, 1, n_heads, model.d_head()]);
-            Some(patch(id, values, weight.clone()))
+        let weight = head_weight(id, None, 1, n_heads, device); // [1, 1, n_heads, 1]
+        // [1, 1, n_heads, d_head]: the same values at every position of every sequence.
+        let mean_values = means[id.layer]
+            .clone()
+            .reshape([1, 1, n_heads, model.d_head()]);
+        let mean = accuracy(model, id, &chunks, |_| HeadPatch {
+            values: mean_values.clone(),
+            weight: weight.clone(),
         });
-        let resample = accuracy(model, &chunks, |chunk, _| {
-            let values = rolled(chunk.head_outputs[id.layer].clone());
-            Some(patch(id, values, weight.clone()))
+        let resample = accuracy(model, id, &chunks, |chunk| HeadPatch {
+            values: rolled(chunk.head_outputs[id.layer].clone()),
+            weight: weight.clone(),
         });
         drops.mean.push(base - mean);
         drops.resample.push(base - resample);
     }
     drops
-}
-
-/// The patch that puts `values` into head `id`'s output where `weight` says.
-fn patch(id: HeadId, values: Tensor<4>, weight: Tensor<4>) -> (usize, HeadPatch) {
-    (id.layer, HeadPatch { values, weight })
-}
-
-/// `[1, 1, n_heads, 1]`: 1 at `head`, 0 elsewhere.
-fn one_head(n_heads: usize, head: usize, device: &Device) -> Tensor<4> {
-    let mut weight = vec![0.0f32; n_heads];
-    weight[head] = 1.0;
-    Tensor::<1>::from_floats(weight.as_slice(), device).reshape([1, 1, n_heads, 1])
 }
 
 /// `[batch, ...]` with sequence i taking sequence i + 1's values (the last the first's).
@@ -139,19 +131,36 @@ fn mean_head_outputs(chunks: &[Chunk], n_layers: usize) -> Vec<Tensor<2>> {
         .collect()
 }
 
-/// Eval token accuracy over the chunks, each run with the patch `patch_of` gives it.
+/// Eval token accuracy over the chunks, each run with the patch of head `id`'s layer that
+/// `patch_of` gives it.
 fn accuracy(
     model: &Encoder,
+    id: HeadId,
     chunks: &[Chunk],
-    patch_of: impl Fn(&Chunk, usize) -> Option<(usize, HeadPatch)>,
+    patch_of: impl Fn(&Chunk) -> HeadPatch,
+) -> f64 {
+    token_accuracy(model, chunks, |chunk| {
+        chunk
+            .batch
+            .encoder_input()
+            .head_patch(id.layer, patch_of(chunk))
+    })
+}
+
+/// Eval token accuracy over the chunks as they are.
+fn unpatched_accuracy(model: &Encoder, chunks: &[Chunk]) -> f64 {
+    token_accuracy(model, chunks, |chunk| chunk.batch.encoder_input())
+}
+
+/// Eval token accuracy over the chunks, each run on the input `input_of` makes of it.
+fn token_accuracy(
+    model: &Encoder,
+    chunks: &[Chunk],
+    input_of: impl Fn(&Chunk) -> EncoderInput,
 ) -> f64 {
     let mut accuracy = Accuracy::default();
-    for (index, chunk) in chunks.iter().enumerate() {
-        let mut input = chunk.batch.encoder_input();
-        if let Some((layer, patch)) = patch_of(chunk, index) {
-            input = input.head_patch(layer, patch);
-        }
-        let logits = model.forward_input(input);
+    for chunk in chunks {
+        let logits = model.forward_input(input_of(chunk));
         accuracy.add(Accuracy::of(logits, chunk.examples));
     }
     accuracy.token_accuracy()

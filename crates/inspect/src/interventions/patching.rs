@@ -90,9 +90,9 @@ pub fn patch_pairs(model: &Encoder, pairs: &[MinimalPair], device: &Device) -> O
             HeadPatching {
                 layer: id.layer,
                 head: id.head,
-                restored: patched(one_hot(id, None, len, n_heads, device)),
+                restored: patched(head_weight(id, None, len, n_heads, device)),
                 by_position: (0..len)
-                    .map(|position| patched(one_hot(id, Some(position), len, n_heads, device)))
+                    .map(|position| patched(head_weight(id, Some(position), len, n_heads, device)))
                     .collect(),
             }
         })
@@ -105,8 +105,10 @@ pub fn patch_pairs(model: &Encoder, pairs: &[MinimalPair], device: &Device) -> O
     })
 }
 
-/// `[1, seq, n_heads, 1]`: 1 for head `id` at `position` (every position for `None`).
-fn one_hot(
+/// A [`HeadPatch`] weight, `[1, seq, n_heads, 1]`: 1 for head `id` at `position` (at every
+/// position for `None`; `seq` 1 with `None` for a weight that broadcasts over positions),
+/// 0 elsewhere.
+pub(crate) fn head_weight(
     id: HeadId,
     position: Option<usize>,
     seq: usize,
