@@ -32,8 +32,16 @@ usage() {
 mode=$1
 dir=$2
 case "$mode" in record | check) ;; *) usage ;; esac
+# Only a directory this script made (it holds the marker) has its work/, reference/ and
+# current/ replaced.
+marker=.headlab-same-outputs
+if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -f "$dir/$marker" ]; then
+    echo "same-outputs: $dir exists and is not this script's directory; give another DIR" >&2
+    exit 1
+fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+echo "made by scripts/same-outputs.sh" > "$dir/$marker"
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
 for b in train inspect compare sweep; do
     [ -x "$bin/$b" ] || {
