@@ -146,6 +146,12 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
                     Some(code) if code == i32::from(EXIT_RUN_IN_USE) => {
                         Attempt::Busy(last_error_line(&log_tail(&log_path, 6)))
                     }
+                    // A child that dies after its last write (an `inspect` killed once the
+                    // report's `index.html` was in place) left the run done: not a failure.
+                    _ if directory_state(out, run, context.inspect.enabled) == RunState::Done => {
+                        let _ = fs::remove_file(&failure);
+                        Attempt::Done
+                    }
                     code => {
                         let ended = code.map_or_else(
                             || "was killed by a signal".to_string(),
