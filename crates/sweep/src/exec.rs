@@ -9,7 +9,7 @@
 //! (an advisory `flock`, released when the worker's process dies however it dies) and holds
 //! it while it decides what the run needs and runs it, so two runners of one sweep never
 //! both work on a run; the second skips it as held. On Linux each child also asks the
-//! kernel for one SIGTERM when the thread that started it dies (`PR_SET_PDEATHSIG`), so a
+//! kernel for SIGUSR2 when the thread that started it dies (`PR_SET_PDEATHSIG`), so a
 //! `sweep` killed by any signal, SIGKILL included, leaves no `train` or `inspect` running:
 //! each checkpoints and exits.
 
@@ -139,8 +139,8 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
             Ok(status) if status.success() => {}
             Ok(status) => {
                 return match status.code() {
-                    // 128 + SIGHUP, SIGINT, SIGTERM: a clean stop with a checkpoint.
-                    Some(129 | 130 | 143) => Attempt::Interrupted,
+                    // 128 + SIGHUP, SIGINT, SIGUSR2, SIGTERM: a clean stop with a checkpoint.
+                    Some(129 | 130 | 140 | 143) => Attempt::Interrupted,
                     // A process outside the sweep (a user's own `train`) took the run between
                     // our look and the child's lock: the run is held, not failed.
                     Some(code) if code == i32::from(EXIT_RUN_IN_USE) => {
@@ -261,9 +261,12 @@ fn claim(out: &SweepOut, run: &PlannedRun) -> Result<Option<File>, String> {
     }
 }
 
-/// On Linux: the child gets one SIGTERM when the thread that started it dies (by any signal,
-/// SIGKILL included), as Ctrl-C would send it; and one at once if that happened before the
-/// request took effect. Elsewhere nothing: a killed `sweep` leaves its children running.
+/// On Linux: the child gets SIGUSR2 when the thread that started it dies (by any signal,
+/// SIGKILL included), and at once if that happened before the request took effect. `train`
+/// stops on it as on SIGTERM, with a checkpoint, but never aborts on a repeat: the kernel
+/// sends it again each time the child passes to another dying thread of the sweep, and a
+/// second SIGTERM would abort without the checkpoint. Elsewhere nothing: a killed `sweep`
+/// leaves its children running.
 #[cfg(target_os = "linux")]
 fn terminate_with_parent(command: &mut Command) {
     // SAFETY: runs in the child between fork and exec, where only async-signal-safe calls
@@ -273,12 +276,12 @@ fn terminate_with_parent(command: &mut Command) {
     #[allow(unsafe_code)]
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR2) != 0 {
                 return Err(io::Error::last_os_error());
             }
             // The parent died before prctl: nobody will send the signal.
             if libc::getppid() != parent {
-                libc::kill(libc::getpid(), libc::SIGTERM);
+                libc::kill(libc::getpid(), libc::SIGUSR2);
             }
             Ok(())
         });

@@ -1,13 +1,16 @@
 //! Stopping a run cleanly. Ctrl-C (SIGINT), SIGTERM (what Slurm and most schedulers send
 //! before a kill) and SIGHUP (a closed terminal) all ask the training loop to finish its step,
 //! write a checkpoint and exit with 128 + the signal's number; the run continues exactly with
-//! `--resume`. A second signal while the checkpoint is written aborts at once.
+//! `--resume`. A second signal while the checkpoint is written aborts at once. SIGUSR2 asks
+//! for the same clean stop but never aborts, however often it comes: it is the signal a
+//! `sweep` child gets when its sweep dies (`PR_SET_PDEATHSIG`), which the kernel may deliver
+//! once for each thread of the dying sweep.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR2};
 
 /// A request to stop, shared between the signal handlers and the loop.
 #[derive(Debug, Clone, Default)]
@@ -24,7 +27,7 @@ impl StopSignal {
         Self::default()
     }
 
-    /// Handles SIGINT, SIGTERM and SIGHUP for this process from now on.
+    /// Handles SIGINT, SIGTERM, SIGHUP and SIGUSR2 for this process from now on.
     pub fn install() -> io::Result<Self> {
         let stop = Self::default();
         for signal in [SIGINT, SIGTERM, SIGHUP] {
@@ -38,6 +41,9 @@ impl StopSignal {
             signal_hook::flag::register_usize(signal, stop.signal.clone(), signal as usize)?;
             signal_hook::flag::register(signal, stop.seen.clone())?;
         }
+        // A stop request with no abort on repeats (see the module doc); registered after the
+        // others, so a SIGUSR2 after a Ctrl-C does not abort either.
+        signal_hook::flag::register_usize(SIGUSR2, stop.signal.clone(), SIGUSR2 as usize)?;
         Ok(stop)
     }
 
@@ -62,6 +68,7 @@ pub fn signal_name(signal: i32) -> String {
         SIGINT => "Ctrl-C (SIGINT)".into(),
         SIGTERM => "SIGTERM".into(),
         SIGHUP => "SIGHUP".into(),
+        SIGUSR2 => "SIGUSR2 (the sweep that started it died)".into(),
         other => format!("signal {other}"),
     }
 }

@@ -329,6 +329,26 @@ fn sighup_checkpoints_and_exits_129() {
     assert!(!common::checkpoints(&dir).is_empty());
 }
 
+/// SIGUSR2, what a child of a dying sweep gets (once per thread of the sweep), stops as
+/// SIGTERM does, but a second one does not abort: the run still checkpoints.
+#[test]
+fn repeated_sigusr2_checkpoints_and_exits_140() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("usr2");
+    let child = start_long_run(&dir, &[]);
+    for _ in 0..3 {
+        let status = Command::new("kill")
+            .args(["-USR2", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(140), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("continue with --resume"));
+    assert!(!common::checkpoints(&dir).is_empty());
+}
+
 /// A run paused at step 10 of 20 (a checkpoint at step 10), for editing.
 fn paused_run(tmp: &Path) -> PathBuf {
     let dir = tmp.join("paused");

@@ -91,13 +91,18 @@ pub fn wait_for(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Whether `run` has a complete checkpoint.
+/// Whether `run` has a complete checkpoint, as `train --resume` sees one: a `step-N`
+/// directory with its `state.json` (a checkpoint still being written is a hidden
+/// `.step-N.tmp-PID` directory and does not count).
 pub fn has_checkpoint(run: &Path) -> bool {
     std::fs::read_dir(run.join("checkpoints"))
         .into_iter()
         .flatten()
         .flatten()
-        .any(|entry| entry.path().join("state.json").is_file())
+        .any(|entry| {
+            entry.file_name().to_string_lossy().starts_with("step-")
+                && entry.path().join("state.json").is_file()
+        })
 }
 
 /// The sweep's CSV as rows of fields (no field in these tests needs quoting).
