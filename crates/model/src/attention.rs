@@ -291,6 +291,69 @@ impl HeadPatch {
     }
 }
 
+/// One of the three inputs of a head: what its query, key or value projection reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QkvChannel {
+    /// The query projection (what a position looks for).
+    Query,
+    /// The key projection (what a position is found by).
+    Key,
+    /// The value projection (what a position hands on).
+    Value,
+}
+
+impl QkvChannel {
+    /// The three channels, query first.
+    pub const ALL: [QkvChannel; 3] = [QkvChannel::Query, QkvChannel::Key, QkvChannel::Value];
+
+    /// `q`, `k` or `v`, as headlab writes a channel in tables.
+    pub fn letter(self) -> &'static str {
+        match self {
+            QkvChannel::Query => "q",
+            QkvChannel::Key => "k",
+            QkvChannel::Value => "v",
+        }
+    }
+}
+
+/// Path patching's primitive inside a layer: some heads' query, key or value projections
+/// read another input `x` instead of the layer's own, while every other projection reads
+/// the layer's own. Where a weight is 1 a head's projection reads `x`, where 0 its own input;
+/// projections are affine, so a fraction reads the same mix of the two inputs.
+#[derive(Debug, Clone)]
+pub struct QkvPatch {
+    /// `[batch, seq, d_model]`: the other input, in the same place as the layer's own (after
+    /// a pre-norm block's norm).
+    pub x: Tensor<3>,
+    /// `[n_heads]`: how much each head's query reads `x`.
+    pub query: Tensor<1>,
+    /// `[n_heads]`: how much each head's key reads `x`.
+    pub key: Tensor<1>,
+    /// `[n_heads]`: how much each head's value reads `x`.
+    pub value: Tensor<1>,
+}
+
+impl QkvPatch {
+    /// `own` projections (each `[batch, heads, seq, d_head]`) mixed with `other`, the
+    /// projections of `x`, head by head as the weights say.
+    fn mix(&self, own: Qkv, other: Qkv) -> Qkv {
+        let mix = |own: Tensor<4>, other: Tensor<4>, weight: &Tensor<1>| {
+            let [n_heads] = weight.dims();
+            let weight = weight.clone().reshape([1, n_heads, 1, 1]);
+            own * weight.clone().neg().add_scalar(1.0) + other * weight
+        };
+        (
+            mix(own.0, other.0, &self.query),
+            mix(own.1, other.1, &self.key),
+            mix(own.2, other.2, &self.value),
+        )
+    }
+}
+
+/// Queries, keys and values, each `[batch, n_heads, seq, d_head]`.
+type Qkv = (Tensor<4>, Tensor<4>, Tensor<4>);
+
 /// Input of [`MultiHeadAttention::forward`].
 #[derive(Debug, Clone)]
 pub struct AttentionInput {
@@ -303,6 +366,8 @@ pub struct AttentionInput {
     pub head_mask: Option<Tensor<1>>,
     /// Heads' outputs replaced ([`HeadPatch`]).
     pub head_patch: Option<HeadPatch>,
+    /// Heads' query, key or value inputs replaced ([`QkvPatch`]).
+    pub qkv_patch: Option<QkvPatch>,
     /// Whether to return the pattern and the per-head outputs.
     pub capture: bool,
 }
@@ -315,6 +380,7 @@ impl AttentionInput {
             mask: AttentionMask::default(),
             head_mask: None,
             head_patch: None,
+            qkv_patch: None,
             capture: false,
         }
     }
@@ -334,6 +400,12 @@ impl AttentionInput {
     /// Sets the head patch.
     pub fn head_patch(mut self, head_patch: Option<HeadPatch>) -> Self {
         self.head_patch = head_patch;
+        self
+    }
+
+    /// Sets the patch of the heads' query, key and value inputs.
+    pub fn qkv_patch(mut self, qkv_patch: Option<QkvPatch>) -> Self {
+        self.qkv_patch = qkv_patch;
         self
     }
 
@@ -379,6 +451,10 @@ impl MultiHeadAttention {
         let (n_heads, d_head) = (self.n_heads, self.d_head);
 
         let (q, k, v) = self.project_qkv(input.x); // each [batch, heads, seq, d_head]
+        let (q, k, v) = match &input.qkv_patch {
+            Some(patch) => patch.mix((q, k, v), self.project_qkv(patch.x.clone())),
+            None => (q, k, v),
+        };
         let (q, k) = match &self.rotary {
             Some(rotary) => (rotary.forward(q), rotary.forward(k)),
             None => (q, k),
@@ -430,7 +506,7 @@ impl MultiHeadAttention {
     }
 
     /// Queries, keys and values, each `[batch, n_heads, seq, d_head]`.
-    fn project_qkv(&self, x: Tensor<3>) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+    fn project_qkv(&self, x: Tensor<3>) -> Qkv {
         let [batch, seq, d_model] = x.dims();
         let (n_heads, d_head) = (self.n_heads, self.d_head);
         match (&self.qkv, &self.qkv_narrow) {

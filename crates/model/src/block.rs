@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attention::{
     AttentionInput, AttentionMask, HeadPatch, MultiHeadAttention, MultiHeadAttentionConfig,
+    QkvChannel, QkvPatch,
 };
 use crate::cache::LayerCache;
 use crate::error::ConfigError;
@@ -72,6 +73,86 @@ impl EncoderBlockConfig {
     }
 }
 
+/// Path patching's primitive at a block (Wang et al. 2022; Goldowsky-Dill et al. 2023): another
+/// residual stream `resid` at the block's input, read by the query, key or value projections
+/// of the heads the weights pick and, with `skip`, by the residual connection around the
+/// attention (and so by the feed-forward branch and every later block not through this
+/// block's heads). Everything else reads the block's own input. With every weight 1 and
+/// `skip`, the block runs as if `resid` were its input.
+#[derive(Debug, Clone)]
+pub struct InputPatch {
+    /// `[batch, seq, d_model]`: the other residual stream, before the block's norm.
+    pub resid: Tensor<3>,
+    /// `[n_heads]`: how much each head's query reads `resid` (0 to 1).
+    pub query: Tensor<1>,
+    /// `[n_heads]`: how much each head's key reads `resid`.
+    pub key: Tensor<1>,
+    /// `[n_heads]`: how much each head's value reads `resid`.
+    pub value: Tensor<1>,
+    /// Whether the residual connection around the attention carries `resid`.
+    pub skip: bool,
+}
+
+impl InputPatch {
+    /// A patch that nothing reads yet: `resid` (`[batch, seq, d_model]`) for a layer of
+    /// `n_heads` heads.
+    pub fn new(resid: Tensor<3>, n_heads: usize) -> Self {
+        let device = resid.device();
+        let zeros = Tensor::zeros([n_heads], &device);
+        Self {
+            resid,
+            query: zeros.clone(),
+            key: zeros.clone(),
+            value: zeros,
+            skip: false,
+        }
+    }
+
+    /// `channel` of head `head` reads the patch.
+    pub fn read_by(mut self, head: usize, channel: QkvChannel) -> Self {
+        let weight = match channel {
+            QkvChannel::Query => &mut self.query,
+            QkvChannel::Key => &mut self.key,
+            QkvChannel::Value => &mut self.value,
+        };
+        let [n_heads] = weight.dims();
+        assert!(
+            head < n_heads,
+            "head {head} out of range: the layer has {n_heads} heads"
+        );
+        *weight = weight
+            .clone()
+            .slice_assign([head..head + 1], Tensor::ones([1], &weight.device()));
+        self
+    }
+
+    /// Every channel of every head reads the patch.
+    pub fn read_by_all_heads(mut self) -> Self {
+        for weight in [&mut self.query, &mut self.key, &mut self.value] {
+            *weight = weight.clone().ones_like();
+        }
+        self
+    }
+
+    /// Sets whether the residual connection carries the patch.
+    pub fn skip(mut self, skip: bool) -> Self {
+        self.skip = skip;
+        self
+    }
+}
+
+/// What changes one block's computation: a head mask, a patch of heads' outputs and a patch
+/// of heads' inputs. The default changes nothing.
+#[derive(Debug, Clone, Default)]
+pub struct LayerInterventions {
+    /// `[n_heads]`: 1 keeps a head, 0 ablates it.
+    pub head_mask: Option<Tensor<1>>,
+    /// Heads' outputs replaced ([`HeadPatch`]).
+    pub head_patch: Option<HeadPatch>,
+    /// Heads' inputs and the residual connection replaced ([`InputPatch`]).
+    pub input_patch: Option<InputPatch>,
+}
+
 /// Self-attention then feed-forward, each with a residual connection.
 #[derive(Module, Debug)]
 pub struct EncoderBlock {
@@ -93,34 +174,50 @@ pub struct EncoderBlock {
 }
 
 impl EncoderBlock {
-    /// The block's output, and its [`LayerCache`] when `capture` is set.
+    /// The block's output, and its [`LayerCache`] when `capture` is set (the cache holds
+    /// what the block itself received: `x`, not an [`InputPatch`]'s stream).
     ///
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, d_model]`
-    /// - `head_mask`: `[n_heads]`
-    /// - `head_patch`: see [`HeadPatch`]
+    /// - `interventions`: see [`LayerInterventions`]
     pub fn forward(
         &self,
         x: Tensor<3>,
         mask: &AttentionMask,
-        head_mask: Option<Tensor<1>>,
-        head_patch: Option<HeadPatch>,
+        interventions: LayerInterventions,
         capture: bool,
     ) -> (Tensor<3>, Option<LayerCache>) {
         let resid_pre = x;
-        let attn_input = match self.norm {
-            NormPlacement::Pre => norm(&self.norm_attention, resid_pre.clone()),
-            NormPlacement::Post => resid_pre.clone(),
+        let attn_input = self.attention_input(resid_pre.clone());
+        let LayerInterventions {
+            head_mask,
+            head_patch,
+            input_patch,
+        } = interventions;
+        let (qkv_patch, skip) = match input_patch {
+            Some(patch) => {
+                let skip = patch.skip.then(|| patch.resid.clone());
+                let qkv = QkvPatch {
+                    x: self.attention_input(patch.resid),
+                    query: patch.query,
+                    key: patch.key,
+                    value: patch.value,
+                };
+                (Some(qkv), skip)
+            }
+            None => (None, None),
         };
         let attention = self.attention.forward(
             AttentionInput::new(attn_input.clone())
                 .mask(mask.clone())
                 .head_mask(head_mask)
                 .head_patch(head_patch)
+                .qkv_patch(qkv_patch)
                 .capture(capture),
         );
         let attn_out = capture.then(|| attention.context.clone());
-        let resid_mid = resid_pre.clone() + self.dropout.forward(attention.context);
+        let skip = skip.unwrap_or_else(|| resid_pre.clone());
+        let resid_mid = skip + self.dropout.forward(attention.context);
         let resid_mid = match self.norm {
             NormPlacement::Pre => resid_mid,
             NormPlacement::Post => norm(&self.norm_attention, resid_mid),
@@ -150,6 +247,15 @@ impl EncoderBlock {
             _ => None,
         };
         (resid_post, cache)
+    }
+
+    /// What the attention reads from a residual stream at the block's input: its norm in
+    /// pre-norm, the stream itself in post-norm.
+    fn attention_input(&self, resid: Tensor<3>) -> Tensor<3> {
+        match self.norm {
+            NormPlacement::Pre => norm(&self.norm_attention, resid),
+            NormPlacement::Post => resid,
+        }
     }
 
     /// The feed-forward branch, `[.., d_model] -> [.., d_model]`: linear, GELU, dropout,

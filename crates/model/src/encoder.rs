@@ -8,7 +8,9 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::attention::{AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig};
-use crate::block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
+use crate::block::{
+    EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement,
+};
 use crate::cache::ActivationCache;
 use crate::error::ConfigError;
 use crate::init::InitScheme;
@@ -193,6 +195,9 @@ pub struct EncoderInput {
     /// Per layer, heads' outputs replaced ([`HeadPatch`]); empty or shorter than the model
     /// for layers without one.
     pub head_patches: Vec<Option<HeadPatch>>,
+    /// Per layer, heads' inputs replaced ([`InputPatch`]); empty or shorter than the model
+    /// for layers without one.
+    pub input_patches: Vec<Option<InputPatch>>,
 }
 
 impl EncoderInput {
@@ -203,6 +208,7 @@ impl EncoderInput {
             mask: AttentionMask::default(),
             head_mask: None,
             head_patches: Vec::new(),
+            input_patches: Vec::new(),
         }
     }
 
@@ -224,6 +230,15 @@ impl EncoderInput {
             self.head_patches.resize(layer + 1, None);
         }
         self.head_patches[layer] = Some(patch);
+        self
+    }
+
+    /// Patches the inputs of layer `layer` ([`InputPatch`]), replacing any it had.
+    pub fn input_patch(mut self, layer: usize, patch: InputPatch) -> Self {
+        if self.input_patches.len() <= layer {
+            self.input_patches.resize(layer + 1, None);
+        }
+        self.input_patches[layer] = Some(patch);
         self
     }
 }
@@ -297,8 +312,12 @@ impl Encoder {
             let head_mask = input.head_mask.as_ref().map(|m| {
                 m.clone().narrow(0, index, 1).reshape([self.n_heads()]) // [n_heads]
             });
-            let head_patch = input.head_patches.get(index).cloned().flatten();
-            let (out, layer) = block.forward(x, &input.mask, head_mask, head_patch, capture);
+            let interventions = LayerInterventions {
+                head_mask,
+                head_patch: input.head_patches.get(index).cloned().flatten(),
+                input_patch: input.input_patches.get(index).cloned().flatten(),
+            };
+            let (out, layer) = block.forward(x, &input.mask, interventions, capture);
             x = out;
             layers.extend(layer);
         }

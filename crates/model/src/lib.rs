@@ -29,9 +29,9 @@ pub mod position;
 
 pub use attention::{
     AttentionInput, AttentionMask, AttentionOutput, HeadLayout, HeadPatch, MultiHeadAttention,
-    MultiHeadAttentionConfig,
+    MultiHeadAttentionConfig, QkvChannel, QkvPatch,
 };
-pub use block::{EncoderBlock, EncoderBlockConfig, NormPlacement};
+pub use block::{EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement};
 pub use cache::{ActivationCache, LayerCache};
 pub use encoder::{Encoder, EncoderConfig, EncoderInput, EncoderIo};
 pub use error::ConfigError;

@@ -8,7 +8,10 @@ use burn::nn::Linear;
 use burn::nn::attention::{MhaInput, MultiHeadAttentionConfig as BurnMhaConfig};
 use burn::prelude::*;
 use common::*;
-use model::{AttentionInput, AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig};
+use model::{
+    AttentionInput, AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig, QkvChannel,
+    QkvPatch,
+};
 
 const BATCH: usize = 2;
 const SEQ: usize = 5;
@@ -350,6 +353,69 @@ fn a_head_patch_replaces_exactly_what_it_weights() {
             full.context.clone().slice([1..2, 3..4, 0..D_MODEL]) + delta.reshape([1, 1, D_MODEL]),
         );
         assert!(max_abs_diff(one.context, expected) < 1e-5, "{layout:?}");
+    }
+}
+
+/// Path patching's primitive against the loop reference: head 1's key and head 2's query and
+/// value read another input, every other projection the layer's own; in every layout, with
+/// masks. Weights of zero change nothing; weights of one everywhere are attention over the
+/// other input.
+#[test]
+fn a_qkv_patch_feeds_exactly_the_projections_it_weights() {
+    let device = device();
+    let (mask, masked) = masks(&device);
+    for layout in [HeadLayout::Split, HeadLayout::Wide, HeadLayout::Narrow] {
+        let attention = MultiHeadAttentionConfig::new(D_MODEL, 4)
+            .with_layout(layout)
+            .init(&device)
+            .unwrap();
+        let x = random([BATCH, SEQ, D_MODEL], &device);
+        let other = random([BATCH, SEQ, D_MODEL], &device);
+        let weights = |picked: &[usize]| {
+            let mut weight = [0.0f32; 4];
+            for &head in picked {
+                weight[head] = 1.0;
+            }
+            Tensor::<1>::from_floats(weight, &device)
+        };
+        let run = |query: &[usize], key: &[usize], value: &[usize]| {
+            let patch = QkvPatch {
+                x: other.clone(),
+                query: weights(query),
+                key: weights(key),
+                value: weights(value),
+            };
+            attention.forward(
+                AttentionInput::new(x.clone())
+                    .mask(mask.clone())
+                    .qkv_patch(Some(patch)),
+            )
+        };
+        let reads = |h: usize, c: QkvChannel| {
+            matches!(
+                (h, c),
+                (1, QkvChannel::Key) | (2, QkvChannel::Query | QkvChannel::Value)
+            )
+        };
+        let expected =
+            naive_attention_reading(&attention, x.clone(), &masked, None, other.clone(), reads);
+        let patched = run(&[2], &[1], &[2]);
+        assert!(
+            max_abs_diff_vec(&to_vec(patched.context), &expected.context) < 1e-5,
+            "{layout:?}"
+        );
+        let plain = attention.forward(AttentionInput::new(x.clone()).mask(mask.clone()));
+        let none = run(&[], &[], &[]);
+        assert!(
+            max_abs_diff(none.context, plain.context.clone()) < 1e-6,
+            "{layout:?}"
+        );
+        let all = run(&[0, 1, 2, 3], &[0, 1, 2, 3], &[0, 1, 2, 3]);
+        let on_other = attention.forward(AttentionInput::new(other.clone()).mask(mask.clone()));
+        assert!(
+            max_abs_diff(all.context, on_other.context) < 1e-5,
+            "{layout:?}"
+        );
     }
 }
 

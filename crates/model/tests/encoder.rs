@@ -11,7 +11,7 @@ use burn::prelude::*;
 use common::*;
 use model::{
     ConfigError, Encoder, EncoderConfig, EncoderInput, EncoderIo, HeadLayout, InitScheme,
-    NormPlacement, PositionalKind,
+    InputPatch, NormPlacement, PositionalKind, QkvChannel,
 };
 
 const IO: EncoderIo = EncoderIo {
@@ -235,6 +235,68 @@ fn the_cache_records_the_same_pass_as_forward() {
     // Pre-norm: resid_mid = resid_pre + attention output.
     let sum = layer.resid_pre.clone() + layer.attn_out.clone();
     assert!(max_abs_diff(sum, layer.resid_mid.clone()) < 1e-6);
+}
+
+/// An input patch at a block, in both norm placements: read by nothing it changes nothing;
+/// read by every head and the skip connection the model runs on from the other stream as if
+/// it were its own; read by one head's key only, it changes the output, and by exactly what
+/// that head's changed output writes (checked through a head patch of the head's output
+/// from the input-patched run).
+#[test]
+fn an_input_patch_reroutes_exactly_the_inputs_it_names() {
+    let device = device();
+    for norm in [NormPlacement::Pre, NormPlacement::Post] {
+        let model = EncoderConfig {
+            norm,
+            ..tiny(HeadLayout::Split, InitScheme::Random)
+        }
+        .init(&IO, &device)
+        .unwrap();
+        let (tokens, _) = batch(&device, 3);
+        let (other_tokens, _) = batch(&device, 3);
+        let (own_logits, _) = model.forward_with_cache(EncoderInput::new(tokens.clone()));
+        let (other_logits, other_cache) =
+            model.forward_with_cache(EncoderInput::new(other_tokens.clone()));
+        for layer in 0..2 {
+            let resid = other_cache.layers[layer].resid_pre.clone();
+            let run = |patch: InputPatch| {
+                model
+                    .forward_with_cache(EncoderInput::new(tokens.clone()).input_patch(layer, patch))
+            };
+            let (unread, _) = run(InputPatch::new(resid.clone(), 4));
+            assert!(
+                max_abs_diff(unread, own_logits.clone()) < 1e-6,
+                "{norm:?} L{layer}"
+            );
+            let (all, _) = run(InputPatch::new(resid.clone(), 4)
+                .read_by_all_heads()
+                .skip(true));
+            assert!(
+                max_abs_diff(all, other_logits.clone()) < 1e-5,
+                "{norm:?} L{layer}"
+            );
+
+            let (one_key, cache) =
+                run(InputPatch::new(resid.clone(), 4).read_by(1, QkvChannel::Key));
+            assert!(
+                max_abs_diff(one_key.clone(), own_logits.clone()) > 1e-4,
+                "{norm:?} L{layer}"
+            );
+            // The same run as a patch of head 1's output: the key reroute acts only there.
+            let mut weight = [0.0f32; 4];
+            weight[1] = 1.0;
+            let head_patch = model::HeadPatch {
+                values: cache.layers[layer].head_outputs.clone(),
+                weight: Tensor::<1>::from_floats(weight, &device).reshape([1, 1, 4, 1]),
+            };
+            let through_output = model
+                .forward_input(EncoderInput::new(tokens.clone()).head_patch(layer, head_patch));
+            assert!(
+                max_abs_diff(one_key, through_output) < 1e-5,
+                "{norm:?} L{layer}"
+            );
+        }
+    }
 }
 
 #[test]

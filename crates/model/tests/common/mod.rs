@@ -3,7 +3,7 @@
 #![allow(dead_code, missing_docs)]
 
 use burn::prelude::*;
-use model::{HeadWeights, MultiHeadAttention};
+use model::{HeadWeights, MultiHeadAttention, QkvChannel};
 
 pub fn device() -> Device {
     let device = Device::flex();
@@ -71,8 +71,23 @@ pub fn naive_attention(
     masked: impl Fn(usize, usize, usize) -> bool,
     head_mask: Option<&[f32]>,
 ) -> NaiveOutput {
+    let own = x.clone();
+    naive_attention_reading(attention, x, masked, head_mask, own, |_, _| false)
+}
+
+/// [`naive_attention`] where channel `c` of head `h` reads `other` (`[batch, seq, d_model]`)
+/// instead of `x` wherever `reads_other(h, c)`.
+pub fn naive_attention_reading(
+    attention: &MultiHeadAttention,
+    x: Tensor<3>,
+    masked: impl Fn(usize, usize, usize) -> bool,
+    head_mask: Option<&[f32]>,
+    other: Tensor<3>,
+    reads_other: impl Fn(usize, QkvChannel) -> bool,
+) -> NaiveOutput {
     let [batch, seq, d_model] = x.dims();
     let x = to_vec(x);
+    let other = to_vec(other);
     let n_heads = attention.n_heads;
     let heads: Vec<HeadWeights> = (0..n_heads).map(|h| attention.head_weights(h)).collect();
     let output_bias = to_vec(attention.output_bias());
@@ -80,6 +95,7 @@ pub fn naive_attention(
     let mut pattern = vec![0.0f32; batch * n_heads * seq * seq];
     for b in 0..batch {
         let row = |i: usize| &x[(b * seq + i) * d_model..(b * seq + i + 1) * d_model];
+        let other_row = |i: usize| &other[(b * seq + i) * d_model..(b * seq + i + 1) * d_model];
         for i in 0..seq {
             context[(b * seq + i) * d_model..(b * seq + i + 1) * d_model]
                 .copy_from_slice(&output_bias);
@@ -97,9 +113,22 @@ pub fn naive_attention(
                 to_vec(head.v_bias.clone()),
             );
             let d_head = wq.cols;
-            let q: Vec<Vec<f32>> = (0..seq).map(|i| affine(row(i), &wq, &bq)).collect();
-            let k: Vec<Vec<f32>> = (0..seq).map(|i| affine(row(i), &wk, &bk)).collect();
-            let v: Vec<Vec<f32>> = (0..seq).map(|i| affine(row(i), &wv, &bv)).collect();
+            let input = |channel: QkvChannel, i: usize| {
+                if reads_other(h, channel) {
+                    other_row(i)
+                } else {
+                    row(i)
+                }
+            };
+            let q: Vec<Vec<f32>> = (0..seq)
+                .map(|i| affine(input(QkvChannel::Query, i), &wq, &bq))
+                .collect();
+            let k: Vec<Vec<f32>> = (0..seq)
+                .map(|i| affine(input(QkvChannel::Key, i), &wk, &bk))
+                .collect();
+            let v: Vec<Vec<f32>> = (0..seq)
+                .map(|i| affine(input(QkvChannel::Value, i), &wv, &bv))
+                .collect();
             let keep = head_mask.map_or(1.0, |m| m[h]);
             for i in 0..seq {
                 let scores: Vec<f32> = (0..seq)
