@@ -120,9 +120,10 @@ impl InputPatch {
             head < n_heads,
             "head {head} out of range: the layer has {n_heads} heads"
         );
-        *weight = weight
-            .clone()
-            .slice_assign([head..head + 1], Tensor::ones([1], &weight.device()));
+        let mut one_hot = vec![0.0f32; n_heads];
+        one_hot[head] = 1.0;
+        let one_hot = Tensor::<1>::from_floats(one_hot.as_slice(), &weight.device());
+        *weight = weight.clone().max_pair(one_hot);
         self
     }
 
