@@ -162,7 +162,9 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     // everywhere restores all of it; put back at one position it restores exactly the pairs
     // whose answer sits there, so the positions add up to the whole; the idle head writes 0
     // in both runs and restores nothing.
-    let patching = report.patching.as_ref().expect("shift has minimal pairs");
+    let sections = report.patching.as_ref().expect("shift has minimal pairs");
+    assert!(sections.route.is_none(), "only recall has route pairs");
+    let patching = sections.answer.as_ref().expect("shift has answer pairs");
     assert_eq!(patching.pairs, 64);
     assert!(
         patching.clean_logit_diff > patching.corrupted_logit_diff,
@@ -186,6 +188,19 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         idle_patch.by_position.iter().all(|r| *r == Some(0.0)),
         "{idle_patch:?}"
     );
+    // Its output is the same in both runs, so attribution patching gives it exactly 0 too.
+    assert_eq!(idle_patch.attribution, Some(0.0), "{idle_patch:?}");
+    // The residual stream: at the embedding only the changed token's position differs, and
+    // putting it back restores that pair whole, so the positions add up to 1; at the block's
+    // output only the answer's position is read, so again they add up to 1, and position 0,
+    // where no answer is read, restores nothing.
+    for place in &patching.residual {
+        let summed: f64 = place.by_position.iter().map(|r| r.unwrap()).sum();
+        assert!((summed - 1.0).abs() < 1e-4, "{place:?}");
+    }
+    assert!(patching.residual[1].by_position[0].unwrap().abs() < 1e-6);
+    // One layer: no path to patch.
+    assert!(patching.paths.is_empty() && patching.layer_paths.is_empty());
     let copier = head(&report.heads, 0);
     assert_eq!(copier.role, "previous_token", "{copier:?}");
     assert!(copier.pattern_scores["previous_token"] > 0.99, "{copier:?}");

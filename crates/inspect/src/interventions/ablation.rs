@@ -20,7 +20,7 @@
 use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId, HeadPatch};
 
-use crate::interventions::patching::head_weight;
+use crate::interventions::activation_patching::head_weight;
 use train::batch::{Accuracy, Batch, EVAL_CHUNK};
 use train::tasks::Example;
 

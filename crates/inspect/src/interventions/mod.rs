@@ -1,9 +1,16 @@
 //! Interventions: what changes when heads are removed or replaced, built on
 //! [`crate::measures`]: [`ablation`], each head's output replaced by its mean or by its
 //! output on another input (the zero ablation drop is one of the measures of
-//! [`crate::measures::heads`]); [`patching`], heads' clean outputs put back into runs on
-//! corrupted inputs; [`pruning`], heads removed one at a time until none is left.
+//! [`crate::measures::heads`]); [`patching`], the causal tests on minimal pairs, which
+//! gathers [`activation_patching`] (clean heads' outputs or residual stream put back into
+//! runs on corrupted inputs), [`path_patching`] (one sender's output through one receiver's
+//! input) and [`attribution_patching`] (the first-order estimate), all on the runs
+//! [`pair_runs`] holds; [`pruning`], heads removed one at a time until none is left.
 
 pub mod ablation;
+pub mod activation_patching;
+pub mod attribution_patching;
+pub(crate) mod pair_runs;
 pub mod patching;
+pub mod path_patching;
 pub mod pruning;

@@ -1,28 +1,54 @@
-//! Activation patching (Meng et al. 2022; Heimersheim and Nanda 2024 on how to read it):
-//! on the task's minimal pairs ([`train::tasks::MinimalPair`]), run the corrupted input
-//! with one head's clean output put back, at one position or at all of them
-//! ([`model::HeadPatch`]), and measure how much of the clean answer returns. The measure is
-//! the logit difference at the pair's answer position, `logit[clean answer] - logit[corrupted
-//! answer]`, averaged over pairs; a patch's restored fraction is
-//! `(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted)`: 0 changes nothing, 1 brings the
-//! clean answer's margin back whole. `patching.json`.
+//! `patching.json`: the causal tests on a task's minimal pairs ([`train::tasks::MinimalPair`]),
+//! one section per kind of pair ([`PairKind`]), each with activation patching of heads and of
+//! the residual stream ([`super::activation_patching`]), path patching
+//! ([`super::path_patching`]) and attribution patching ([`super::attribution_patching`]),
+//! all measured on the same runs ([`PairRuns`]).
 
 use burn::prelude::*;
-use model::{Encoder, HeadId, HeadPatch};
+use model::Encoder;
 use serde::{Deserialize, Serialize};
-use train::batch::{Batch, mix_seed};
-use train::tasks::{Example, MinimalPair, Task};
-use train::tensor_file::HostTensor;
+use train::batch::mix_seed;
+use train::tasks::{MinimalPair, PairKind, Task};
 
-/// Pairs patched per report.
+use super::activation_patching::{
+    HeadPatching, ResidualPatching, head_patching, residual_patching,
+};
+use super::attribution_patching::{AttributionAgreement, attribution_patching};
+use super::pair_runs::PairRuns;
+use super::path_patching::{LayerPathPatching, PathPatching, head_paths, layer_paths};
+
+/// Pairs patched per kind per report.
 pub const PATCHING_PAIRS: usize = 64;
 
-/// Stream of the pairs, apart from training, evaluation, the probe and the relations.
+/// Stream of the pairs, apart from training, evaluation, the probe and the relations; each
+/// kind of pair draws from its own counter of it.
 const PAIRS_STREAM: u64 = u64::MAX - 3;
 
-/// `patching.json`.
+/// `patching.json`: one section per kind of minimal pair the task has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Patching {
+    /// Pairs whose answer token changes ([`PairKind::Answer`]); null when the task has none.
+    pub answer: Option<PairPatching>,
+    /// Pairs whose answer is found elsewhere ([`PairKind::Route`]); null when the task has
+    /// none (every task but recall).
+    pub route: Option<PairPatching>,
+}
+
+impl Patching {
+    /// The sections present, with their kinds, answer first.
+    pub fn sections(&self) -> impl Iterator<Item = (PairKind, &PairPatching)> {
+        [
+            (PairKind::Answer, self.answer.as_ref()),
+            (PairKind::Route, self.route.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(kind, section)| section.map(|s| (kind, s)))
+    }
+}
+
+/// Every patching result on one set of minimal pairs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairPatching {
     /// Minimal pairs patched.
     pub pairs: usize,
     /// Mean logit difference on the clean inputs.
@@ -31,111 +57,49 @@ pub struct Patching {
     pub corrupted_logit_diff: f64,
     /// One record per head, layer-major.
     pub heads: Vec<HeadPatching>,
+    /// The residual stream patched, one record per place: the input of each block, then
+    /// the last block's output.
+    pub residual: Vec<ResidualPatching>,
+    /// Path patching from each head to each head of a later layer, through each input.
+    pub paths: Vec<PathPatching>,
+    /// Path patching from all heads of a layer to all heads of a later one.
+    pub layer_paths: Vec<LayerPathPatching>,
+    /// How well attribution patching (each head's record's `attribution`) agrees with the
+    /// exact values.
+    pub attribution: AttributionAgreement,
 }
 
-/// What putting one head's clean output back restores.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeadPatching {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
-    /// Restored fraction with the head's clean output at every position; null when the
-    /// clean and corrupted logit differences are equal (nothing to restore).
-    pub restored: Option<f64>,
-    /// Restored fraction with the head's clean output at one position, per position.
-    pub by_position: Vec<Option<f64>>,
-}
-
-/// Activation patching of every head of `model` on `task`'s minimal pairs (seeded from
-/// `seed`); `None` for tasks without pairs or sequences of several lengths.
+/// Patching of every kind of minimal pair `task` makes (seeded from `seed`); `None` for
+/// tasks without pairs.
 pub fn patching(model: &Encoder, task: &Task, seed: u64, device: &Device) -> Option<Patching> {
-    let pairs = task.minimal_pairs(PATCHING_PAIRS, mix_seed(seed, PAIRS_STREAM));
-    patch_pairs(model, &pairs, device)
+    let section = |kind: PairKind, counter: u64| {
+        let pairs =
+            task.minimal_pairs(kind, PATCHING_PAIRS, mix_seed(seed, PAIRS_STREAM - counter));
+        patch_pairs(model, &pairs, device)
+    };
+    // The answer pairs keep the stream they had before route pairs existed.
+    let answer = section(PairKind::Answer, 0);
+    let route = section(PairKind::Route, 1);
+    (answer.is_some() || route.is_some()).then_some(Patching { answer, route })
 }
 
-/// Activation patching of every head of `model` on `pairs` (all of one length).
-pub fn patch_pairs(model: &Encoder, pairs: &[MinimalPair], device: &Device) -> Option<Patching> {
-    let len = pairs.first()?.clean.input.len();
-    if pairs.iter().any(|p| p.clean.input.len() != len) {
-        return None;
-    }
-    let clean: Vec<Example> = pairs.iter().map(|p| p.clean.clone()).collect();
-    let corrupted: Vec<Example> = pairs.iter().map(|p| p.corrupted.clone()).collect();
-    let clean_batch = Batch::new(&clean, device);
-    let corrupted_batch = Batch::new(&corrupted, device);
-    let (clean_logits, cache) = model.forward_with_cache(clean_batch.encoder_input());
-    let clean_ld = logit_diff(clean_logits, pairs);
-    let corrupted_ld = logit_diff(model.forward_input(corrupted_batch.encoder_input()), pairs);
-    let restored = |patched_ld: f64| {
-        let span = clean_ld - corrupted_ld;
-        (span.abs() > 1e-9).then(|| (patched_ld - corrupted_ld) / span)
-    };
-    let n_heads = model.n_heads();
-    let heads = model
-        .heads()
-        .map(|id| {
-            // [pairs, seq, heads, d_head]: the clean run's outputs of this head's layer.
-            let values = cache.layers[id.layer].head_outputs.clone();
-            let patched = |weight: Tensor<4>| {
-                let input = corrupted_batch.encoder_input().head_patch(
-                    id.layer,
-                    HeadPatch {
-                        values: values.clone(),
-                        weight,
-                    },
-                );
-                restored(logit_diff(model.forward_input(input), pairs))
-            };
-            HeadPatching {
-                layer: id.layer,
-                head: id.head,
-                restored: patched(head_weight(id, None, len, n_heads, device)),
-                by_position: (0..len)
-                    .map(|position| patched(head_weight(id, Some(position), len, n_heads, device)))
-                    .collect(),
-            }
-        })
-        .collect();
-    Some(Patching {
+/// Every patching analysis of `model` on `pairs`; `None` without pairs.
+pub fn patch_pairs(
+    model: &Encoder,
+    pairs: &[MinimalPair],
+    device: &Device,
+) -> Option<PairPatching> {
+    let runs = PairRuns::new(model, pairs, device)?;
+    let mut heads = head_patching(&runs);
+    let attribution = attribution_patching(&runs, &mut heads);
+    Some(PairPatching {
         pairs: pairs.len(),
-        clean_logit_diff: clean_ld,
-        corrupted_logit_diff: corrupted_ld,
+        clean_logit_diff: runs.clean_ld,
+        corrupted_logit_diff: runs.corrupted_ld,
+        residual: residual_patching(&runs),
+        paths: head_paths(&runs),
+        layer_paths: layer_paths(&runs),
+        attribution,
         heads,
     })
-}
-
-/// A [`HeadPatch`] weight, `[1, seq, n_heads, 1]`: 1 for head `id` at `position` (at every
-/// position for `None`; `seq` 1 with `None` for a weight that broadcasts over positions),
-/// 0 elsewhere.
-pub(crate) fn head_weight(
-    id: HeadId,
-    position: Option<usize>,
-    seq: usize,
-    n_heads: usize,
-    device: &Device,
-) -> Tensor<4> {
-    let mut weight = vec![0.0f32; seq * n_heads];
-    for p in 0..seq {
-        if position.is_none_or(|at| at == p) {
-            weight[p * n_heads + id.head] = 1.0;
-        }
-    }
-    Tensor::<1>::from_floats(weight.as_slice(), device).reshape([1, seq, n_heads, 1])
-}
-
-/// Mean over `pairs` of `logit[clean answer] - logit[corrupted answer]` at each pair's
-/// position; `logits` is `[pairs, seq, n_outputs]`.
-fn logit_diff(logits: Tensor<3>, pairs: &[MinimalPair]) -> f64 {
-    let [_, seq, outputs] = logits.dims();
-    let values = HostTensor::of(logits).values;
-    let at = |pair: usize, position: usize, class: u32| {
-        values[(pair * seq + position) * outputs + class as usize] as f64
-    };
-    let sum: f64 = pairs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| at(i, p.position, p.clean_answer) - at(i, p.position, p.corrupted_answer))
-        .sum();
-    sum / pairs.len().max(1) as f64
 }

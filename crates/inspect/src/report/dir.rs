@@ -75,6 +75,8 @@ pub enum Presence {
     Metrics,
     /// For tasks with minimal pairs, when patching is not turned off.
     Pairs,
+    /// For tasks with minimal pairs and models of two layers or more (path patching).
+    PairsTwoLayers,
 }
 
 impl Presence {
@@ -87,6 +89,7 @@ impl Presence {
             Presence::TwoLayers => contents.n_layers >= 2,
             Presence::Metrics => contents.metrics,
             Presence::Pairs => contents.pairs,
+            Presence::PairsTwoLayers => contents.pairs && contents.n_layers >= 2,
         }
     }
 
@@ -99,6 +102,9 @@ impl Presence {
             Presence::TwoLayers => Some("Written for models of two layers or more"),
             Presence::Metrics => Some("Written when the run has metrics"),
             Presence::Pairs => Some("Written for tasks with minimal pairs"),
+            Presence::PairsTwoLayers => {
+                Some("Written for tasks with minimal pairs and models of two layers or more")
+            }
         }
     }
 }
@@ -207,9 +213,12 @@ pub const FILES: &[ReportFile] = &[
     file(
         PATCHING,
         Presence::Pairs,
-        "activation patching on the task's minimal pairs: per head, the fraction of the \
-         clean answer's logit difference restored when its clean output is put back into \
-         the corrupted run, at every position and at each one",
+        "causal tests on the task's minimal pairs, one section per kind (`answer`: the \
+         token the answer reads changed; `route`: where it is found moved, recall only): \
+         activation patching per head (at every position and at each one) and of the \
+         residual stream per layer and position, path patching from each head to each \
+         later head's query, key and value and to the skip connection, layer to layer, and \
+         attribution patching's estimates beside the exact values with their agreement",
     ),
     file(
         EXPLORE,
@@ -316,8 +325,17 @@ pub const FILES: &[ReportFile] = &[
         "per head (rows) and position (columns), the fraction of the clean answer's logit \
          difference restored when the head's clean output is put back into the corrupted \
          run at that position (last column: at every position), on the task's minimal \
-         pairs: a head and position near 1 carry the answer's dependence on the changed \
-         token",
+         pairs, one panel per kind of pair: a head and position near 1 carry the answer's \
+         dependence on the changed tokens",
+    ),
+    file(
+        "figures/paths.png",
+        Presence::PairsTwoLayers,
+        "path patching, laid out as composition.png: per kind of pair and pair of layers, \
+         the fraction of the clean answer restored when an earlier head's clean output \
+         (rows) may reach the answer only through a later head's (columns) query, key or \
+         value, everything else held at the corrupted run; the title gives all the \
+         earlier layer's heads through each channel of all the later layer's",
     ),
     file(
         "figures/pruning.png",

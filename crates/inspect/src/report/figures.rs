@@ -68,6 +68,13 @@ fn draw_figure(
                 .as_ref()
                 .expect("a task with pairs has patching"),
         ),
+        "figures/paths.png" => figures::paths(
+            path,
+            measured
+                .patching
+                .as_ref()
+                .expect("a task with pairs has patching"),
+        ),
         "figures/pruning.png" => figures::pruning(path, &measured.pruning),
         "figures/trajectories.png" => figures::trajectories(
             path,

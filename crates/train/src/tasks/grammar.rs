@@ -53,6 +53,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::pairs::{MAX_TRIES as PAIR_TRIES, MinimalPair, PairKind};
 use super::{Arc, AttentionPattern, Example, ParsedSentence, Relation, TaskError, TaskImpl};
 
 /// Nouns as (singular, plural). All animate, so that any noun can see, sleep or be seen.
@@ -654,6 +655,62 @@ impl GrammarTask {
         Example { input, target }
     }
 
+    /// Subject-verb agreement as a minimal pair: a sentence with only its main verb masked,
+    /// and the same sentence with the subject noun in its other number, so the verb's form
+    /// flips. Sentences where anything else tells the subject's number (a determiner of one
+    /// number, a relative clause's verb agreeing with it) are drawn again, so that the
+    /// noun is the only evidence; a PP's noun of the other number ("the dog near the cats")
+    /// stays, an attractor as in Linzen et al. (2016).
+    fn agreement_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        let either_number = |word: u32| {
+            self.singular_determiners.contains(&word) && self.plural_determiners.contains(&word)
+        };
+        let forms_of =
+            |word: u32, table: &[[u32; 2]]| table.iter().copied().find(|f| f.contains(&word));
+        for _ in 0..PAIR_TRIES {
+            let sentence = self.draw_sentence(rng);
+            let (words, root) = (&sentence.words, sentence.root);
+            let Some(subject) = sentence
+                .arcs
+                .iter()
+                .find(|a| a.head == root && a.relation == Relation::Nsubj)
+                .map(|a| a.dependent)
+            else {
+                continue;
+            };
+            let other_evidence = sentence.arcs.iter().any(|a| {
+                a.head == subject
+                    && match a.relation {
+                        Relation::Det => !either_number(words[a.dependent]),
+                        Relation::Relcl => true,
+                        _ => false,
+                    }
+            });
+            let verb = forms_of(words[root], &self.transitive_verbs)
+                .or_else(|| forms_of(words[root], &self.intransitive_verbs));
+            let (Some(noun), Some(verb), false) =
+                (forms_of(words[subject], &self.nouns), verb, other_evidence)
+            else {
+                continue;
+            };
+            let example = |words: &[u32], verb_form: u32| Example {
+                input: (0..words.len())
+                    .map(|i| if i == root { MASK } else { words[i] })
+                    .collect(),
+                target: (0..words.len())
+                    .map(|i| (i == root).then_some(verb_form))
+                    .collect(),
+            };
+            let number = usize::from(words[subject] == noun[1]);
+            let clean = example(words, verb[number]);
+            let mut flipped = words.clone();
+            flipped[subject] = noun[1 - number];
+            let corrupted = example(&flipped, verb[1 - number]);
+            return MinimalPair::read(clean, corrupted, root, vec![subject]);
+        }
+        None
+    }
+
     /// One sentence and the example made of it. The one place both are drawn, so that
     /// `parsed_sentences` and `eval_set` consume the rng identically.
     fn draw_example(&self, rng: &mut ChaCha8Rng) -> (ParsedSentence, Example) {
@@ -694,6 +751,14 @@ impl TaskImpl for GrammarTask {
         Some(self.names.iter().map(|name| (*name).to_owned()).collect())
     }
 
+    /// Agreement pairs ([`GrammarTask::agreement_pair`]); no route pairs.
+    fn minimal_pair(&self, kind: PairKind, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        match kind {
+            PairKind::Answer => self.agreement_pair(rng),
+            PairKind::Route => None,
+        }
+    }
+
     /// The sentences of `eval_set(size, seed)`, in order, unmasked: the same rng draws the
     /// same sentences and masks, and only the masks are dropped.
     fn parsed_sentences(&self, size: usize, seed: u64) -> Vec<ParsedSentence> {
@@ -710,6 +775,65 @@ mod tests {
 
     fn task(spec: &GrammarSpec) -> GrammarTask {
         GrammarTask::new(spec).unwrap()
+    }
+
+    /// Agreement pairs: only the main verb is masked and scored; the changed word is the
+    /// subject noun in its other number; the answers are one verb's two forms, the clean one
+    /// agreeing with the clean subject; the subject's determiner fits either number; the
+    /// rest of the sentence is one the grammar can draw (checked by reparsing nothing: every
+    /// other word is the clean sentence's).
+    #[test]
+    fn agreement_pairs_flip_the_subject_and_the_verb_form() {
+        let task = task(&GrammarSpec::default());
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let name = |id: u32| task.names[id as usize];
+        for _ in 0..200 {
+            let pair = task.minimal_pair(PairKind::Answer, &mut rng).unwrap();
+            let (clean, corrupted) = (&pair.clean, &pair.corrupted);
+            let scored: Vec<usize> = (0..clean.target.len())
+                .filter(|&i| clean.target[i].is_some())
+                .collect();
+            assert_eq!(scored, [pair.position]);
+            assert_eq!(clean.input[pair.position], MASK);
+            let [subject] = pair.changed[..] else {
+                panic!("one word changes: {pair:?}")
+            };
+            let noun = task
+                .nouns
+                .iter()
+                .find(|f| f.contains(&clean.input[subject]))
+                .expect("the changed word is a noun");
+            assert!(noun.contains(&corrupted.input[subject]));
+            assert_ne!(clean.input[subject], corrupted.input[subject]);
+            let verb = task
+                .transitive_verbs
+                .iter()
+                .chain(&task.intransitive_verbs)
+                .find(|f| f.contains(&pair.clean_answer))
+                .expect("the answer is a verb");
+            let number = usize::from(clean.input[subject] == noun[1]);
+            assert_eq!(
+                (pair.clean_answer, pair.corrupted_answer),
+                (verb[number], verb[1 - number]),
+                "{} ... {}",
+                name(clean.input[subject]),
+                name(pair.clean_answer)
+            );
+            // The determiner before the subject (if the NP has one right there or after
+            // adjectives) is "the" or "some".
+            let determiner = (0..subject)
+                .rev()
+                .find(|&i| {
+                    task.singular_determiners.contains(&clean.input[i])
+                        || task.plural_determiners.contains(&clean.input[i])
+                })
+                .unwrap();
+            assert!(matches!(name(clean.input[determiner]), "the" | "some"));
+        }
+        assert!(
+            task.minimal_pair(PairKind::Route, &mut rng).is_none(),
+            "grammar has no route pairs"
+        );
     }
 
     /// A spec whose length range rejects almost nothing, so that measured frequencies are

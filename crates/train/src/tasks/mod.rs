@@ -26,7 +26,7 @@ pub use self::dependency::{Arc, ParsedSentence, Relation};
 pub use self::file::FileSpec;
 pub use self::grammar::GrammarSpec;
 pub use self::neighbors::{Combine, NeighborsSpec};
-pub use self::pairs::MinimalPair;
+pub use self::pairs::{MinimalPair, PairKind};
 pub use self::pattern::AttentionPattern;
 pub use self::recall::RecallSpec;
 pub use self::sequence::SequenceSpec;
@@ -386,15 +386,16 @@ impl Task {
         self.inner().token_names()
     }
 
-    /// `size` minimal pairs ([`MinimalPair`]) drawn from a ChaCha8Rng seeded with `seed`:
-    /// for the sequence tasks one token at a position the answer reads (its
-    /// [`Task::attention_targets`]) changed to another, for recall a queried key's value
-    /// changed; empty for tasks without them (`grammar`, `file`). Fewer than `size` only if
+    /// `size` minimal pairs ([`MinimalPair`]) of `kind` drawn from a ChaCha8Rng seeded with
+    /// `seed`. Answer pairs: for the sequence tasks one token at a position the answer reads
+    /// (its [`Task::attention_targets`]) changed to another, for recall a queried key's value
+    /// changed. Route pairs: recall's queried key swapped with another. Empty for tasks
+    /// without pairs of that kind (`grammar` and `file` have none). Fewer than `size` only if
     /// a generator found none in [`pairs::MAX_TRIES`] draws.
-    pub fn minimal_pairs(&self, size: usize, seed: u64) -> Vec<MinimalPair> {
+    pub fn minimal_pairs(&self, kind: PairKind, size: usize, seed: u64) -> Vec<MinimalPair> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         (0..size)
-            .map_while(|_| self.inner().minimal_pair(&mut rng))
+            .map_while(|_| self.inner().minimal_pair(kind, &mut rng))
             .collect()
     }
 
@@ -423,7 +424,7 @@ trait TaskImpl {
         Vec::new()
     }
 
-    fn minimal_pair(&self, _rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+    fn minimal_pair(&self, _kind: PairKind, _rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
         None
     }
 
@@ -788,31 +789,36 @@ mod tests {
         }
     }
 
-    /// Every pair differs in one token, at a position the answer reads, and the answer there
-    /// moves; the corrupted example is one the task could have drawn (copy, reverse, shift:
-    /// the answer is the token read; recall: the changed value).
+    /// Every answer pair differs in one token, at a position the answer reads, and the
+    /// answer there moves; the corrupted example is one the task could have drawn (copy,
+    /// reverse, shift: the answer is the token read; recall: the changed value). Grammar's
+    /// agreement pairs are checked against the parse in its own tests.
     #[test]
-    fn minimal_pairs_change_one_token_the_answer_reads() {
+    fn answer_pairs_change_one_token_the_answer_reads() {
         for config in every_generator() {
             let task = config.build(Path::new(".")).unwrap();
             let name = task.name();
-            let pairs = task.minimal_pairs(40, 11);
-            if name == "grammar" {
-                assert!(pairs.is_empty(), "grammar has no pairs yet");
-                continue;
-            }
+            let pairs = task.minimal_pairs(PairKind::Answer, 40, 11);
             assert_eq!(pairs.len(), 40, "{name}");
-            assert_eq!(pairs, task.minimal_pairs(40, 11), "{name}: seeded");
+            assert_eq!(
+                pairs,
+                task.minimal_pairs(PairKind::Answer, 40, 11),
+                "{name}: seeded"
+            );
             for pair in &pairs {
                 let (clean, corrupted) = (&pair.clean.input, &pair.corrupted.input);
                 let differ: Vec<usize> = (0..clean.len())
                     .filter(|&j| clean[j] != corrupted[j])
                     .collect();
-                assert_eq!(differ, [pair.changed], "{name}: {pair:?}");
-                assert!(
-                    task.attention_targets(clean)[pair.position].contains(&pair.changed),
-                    "{name}: the answer reads the changed token: {pair:?}"
-                );
+                assert_eq!(differ, pair.changed, "{name}: {pair:?}");
+                assert_eq!(differ.len(), 1, "{name}: {pair:?}");
+                let changed = differ[0];
+                if name != "grammar" {
+                    assert!(
+                        task.attention_targets(clean)[pair.position].contains(&changed),
+                        "{name}: the answer reads the changed token: {pair:?}"
+                    );
+                }
                 assert_ne!(pair.clean_answer, pair.corrupted_answer, "{name}");
                 assert_eq!(pair.clean.target[pair.position], Some(pair.clean_answer));
                 assert_eq!(
@@ -821,16 +827,55 @@ mod tests {
                 );
                 match name {
                     "copy" | "reverse" | "shift" => {
-                        assert_eq!(pair.corrupted_answer, corrupted[pair.changed], "{name}")
+                        assert_eq!(pair.corrupted_answer, corrupted[changed], "{name}")
                     }
                     "recall" => {
                         let values_from = task.input_vocab() - task.output_vocab();
                         assert_eq!(
                             pair.corrupted_answer as usize,
-                            corrupted[pair.changed] as usize - values_from
+                            corrupted[changed] as usize - values_from
                         );
                     }
                     _ => {}
+                }
+            }
+        }
+    }
+
+    /// Route pairs exist for recall only: two keys swapped, every value and query in place,
+    /// and each query's target in the corrupted example the value its key now pairs with.
+    #[test]
+    fn route_pairs_swap_two_keys_of_recall() {
+        for config in every_generator() {
+            let task = config.build(Path::new(".")).unwrap();
+            let name = task.name();
+            let pairs = task.minimal_pairs(PairKind::Route, 40, 12);
+            if name != "recall" {
+                assert!(pairs.is_empty(), "{name} has no route pairs");
+                continue;
+            }
+            assert_eq!(pairs.len(), 40);
+            let values_from = (task.input_vocab() - task.output_vocab()) as u32;
+            for pair in &pairs {
+                let (clean, corrupted) = (&pair.clean.input, &pair.corrupted.input);
+                let differ: Vec<usize> = (0..clean.len())
+                    .filter(|&j| clean[j] != corrupted[j])
+                    .collect();
+                assert_eq!(differ, pair.changed, "{pair:?}");
+                let [a, b] = differ[..] else {
+                    panic!("two keys swap: {pair:?}")
+                };
+                assert!(
+                    a % 2 == 0 && b % 2 == 0 && clean[a] < values_from,
+                    "keys: {pair:?}"
+                );
+                assert_eq!((clean[a], clean[b]), (corrupted[b], corrupted[a]), "a swap");
+                assert_ne!(pair.clean_answer, pair.corrupted_answer);
+                for (query, target) in pair.corrupted.target.iter().enumerate() {
+                    if let Some(target) = target {
+                        let read = task.attention_targets(corrupted)[query][0];
+                        assert_eq!(*target, corrupted[read] - values_from, "{pair:?}");
+                    }
                 }
             }
         }

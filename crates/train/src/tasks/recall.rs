@@ -6,7 +6,7 @@ use rand::seq::index;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::pairs::MinimalPair;
+use super::pairs::{MAX_TRIES, MinimalPair, PairKind};
 use super::{AttentionPattern, Example, TaskError, TaskImpl};
 
 /// Size of the associative-recall task. Sequences are `k1 v1 ... kn vn q1 ... qm`, so
@@ -69,6 +69,60 @@ impl RecallTask {
     }
 }
 
+impl RecallTask {
+    /// A query's value changed to another value: every query of that key changes answer.
+    fn value_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        if self.n_values < 2 {
+            return None; // no other value to change to
+        }
+        let clean = self.sample(rng);
+        let pairs = 2 * self.n_pairs;
+        let position = pairs + rng.random_range(0..self.n_queries);
+        let changed = *self.attention_targets(&clean.input)[position].first()?;
+        let mut corrupted = clean.clone();
+        let old = clean.input[changed] - self.n_keys;
+        let new = (old + rng.random_range(1..self.n_values)) % self.n_values;
+        corrupted.input[changed] = self.n_keys + new;
+        for query in pairs..corrupted.input.len() {
+            if corrupted.input[query] == clean.input[changed - 1] {
+                corrupted.target[query] = Some(new);
+            }
+        }
+        MinimalPair::read(clean, corrupted, position, vec![changed])
+    }
+
+    /// The queried key swapped with another pair's key (one with another value): the query
+    /// now finds the other pair's value, while every value, and the query itself, keeps its
+    /// token and place. Queries of either key change answer.
+    fn key_swap_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        if self.n_pairs < 2 || self.n_values < 2 {
+            return None; // no other pair, or no other value, to find instead
+        }
+        let pairs = 2 * self.n_pairs;
+        for _ in 0..MAX_TRIES {
+            let clean = self.sample(rng);
+            let position = pairs + rng.random_range(0..self.n_queries);
+            let queried = *self.attention_targets(&clean.input)[position].first()? - 1;
+            let other = 2 * rng.random_range(0..self.n_pairs);
+            if other == queried || clean.input[other + 1] == clean.input[queried + 1] {
+                continue;
+            }
+            let mut corrupted = clean.clone();
+            corrupted.input.swap(queried, other);
+            for query in pairs..corrupted.input.len() {
+                let key = corrupted.input[query];
+                let value = (0..pairs).step_by(2).find(|&k| corrupted.input[k] == key);
+                corrupted.target[query] = value.map(|k| corrupted.input[k + 1] - self.n_keys);
+            }
+            let changed = vec![queried.min(other), queried.max(other)];
+            if let Some(pair) = MinimalPair::read(clean, corrupted, position, changed) {
+                return Some(pair);
+            }
+        }
+        None
+    }
+}
+
 impl TaskImpl for RecallTask {
     fn input_vocab(&self) -> usize {
         (self.n_keys + self.n_values) as usize
@@ -111,25 +165,11 @@ impl TaskImpl for RecallTask {
         ]
     }
 
-    /// A query's value changed to another value: every query of that key changes answer.
-    fn minimal_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
-        if self.n_values < 2 {
-            return None; // no other value to change to
+    fn minimal_pair(&self, kind: PairKind, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        match kind {
+            PairKind::Answer => self.value_pair(rng),
+            PairKind::Route => self.key_swap_pair(rng),
         }
-        let clean = self.sample(rng);
-        let pairs = 2 * self.n_pairs;
-        let position = pairs + rng.random_range(0..self.n_queries);
-        let changed = *self.attention_targets(&clean.input)[position].first()?;
-        let mut corrupted = clean.clone();
-        let old = clean.input[changed] - self.n_keys;
-        let new = (old + rng.random_range(1..self.n_values)) % self.n_values;
-        corrupted.input[changed] = self.n_keys + new;
-        for query in pairs..corrupted.input.len() {
-            if corrupted.input[query] == clean.input[changed - 1] {
-                corrupted.target[query] = Some(new);
-            }
-        }
-        MinimalPair::read(clean, corrupted, position, changed)
     }
 
     /// A query's value: the position after the pair whose key it repeats. Pairs, and any

@@ -6,7 +6,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::pairs::{MAX_TRIES, MinimalPair};
+use super::pairs::{MAX_TRIES, MinimalPair, PairKind};
 use super::{AttentionPattern, Example, TaskError, TaskImpl};
 
 /// Size of a task over plain random sequences.
@@ -110,7 +110,10 @@ impl<R: SequenceRule> TaskImpl for SequenceTask<R> {
     }
 
     /// A token the answer at a random position reads, changed to another token.
-    fn minimal_pair(&self, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+    fn minimal_pair(&self, kind: PairKind, rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
+        if kind != PairKind::Answer {
+            return None; // every token here is both content and place
+        }
         for _ in 0..MAX_TRIES {
             let clean = self.sample(rng);
             let position = rng.random_range(0..self.seq_len);
@@ -126,7 +129,7 @@ impl<R: SequenceRule> TaskImpl for SequenceTask<R> {
                 input,
                 target: target.into_iter().map(Some).collect(),
             };
-            if let Some(pair) = MinimalPair::read(clean, corrupted, position, changed) {
+            if let Some(pair) = MinimalPair::read(clean, corrupted, position, vec![changed]) {
                 return Some(pair);
             }
         }

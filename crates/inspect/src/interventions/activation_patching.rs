@@ -1,0 +1,183 @@
+//! Activation patching (Meng et al. 2022; Heimersheim and Nanda 2024 on how to read it):
+//! run the corrupted input of each minimal pair with one head's clean output put back, at
+//! one position or at all of them ([`model::HeadPatch`]), or with the clean residual stream
+//! put back at one position of one place, and measure how much of the clean answer returns
+//! ([`PairRuns`] says how).
+
+use burn::prelude::*;
+use model::{HeadId, HeadPatch, InputPatch};
+use serde::{Deserialize, Serialize};
+
+use super::pair_runs::PairRuns;
+
+/// What putting one head's clean output back restores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadPatching {
+    /// Layer index.
+    pub layer: usize,
+    /// Head index within the layer.
+    pub head: usize,
+    /// Restored fraction with the head's clean output at every position; null when the
+    /// clean and corrupted logit differences are equal (nothing to restore).
+    pub restored: Option<f64>,
+    /// Restored fraction with the head's clean output at one position, per position.
+    pub by_position: Vec<Option<f64>>,
+    /// Attribution patching's first-order estimate of `restored`.
+    pub attribution: Option<f64>,
+    /// Attribution patching's estimate of `by_position`.
+    pub attribution_by_position: Vec<Option<f64>>,
+}
+
+/// What putting the clean residual stream back at one place restores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResidualPatching {
+    /// The stream entering block `layer`; `n_layers` is the last block's output.
+    pub layer: usize,
+    /// Restored fraction with the clean stream at one position, per position.
+    pub by_position: Vec<Option<f64>>,
+}
+
+/// Each head's clean output put back, everywhere and at each position.
+pub(crate) fn head_patching(runs: &PairRuns) -> Vec<HeadPatching> {
+    let (model, seq, device) = (runs.model, runs.seq_len(), &runs.device);
+    let n_heads = model.n_heads();
+    model
+        .heads()
+        .map(|id| {
+            // [pairs, seq, heads, d_head]: the clean run's outputs of this head's layer.
+            let values = runs.clean_cache.layers[id.layer].head_outputs.clone();
+            let patched = |weight: Tensor<4>| {
+                let patch = HeadPatch {
+                    values: values.clone(),
+                    weight,
+                };
+                runs.restored_by(runs.corrupted_input().head_patch(id.layer, patch))
+            };
+            HeadPatching {
+                layer: id.layer,
+                head: id.head,
+                restored: patched(head_weight(id, None, seq, n_heads, device)),
+                by_position: (0..seq)
+                    .map(|position| patched(head_weight(id, Some(position), seq, n_heads, device)))
+                    .collect(),
+                attribution: None,
+                attribution_by_position: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// The clean residual stream put back at one position, at the input of every block and at
+/// the last block's output (read there by the final norm and the output layer).
+pub(crate) fn residual_patching(runs: &PairRuns) -> Vec<ResidualPatching> {
+    let (model, seq) = (runs.model, runs.seq_len());
+    let n_layers = model.n_layers();
+    (0..=n_layers)
+        .map(|layer| {
+            let by_position = (0..seq)
+                .map(|position| {
+                    let stream = residual_with_clean_at(runs, layer, Some(position));
+                    restored_by_stream(runs, layer, stream)
+                })
+                .collect();
+            ResidualPatching { layer, by_position }
+        })
+        .collect()
+}
+
+/// The corrupted run's residual stream entering block `layer` (`n_layers`: the last block's
+/// output), with the clean run's at `position` (at every position for `None`),
+/// `[pairs, seq, d_model]`.
+pub(crate) fn residual_with_clean_at(
+    runs: &PairRuns,
+    layer: usize,
+    position: Option<usize>,
+) -> Tensor<3> {
+    let stream = |cache: &model::ActivationCache| match cache.layers.get(layer) {
+        Some(block) => block.resid_pre.clone(),
+        None => cache
+            .layers
+            .last()
+            .expect("a model has a block")
+            .resid_post
+            .clone(),
+    };
+    let (clean, corrupted) = (stream(&runs.clean_cache), stream(&runs.corrupted_cache));
+    let seq = runs.seq_len();
+    let at: Vec<f32> = (0..seq)
+        .map(|p| {
+            if position.is_none_or(|at| at == p) {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let at = Tensor::<1>::from_floats(at.as_slice(), &runs.device).reshape([1, seq, 1]);
+    corrupted * at.clone().neg().add_scalar(1.0) + clean * at
+}
+
+/// The restored fraction when the corrupted run continues from `stream` at `layer` (the
+/// input of that block; `n_layers`: the final norm and output layer).
+pub(crate) fn restored_by_stream(runs: &PairRuns, layer: usize, stream: Tensor<3>) -> Option<f64> {
+    let model = runs.model;
+    if layer < model.n_layers() {
+        let patch = InputPatch::new(stream, model.n_heads())
+            .read_by_all_heads()
+            .skip(true);
+        runs.restored_by(runs.corrupted_input().input_patch(layer, patch))
+    } else {
+        runs.restored(runs.logit_diff(model.unembed(stream)))
+    }
+}
+
+/// A [`HeadPatch`] weight, `[1, seq, n_heads, 1]`: 1 for head `id` at `position` (at every
+/// position for `None`; `seq` 1 with `None` for a weight that broadcasts over positions),
+/// 0 elsewhere.
+pub(crate) fn head_weight(
+    id: HeadId,
+    position: Option<usize>,
+    seq: usize,
+    n_heads: usize,
+    device: &Device,
+) -> Tensor<4> {
+    let mut weight = vec![0.0f32; seq * n_heads];
+    for p in 0..seq {
+        if position.is_none_or(|at| at == p) {
+            weight[p * n_heads + id.head] = 1.0;
+        }
+    }
+    Tensor::<1>::from_floats(weight.as_slice(), device).reshape([1, seq, n_heads, 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use train::tasks::PairKind;
+
+    use super::*;
+    use crate::interventions::pair_runs::testing::recall_model;
+    use crate::interventions::patching::patch_pairs;
+
+    /// The clean residual stream put back at every position of any place restores all of
+    /// the clean answer (the run is the clean run from there); put back nowhere, nothing.
+    #[test]
+    fn the_whole_clean_residual_restores_everything_and_none_of_it_nothing() {
+        let (model, pairs, device) = recall_model(2, PairKind::Answer);
+        let runs = PairRuns::new(&model, &pairs, &device).unwrap();
+        for layer in 0..=2 {
+            let everywhere = residual_with_clean_at(&runs, layer, None);
+            let restored = restored_by_stream(&runs, layer, everywhere).unwrap();
+            assert!((restored - 1.0).abs() < 1e-4, "layer {layer}: {restored}");
+            let nowhere = residual_with_clean_at(&runs, layer, Some(usize::MAX));
+            let restored = restored_by_stream(&runs, layer, nowhere).unwrap();
+            assert!(restored.abs() < 1e-5, "layer {layer}: {restored}");
+        }
+        // Recall's answer pairs change one value token: at the embedding, that position alone
+        // holds the whole difference, so patching it there restores every pair.
+        let section = patch_pairs(&model, &pairs, &device).unwrap();
+        let embedding = &section.residual[0].by_position;
+        let summed: f64 = embedding.iter().map(|r| r.unwrap()).sum();
+        assert!((summed - 1.0).abs() < 1e-4, "{embedding:?}");
+        assert_eq!(section.residual.len(), 3);
+    }
+}
