@@ -124,6 +124,20 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         "{markdown}"
     );
     assert!(markdown.contains("| L0H1 |"), "{markdown}");
+    // The matched heads carry their own measures across seeds: each ablation, direct logit
+    // attribution, copying, and activation patching on reverse's answer pairs (reverse has no
+    // route pairs, and one layer has no composition or paths).
+    assert!(
+        markdown.contains(
+            "| slot | most frequent role | seeds | mean similarity | ablation drop | \
+             mean-ablation drop | resample-ablation drop | direct logit attribution | \
+             copying score | restored (answer pairs) |\n"
+        ),
+        "{markdown}"
+    );
+    assert!(markdown.contains("largest resample-ablation drop"), "{markdown}");
+    assert!(markdown.contains("best head restored (answer pairs)"), "{markdown}");
+    assert!(!markdown.contains("K-composition"), "one layer: {markdown}");
     let json: serde_json::Value =
         serde_json::from_slice(&fs::read(report_dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 2);
@@ -134,6 +148,10 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         2,
         "two heads matched"
     );
+    let restored = &split["slots"][1]["numbers"]["answer_restored"];
+    assert_eq!(restored["n"], 2, "both seeds' matched heads: {restored}");
+    let mean = restored["mean"].as_f64().unwrap();
+    assert!(mean.is_finite(), "{restored}");
     for figure in [
         "eval_token_acc",
         "steps_to_99",

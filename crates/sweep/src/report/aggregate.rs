@@ -10,9 +10,10 @@ use inspect::compare::{Comparison, Slot};
 use inspect::load::probe::Probe;
 use inspect::measures::heads::head_roles;
 use inspect::measures::relations::{BestHead, BestHeads, Relations, measure_relations};
+use model::HeadId;
 use serde::Serialize;
 
-use crate::report::collect::{NUMBERS, RunRow};
+use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::SweepOut;
 use crate::stats::Estimate;
@@ -116,6 +117,9 @@ pub struct SlotReport {
     pub of: usize,
     /// Mean pattern similarity to the reference head (over the other seeds).
     pub mean_similarity: f64,
+    /// Per head number ([`HEAD_NUMBERS`]): mean and 95% interval over the matched heads
+    /// that have it.
+    pub numbers: BTreeMap<String, EstimateJson>,
 }
 
 /// `report.json`.
@@ -174,7 +178,11 @@ pub fn point_report(
             untrained_relations,
         }) => (
             role_counts(&comparison, &untrained_roles),
-            comparison.slots.iter().map(slot_report).collect(),
+            comparison
+                .slots
+                .iter()
+                .map(|slot| slot_report(slot, &comparison, rows))
+                .collect(),
             None,
             relations_across_seeds(&trained_relations, &untrained_relations),
         ),
@@ -243,8 +251,25 @@ fn role_counts(
         .collect()
 }
 
-/// A slot of the matching: its matched heads' most frequent role ("mixed" if none has one).
-fn slot_report(slot: &Slot) -> SlotReport {
+/// A slot of the matching: its matched heads' most frequent role ("mixed" if none has one),
+/// and their numbers over seeds (each run's row found by its seed).
+fn slot_report(slot: &Slot, comparison: &Comparison, rows: &[&RunRow]) -> SlotReport {
+    let matched: Vec<&BTreeMap<&'static str, f64>> = comparison
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let partner = *run.layers.get(slot.layer)?.partner.get(slot.head)?;
+            let row = rows.iter().find(|row| row.seed == run.seed)?;
+            row.head_numbers.get(&HeadId::new(slot.layer, partner))
+        })
+        .collect();
+    let mut numbers = BTreeMap::new();
+    for (key, _, _) in HEAD_NUMBERS {
+        let values: Vec<f64> = matched.iter().filter_map(|n| n.get(key)).copied().collect();
+        if let Some(e) = Estimate::of(&values) {
+            numbers.insert(key.to_string(), e.into());
+        }
+    }
     let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
     for role in slot.roles.iter().filter(|r| *r != "mixed") {
         *counts.entry(role).or_default() += 1;
@@ -260,6 +285,7 @@ fn slot_report(slot: &Slot) -> SlotReport {
         count,
         of: slot.roles.len(),
         mean_similarity: slot.mean_similarity,
+        numbers,
     }
 }
 

@@ -1,15 +1,21 @@
 //! Collecting: one run's numbers ([`RunRow`]) read from its run directory and its report
 //! (through [`ReportDir`]): training numbers from `metrics.jsonl`, then `summary.json`,
-//! `heads.json`, `relations.json`, `pruning.json` and `divergence.csv`.
+//! `heads.json`, `relations.json`, `pruning.json`, `divergence.csv`, `circuits.json` and
+//! `patching.json`; and each head's own measures ([`HEAD_NUMBERS`]), which the report
+//! follows across seeds through the matching.
 
 use std::collections::BTreeMap;
 
+use inspect::circuits::Circuits;
+use inspect::interventions::patching::{PairPatching, Patching};
+use inspect::interventions::path_patching::PathChannel;
 use inspect::interventions::pruning::Pruning;
 use inspect::measures::divergence::DivergencePoint;
 use inspect::measures::heads::HeadRecord;
 use inspect::measures::relations::Relations;
 use inspect::report::dir::ReportDir;
 use inspect::report::summary::Summary;
+use model::HeadId;
 use serde::Serialize;
 use train::RunDir;
 use train::metrics::MetricsRecord;
@@ -41,12 +47,15 @@ pub struct RunRow {
     /// `relations.json`, for word tasks.
     #[serde(skip)]
     pub relations: Option<Relations>,
+    /// Each head's numbers ([`HEAD_NUMBERS`]), where the report has them.
+    #[serde(skip)]
+    pub head_numbers: BTreeMap<HeadId, BTreeMap<&'static str, f64>>,
 }
 
 /// The numbers of a run, in table order: key, column title, decimals. A run has a number
 /// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
 /// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
-pub const NUMBERS: [(&str, &str, usize); 21] = [
+pub const NUMBERS: [(&str, &str, usize); 36] = [
     ("eval_token_acc", "eval token acc", 4),
     ("eval_seq_acc", "eval seq acc", 4),
     ("steps_to_99", "steps to 99%", 0),
@@ -56,6 +65,18 @@ pub const NUMBERS: [(&str, &str, usize); 21] = [
     ("mean_pattern_js", "mean pattern JS", 3),
     ("max_ablation_drop", "largest ablation drop", 3),
     ("min_ablation_drop", "smallest ablation drop", 3),
+    ("max_mean_ablation_drop", "largest mean-ablation drop", 3),
+    ("min_mean_ablation_drop", "smallest mean-ablation drop", 3),
+    (
+        "max_resample_ablation_drop",
+        "largest resample-ablation drop",
+        3,
+    ),
+    (
+        "min_resample_ablation_drop",
+        "smallest resample-ablation drop",
+        3,
+    ),
     ("removable_heads", "removable heads", 2),
     ("removable_ranked", "removable heads (ranked)", 2),
     ("acc_half_pruned", "acc, half the heads pruned", 4),
@@ -65,9 +86,48 @@ pub const NUMBERS: [(&str, &str, usize); 21] = [
     ("pattern_js_end", "pattern JS (end)", 4),
     ("never_differ", "heads never differ", 2),
     ("first_differ_step", "heads first differ at step", 0),
+    ("max_q_composition", "largest Q-composition", 3),
+    ("max_k_composition", "largest K-composition", 3),
+    ("max_v_composition", "largest V-composition", 3),
+    (
+        "answer_best_restored",
+        "best head restored (answer pairs)",
+        3,
+    ),
+    (
+        "answer_layer_path_q",
+        "L0 -> L1 through Q (answer pairs)",
+        3,
+    ),
+    (
+        "answer_layer_path_k",
+        "L0 -> L1 through K (answer pairs)",
+        3,
+    ),
+    (
+        "answer_layer_path_v",
+        "L0 -> L1 through V (answer pairs)",
+        3,
+    ),
+    ("route_best_restored", "best head restored (route pairs)", 3),
+    ("route_layer_path_q", "L0 -> L1 through Q (route pairs)", 3),
+    ("route_layer_path_k", "L0 -> L1 through K (route pairs)", 3),
+    ("route_layer_path_v", "L0 -> L1 through V (route pairs)", 3),
     ("attention_params", "attention params", 0),
     ("n_params", "all params", 0),
     ("total_heads", "heads (all layers)", 0),
+];
+
+/// Each head's numbers, followed across seeds through the matching: key, column title,
+/// decimals. A head has a number only where its report has it.
+pub const HEAD_NUMBERS: [(&str, &str, usize); 7] = [
+    ("ablation_drop", "ablation drop", 3),
+    ("mean_ablation_drop", "mean-ablation drop", 3),
+    ("resample_ablation_drop", "resample-ablation drop", 3),
+    ("direct_logit_attribution", "direct logit attribution", 2),
+    ("copying_score", "copying score", 2),
+    ("answer_restored", "restored (answer pairs)", 3),
+    ("route_restored", "restored (route pairs)", 3),
 ];
 
 /// A snapshot's heads count as identical while their mean QK cosine is within this of 1.
@@ -85,6 +145,7 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         numbers: BTreeMap::new(),
         heads: Vec::new(),
         relations: None,
+        head_numbers: BTreeMap::new(),
     };
     if !matches!(state, RunState::Done | RunState::Trained) {
         return row;
@@ -107,21 +168,146 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
     }
     row.heads = report.read_json::<Vec<HeadRecord>>().unwrap_or_default();
     row.relations = report.read_json::<Relations>().ok();
-    let drops = row.heads.iter().map(|h| h.ablation_drop);
-    if !row.heads.is_empty() {
-        row.numbers
-            .insert("max_ablation_drop", drops.clone().fold(f64::MIN, f64::max));
-        row.numbers
-            .insert("min_ablation_drop", drops.fold(f64::MAX, f64::min));
-        row.numbers.insert("total_heads", row.heads.len() as f64);
-    }
+    add_head_numbers(&mut row);
     if let Ok(pruning) = report.read_json::<Pruning>() {
         add_pruning_numbers(&mut row.numbers, &pruning);
     }
     if let Ok(points) = report.read_divergence() {
         add_divergence_numbers(&mut row.numbers, &points);
     }
+    if let Ok(circuits) = report.read_json::<Circuits>() {
+        add_composition_numbers(&mut row.numbers, &circuits);
+    }
+    if let Ok(patching) = report.read_json::<Patching>() {
+        add_patching_numbers(&mut row, &patching);
+    }
     row
+}
+
+/// From `heads.json`: the largest and smallest drop under each ablation, and each head's
+/// own numbers.
+fn add_head_numbers(row: &mut RunRow) {
+    if row.heads.is_empty() {
+        return;
+    }
+    type Drop = fn(&HeadRecord) -> Option<f64>;
+    let kinds: [(Drop, &'static str, &'static str); 3] = [
+        (
+            |h| Some(h.ablation_drop),
+            "max_ablation_drop",
+            "min_ablation_drop",
+        ),
+        (
+            |h| h.mean_ablation_drop,
+            "max_mean_ablation_drop",
+            "min_mean_ablation_drop",
+        ),
+        (
+            |h| h.resample_ablation_drop,
+            "max_resample_ablation_drop",
+            "min_resample_ablation_drop",
+        ),
+    ];
+    for (drop, max_key, min_key) in kinds {
+        let drops: Vec<f64> = row.heads.iter().filter_map(drop).collect();
+        if drops.len() == row.heads.len() {
+            row.numbers
+                .insert(max_key, drops.iter().copied().fold(f64::MIN, f64::max));
+            row.numbers
+                .insert(min_key, drops.iter().copied().fold(f64::MAX, f64::min));
+        }
+    }
+    row.numbers.insert("total_heads", row.heads.len() as f64);
+    for head in &row.heads {
+        let numbers = row
+            .head_numbers
+            .entry(HeadId::new(head.layer, head.head))
+            .or_default();
+        numbers.insert("ablation_drop", head.ablation_drop);
+        numbers.extend(head.mean_ablation_drop.map(|d| ("mean_ablation_drop", d)));
+        numbers.extend(
+            head.resample_ablation_drop
+                .map(|d| ("resample_ablation_drop", d)),
+        );
+        numbers.insert("direct_logit_attribution", head.direct_logit_attribution);
+        numbers.insert("copying_score", head.copying_score);
+    }
+}
+
+/// From `circuits.json`: the largest Q-, K- and V-composition score of any earlier head
+/// with any later one (models of two layers or more).
+pub fn add_composition_numbers(numbers: &mut BTreeMap<&'static str, f64>, circuits: &Circuits) {
+    if circuits.composition.is_empty() {
+        return;
+    }
+    let largest = |matrix: fn(&inspect::circuits::LayerComposition) -> &Vec<Vec<f64>>| {
+        circuits
+            .composition
+            .iter()
+            .flat_map(|pair| matrix(pair).iter().flatten().copied())
+            .fold(f64::MIN, f64::max)
+    };
+    numbers.insert("max_q_composition", largest(|p| &p.q));
+    numbers.insert("max_k_composition", largest(|p| &p.k));
+    numbers.insert("max_v_composition", largest(|p| &p.v));
+}
+
+/// From `patching.json`, per kind of pair: the best head's restored fraction, the layer 0
+/// -> layer 1 paths through Q, K and V, and each head's restored fraction.
+pub fn add_patching_numbers(row: &mut RunRow, patching: &Patching) {
+    type Keys = [&'static str; 5];
+    let sections: [(Option<&PairPatching>, Keys); 2] = [
+        (
+            patching.answer.as_ref(),
+            [
+                "answer_best_restored",
+                "answer_layer_path_q",
+                "answer_layer_path_k",
+                "answer_layer_path_v",
+                "answer_restored",
+            ],
+        ),
+        (
+            patching.route.as_ref(),
+            [
+                "route_best_restored",
+                "route_layer_path_q",
+                "route_layer_path_k",
+                "route_layer_path_v",
+                "route_restored",
+            ],
+        ),
+    ];
+    for (section, [best, q, k, v, per_head]) in sections {
+        let Some(section) = section else {
+            continue;
+        };
+        let restored: Vec<f64> = section.heads.iter().filter_map(|h| h.restored).collect();
+        if !restored.is_empty() {
+            row.numbers
+                .insert(best, restored.iter().copied().fold(f64::MIN, f64::max));
+        }
+        for (key, channel) in [
+            (q, PathChannel::Query),
+            (k, PathChannel::Key),
+            (v, PathChannel::Value),
+        ] {
+            let path = section
+                .layer_paths
+                .iter()
+                .find(|p| p.sender_layer == 0 && p.receiver_layer == 1 && p.channel == channel);
+            row.numbers
+                .extend(path.and_then(|p| p.restored).map(|r| (key, r)));
+        }
+        for head in &section.heads {
+            if let Some(restored) = head.restored {
+                row.head_numbers
+                    .entry(HeadId::new(head.layer, head.head))
+                    .or_default()
+                    .insert(per_head, restored);
+            }
+        }
+    }
 }
 
 /// From `pruning.json`: how many heads the ranked order removes within the tolerance, and

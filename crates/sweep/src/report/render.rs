@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use model::HeadId;
 
 use crate::report::aggregate::{PointReport, SweepReport};
-use crate::report::collect::{NUMBERS, RunRow};
+use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
 use crate::spec::Sweep;
 use crate::stats::wilson;
 
@@ -199,16 +199,36 @@ fn roles_markdown(md: &mut String, point: &PointReport) {
     }
 }
 
-/// A grid point's slots: each head of the first seed, its matches' most frequent role.
+/// A grid point's slots: each head of the first seed, its matches' most frequent role, and
+/// the matched heads' numbers over seeds (the columns some slot has).
 fn slots_markdown(md: &mut String, point: &PointReport) {
+    let columns: Vec<(&str, &str, usize)> = HEAD_NUMBERS
+        .into_iter()
+        .filter(|(key, _, _)| point.slots.iter().any(|s| s.numbers.contains_key(*key)))
+        .collect();
+    let titles: String = columns
+        .iter()
+        .map(|(_, title, _)| format!(" {title} |"))
+        .collect();
+    let rules: String = columns.iter().map(|_| " --- |").collect();
     let _ = writeln!(
         md,
-        "\n| slot | most frequent role | seeds | mean similarity |\n| --- | --- | --- | --- |"
+        "\n| slot | most frequent role | seeds | mean similarity |{titles}\n| --- | --- | --- | --- |{rules}"
     );
     for slot in &point.slots {
+        let cells: String = columns
+            .iter()
+            .map(|(key, _, digits)| {
+                let cell = slot
+                    .numbers
+                    .get(*key)
+                    .map_or("-".to_string(), |e| e.show(*digits));
+                format!(" {cell} |")
+            })
+            .collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} of {} | {:.2} |",
+            "| {} | {} | {} of {} | {:.2} |{cells}",
             HeadId::new(slot.layer, slot.head),
             slot.role,
             slot.count,
