@@ -60,6 +60,13 @@ fn check_explore(page: &Path) {
     assert_eq!(data["heads"].as_array().unwrap().len(), 2);
     assert_eq!(data["qk"][0][1]["queries"].as_array().unwrap().len(), 48);
     assert_eq!(data["qk"][0][1]["keys"].as_array().unwrap().len(), 48);
+    // The patching view's data is `patching.json` itself.
+    let patching = read_json(&page.with_file_name("patching.json"));
+    assert_eq!(data["patching"], patching);
+    assert!(
+        data["patching"]["route"].is_null(),
+        "reverse has no route pairs"
+    );
     if let Some(dom) = check_in_chromium(page, "data-ready=\"ok\"") {
         // The first views: layer 0, head 0 selected, lines drawn, every thumbnail there.
         assert!(dom.contains("data-heads=\"0\""), "{dom}");
@@ -70,6 +77,17 @@ fn check_explore(page: &Path) {
         );
         assert!(dom.contains("data-points=\"96\""), "48 queries and 48 keys");
         assert!(dom.contains("id=\"thumb-0-1\""));
+        // The patching view: answer pairs, two residual places and two heads by six
+        // positions and "all" (the residual rows have no "all" cell).
+        let canvas = opening_tag(&dom, "<canvas id=\"patching-canvas\"");
+        assert_eq!(attribute(canvas, "data-kind"), "answer", "{canvas}");
+        assert_eq!(attribute(canvas, "data-rows"), "4", "{canvas}");
+        assert_eq!(attribute(canvas, "data-cols"), "7", "{canvas}");
+        assert_eq!(attribute(canvas, "data-cells"), "26", "{canvas}");
+        assert!(
+            dom.contains("answer pairs; logit difference clean"),
+            "{dom}"
+        );
     }
 }
 
@@ -563,6 +581,7 @@ fn a_256_token_explore_page_renders_and_responds() {
         labels,
         heads: &[],
         weights: Some(vec![vec![weights; heads]; 2]),
+        patching: None,
     });
     assert_eq!(data.sequences.len(), batch);
     let drive = "<script>(function () {\

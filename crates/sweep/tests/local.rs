@@ -135,8 +135,14 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         ),
         "{markdown}"
     );
-    assert!(markdown.contains("largest resample-ablation drop"), "{markdown}");
-    assert!(markdown.contains("best head restored (answer pairs)"), "{markdown}");
+    assert!(
+        markdown.contains("largest resample-ablation drop"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("best head restored (answer pairs)"),
+        "{markdown}"
+    );
     assert!(!markdown.contains("K-composition"), "one layer: {markdown}");
     let json: serde_json::Value =
         serde_json::from_slice(&fs::read(report_dir.join("report.json")).unwrap()).unwrap();

@@ -11,6 +11,11 @@
 //! - **Query/key view** (as AttentionViz): per head, the embedded sequences' queries and
 //!   keys projected together to 2-D by PCA ([`project_queries_keys`]), coloured by position
 //!   or by token.
+//! - **Patching view**: `patching.json` per kind of minimal pair as one heatmap, the
+//!   residual stream entering each block and every head (rows) by position patched (columns,
+//!   the last one every position), with the layer-to-layer paths and attribution patching's
+//!   agreement beneath; clicking a head's row opens it in the head view. Only for tasks with
+//!   pairs.
 //!
 //! The data is JSON ([`ExploreData`]) inside `<script type="application/json" id="data">`,
 //! with every `<` written as `\u003c` so no token name can close the script tag. Patterns
@@ -25,6 +30,7 @@ use serde::Serialize;
 use crate::circuits::linalg::{Matrix, column_norms, orthogonalize_columns};
 pub use crate::draw::embed::script_json;
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, thousandths};
+use crate::interventions::patching::Patching;
 use crate::load::probe::LayerProbe;
 use crate::measures::heads::HeadRecord;
 
@@ -60,6 +66,8 @@ pub struct ExploreData {
     /// Per layer and head, the embedded sequences' queries and keys in 2-D; empty when the
     /// page was built without the heads' weights.
     pub qk: Vec<Vec<QkProjection>>,
+    /// `patching.json`; null for tasks without minimal pairs or when patching was off.
+    pub patching: Option<Patching>,
 }
 
 /// One embedded probe sequence.
@@ -113,6 +121,8 @@ pub struct ExploreInput<'a> {
     pub heads: &'a [HeadRecord],
     /// Per layer and head, its query and key weights (`None`: no query/key view).
     pub weights: Option<Vec<Vec<QkWeights>>>,
+    /// `patching.json` (`None`: no patching view).
+    pub patching: Option<&'a Patching>,
 }
 
 /// How many of the first sequences fit: at most [`EXPLORE_SEQUENCES`], at least one (when
@@ -171,6 +181,7 @@ pub fn build(input: &ExploreInput) -> ExploreData {
         sequences,
         heads: input.heads.to_vec(),
         qk,
+        patching: input.patching.cloned(),
     }
 }
 
@@ -394,6 +405,7 @@ mod tests {
             labels,
             heads,
             weights: Some(vec![vec![weights(), weights()]; layers.len()]),
+            patching: None,
         }
     }
 
@@ -454,6 +466,7 @@ mod tests {
         let layers = vec![layer(8, 40)];
         let data = build(&ExploreInput {
             weights: None,
+            patching: None,
             ..input(&layers, &[], vec![])
         });
         assert_eq!(data.sequences.len(), EXPLORE_SEQUENCES);

@@ -102,6 +102,7 @@ pub fn write_explore(
         labels,
         heads: &measured.heads,
         weights: Some(weights),
+        patching: measured.patching.as_ref(),
     });
     dir.write(EXPLORE, explore::render(&data).as_bytes())
 }

@@ -8,6 +8,8 @@
 // - the head canvas has data-sequence, data-layer, data-heads ("0,2"), data-hover
 //   ("none", "query 3" or "key 5") and data-lines (lines drawn);
 // - the query/key canvas has data-layer, data-head and data-points;
+// - the patching canvas has data-kind ("answer", "route" or "none"), data-rows and
+//   data-cols (cells drawn);
 // - window.headlabExplore.select(layer, heads, sequence) and .hover(side, index) drive the
 //   views without a mouse; .tokenPosition(side, index) says where a token sits on the head
 //   canvas, for tests that drive a real mouse.
@@ -450,6 +452,146 @@
       ' The hovered token of the head view is ringed.';
   }
 
+  // ---- patching view --------------------------------------------------------------------
+
+  // The patching view's geometry, set when it is drawn (rows of heads, for clicks).
+  var patchingGeometry = null;
+
+  function patchingSections() {
+    var sections = [];
+    if (data.patching) {
+      ['answer', 'route'].forEach(function (kind) {
+        if (data.patching[kind]) { sections.push(kind); }
+      });
+    }
+    return sections;
+  }
+
+  function buildPatchingView() {
+    var select = $('pair-kind');
+    var sections = patchingSections();
+    sections.forEach(function (kind) {
+      var option = document.createElement('option');
+      option.value = kind;
+      option.textContent = kind + ' pairs';
+      select.appendChild(option);
+    });
+    select.addEventListener('change', drawPatching);
+    $('patching-canvas').addEventListener('click', function (event) {
+      if (!patchingGeometry) { return; }
+      var rect = event.target.getBoundingClientRect();
+      var row = Math.floor((event.clientY - rect.top - patchingGeometry.top) /
+        patchingGeometry.cell);
+      var head = row - patchingGeometry.residualRows;
+      if (head >= 0 && head < data.n_layers * data.n_heads) {
+        openHead(Math.floor(head / data.n_heads), head % data.n_heads);
+      }
+    });
+  }
+
+  // White (0) to blue (1 or more), white to red below 0.
+  function restoredColour(value) {
+    if (value === null || value === undefined) { return '#f4f4f4'; }
+    var t = Math.min(1, Math.abs(value));
+    var fade = function (c) { return Math.round(255 + (c - 255) * t); };
+    return value >= 0 ? 'rgb(' + fade(31) + ',' + fade(95) + ',' + fade(168) + ')'
+      : 'rgb(' + fade(214) + ',' + fade(39) + ',' + fade(40) + ')';
+  }
+
+  function drawPatching() {
+    var canvas = $('patching-canvas');
+    var notes = $('patching-notes');
+    var kind = $('pair-kind').value;
+    var section = data.patching && kind ? data.patching[kind] : null;
+    if (!section) {
+      sizeCanvas(canvas, 1, 1);
+      canvas.setAttribute('data-kind', 'none');
+      canvas.setAttribute('data-rows', '0');
+      canvas.setAttribute('data-cols', '0');
+      patchingGeometry = null;
+      notes.textContent = 'This task has no minimal pairs, or the report was written with ' +
+        '--no-patching.';
+      return;
+    }
+    var positions = section.heads.length ? section.heads[0].by_position.length : 0;
+    var rows = [];
+    section.residual.forEach(function (place) {
+      rows.push({ label: 'R' + place.layer, cells: place.by_position.concat([null]) });
+    });
+    section.heads.forEach(function (head) {
+      rows.push({ label: 'L' + head.layer + 'H' + head.head,
+        cells: head.by_position.concat([head.restored]) });
+    });
+    var cols = positions + 1;
+    var cell = positions <= 40 ? 30 : Math.max(6, Math.floor(1200 / cols));
+    var left = 60;
+    var top = 22;
+    var width = left + cols * cell + 10;
+    var height = top + rows.length * cell + 10;
+    var context = sizeCanvas(canvas, width, height);
+    patchingGeometry = { top: top, cell: cell, residualRows: section.residual.length };
+    context.fillStyle = '#fff';
+    context.fillRect(0, 0, width, height);
+    context.font = '11px system-ui, sans-serif';
+    context.textBaseline = 'middle';
+    var showNumbers = cell >= 26;
+    var drawn = 0;
+    rows.forEach(function (row, r) {
+      var y = top + r * cell;
+      context.fillStyle = '#444';
+      context.textAlign = 'right';
+      context.fillText(row.label, left - 6, y + cell / 2);
+      row.cells.forEach(function (value, c) {
+        if (value === null && c === positions && r < section.residual.length) { return; }
+        var x = left + c * cell;
+        context.fillStyle = restoredColour(value);
+        context.fillRect(x, y, cell - 1, cell - 1);
+        drawn += 1;
+        if (showNumbers && value !== null) {
+          context.fillStyle = Math.abs(value) > 0.6 ? '#fff' : '#222';
+          context.textAlign = 'center';
+          // Two decimals, and a plain 0 for what rounds to it ("-0.00" says nothing).
+          var text = Math.abs(value) < 0.005 ? '0' : value.toFixed(2);
+          context.fillText(text, x + cell / 2, y + cell / 2);
+        }
+      });
+    });
+    context.fillStyle = '#444';
+    context.textAlign = 'center';
+    for (var c = 0; c < cols; c++) {
+      if (cell >= 16 || c === positions) {
+        context.fillText(c === positions ? 'all' : String(c), left + (c + 0.5) * cell, 10);
+      }
+    }
+    canvas.setAttribute('data-kind', kind);
+    canvas.setAttribute('data-rows', String(rows.length));
+    canvas.setAttribute('data-cols', String(cols));
+    canvas.setAttribute('data-cells', String(drawn));
+
+    var lines = [section.pairs + ' ' + kind + ' pairs; logit difference clean ' +
+      section.clean_logit_diff.toFixed(2) + ', corrupted ' +
+      section.corrupted_logit_diff.toFixed(2) + '.'];
+    var byLayers = {};
+    section.layer_paths.forEach(function (path) {
+      var key = 'L' + path.sender_layer + ' \u2192 L' + path.receiver_layer;
+      byLayers[key] = (byLayers[key] || []).concat([path.channel + ' ' + format(path.restored)]);
+    });
+    Object.keys(byLayers).forEach(function (key) {
+      lines.push('Path patching, all of ' + key + ': ' + byLayers[key].join(', ') + '.');
+    });
+    var agreement = section.attribution;
+    lines.push('Attribution patching against exact, correlation over heads ' +
+      format(agreement.correlation_heads) + (agreement.worst_head ? ', worst head L' +
+      agreement.worst_head.layer + 'H' + agreement.worst_head.head + ' off by ' +
+      format(agreement.worst_error) : '') + '.');
+    notes.textContent = '';
+    lines.forEach(function (line) {
+      var p = document.createElement('p');
+      p.textContent = line;
+      notes.appendChild(p);
+    });
+  }
+
   // ---- all together ---------------------------------------------------------------------
 
   function renderAll() {
@@ -473,6 +615,11 @@
     hover: function (side, index) {
       setHover(side ? { side: side, index: index } : null);
     },
+    // Shows `kind`'s pairs ('answer' or 'route') in the patching view.
+    pairs: function (kind) {
+      $('pair-kind').value = kind;
+      drawPatching();
+    },
     // Where the mouse hovers token `index` ('query' or 'key') in the head view: {x, y} in
     // CSS pixels from the head canvas's top left corner (for the WebDriver test).
     tokenPosition: function (side, index) {
@@ -493,7 +640,9 @@
     buildControls();
     buildModelView();
     bindHeadView();
+    buildPatchingView();
     renderAll();
+    drawPatching();
     document.body.setAttribute('data-ready', 'ok');
   } catch (error) {
     document.body.setAttribute('data-ready', 'error: ' + error.message);
