@@ -39,9 +39,13 @@ struct Args {
     #[arg(long, default_value_t = inspect::interventions::pruning::DEFAULT_TOLERANCE,
           allow_negative_numbers = true, value_parser = inspect::interventions::pruning::parse_tolerance)]
     prune_tolerance: f64,
-    /// Skip activation patching on the task's minimal pairs (patching.json).
+    /// Skip the causal tests on the task's minimal pairs (patching.json, figures/patching.png,
+    /// figures/paths.png).
     #[arg(long)]
     no_patching: bool,
+    /// Write every figure also as SVG (figures/NAME.svg), for papers.
+    #[arg(long)]
+    svg: bool,
 }
 
 /// Usage errors (clap's, including out-of-range flag values) exit with 2; errors from the
@@ -67,6 +71,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         probe_size: args.probe,
         prune_tolerance: args.prune_tolerance,
         patching: !args.no_patching,
+        svg: args.svg,
     };
     let report = inspect::report::write_report(&loaded, &out, &options)?;
     println!(

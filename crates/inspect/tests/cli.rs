@@ -247,6 +247,38 @@ fn a_trained_run_gets_every_report_file() {
             info.height
         );
     }
+    // Without --svg, no SVG; with it, every figure also as a standalone SVG document with
+    // the figure's text in it, and a later report without --svg removes them again.
+    assert!(!report.join("figures/attention.svg").exists());
+    let with_svg = inspect(&[run.to_str().unwrap(), "--probe", "8", "--svg"]);
+    assert!(
+        with_svg.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with_svg.stderr)
+    );
+    for name in figures {
+        let svg = std::fs::read_to_string(report.join("figures").join(format!("{name}.svg")))
+            .unwrap_or_else(|e| panic!("{name}.svg: {e}"));
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}"
+        );
+        assert!(
+            svg.contains("<text") && svg.contains("<rect"),
+            "{name}: shapes and text"
+        );
+    }
+    let patching_svg = std::fs::read_to_string(report.join("figures/patching.svg")).unwrap();
+    assert!(
+        patching_svg.contains("Restored logit difference"),
+        "the caption is text"
+    );
+    let without = inspect(&[run.to_str().unwrap(), "--probe", "8"]);
+    assert!(without.status.success());
+    assert!(
+        !report.join("figures/patching.svg").exists(),
+        "stale SVGs are removed"
+    );
     let html = std::fs::read_to_string(report.join("index.html")).unwrap();
     assert_eq!(
         html.matches("data:image/png;base64,").count(),

@@ -103,6 +103,27 @@ fn heads_are_matched_across_seeds() {
     let info = decoder.read_info().unwrap().info().clone();
     // Two rows (reference heads), three columns (runs).
     assert!(info.width > info.height, "{}x{}", info.width, info.height);
+    assert!(
+        !out.join("matched-attention.svg").exists(),
+        "SVG only with --svg"
+    );
+    let svg = compare(&[
+        &seed_3,
+        &seed_4,
+        Path::new("--out"),
+        &out,
+        Path::new("--svg"),
+    ]);
+    assert!(
+        svg.status.success(),
+        "{}",
+        String::from_utf8_lossy(&svg.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("matched-attention.svg")).unwrap();
+    assert!(
+        text.starts_with("<svg") && text.contains("<rect"),
+        "an SVG document"
+    );
 }
 
 #[test]

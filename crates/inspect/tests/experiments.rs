@@ -164,7 +164,7 @@ fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
             inspect::load::run::load(&run_dir, None).unwrap()
         })
         .collect();
-    let comparison = compare(&runs, &tmp.path().join("compare"), 32).unwrap();
+    let comparison = compare(&runs, &tmp.path().join("compare"), 32, false).unwrap();
 
     // Each head's lean, measured independently of `compare` on the reference's probe:
     // previous-token score minus next-token score.

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use inspect::draw::backend::FigureBackend;
 use inspect::draw::figures::{Area, DrawResult, FONT, FigureError, render};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -25,7 +26,7 @@ pub fn distribution(
 /// The chart a distribution is drawn on: grid points across (point `i` at `x = i`), values
 /// up.
 type DistributionChart<'a, 'b> =
-    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+    ChartContext<'a, FigureBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Draws `key`'s values per grid point on `area`, one column per point.
 fn draw(area: &Area, title: &str, key: &str, points: &[(&str, Vec<&RunRow>)]) -> DrawResult {

@@ -165,6 +165,11 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         "removable_heads",
     ] {
         assert!(report_dir.join(format!("figures/{figure}.png")).is_file());
+        let svg = fs::read_to_string(report_dir.join(format!("figures/{figure}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{svg}"
+        );
     }
     assert!(
         report_dir.join("matching").is_dir(),

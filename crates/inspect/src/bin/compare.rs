@@ -33,6 +33,9 @@ struct Args {
     #[arg(long, default_value_t = 64, allow_negative_numbers = true,
           value_parser = inspect::load::probe::parse_size)]
     probe: usize,
+    /// Write matched-attention also as SVG (matched-attention.svg), for papers.
+    #[arg(long)]
+    svg: bool,
 }
 
 /// Usage errors (clap's, including out-of-range flag values) exit with 2; errors from the
@@ -51,7 +54,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let loaded = inspect::compare::load_runs(&args.runs)?;
     let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
-    let comparison = inspect::compare::compare(&loaded, &out, args.probe)?;
+    let comparison = inspect::compare::compare(&loaded, &out, args.probe, args.svg)?;
     println!("{}", inspect::compare::table(&comparison));
     for file in &comparison.files {
         println!("wrote {}", file.display());

@@ -223,6 +223,7 @@ pub fn compare(
     runs: &[LoadedRun],
     out: &Path,
     probe_size: usize,
+    svg: bool,
 ) -> Result<Comparison, CompareError> {
     let reference = runs.first().expect("at least one run to compare");
     for other in &runs[1..] {
@@ -257,6 +258,13 @@ pub fn compare(
     std::fs::create_dir_all(out).map_err(write_error(out))?;
     let figure_path = out.join("matched-attention.png");
     matched_attention_figure(&figure_path, &probe, &probes, &compared, &slots)?;
+    // The same figure as SVG on request; otherwise none is left from an earlier call.
+    let svg_path = figure_path.with_extension("svg");
+    if svg {
+        matched_attention_figure(&svg_path, &probe, &probes, &compared, &slots)?;
+    } else if svg_path.is_file() {
+        std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
+    }
     let page_path = out.join("compare.html");
     let page = page_data(runs, &probe, &probes, &compared, &measures);
     train::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
@@ -267,7 +275,10 @@ pub fn compare(
         runs: compared,
         slots,
         runs_with_role,
-        files: vec![json_path.clone(), figure_path, page_path],
+        files: [json_path.clone(), figure_path, page_path]
+            .into_iter()
+            .chain(svg.then_some(svg_path))
+            .collect(),
     };
     let json = serde_json::to_vec_pretty(&comparison).expect("comparison serializes");
     train::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;

@@ -17,6 +17,7 @@ use train::metrics::MetricsRecord;
 use train::tasks::PairKind;
 
 use crate::circuits::{Circuits, HeadCircuits, LayerComposition};
+use crate::draw::backend::FigureBackend;
 use crate::interventions::patching::{PairPatching, Patching};
 use crate::interventions::path_patching::PathChannel;
 use crate::interventions::pruning::{PruneCurve, Pruning};
@@ -28,8 +29,8 @@ use crate::measures::trajectories::Trajectories;
 
 /// What a drawing step returns; plotters' errors are boxed.
 pub type DrawResult = Result<(), Box<dyn Error>>;
-/// The drawing area a figure draws on.
-pub type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+/// The drawing area a figure draws on: a bitmap or an SVG document ([`FigureBackend`]).
+pub type Area<'a> = DrawingArea<FigureBackend<'a>, Shift>;
 /// A similarity panel: its title, its matrix and the colour scale's range.
 type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64));
 /// One direction's score of a head on a relation (a panel of `relations.png`).
@@ -67,7 +68,8 @@ fn register_fonts() {
     });
 }
 
-/// Draws a `width` x `height` figure with `draw` and writes it to `path` as PNG (atomically).
+/// Draws a `width` x `height` figure with `draw` and writes it to `path` (atomically): as SVG
+/// when `path` ends in `.svg`, else as PNG.
 pub fn render(
     path: &Path,
     (width, height): (u32, u32),
@@ -84,15 +86,29 @@ pub fn render(
              have: too many panels (layers, heads or runs) to draw"
         )));
     }
-    let mut rgb = vec![0u8; width as usize * height as usize * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
-        draw(&root).map_err(|e| fail(e.to_string()))?;
-        root.present().map_err(|e| fail(e.to_string()))?;
-    }
-    let mut png_bytes = vec![];
-    {
+    let paint = |backend: FigureBackend| -> DrawResult {
+        let root = backend.into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(&root)?;
+        root.present()?;
+        Ok(())
+    };
+    let bytes = if path.extension().is_some_and(|e| e == "svg") {
+        let mut svg = String::new();
+        paint(FigureBackend::Svg(SVGBackend::with_string(
+            &mut svg,
+            (width, height),
+        )))
+        .map_err(|e| fail(e.to_string()))?;
+        svg.into_bytes()
+    } else {
+        let mut rgb = vec![0u8; width as usize * height as usize * 3];
+        paint(FigureBackend::Bitmap(BitMapBackend::with_buffer(
+            &mut rgb,
+            (width, height),
+        )))
+        .map_err(|e| fail(e.to_string()))?;
+        let mut png_bytes = vec![];
         let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
@@ -100,8 +116,10 @@ pub fn render(
         writer
             .write_image_data(&rgb)
             .map_err(|e| fail(e.to_string()))?;
-    }
-    train::atomic::write_atomic(path, &png_bytes).map_err(|e| fail(e.to_string()))
+        writer.finish().map_err(|e| fail(e.to_string()))?;
+        png_bytes
+    };
+    train::atomic::write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
 }
 
 /// Viridis colour of `value` in `[lo, hi]` (clamped).
@@ -145,7 +163,7 @@ struct Heatmap<'a> {
 /// The chart a [`Heatmap`] draws on: one segment per cell across and down.
 type HeatmapChart<'a, 'b> = ChartContext<
     'a,
-    BitMapBackend<'b>,
+    FigureBackend<'b>,
     Cartesian2d<SegmentedCoord<RangedCoordi32>, SegmentedCoord<RangedCoordi32>>,
 >;
 

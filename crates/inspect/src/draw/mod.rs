@@ -1,12 +1,14 @@
 //! Drawing: everything a person looks at, from the records below it
 //! ([`crate::measures`], [`crate::circuits`], [`crate::interventions`]):
 //!
-//! - [`figures`]: the PNG figures (plotters), also used by `sweep` for its own.
+//! - [`figures`]: the figures, PNG or SVG (plotters, through [`backend`]), also used by
+//!   `sweep` for its own.
 //! - [`html`]: the static `index.html`.
 //! - [`explore`]: the interactive `explore.html`; [`compare_page`]: `compare.html`.
 //! - [`embed`]: what both interactive pages share (JSON embedding, escaping, the
 //!   `embed/page.css` and `embed/page.js` assets).
 
+pub mod backend;
 pub mod compare_page;
 pub mod embed;
 pub mod explore;

@@ -32,7 +32,36 @@ pub fn draw_figures(
     Ok(drawn)
 }
 
-/// Draws the figure `name` (a figure of `FILES`) into `path`.
+/// With `svg`, draws every figure the report holds again as `figures/NAME.svg` and returns
+/// their paths; without, removes any such SVG an earlier report with `--svg` left (only
+/// those names: nothing else in `figures/` is touched), so no figure goes stale beside its
+/// PNG.
+pub fn vector_copies(
+    dir: &ReportDir,
+    loaded: &LoadedRun,
+    probe: &Probe,
+    measured: &Measured,
+    svg: bool,
+) -> Result<Vec<PathBuf>, FigureError> {
+    let contents = measured.contents(loaded);
+    let mut drawn = vec![];
+    for file in FILES.iter().filter(|f| f.is_figure()) {
+        let path = dir.path(file.name).with_extension("svg");
+        if svg && file.presence.holds(&contents) {
+            draw_figure(file.name, &path, loaded, probe, measured)?;
+            drawn.push(path);
+        } else if path.is_file() {
+            std::fs::remove_file(&path).map_err(|e| FigureError {
+                path: path.clone(),
+                message: format!("could not remove the stale SVG: {e}"),
+            })?;
+        }
+    }
+    Ok(drawn)
+}
+
+/// Draws the figure `name` (a figure of `FILES`) into `path` (PNG, or SVG for a `.svg`
+/// path).
 fn draw_figure(
     name: &str,
     path: &Path,

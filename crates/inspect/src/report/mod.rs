@@ -72,6 +72,8 @@ pub struct ReportOptions {
     pub prune_tolerance: f64,
     /// Activation patching on the task's minimal pairs (`patching.json`).
     pub patching: bool,
+    /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
+    pub svg: bool,
 }
 
 impl Default for ReportOptions {
@@ -80,6 +82,7 @@ impl Default for ReportOptions {
             probe_size: 64,
             prune_tolerance: pruning::DEFAULT_TOLERANCE,
             patching: true,
+            svg: false,
         }
     }
 }
@@ -106,6 +109,13 @@ pub fn write_report(
     files.extend(write_records(&dir, &measured)?);
     let figures = figures::draw_figures(&dir, loaded, &probe, &measured)?;
     files.extend(figures.iter().map(|(path, _)| path.clone()));
+    files.extend(figures::vector_copies(
+        &dir,
+        loaded,
+        &probe,
+        &measured,
+        options.svg,
+    )?);
     files.push(pages::write_explore(&dir, loaded, &probe, &measured)?);
     files.push(pages::write_page(
         &dir, loaded, &probe, &measured, &figures,

@@ -300,7 +300,7 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
     let reference = &loaded[0];
     let probe_size = Probe::max_size(&reference.run, loaded.len()).clamp(1, MATCH_PROBE);
     let comparison =
-        inspect::compare::compare(&loaded, dir, probe_size).map_err(|e| e.to_string())?;
+        inspect::compare::compare(&loaded, dir, probe_size, false).map_err(|e| e.to_string())?;
     // The null on the same probe: untrained models, each seeded as its run was.
     let probe = Probe::new(
         &reference.run.task,

@@ -68,10 +68,13 @@ pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport
         write_file(&dir.join("sweep.csv"), &runs_csv(sweep, &rows))?,
         write_file(&dir.join("heads.csv"), &heads_csv(sweep, &rows))?,
     ];
+    // Each figure as PNG and as SVG (a handful of dots per seed: small either way).
     for (key, title, _) in NUMBERS.iter().filter(|(key, _, _)| FIGURES.contains(key)) {
-        let path = figures.join(format!("{key}.png"));
-        crate::figures::distribution(&path, title, key, &sweep_points(&points, &rows, sweep))?;
-        files.push(path);
+        for extension in ["png", "svg"] {
+            let path = figures.join(format!("{key}.{extension}"));
+            crate::figures::distribution(&path, title, key, &sweep_points(&points, &rows, sweep))?;
+            files.push(path);
+        }
     }
     let mut report = SweepReport {
         sweep: sweep.name.clone(),
