@@ -777,6 +777,9 @@ mod tests {
         GrammarTask::new(spec).unwrap()
     }
 
+    /// [`fingerprint`] of the default grammar's first 300 sentences and examples (seed 7).
+    const PINNED_DEFAULT_FINGERPRINT: u64 = 0xd1b8_7109_295c_47b4;
+
     /// Agreement pairs: only the main verb is masked and scored; the changed word is the
     /// subject noun in its other number; the answers are one verb's two forms, the clean one
     /// agreeing with the clean subject; the subject's determiner fits either number; the
@@ -834,6 +837,32 @@ mod tests {
             task.minimal_pair(PairKind::Route, &mut rng).is_none(),
             "grammar has no route pairs"
         );
+    }
+
+    /// FNV-1a over every id of `sentences` and `examples`, a fingerprint of what was drawn.
+    fn fingerprint(sentences: &[ParsedSentence], examples: &[Example]) -> u64 {
+        let ids = sentences
+            .iter()
+            .flat_map(|s| s.words.iter().copied().chain(std::iter::once(u32::MAX)))
+            .chain(examples.iter().flat_map(|e| {
+                e.input
+                    .iter()
+                    .copied()
+                    .chain(e.target.iter().map(|t| t.unwrap_or(u32::MAX - 1)))
+            }));
+        ids.fold(0xcbf2_9ce4_8422_2325, |hash, id| {
+            (hash ^ u64::from(id)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    /// The default grammar draws exactly the sentences and masks it drew before the classed
+    /// lexicon and selection existed (the value pinned on 2026-11-25 from the code of then),
+    /// so experiment 6's runs stay reproducible.
+    #[test]
+    fn the_default_grammar_draws_what_it_always_drew() {
+        let task = task(&GrammarSpec::default());
+        let print = fingerprint(&task.parsed_sentences(300, 7), &task.eval_set(300, 7));
+        assert_eq!(print, PINNED_DEFAULT_FINGERPRINT, "got {print:#x}");
     }
 
     /// A spec whose length range rejects almost nothing, so that measured frequencies are
