@@ -53,6 +53,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::lexicon::{
+    CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS, CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon,
+    NounClass,
+};
 use super::pairs::{MAX_TRIES as PAIR_TRIES, MinimalPair, PairKind};
 use super::{Arc, AttentionPattern, Example, ParsedSentence, Relation, TaskError, TaskImpl};
 
@@ -221,6 +225,22 @@ pub struct GrammarSpec {
     pub transitive_prob: f64,
     /// Probability that a word is masked, in (0, 1]; at least one word per sentence is.
     pub mask_fraction: f64,
+    /// Which nouns and verbs: `animate` (the default: any noun can do or undergo any verb)
+    /// or `classes` (nouns in six classes, verbs that select them; [`Lexicon`]). With
+    /// `classes`, `nouns` counts from a list of 36, `transitive_verbs` of 12 and
+    /// `intransitive_verbs` of 6.
+    #[serde(skip_serializing_if = "is_default")]
+    pub lexicon: Lexicon,
+    /// How strongly verbs select their subjects' and objects' classes, in [0, 1] (the
+    /// dose): with this probability a verb's subject (and object) is drawn from the classes
+    /// its frame allows, otherwise from every noun. Needs `lexicon = "classes"`. Default 0.
+    #[serde(skip_serializing_if = "is_default")]
+    pub selection: f64,
+}
+
+/// Whether `value` is its type's default (keys left out of a written config when they are).
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 impl Default for GrammarSpec {
@@ -240,6 +260,8 @@ impl Default for GrammarSpec {
             plural_prob: 0.5,
             transitive_prob: 0.6,
             mask_fraction: 0.15,
+            lexicon: Lexicon::Animate,
+            selection: 0.0,
         }
     }
 }
@@ -257,8 +279,20 @@ pub(super) struct GrammarTask {
     nouns: Vec<[u32; 2]>,
     transitive_verbs: Vec<[u32; 2]>,
     intransitive_verbs: Vec<[u32; 2]>,
+    /// Each noun's class (classed lexicon; empty for the animate one).
+    noun_classes: Vec<NounClass>,
+    /// Each verb's frame, likewise.
+    transitive_frames: Vec<Frame>,
+    intransitive_frames: Vec<Frame>,
     adjectives: Vec<u32>,
     prepositions: Vec<u32>,
+}
+
+/// A verb chosen before it is written: transitive or not, and its index in that list.
+#[derive(Debug, Clone, Copy)]
+struct VerbChoice {
+    transitive: bool,
+    index: usize,
 }
 
 /// A sentence being drawn: words in order, and each one's head once it is known (a
@@ -328,19 +362,31 @@ fn check_probability(field: &'static str, value: f64) -> Result<(), TaskError> {
     }
 }
 
-/// Checks that each word class takes between one word and its whole built-in list.
+/// Checks that each word class takes between one word and its whole built-in list (the
+/// lexicon's), and that the classed lexicon has a noun of every class.
 fn check_word_counts(spec: &GrammarSpec) -> Result<(), TaskError> {
-    check_count("nouns", spec.nouns, NOUNS.len())?;
-    check_count(
-        "transitive_verbs",
-        spec.transitive_verbs,
-        TRANSITIVE_VERBS.len(),
-    )?;
-    check_count(
-        "intransitive_verbs",
-        spec.intransitive_verbs,
-        INTRANSITIVE_VERBS.len(),
-    )?;
+    let (nouns, transitive, intransitive) = match spec.lexicon {
+        Lexicon::Animate => (
+            NOUNS.len(),
+            TRANSITIVE_VERBS.len(),
+            INTRANSITIVE_VERBS.len(),
+        ),
+        Lexicon::Classes => (
+            CLASSED_NOUNS.len(),
+            CLASSED_TRANSITIVE_VERBS.len(),
+            CLASSED_INTRANSITIVE_VERBS.len(),
+        ),
+    };
+    check_count("nouns", spec.nouns, nouns)?;
+    if spec.lexicon == Lexicon::Classes && spec.nouns < CLASSES.len() {
+        let expected = format!(
+            "{} <= nouns <= {nouns} with lexicon = \"classes\", so that every class has a noun",
+            CLASSES.len()
+        );
+        return Err(super::out_of_range("nouns", spec.nouns, expected));
+    }
+    check_count("transitive_verbs", spec.transitive_verbs, transitive)?;
+    check_count("intransitive_verbs", spec.intransitive_verbs, intransitive)?;
     check_count("adjectives", spec.adjectives, ADJECTIVES.len())?;
     check_count("prepositions", spec.prepositions, PREPOSITIONS.len())
 }
@@ -376,6 +422,13 @@ fn check_probabilities(spec: &GrammarSpec) -> Result<(), TaskError> {
     check_probability("relative_clause_prob", spec.relative_clause_prob)?;
     check_probability("plural_prob", spec.plural_prob)?;
     check_probability("transitive_prob", spec.transitive_prob)?;
+    check_probability("selection", spec.selection)?;
+    if spec.selection > 0.0 && spec.lexicon != Lexicon::Classes {
+        let expected = "selection = 0 with the animate lexicon, whose nouns all belong to one \
+                        class; set lexicon = \"classes\" to give verbs something to select"
+            .to_owned();
+        return Err(super::out_of_range("selection", spec.selection, expected));
+    }
     if !(spec.mask_fraction > 0.0 && spec.mask_fraction <= 1.0) {
         let expected = "0 < mask_fraction <= 1".to_owned();
         return Err(super::out_of_range(
@@ -430,9 +483,50 @@ impl GrammarTask {
                 .map(|&(singular, plural)| [add(singular), add(plural)])
                 .collect::<Vec<_>>()
         };
-        let nouns = pairs(&NOUNS[..spec.nouns]);
-        let transitive_verbs = pairs(&TRANSITIVE_VERBS[..spec.transitive_verbs]);
-        let intransitive_verbs = pairs(&INTRANSITIVE_VERBS[..spec.intransitive_verbs]);
+        let classed = spec.lexicon == Lexicon::Classes;
+        let words = |list: &[(&'static str, &'static str, Frame)], count: usize| {
+            list[..count]
+                .iter()
+                .map(|&(s, p, _)| (s, p))
+                .collect::<Vec<_>>()
+        };
+        let frames = |list: &[(&str, &str, Frame)], count: usize| {
+            list[..count]
+                .iter()
+                .map(|&(_, _, frame)| frame)
+                .collect::<Vec<_>>()
+        };
+        let (nouns, noun_classes) = if classed {
+            let list = &CLASSED_NOUNS[..spec.nouns];
+            let words: Vec<_> = list.iter().map(|&(s, p, _)| (s, p)).collect();
+            (pairs(&words), list.iter().map(|&(_, _, c)| c).collect())
+        } else {
+            (pairs(&NOUNS[..spec.nouns]), Vec::new())
+        };
+        let (transitive_verbs, transitive_frames) = if classed {
+            let list = words(&CLASSED_TRANSITIVE_VERBS, spec.transitive_verbs);
+            (
+                pairs(&list),
+                frames(&CLASSED_TRANSITIVE_VERBS, spec.transitive_verbs),
+            )
+        } else {
+            (
+                pairs(&TRANSITIVE_VERBS[..spec.transitive_verbs]),
+                Vec::new(),
+            )
+        };
+        let (intransitive_verbs, intransitive_frames) = if classed {
+            let list = words(&CLASSED_INTRANSITIVE_VERBS, spec.intransitive_verbs);
+            (
+                pairs(&list),
+                frames(&CLASSED_INTRANSITIVE_VERBS, spec.intransitive_verbs),
+            )
+        } else {
+            (
+                pairs(&INTRANSITIVE_VERBS[..spec.intransitive_verbs]),
+                Vec::new(),
+            )
+        };
         let adjectives = ADJECTIVES[..spec.adjectives]
             .iter()
             .map(|&name| add(name))
@@ -450,6 +544,9 @@ impl GrammarTask {
             nouns,
             transitive_verbs,
             intransitive_verbs,
+            noun_classes,
+            transitive_frames,
+            intransitive_frames,
             adjectives,
             prepositions,
         }
@@ -503,14 +600,72 @@ impl GrammarTask {
         }
     }
 
-    /// A sentence of any length the grammar writes.
+    /// A sentence of any length the grammar writes. With the classed lexicon the main verb
+    /// is chosen first (written after its subject, as always), so that it can select its
+    /// subject; the animate lexicon draws in the order it always has.
     fn draw_unbounded(&self, rng: &mut ChaCha8Rng) -> ParsedSentence {
         let mut draft = Draft::default();
         let number = self.number(rng);
-        let subject = self.noun_phrase(&mut draft, rng, number, 0, true);
-        let verb = self.verb_phrase(&mut draft, rng, number, 0);
+        let choice = self.classed().then(|| self.choose_verb(rng, None));
+        let selects = choice.map(|c| self.frame(c).subject);
+        let subject = self.noun_phrase(&mut draft, rng, number, 0, true, selects);
+        let verb = self.verb_phrase(&mut draft, rng, number, 0, choice);
         draft.attach(subject, verb, Relation::Nsubj);
         draft.finish(verb)
+    }
+
+    fn classed(&self) -> bool {
+        self.spec.lexicon == Lexicon::Classes
+    }
+
+    /// The frame of a chosen verb (classed lexicon only).
+    fn frame(&self, choice: VerbChoice) -> Frame {
+        if choice.transitive {
+            self.transitive_frames[choice.index]
+        } else {
+            self.intransitive_frames[choice.index]
+        }
+    }
+
+    /// Whether a verb phrase is transitive, and which verb: uniform, or (classed lexicon,
+    /// with probability `selection`) among the verbs that take `subject`'s class as subject,
+    /// when any does.
+    fn choose_verb(&self, rng: &mut ChaCha8Rng, subject: Option<NounClass>) -> VerbChoice {
+        let transitive = rng.random_bool(self.spec.transitive_prob);
+        let (count, frames) = if transitive {
+            (self.transitive_verbs.len(), &self.transitive_frames)
+        } else {
+            (self.intransitive_verbs.len(), &self.intransitive_frames)
+        };
+        if let Some(class) = subject.filter(|_| self.spec.selection > 0.0) {
+            let fitting: Vec<usize> = (0..count)
+                .filter(|&i| frames[i].subject.contains(&class))
+                .collect();
+            if rng.random_bool(self.spec.selection) && !fitting.is_empty() {
+                let index = fitting[rng.random_range(0..fitting.len())];
+                return VerbChoice { transitive, index };
+            }
+        }
+        VerbChoice {
+            transitive,
+            index: rng.random_range(0..count),
+        }
+    }
+
+    /// A noun's index: uniform over every noun, or (with `selects`, with probability
+    /// `selection`) over the nouns of the classes a verb selects.
+    fn pick_noun(&self, rng: &mut ChaCha8Rng, selects: Option<&[NounClass]>) -> usize {
+        if let Some(classes) = selects.filter(|_| self.spec.selection > 0.0)
+            && rng.random_bool(self.spec.selection)
+        {
+            let fitting: Vec<usize> = (0..self.nouns.len())
+                .filter(|&i| classes.contains(&self.noun_classes[i]))
+                .collect();
+            if !fitting.is_empty() {
+                return fitting[rng.random_range(0..fitting.len())];
+            }
+        }
+        rng.random_range(0..self.nouns.len())
     }
 
     /// A sentence of `min_words..=max_words` words, by rejection. Should [`MAX_TRIES`] draws
@@ -545,8 +700,8 @@ impl GrammarTask {
         draft.finish(verb)
     }
 
-    /// NP -> Det Adj{0,2} Noun [PP] [RelClause], of `number`, at clause `depth`. Returns the
-    /// noun's position.
+    /// NP -> Det Adj{0,2} Noun [PP] [RelClause], of `number`, at clause `depth`, its noun
+    /// selected by a verb's `selects` (classed lexicon). Returns the noun's position.
     fn noun_phrase(
         &self,
         draft: &mut Draft,
@@ -554,6 +709,7 @@ impl GrammarTask {
         number: Number,
         depth: usize,
         may_take_pp: bool,
+        selects: Option<&[NounClass]>,
     ) -> usize {
         let determiners = match number {
             Number::Singular => &self.singular_determiners,
@@ -575,7 +731,8 @@ impl GrammarTask {
             }
             adjectives.push((draft.push(self.adjectives[index]), index));
         }
-        let noun = draft.push(pick(rng, &self.nouns)[number.index()]);
+        let noun_index = self.pick_noun(rng, selects);
+        let noun = draft.push(self.nouns[noun_index][number.index()]);
         draft.attach(determiner, noun, Relation::Det);
         for (position, _) in adjectives {
             draft.attach(position, noun, Relation::Amod);
@@ -585,31 +742,39 @@ impl GrammarTask {
         }
         if depth < self.spec.clause_depth && rng.random_bool(self.spec.relative_clause_prob) {
             let pronoun = draft.push(self.relative_pronoun);
-            // The clause's verb agrees with the noun it modifies, which is its subject.
-            let verb = self.verb_phrase(draft, rng, number, depth + 1);
+            // The clause's verb agrees with the noun it modifies, which is its subject, and
+            // (classed lexicon) is chosen for it: uniformly when no verb takes the noun's
+            // class as subject (a relative clause on a cake draws any verb).
+            let choice = self
+                .classed()
+                .then(|| self.choose_verb(rng, Some(self.noun_classes[noun_index])));
+            let verb = self.verb_phrase(draft, rng, number, depth + 1, choice);
             draft.attach(pronoun, verb, Relation::Nsubj);
             draft.attach(verb, noun, Relation::Relcl);
         }
         noun
     }
 
-    /// VP -> IntransVerb [PP] | TransVerb NP [PP], agreeing with a subject of `number`.
-    /// Returns the verb's position.
+    /// VP -> IntransVerb [PP] | TransVerb NP [PP], agreeing with a subject of `number`:
+    /// the verb `choice` made beforehand, or one chosen now. Returns the verb's position.
     fn verb_phrase(
         &self,
         draft: &mut Draft,
         rng: &mut ChaCha8Rng,
         number: Number,
         depth: usize,
+        choice: Option<VerbChoice>,
     ) -> usize {
-        let verb = if rng.random_bool(self.spec.transitive_prob) {
-            let verb = draft.push(pick(rng, &self.transitive_verbs)[number.index()]);
+        let choice = choice.unwrap_or_else(|| self.choose_verb(rng, None));
+        let verb = if choice.transitive {
+            let verb = draft.push(self.transitive_verbs[choice.index][number.index()]);
             let object_number = self.number(rng);
-            let object = self.noun_phrase(draft, rng, object_number, depth, true);
+            let selects = self.classed().then(|| self.frame(choice).object);
+            let object = self.noun_phrase(draft, rng, object_number, depth, true, selects);
             draft.attach(object, verb, Relation::Dobj);
             verb
         } else {
-            draft.push(pick(rng, &self.intransitive_verbs)[number.index()])
+            draft.push(self.intransitive_verbs[choice.index][number.index()])
         };
         if rng.random_bool(self.spec.pp_prob) {
             self.prepositional_phrase(draft, rng, verb, depth);
@@ -628,7 +793,7 @@ impl GrammarTask {
         let preposition = draft.push(pick(rng, &self.prepositions));
         draft.attach(preposition, head, Relation::Prep);
         let number = self.number(rng);
-        let object = self.noun_phrase(draft, rng, number, depth, false);
+        let object = self.noun_phrase(draft, rng, number, depth, false, None);
         draft.attach(object, preposition, Relation::Pobj);
     }
 
@@ -865,6 +1030,155 @@ mod tests {
         assert_eq!(print, PINNED_DEFAULT_FINGERPRINT, "got {print:#x}");
     }
 
+    /// The classed lexicon's full lists at a dose of selection, lengths hardly rejected.
+    fn classed(selection: f64) -> GrammarSpec {
+        GrammarSpec {
+            lexicon: Lexicon::Classes,
+            nouns: 36,
+            transitive_verbs: 12,
+            intransitive_verbs: 6,
+            selection,
+            ..wide()
+        }
+    }
+
+    /// Per verb lemma (index into the transitive list), how many objects of each class,
+    /// and how many main-clause subjects fit the verb's frame, out of how many.
+    fn object_counts(task: &GrammarTask, n: usize) -> (Vec<[usize; 6]>, (usize, usize)) {
+        let lemma = |word: u32| task.transitive_verbs.iter().position(|f| f.contains(&word));
+        let noun_class = |word: u32| {
+            let index = task.nouns.iter().position(|f| f.contains(&word))?;
+            Some(task.noun_classes[index])
+        };
+        let class_index = |class| CLASSES.iter().position(|&c| c == class).unwrap();
+        let mut counts = vec![[0usize; 6]; task.transitive_verbs.len()];
+        let (mut fitting_subjects, mut subjects) = (0, 0);
+        for sentence in task.parsed_sentences(n, 21) {
+            for arc in &sentence.arcs {
+                let (dependent, head) = (sentence.words[arc.dependent], sentence.words[arc.head]);
+                match arc.relation {
+                    Relation::Dobj => {
+                        let verb = lemma(head).expect("a dobj's head is a transitive verb");
+                        counts[verb][class_index(noun_class(dependent).unwrap())] += 1;
+                    }
+                    Relation::Nsubj if arc.head == sentence.root => {
+                        let class = noun_class(dependent).expect("the main subject is a noun");
+                        let frame = match lemma(head) {
+                            Some(verb) => task.transitive_frames[verb],
+                            None => {
+                                let verb = task
+                                    .intransitive_verbs
+                                    .iter()
+                                    .position(|f| f.contains(&head))
+                                    .unwrap();
+                                task.intransitive_frames[verb]
+                            }
+                        };
+                        subjects += 1;
+                        fitting_subjects += usize::from(frame.subject.contains(&class));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (counts, (fitting_subjects, subjects))
+    }
+
+    /// Selection 1: no verb ever takes an object (or a main-clause subject) outside its
+    /// frame. Selection 0: a verb's objects are the nouns' own distribution, a sixth of each
+    /// class whatever the verb (within 0.035 of 1/6 on about 1500 objects per verb).
+    /// Selection 0.5: the allowed share is the mixture, 0.5 + 0.5 x (the allowed classes'
+    /// share), within 0.05.
+    #[test]
+    fn selection_is_a_dose_of_fitting_subjects_and_objects() {
+        let strict = task(&classed(1.0));
+        let (counts, (fitting, subjects)) = object_counts(&strict, 20_000);
+        for (verb, classes) in counts.iter().enumerate() {
+            let frame = strict.transitive_frames[verb];
+            for (class, &count) in CLASSES.iter().zip(classes) {
+                if !frame.object.contains(class) {
+                    assert_eq!(count, 0, "verb {verb} took a {class:?} object");
+                }
+            }
+            assert!(
+                classes.iter().sum::<usize>() > 300,
+                "verb {verb}: {classes:?}"
+            );
+        }
+        assert_eq!(fitting, subjects, "every main-clause subject fits its verb");
+
+        let uniform = task(&classed(0.0));
+        let (counts, (fitting, subjects)) = object_counts(&uniform, 20_000);
+        for (verb, classes) in counts.iter().enumerate() {
+            let total: usize = classes.iter().sum();
+            for &count in classes {
+                let share = count as f64 / total as f64;
+                assert!(
+                    (share - 1.0 / 6.0).abs() < 0.035,
+                    "verb {verb}: {classes:?}"
+                );
+            }
+        }
+        let animate_share = fitting as f64 / subjects as f64;
+        assert!(
+            animate_share < 0.5,
+            "subjects ignore the verb: {animate_share}"
+        );
+
+        let half = task(&classed(0.5));
+        let (counts, _) = object_counts(&half, 20_000);
+        for (verb, classes) in counts.iter().enumerate() {
+            let frame = half.transitive_frames[verb];
+            let allowed: usize = CLASSES
+                .iter()
+                .zip(classes)
+                .filter(|(c, _)| frame.object.contains(c))
+                .map(|(_, n)| n)
+                .sum();
+            let share = allowed as f64 / classes.iter().sum::<usize>() as f64;
+            let expected = 0.5 + 0.5 * frame.object.len() as f64 / 6.0;
+            assert!(
+                (share - expected).abs() < 0.05,
+                "verb {verb}: {share} vs {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn selection_needs_the_classed_lexicon_and_every_class() {
+        let error = |spec: GrammarSpec| GrammarTask::new(&spec).unwrap_err().to_string();
+        let message = error(GrammarSpec {
+            selection: 0.5,
+            ..GrammarSpec::default()
+        });
+        assert!(
+            message.starts_with(
+                "task.selection = 0.5 is out of range: expected selection = 0 \
+                                 with the animate lexicon"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("lexicon = \"classes\""), "{message}");
+        let message = error(GrammarSpec {
+            nouns: 5,
+            ..classed(1.0)
+        });
+        assert!(
+            message.starts_with("task.nouns = 5 is out of range: expected 6 <= nouns <= 36"),
+            "{message}"
+        );
+        let message = error(GrammarSpec {
+            transitive_verbs: 13,
+            ..classed(1.0)
+        });
+        assert!(message.contains("1 <= transitive_verbs <= 12"), "{message}");
+        let message = error(classed(1.5));
+        assert!(
+            message.starts_with("task.selection = 1.5 is out of range"),
+            "{message}"
+        );
+    }
+
     /// A spec whose length range rejects almost nothing, so that measured frequencies are
     /// the grammar's own.
     fn wide() -> GrammarSpec {
@@ -901,6 +1215,21 @@ mod tests {
                 min_words: 7,
                 max_words: 9,
                 clause_depth: 3,
+                ..GrammarSpec::default()
+            },
+            GrammarSpec {
+                lexicon: Lexicon::Classes,
+                nouns: 36,
+                transitive_verbs: 12,
+                intransitive_verbs: 6,
+                selection: 1.0,
+                clause_depth: 2,
+                relative_clause_prob: 0.4,
+                ..wide()
+            },
+            GrammarSpec {
+                lexicon: Lexicon::Classes,
+                selection: 0.5,
                 ..GrammarSpec::default()
             },
         ]
@@ -1580,6 +1909,26 @@ mod tests {
         let task = config.task.build(std::path::Path::new(".")).unwrap();
         assert_eq!((task.name(), task.seq_len()), ("grammar", 20));
         assert_eq!(task.input_vocab(), 77 - 2 * 7);
+
+        // The classed lexicon and its dose; a written spec leaves them out at their defaults,
+        // so configs of runs from before they existed read back the same.
+        let text = "[task]\nkind = \"grammar\"\nlexicon = \"classes\"\nselection = 0.75\n";
+        let config: Config = toml::from_str(text).unwrap();
+        let super::super::TaskConfig::Grammar(spec) = &config.task else {
+            panic!("{config:?}")
+        };
+        assert_eq!((spec.lexicon, spec.selection), (Lexicon::Classes, 0.75));
+        let task = config.task.build(std::path::Path::new(".")).unwrap();
+        assert_eq!(
+            task.input_vocab(),
+            77,
+            "12 nouns, 8 + 6 verbs: the default sizes"
+        );
+        let written = toml::to_string(&GrammarSpec::default()).unwrap();
+        assert!(
+            !written.contains("lexicon") && !written.contains("selection"),
+            "{written}"
+        );
 
         let error = toml::from_str::<Config>("[task]\nkind = \"grammar\"\nnoun = 5\n")
             .unwrap_err()
