@@ -53,7 +53,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::lexicon::{
+pub mod lexicon;
+
+use self::lexicon::{
     CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS, CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon,
     NounClass,
 };
