@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use self::dependency::{Arc, ParsedSentence, Relation};
 pub use self::file::FileSpec;
 pub use self::grammar::GrammarSpec;
+pub use self::grammar::ceiling::{ClassCeiling, WordClass};
 pub use self::grammar::lexicon::{Lexicon, NounClass};
 pub use self::neighbors::{Combine, NeighborsSpec};
 pub use self::pairs::{MinimalPair, PairKind};
@@ -406,6 +407,19 @@ impl Task {
     pub fn parsed_sentences(&self, size: usize, seed: u64) -> Vec<ParsedSentence> {
         self.inner().parsed_sentences(size, seed)
     }
+
+    /// For word tasks (`grammar`): the accuracy of the Bayes-optimal predictor (which knows
+    /// the grammar) per class of masked word, on the examples of `eval_set(size, seed)`, the
+    /// ceiling a model's accuracy is read against ([`ClassCeiling`]); empty for other tasks.
+    pub fn ceiling(&self, size: usize, seed: u64) -> Vec<ClassCeiling> {
+        self.inner().ceiling(size, seed)
+    }
+
+    /// The word class of token `id` for word tasks; `None` for other tasks and for
+    /// `<pad>` and `<mask>`.
+    pub fn word_class(&self, id: u32) -> Option<WordClass> {
+        self.inner().word_class(id)
+    }
 }
 
 /// What every task variant provides; [`Task`] dispatches to it.
@@ -423,6 +437,14 @@ trait TaskImpl {
 
     fn parsed_sentences(&self, _size: usize, _seed: u64) -> Vec<ParsedSentence> {
         Vec::new()
+    }
+
+    fn ceiling(&self, _size: usize, _seed: u64) -> Vec<ClassCeiling> {
+        Vec::new()
+    }
+
+    fn word_class(&self, _id: u32) -> Option<WordClass> {
+        None
     }
 
     fn minimal_pair(&self, _kind: PairKind, _rng: &mut ChaCha8Rng) -> Option<MinimalPair> {

@@ -53,7 +53,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub mod ceiling;
 pub mod lexicon;
+
+use self::ceiling::{ClassCeiling, WordClass};
 
 use self::lexicon::{
     CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS, CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon,
@@ -178,7 +181,7 @@ const MIN_REACH_FRACTION: f64 = 0.05;
 const REACH_SEED: u64 = 0x0067_7261_6d6d_6172; // "grammar" in ASCII
 
 /// Grammatical number of a noun, a verb form or a determiner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Number {
     Singular,
     Plural,
@@ -924,6 +927,14 @@ impl TaskImpl for GrammarTask {
             PairKind::Answer => self.agreement_pair(rng),
             PairKind::Route => None,
         }
+    }
+
+    fn ceiling(&self, size: usize, seed: u64) -> Vec<ClassCeiling> {
+        self.bayes_ceiling(size, seed)
+    }
+
+    fn word_class(&self, id: u32) -> Option<WordClass> {
+        self.word_class_of(id)
     }
 
     /// The sentences of `eval_set(size, seed)`, in order, unmasked: the same rng draws the
