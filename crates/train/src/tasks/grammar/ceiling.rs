@@ -74,12 +74,20 @@ pub struct ClassCeiling {
     pub standard_error: f64,
 }
 
+/// What a noun phrase's ends depend on: its number, clause depth, whether it may take a PP,
+/// the classes a verb selects for it (a bit mask), and where it starts.
+type NounPhraseKey = (Number, usize, bool, Option<u8>, usize);
+
+/// What a verb phrase's ends depend on: number, depth, the verb chosen (transitive, index)
+/// if it was chosen beforehand, and where it starts.
+type VerbPhraseKey = (Number, usize, Option<(bool, usize)>, usize);
+
 /// Probabilities of constituents over one masked input, memoized.
 struct Inside<'a> {
     task: &'a GrammarTask,
     observed: &'a Observed,
-    noun_phrases: HashMap<(Number, usize, bool, Option<u8>, usize), Ends>,
-    verb_phrases: HashMap<(Number, usize, Option<(bool, usize)>, usize), Ends>,
+    noun_phrases: HashMap<NounPhraseKey, Ends>,
+    verb_phrases: HashMap<VerbPhraseKey, Ends>,
 }
 
 /// The set of classes a verb selects, as a bit mask (a memo key).

@@ -1250,7 +1250,7 @@ mod tests {
 
     /// What kind of word a vocabulary entry is.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    enum WordClass {
+    enum Category {
         /// `<pad>` or `<mask>`.
         Special,
         /// A determiner and the noun number it goes with (`None`: either).
@@ -1265,7 +1265,7 @@ mod tests {
     }
 
     /// The class of word `id`, read from the id lists the grammar draws from.
-    fn class_of(task: &GrammarTask, id: u32) -> WordClass {
+    fn class_of(task: &GrammarTask, id: u32) -> Category {
         let number_in = |pairs: &[[u32; 2]]| {
             pairs
                 .iter()
@@ -1278,44 +1278,44 @@ mod tests {
         let singular = task.singular_determiners.contains(&id);
         let plural = task.plural_determiners.contains(&id);
         if id < 2 {
-            WordClass::Special
+            Category::Special
         } else if singular || plural {
-            WordClass::Determiner(match (singular, plural) {
+            Category::Determiner(match (singular, plural) {
                 (true, true) => None,
                 (true, false) => Some(Number::Singular),
                 _ => Some(Number::Plural),
             })
         } else if id == task.relative_pronoun {
-            WordClass::Relative
+            Category::Relative
         } else if let Some(number) = number_in(&task.nouns) {
-            WordClass::Noun(number)
+            Category::Noun(number)
         } else if let Some(number) = number_in(&task.transitive_verbs) {
-            WordClass::TransitiveVerb(number)
+            Category::TransitiveVerb(number)
         } else if let Some(number) = number_in(&task.intransitive_verbs) {
-            WordClass::IntransitiveVerb(number)
+            Category::IntransitiveVerb(number)
         } else if task.adjectives.contains(&id) {
-            WordClass::Adjective
+            Category::Adjective
         } else if task.prepositions.contains(&id) {
-            WordClass::Preposition
+            Category::Preposition
         } else {
             panic!("word {id} is in no list of the grammar")
         }
     }
 
-    fn class(task: &GrammarTask, sentence: &ParsedSentence, position: usize) -> WordClass {
+    fn class(task: &GrammarTask, sentence: &ParsedSentence, position: usize) -> Category {
         class_of(task, sentence.words[position])
     }
 
-    fn verb_number(class: WordClass) -> Option<Number> {
+    fn verb_number(class: Category) -> Option<Number> {
         match class {
-            WordClass::TransitiveVerb(n) | WordClass::IntransitiveVerb(n) => Some(n),
+            Category::TransitiveVerb(n) | Category::IntransitiveVerb(n) => Some(n),
             _ => None,
         }
     }
 
-    fn noun_number(class: WordClass) -> Option<Number> {
+    fn noun_number(class: Category) -> Option<Number> {
         match class {
-            WordClass::Noun(n) => Some(n),
+            Category::Noun(n) => Some(n),
             _ => None,
         }
     }
@@ -1367,7 +1367,7 @@ mod tests {
 
     #[test]
     fn relations_join_the_right_word_classes() {
-        use WordClass::*;
+        use Category::*;
         for spec in varied_specs() {
             let task = task(&spec);
             for sentence in task.parsed_sentences(2000, 2) {
@@ -1425,10 +1425,10 @@ mod tests {
                     let dependent = class(&task, &sentence, arc.dependent);
                     let head = class(&task, &sentence, arc.head);
                     match (arc.relation, dependent) {
-                        (Relation::Nsubj, WordClass::Noun(number)) => {
+                        (Relation::Nsubj, Category::Noun(number)) => {
                             assert_eq!(verb_number(head), Some(number), "{sentence:?}");
                         }
-                        (Relation::Nsubj, WordClass::Relative) => {
+                        (Relation::Nsubj, Category::Relative) => {
                             // "that"'s verb agrees with the noun the clause modifies.
                             let Some((antecedent, Relation::Relcl)) = heads[arc.head] else {
                                 panic!("a relative verb without relcl in {sentence:?}");
@@ -1437,7 +1437,7 @@ mod tests {
                             assert_eq!(noun_number(antecedent), verb_number(head));
                             checked_relative += 1;
                         }
-                        (Relation::Det, WordClass::Determiner(Some(number))) => {
+                        (Relation::Det, Category::Determiner(Some(number))) => {
                             assert_eq!(noun_number(head), Some(number), "{sentence:?}");
                         }
                         (Relation::Relcl, _) => {
@@ -1542,13 +1542,13 @@ mod tests {
         };
         let plural_subjects = sentences
             .iter()
-            .filter(|s| subject_of_root(s) == Some(WordClass::Noun(Number::Plural)))
+            .filter(|s| subject_of_root(s) == Some(Category::Noun(Number::Plural)))
             .count();
         assert_rate("plural subjects", plural_subjects, size, spec.plural_prob);
 
         let transitive = sentences
             .iter()
-            .filter(|s| matches!(class(&task, s, s.root), WordClass::TransitiveVerb(_)))
+            .filter(|s| matches!(class(&task, s, s.root), Category::TransitiveVerb(_)))
             .count();
         assert_rate(
             "transitive main verbs",
@@ -1561,7 +1561,7 @@ mod tests {
         let (mut nouns, mut with_adjective) = (0, 0);
         for sentence in &sentences {
             for (position, &word) in sentence.words.iter().enumerate() {
-                if matches!(class_of(&task, word), WordClass::Noun(_)) {
+                if matches!(class_of(&task, word), Category::Noun(_)) {
                     nouns += 1;
                     with_adjective +=
                         usize::from(dependents(sentence, position, Relation::Amod) > 0);
