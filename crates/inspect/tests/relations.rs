@@ -121,6 +121,40 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
             fraction(&pair["head_to_dependent"]);
         }
     }
+    // The ceiling: per class of masked word, the Bayes-optimal accuracy beside the model's
+    // on the same examples. "the" and "some" go with either number, so no predictor gets
+    // every determiner right; nor can one do worse than a uniform guess among the 8.
+    let ceiling = read_json(&report.join("ceiling.json"));
+    assert_eq!(
+        ceiling["examples"],
+        inspect::measures::ceiling::CEILING_EXAMPLES
+    );
+    let classes = ceiling["classes"].as_array().unwrap();
+    let named: Vec<&str> = classes
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    for class in ["determiner", "noun", "verb"] {
+        assert!(named.contains(&class), "{named:?}");
+    }
+    let mut masked = 0;
+    let mut model_sum = 0.0;
+    for class in classes {
+        let bayes = fraction(&class["ceiling"]);
+        let model = fraction(&class["model"]);
+        assert!(class["ceiling_standard_error"].as_f64().unwrap() >= 0.0);
+        let n = class["masked"].as_u64().unwrap();
+        masked += n;
+        model_sum += model * n as f64;
+        if class["class"] == "determiner" {
+            assert!((1.0 / 8.0..0.95).contains(&bayes), "{class}");
+        }
+    }
+    assert!(
+        masked > 500,
+        "about 1.4 masked words per sentence: {masked}"
+    );
+    assert!((model_sum / masked as f64 - ceiling["model"].as_f64().unwrap()).abs() < 1e-9);
     assert!(report.join("figures/relations.png").is_file());
     let page = std::fs::read_to_string(report.join("index.html")).unwrap();
     assert!(page.contains("figures/relations.png"));
@@ -167,6 +201,7 @@ fn a_task_without_parses_gets_no_relations() {
     inspect(&run);
     let report = run.join("inspect");
     assert!(!report.join("relations.json").exists());
+    assert!(!report.join("ceiling.json").exists());
     assert!(!report.join("figures/relations.png").exists());
     let heads = read_json(&report.join("heads.json"));
     for head in heads.as_array().unwrap() {

@@ -10,8 +10,11 @@
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
 //! - [`logit_lens`]: each layer's residual stream read through the output layer.
+//! - [`ceiling`]: the model's accuracy per class of masked word against the Bayes-optimal
+//!   predictor's (word tasks).
 
 pub mod attribution;
+pub mod ceiling;
 pub mod divergence;
 pub mod heads;
 pub mod importance;

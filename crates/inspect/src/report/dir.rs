@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use crate::circuits::Circuits;
 use crate::interventions::patching::Patching;
 use crate::interventions::pruning::Pruning;
+use crate::measures::ceiling::Ceiling;
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::HeadRecord;
 use crate::measures::logit_lens::LogitLens;
@@ -45,6 +46,8 @@ pub const PRUNING: &str = "pruning.json";
 pub const SUMMARY: &str = "summary.json";
 /// `relations.json`.
 pub const RELATIONS: &str = "relations.json";
+/// `ceiling.json`.
+pub const CEILING: &str = "ceiling.json";
 /// `logit_lens.json`.
 pub const LOGIT_LENS: &str = "logit_lens.json";
 /// `patching.json`.
@@ -239,6 +242,13 @@ pub const FILES: &[ReportFile] = &[
          each direction with whether it beats the baseline",
     ),
     file(
+        CEILING,
+        Presence::WordTask,
+        "the model's accuracy per class of masked word against the ceiling, the accuracy of \
+         the Bayes-optimal predictor that knows the grammar and sees what the model sees, on \
+         the same masked examples",
+    ),
+    file(
         DIVERGENCE,
         Presence::Snapshots,
         "per snapshot and layer: mean pairwise qk_cosine, ov_cosine, pattern_js",
@@ -399,6 +409,9 @@ impl JsonFile for Summary {
 }
 impl JsonFile for Relations {
     const NAME: &'static str = RELATIONS;
+}
+impl JsonFile for Ceiling {
+    const NAME: &'static str = CEILING;
 }
 impl JsonFile for Trajectories {
     const NAME: &'static str = TRAJECTORIES;

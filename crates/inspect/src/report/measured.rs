@@ -15,6 +15,7 @@ use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;
+use crate::measures::ceiling::{self, Ceiling};
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::{HeadRecord, measure_heads};
 use crate::measures::importance::spearman;
@@ -55,6 +56,8 @@ pub struct Measured {
     pub logit_lens: LogitLens,
     /// `patching.json` (none for tasks without minimal pairs, or when turned off).
     pub patching: Option<Patching>,
+    /// `ceiling.json` (word tasks only).
+    pub ceiling: Option<Ceiling>,
 }
 
 impl Measured {
@@ -131,6 +134,7 @@ pub fn measure(
         .patching
         .then(|| patching(model, task, config.seed, device))
         .flatten();
+    let ceiling = ceiling::ceiling(model, task, config.seed, device);
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
@@ -147,5 +151,6 @@ pub fn measure(
         trajectories,
         logit_lens,
         patching,
+        ceiling,
     })
 }

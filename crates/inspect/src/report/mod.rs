@@ -194,6 +194,9 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
     if let Some(relations) = &measured.relations {
         files.push(dir.write_json(relations)?);
     }
+    if let Some(ceiling) = &measured.ceiling {
+        files.push(dir.write_json(ceiling)?);
+    }
     if !measured.divergence.is_empty() {
         files.push(dir.write_divergence(&measured.divergence)?);
     }
