@@ -143,6 +143,9 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
         let bayes = fraction(&class["ceiling"]);
         let model = fraction(&class["model"]);
         assert!(class["ceiling_standard_error"].as_f64().unwrap() >= 0.0);
+        let n = class["masked"].as_u64().unwrap() as f64;
+        let expected_error = (model * (1.0 - model) / n).sqrt();
+        assert!((class["model_standard_error"].as_f64().unwrap() - expected_error).abs() < 1e-12);
         let n = class["masked"].as_u64().unwrap();
         masked += n;
         model_sum += model * n as f64;

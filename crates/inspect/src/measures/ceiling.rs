@@ -50,6 +50,9 @@ pub struct ClassAgainstCeiling {
     pub ceiling_standard_error: f64,
     /// The model's accuracy on them (its most probable class right).
     pub model: f64,
+    /// Its standard error, `sqrt(model (1 - model) / masked)`: the realized right and wrong
+    /// answers are noisier than the ceiling's expected ones, so compare the two with this.
+    pub model_standard_error: f64,
     /// `model / ceiling` (null when the ceiling is 0).
     pub fraction_of_ceiling: Option<f64>,
 }
@@ -76,6 +79,7 @@ pub fn ceiling(model: &Encoder, task: &Task, seed: u64, device: &Device) -> Opti
                 ceiling: c.accuracy,
                 ceiling_standard_error: c.standard_error,
                 model,
+                model_standard_error: (model * (1.0 - model) / masked.max(1) as f64).sqrt(),
                 fraction_of_ceiling: (c.accuracy > 0.0).then(|| model / c.accuracy),
             }
         })
