@@ -9,6 +9,7 @@ use inspect::draw::figures::{Area, DrawResult, FONT, FigureError, render};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+use crate::report::aggregate::{EstimateJson, PointReport, RelationAcrossSeeds};
 use crate::report::collect::RunRow;
 use crate::stats::Estimate;
 
@@ -145,4 +146,194 @@ fn short(point: &str) -> String {
         .map(|part| part.rsplit_once('=').map_or(part, |(_, v)| v))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `relations.png`: per relation and direction (one panel each), across grid points, the
+/// seeds' best head's score with its 95% interval (black), the same on untrained models of
+/// the same seeds (grey) and the best fixed offset's score (dashed): where the black line
+/// leaves both, training made a head that tracks the relation.
+pub fn relations(path: &Path, points: &[PointReport]) -> Result<(), FigureError> {
+    // (relation, direction) in the first point's order.
+    let panels: Vec<(String, &str)> = points
+        .iter()
+        .flat_map(|p| {
+            p.relations
+                .iter()
+                .map(|r| (r.relation.clone(), r.direction))
+        })
+        .fold(Vec::new(), |mut seen, key| {
+            if !seen.contains(&key) {
+                seen.push(key);
+            }
+            seen
+        });
+    let columns = 2;
+    let rows = panels.len().div_ceil(columns).max(1);
+    let width = (300 + 60 * points.len() as u32).clamp(420, 900);
+    render(
+        path,
+        (width * columns as u32, 260 * rows as u32 + 30),
+        |root| {
+            let (title, grid) = root.split_vertically(30);
+            title.titled(
+            "Best head per relation across grid points: trained (black), untrained (grey), best offset (dashed)",
+            (FONT, 15),
+        )?;
+            let areas = grid.split_evenly((rows, columns));
+            for ((relation, direction), area) in panels.iter().zip(&areas) {
+                let series: Vec<Option<&RelationAcrossSeeds>> = points
+                    .iter()
+                    .map(|p| {
+                        p.relations
+                            .iter()
+                            .find(|r| &r.relation == relation && r.direction == *direction)
+                    })
+                    .collect();
+                relation_panel(area, relation, direction, points, &series)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// One relation and direction across the grid points.
+fn relation_panel(
+    area: &Area,
+    relation: &str,
+    direction: &str,
+    points: &[PointReport],
+    series: &[Option<&RelationAcrossSeeds>],
+) -> DrawResult {
+    let n = points.len().max(1) as f64;
+    let arrow = if direction == "dependent_to_head" {
+        "dep -> head"
+    } else {
+        "head -> dep"
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(format!("{relation}, {arrow}"), (FONT, 13))
+        .margin(8)
+        .x_label_area_size(30)
+        .y_label_area_size(40)
+        .build_cartesian_2d(-0.5..n - 0.5, 0.0..1.0)?;
+    let labels: Vec<String> = points.iter().map(|p| short(&p.point)).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(points.len() + 1)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("score")
+        .label_style((FONT, 10))
+        .axis_desc_style((FONT, 11))
+        .draw()?;
+    type Pick = fn(&RelationAcrossSeeds) -> Option<&EstimateJson>;
+    let lines: [(Pick, RGBColor, f64); 3] = [
+        (
+            |r| r.untrained_best_score.as_ref(),
+            RGBColor(150, 150, 150),
+            -0.08,
+        ),
+        (|r| Some(&r.baseline), RGBColor(90, 90, 200), 0.0),
+        (|r| Some(&r.best_score), BLACK, 0.08),
+    ];
+    for (index, (pick, colour, shift)) in lines.into_iter().enumerate() {
+        let estimates: Vec<(f64, &EstimateJson)> = series
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i as f64 + shift, pick((*r)?)?)))
+            .collect();
+        let path: Vec<(f64, f64)> = estimates.iter().map(|(x, e)| (*x, e.mean)).collect();
+        if index == 1 {
+            // The baseline, dashed.
+            chart.draw_series(DashedLineSeries::new(path, 6, 4, colour.stroke_width(2)))?;
+        } else {
+            chart.draw_series(LineSeries::new(path, colour.stroke_width(2)))?;
+        }
+        for (x, e) in estimates {
+            let half = e.ci95.unwrap_or(0.0);
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x, e.mean - half), (x, e.mean + half)],
+                colour.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(Circle::new(
+                (x, e.mean),
+                3,
+                colour.filled(),
+            )))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn estimate(mean: f64) -> EstimateJson {
+        EstimateJson {
+            n: 16,
+            mean,
+            ci95: Some(0.05),
+        }
+    }
+
+    /// Two grid points, one relation in both directions: the figure is drawn, as PNG and
+    /// as SVG with the panels' captions as text.
+    #[test]
+    fn the_relations_figure_draws_every_relation_and_direction() {
+        let point = |name: &str, score: f64| PointReport {
+            point: name.to_string(),
+            runs: 16,
+            planned: 16,
+            estimates: BTreeMap::new(),
+            reached_99: 0,
+            roles: Vec::new(),
+            slots: Vec::new(),
+            matching_note: None,
+            relations: ["dependent_to_head", "head_to_dependent"]
+                .into_iter()
+                .map(|direction| RelationAcrossSeeds {
+                    relation: "dobj".to_string(),
+                    direction,
+                    best_score: estimate(score),
+                    baseline: estimate(0.7),
+                    baseline_offset: -2,
+                    beats_baseline: 3,
+                    untrained_beats_baseline: Some(0),
+                    untrained_best_score: Some(estimate(0.3)),
+                    drop_on_relation: None,
+                    drop_elsewhere: None,
+                    of: 16,
+                    best_layers: BTreeMap::new(),
+                })
+                .collect(),
+        };
+        let points = [
+            point("g task.selection=0.0", 0.4),
+            point("g task.selection=1.0", 0.9),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        relations(&dir.path().join("relations.png"), &points).unwrap();
+        // A PNG's signature, then its IHDR chunk: width and height, big-endian.
+        let bytes = std::fs::read(dir.path().join("relations.png")).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let size = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        let (width, height) = (size(16), size(20));
+        assert!(width >= 800 && height >= 250, "{width}x{height}");
+        relations(&dir.path().join("relations.svg"), &points).unwrap();
+        let svg = std::fs::read_to_string(dir.path().join("relations.svg")).unwrap();
+        assert!(
+            svg.contains("dobj, dep -&gt; head") && svg.contains("dobj, head -&gt; dep"),
+            "{svg}"
+        );
+    }
 }

@@ -5,7 +5,8 @@
 //! - [`heads`]: one record per head (`heads.json`), gathering every measure below.
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
-//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks).
+//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks);
+//!   [`relation_ablation`]: what zeroing each relation's best head costs on its dependents.
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
@@ -22,6 +23,7 @@ pub mod logit_lens;
 pub mod matching;
 pub mod norms;
 pub mod patterns;
+pub mod relation_ablation;
 pub mod relations;
 pub mod similarity;
 pub mod trajectories;

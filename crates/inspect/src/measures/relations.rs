@@ -88,6 +88,14 @@ pub struct BestHead {
     pub score: f64,
     /// Whether the score is above the baseline's (strictly).
     pub beats_baseline: bool,
+    /// Eval token accuracy lost on masked words that are this relation's dependents (an
+    /// object noun for `dobj`) when this head is zeroed ([`super::relation_ablation`]);
+    /// null in a file written before it existed, or with no such masked word.
+    #[serde(default)]
+    pub drop_on_relation: Option<f64>,
+    /// The same on every other masked word.
+    #[serde(default)]
+    pub drop_elsewhere: Option<f64>,
 }
 
 /// The best head of a relation in each direction.
@@ -368,12 +376,16 @@ fn best_head(
             head: 0,
             score: 0.0,
             beats_baseline: false,
+            drop_on_relation: None,
+            drop_elsewhere: None,
         },
         |h| BestHead {
             layer: h.layer,
             head: h.head,
             score: score(h),
             beats_baseline: score(h) > baseline.score,
+            drop_on_relation: None,
+            drop_elsewhere: None,
         },
     )
 }

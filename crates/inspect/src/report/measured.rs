@@ -20,6 +20,7 @@ use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::{HeadRecord, measure_heads};
 use crate::measures::importance::spearman;
 use crate::measures::logit_lens::{LogitLens, logit_lens};
+use crate::measures::relation_ablation;
 use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::trajectories::{self, Trajectories};
@@ -94,7 +95,10 @@ pub fn measure(
     let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
-    let relations = relations::measure_relations(task, model, config.seed, device);
+    let mut relations = relations::measure_relations(task, model, config.seed, device);
+    if let Some(relations) = relations.as_mut() {
+        relation_ablation::add_relation_ablation(relations, task, model, config.seed, device);
+    }
     let eval = eval_examples(config, task);
     let (mut heads, eval_token_acc) =
         measure_heads(loaded, &eval, probe, &layers, &circuits, relations.as_ref());

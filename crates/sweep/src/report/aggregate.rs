@@ -62,6 +62,13 @@ pub struct RelationAcrossSeeds {
     pub beats_baseline: usize,
     /// Untrained models (same configs and seeds) whose best head beats it: the null.
     pub untrained_beats_baseline: Option<usize>,
+    /// The untrained models' best head's score, over seeds (null when not measured).
+    pub untrained_best_score: Option<EstimateJson>,
+    /// Eval token accuracy lost on the relation's masked dependents when the best head is
+    /// zeroed, over seeds (null for reports written before it existed).
+    pub drop_on_relation: Option<EstimateJson>,
+    /// The same on every other masked word.
+    pub drop_elsewhere: Option<EstimateJson>,
     /// Seeds counted.
     pub of: usize,
     /// Layer -> seeds whose best head sits in it.
@@ -413,6 +420,27 @@ fn relations_across_seeds(
                         .filter(|r| pick(&r.best).beats_baseline)
                         .count()
                 }),
+                untrained_best_score: Estimate::of(
+                    &nulls
+                        .iter()
+                        .map(|r| pick(&r.best).score)
+                        .collect::<Vec<_>>(),
+                )
+                .map(Into::into),
+                drop_on_relation: Estimate::of(
+                    &best
+                        .iter()
+                        .filter_map(|b| b.drop_on_relation)
+                        .collect::<Vec<_>>(),
+                )
+                .map(Into::into),
+                drop_elsewhere: Estimate::of(
+                    &best
+                        .iter()
+                        .filter_map(|b| b.drop_elsewhere)
+                        .collect::<Vec<_>>(),
+                )
+                .map(Into::into),
                 of: seeds.len(),
                 best_layers,
             });
@@ -448,6 +476,8 @@ mod tests {
             head: 0,
             score,
             beats_baseline: score > baseline,
+            drop_on_relation: Some(0.1),
+            drop_elsewhere: None,
         };
         Relations {
             sentences: 10,
@@ -490,6 +520,11 @@ mod tests {
         assert!((forward.baseline.mean - 0.7).abs() < 1e-12);
         assert_eq!(forward.baseline_offset, 1);
         assert_eq!(forward.best_layers, BTreeMap::from([(0, 1), (1, 2)]));
+        // The untrained best head's score over the one null, and the drops over seeds (each
+        // seed's best head costs 0.1 on the dependents; none has a drop elsewhere).
+        assert!((forward.untrained_best_score.as_ref().unwrap().mean - 0.2).abs() < 1e-12);
+        assert!((forward.drop_on_relation.as_ref().unwrap().mean - 0.1).abs() < 1e-12);
+        assert!(forward.drop_elsewhere.is_none());
         let backward = &summary[1];
         assert_eq!(backward.direction, "head_to_dependent");
         assert_eq!(backward.beats_baseline, 0);

@@ -10,6 +10,7 @@ use inspect::circuits::Circuits;
 use inspect::interventions::patching::{PairPatching, Patching};
 use inspect::interventions::path_patching::PathChannel;
 use inspect::interventions::pruning::Pruning;
+use inspect::measures::ceiling::Ceiling;
 use inspect::measures::divergence::DivergencePoint;
 use inspect::measures::heads::HeadRecord;
 use inspect::measures::relations::Relations;
@@ -19,6 +20,7 @@ use model::HeadId;
 use serde::Serialize;
 use train::RunDir;
 use train::metrics::MetricsRecord;
+use train::tasks::WordClass;
 
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::{RunState, SweepOut, run_state};
@@ -55,7 +57,7 @@ pub struct RunRow {
 /// The numbers of a run, in table order: key, column title, decimals. A run has a number
 /// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
 /// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
-pub const NUMBERS: [(&str, &str, usize); 36] = [
+pub const NUMBERS: [(&str, &str, usize); 42] = [
     ("eval_token_acc", "eval token acc", 4),
     ("eval_seq_acc", "eval seq acc", 4),
     ("steps_to_99", "steps to 99%", 0),
@@ -113,6 +115,12 @@ pub const NUMBERS: [(&str, &str, usize); 36] = [
     ("route_layer_path_q", "L0 -> L1 through Q (route pairs)", 3),
     ("route_layer_path_k", "L0 -> L1 through K (route pairs)", 3),
     ("route_layer_path_v", "L0 -> L1 through V (route pairs)", 3),
+    ("ceiling", "ceiling (Bayes-optimal accuracy)", 3),
+    ("model_over_ceiling", "accuracy / ceiling", 3),
+    ("noun_ceiling", "noun ceiling", 3),
+    ("noun_accuracy", "noun accuracy", 3),
+    ("verb_ceiling", "verb ceiling", 3),
+    ("verb_accuracy", "verb accuracy", 3),
     ("attention_params", "attention params", 0),
     ("n_params", "all params", 0),
     ("total_heads", "heads (all layers)", 0),
@@ -181,7 +189,28 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
     if let Ok(patching) = report.read_json::<Patching>() {
         add_patching_numbers(&mut row, &patching);
     }
+    if let Ok(ceiling) = report.read_json::<Ceiling>() {
+        add_ceiling_numbers(&mut row.numbers, &ceiling);
+    }
     row
+}
+
+/// From `ceiling.json` (word tasks): the ceiling and the model's share of it over every
+/// masked word, and both for masked nouns and verbs.
+pub fn add_ceiling_numbers(numbers: &mut BTreeMap<&'static str, f64>, ceiling: &Ceiling) {
+    numbers.insert("ceiling", ceiling.ceiling);
+    if ceiling.ceiling > 0.0 {
+        numbers.insert("model_over_ceiling", ceiling.model / ceiling.ceiling);
+    }
+    for (class, ceiling_key, model_key) in [
+        (WordClass::Noun, "noun_ceiling", "noun_accuracy"),
+        (WordClass::Verb, "verb_ceiling", "verb_accuracy"),
+    ] {
+        if let Some(row) = ceiling.classes.iter().find(|c| c.class == class) {
+            numbers.insert(ceiling_key, row.ceiling);
+            numbers.insert(model_key, row.model);
+        }
+    }
 }
 
 /// From `heads.json`: the largest and smallest drop under each ablation, and each head's

@@ -76,6 +76,13 @@ pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport
             files.push(path);
         }
     }
+    if points.iter().any(|p| !p.relations.is_empty()) {
+        for extension in ["png", "svg"] {
+            let path = figures.join(format!("relations.{extension}"));
+            crate::figures::relations(&path, &points)?;
+            files.push(path);
+        }
+    }
     let mut report = SweepReport {
         sweep: sweep.name.clone(),
         grid_keys: sweep.grid_keys.clone(),
