@@ -5,10 +5,12 @@
 # heads matched across seeds). Copies each report and the figures the README shows into
 # docs/experiments/.
 #
-# Usage: scripts/experiments.sh [SWEEP...]   (default: all six)
+# Usage: scripts/experiments.sh [SWEEP...]   (default: all seven)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
-# On this project's 2-core machine the six take about 4 hours with 2 workers.
+# On this project's 2-core machine the first six took about 4 hours with 2 workers (before
+# the fused kernels; symmetry and specialise now take 9 and 5 minutes), grammar-selection
+# about 90 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace --bins
@@ -17,7 +19,7 @@ docs=docs/experiments
 mkdir -p "$docs"
 
 if [ "$#" -eq 0 ]; then
-    set -- symmetry specialise seeds-difference seeds-recall layouts grammar
+    set -- symmetry specialise seeds-difference seeds-recall layouts grammar grammar-selection
 fi
 workers=()
 if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
@@ -36,7 +38,8 @@ for sweep in "$@"; do
     "$bin/sweep" report "$file" >/dev/null
     report="runs/$sweep/_sweep/report"
     cp "$report/report.md" "$docs/$sweep.md"
-    for figure in "$report"/figures/*.png; do
+    for figure in "$report"/figures/*.png "$report"/figures/*.svg; do
+        [ -f "$figure" ] || continue
         cp "$figure" "$docs/$sweep-$(basename "$figure")"
     done
 done
@@ -55,3 +58,5 @@ copy runs/seeds-recall/_sweep/report/matching/seeds-recall/matched-attention.png
     seeds-recall-matched.png
 copy runs/grammar/grammar-s0/inspect/figures/relations.png grammar-relations.png
 copy runs/grammar/grammar-s0/inspect/figures/attention.png grammar-attention.png
+copy runs/grammar-selection/grammar-selection-1.0-s0/inspect/figures/relations.png \
+    grammar-selection-1.0-relations.png
