@@ -13,7 +13,7 @@ use train::batch::{Batch, mix_seed};
 use train::tasks::{Example, ParsedSentence, Task};
 use train::tensor_file::HostTensor;
 
-use crate::measures::relations::Relations;
+use crate::measures::relations::{Relations, category_names};
 
 /// Masked examples the drops are measured on: about 2800 masked words with the default
 /// grammar, some 200 of them objects.
@@ -50,10 +50,10 @@ pub fn add_relation_ablation(
             let without = ablated
                 .entry(id)
                 .or_insert_with(|| right_answers(model, &examples, Some(id), device));
-            let drop = |on: &dyn Fn(Option<&str>) -> bool| {
+            let drop = |on: &dyn Fn(&[&str]) -> bool| {
                 let (mut lost, mut count) = (0.0, 0usize);
                 for (i, word) in masked.iter().enumerate() {
-                    if on(word.as_deref()) {
+                    if on(word) {
                         lost += f64::from(u8::from(all_on[i])) - f64::from(u8::from(without[i]));
                         count += 1;
                     }
@@ -61,25 +61,27 @@ pub fn add_relation_ablation(
                 (count > 0).then(|| lost / count as f64)
             };
             let name = relation.relation.as_str();
-            best.drop_on_relation = drop(&|r| r == Some(name));
-            best.drop_elsewhere = drop(&|r| r != Some(name));
+            best.drop_on_relation = drop(&|r| r.contains(&name));
+            best.drop_elsewhere = drop(&|r| !r.contains(&name));
         }
     }
 }
 
-/// Per masked word, in order of example and position: the relation of its arc as a
-/// dependent (`None` for the main verb, which has none).
-fn masked_words(examples: &[Example], sentences: &[ParsedSentence]) -> Vec<Option<String>> {
+/// Per masked word, in order of example and position: the categories of its arc as a
+/// dependent (its relation, and `nsubj_past_noun` where it applies; none for the main verb,
+/// which has no arc).
+fn masked_words(examples: &[Example], sentences: &[ParsedSentence]) -> Vec<Vec<&'static str>> {
     let mut words = Vec::new();
     for (example, sentence) in examples.iter().zip(sentences) {
         for (position, target) in example.target.iter().enumerate() {
             if target.is_some() {
-                let relation = sentence
+                let categories = sentence
                     .arcs
                     .iter()
                     .find(|arc| arc.dependent == position)
-                    .map(|arc| arc.relation.name().to_string());
-                words.push(relation);
+                    .map(|arc| category_names(sentence, arc))
+                    .unwrap_or_default();
+                words.push(categories);
             }
         }
     }

@@ -31,7 +31,7 @@ use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
 use train::batch::{Batch, mix_seed};
-use train::tasks::{Example, ParsedSentence, Relation, Task};
+use train::tasks::{Arc, Example, ParsedSentence, Relation, Task};
 use train::tensor_file::HostTensor;
 
 /// Sentences scored per report: enough arcs of every relation for fractions to about two
@@ -161,7 +161,8 @@ pub struct RelationHits {
     n_layers: usize,
     n_heads: usize,
     sentences: usize,
-    /// Arcs per relation, in [`Relation::ALL`]'s order.
+    /// Arcs per category: the relations in [`Relation::ALL`]'s order, then
+    /// [`PAST_A_NOUN`].
     arcs: Vec<usize>,
     /// Tie-credited hits, `[relation][layer * n_heads + head]`.
     dependent_to_head: Vec<Vec<f64>>,
@@ -174,7 +175,7 @@ pub struct RelationHits {
 impl RelationHits {
     /// Nothing counted yet, for a model of `n_layers` x `n_heads`.
     pub fn new(n_layers: usize, n_heads: usize) -> Self {
-        let relations = Relation::ALL.len();
+        let relations = CATEGORIES;
         Self {
             n_layers,
             n_heads,
@@ -218,21 +219,23 @@ impl RelationHits {
                     };
                     let column = l * self.n_heads + h;
                     for arc in &sentence.arcs {
-                        let r = relation_index(arc.relation);
-                        self.dependent_to_head[r][column] +=
-                            argmax_credit(row(arc.dependent), arc.head);
-                        self.head_to_dependent[r][column] +=
-                            argmax_credit(row(arc.head), arc.dependent);
+                        for r in categories(sentence, arc) {
+                            self.dependent_to_head[r][column] +=
+                                argmax_credit(row(arc.dependent), arc.head);
+                            self.head_to_dependent[r][column] +=
+                                argmax_credit(row(arc.head), arc.dependent);
+                        }
                     }
                 }
             }
         }
         for sentence in sentences {
             for arc in &sentence.arcs {
-                let r = relation_index(arc.relation);
-                self.arcs[r] += 1;
-                let offset = arc.head as i64 - arc.dependent as i64;
-                *self.offsets[r].entry(offset).or_insert(0) += 1;
+                for r in categories(sentence, arc) {
+                    self.arcs[r] += 1;
+                    let offset = arc.head as i64 - arc.dependent as i64;
+                    *self.offsets[r].entry(offset).or_insert(0) += 1;
+                }
             }
         }
         self.sentences += sentences.len();
@@ -241,11 +244,9 @@ impl RelationHits {
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
     /// heads.
     pub fn scores(&self) -> Relations {
-        let relations = Relation::ALL
-            .iter()
-            .enumerate()
-            .filter(|(r, _)| self.arcs[*r] > 0)
-            .map(|(r, relation)| {
+        let relations = (0..CATEGORIES)
+            .filter(|r| self.arcs[*r] > 0)
+            .map(|r| {
                 let arcs = self.arcs[r] as f64;
                 let heads: Vec<HeadRelationScore> = (0..self.n_layers * self.n_heads)
                     .map(|column| HeadRelationScore {
@@ -261,7 +262,7 @@ impl RelationHits {
                     head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
                 };
                 RelationScores {
-                    relation: relation.name().to_string(),
+                    relation: category_name(r).to_string(),
                     arcs: self.arcs[r],
                     baseline,
                     heads,
@@ -271,7 +272,8 @@ impl RelationHits {
             .collect();
         Relations {
             sentences: self.sentences,
-            arcs: self.arcs.iter().sum(),
+            // Every arc once: the extra category repeats some nsubj arcs.
+            arcs: self.arcs[..Relation::ALL.len()].iter().sum(),
             relations,
         }
     }
@@ -319,6 +321,49 @@ pub fn measure_relations(
         hits.add(&patterns, chunk);
     }
     Some(hits.scores())
+}
+
+/// The extra category after the relations: `nsubj` arcs from a noun to its verb with another
+/// noun between them (`the keys to the cabinet are`: the attractor of Linzen et al. 2016,
+/// of either number), where no fixed offset can find the verb and agreement must reach past
+/// a noun.
+pub const PAST_A_NOUN: &str = "nsubj_past_noun";
+
+/// The relations, then [`PAST_A_NOUN`].
+const CATEGORIES: usize = Relation::ALL.len() + 1;
+
+/// Category `index`'s name as `relations.json` writes it.
+fn category_name(index: usize) -> &'static str {
+    Relation::ALL
+        .get(index)
+        .map_or(PAST_A_NOUN, |relation| relation.name())
+}
+
+/// The categories `arc` counts in: its relation, and [`PAST_A_NOUN`] for a noun's `nsubj`
+/// arc with another noun (a word some determiner depends on) between its two ends.
+pub fn categories(sentence: &ParsedSentence, arc: &Arc) -> Vec<usize> {
+    let mut found = vec![relation_index(arc.relation)];
+    let is_noun = |position: usize| {
+        sentence
+            .arcs
+            .iter()
+            .any(|a| a.relation == Relation::Det && a.head == position)
+    };
+    if arc.relation == Relation::Nsubj && is_noun(arc.dependent) {
+        let (low, high) = (arc.dependent.min(arc.head), arc.dependent.max(arc.head));
+        if (low + 1..high).any(is_noun) {
+            found.push(Relation::ALL.len());
+        }
+    }
+    found
+}
+
+/// The names of the categories `arc` counts in ([`categories`]).
+pub fn category_names(sentence: &ParsedSentence, arc: &Arc) -> Vec<&'static str> {
+    categories(sentence, arc)
+        .into_iter()
+        .map(category_name)
+        .collect()
 }
 
 /// `relation`'s position in [`Relation::ALL`].
@@ -508,6 +553,62 @@ mod tests {
             .map(|r| r.relation.as_str())
             .collect();
         assert_eq!(names, ["det", "amod", "nsubj", "dobj"]);
+    }
+
+    /// "the dog near the cat sees the bird": the subject reaches its verb past `cat`, so its
+    /// nsubj arc also counts in `nsubj_past_noun`; "the cat sleeps" has no noun between and
+    /// does not. A head from each subject to its verb scores 1 on both; the extra category's
+    /// arcs are not counted twice in the total.
+    #[test]
+    fn a_subject_past_a_noun_counts_in_its_own_category() {
+        let past = ParsedSentence {
+            words: vec![1, 2, 7, 1, 5, 4, 1, 8],
+            root: 5,
+            arcs: vec![
+                arc(0, 1, Relation::Det),
+                arc(1, 5, Relation::Nsubj),
+                arc(2, 1, Relation::Prep),
+                arc(3, 4, Relation::Det),
+                arc(4, 2, Relation::Pobj),
+                arc(6, 7, Relation::Det),
+                arc(7, 5, Relation::Dobj),
+            ],
+        };
+        let plain = cat_sleeps();
+        assert_eq!(category_names(&past, &past.arcs[1]), ["nsubj", PAST_A_NOUN]);
+        assert_eq!(category_names(&plain, &plain.arcs[1]), ["nsubj"]);
+        assert_eq!(
+            category_names(&past, &past.arcs[6]),
+            ["dobj"],
+            "a dobj arc is not"
+        );
+        // Head 0: every nsubj dependent attends to its verb, everything else to itself.
+        let subject_to_verb = |sentence: &ParsedSentence| {
+            let seq = sentence.words.len();
+            layer(1, 1, seq, |_, _, q| {
+                let nsubj = sentence
+                    .arcs
+                    .iter()
+                    .find(|a| a.dependent == q && a.relation == Relation::Nsubj);
+                one_hot(seq, nsubj.map_or(q, |a| a.head))
+            })
+        };
+        let mut hits = RelationHits::new(1, 1);
+        hits.add(&[subject_to_verb(&past)], std::slice::from_ref(&past));
+        hits.add(&[subject_to_verb(&plain)], std::slice::from_ref(&plain));
+        let relations = hits.scores();
+        let category = relation(&relations, PAST_A_NOUN);
+        assert_eq!(category.arcs, 1);
+        assert_eq!(category.heads[0].dependent_to_head, 1.0);
+        assert_eq!(category.baseline.offset, 4);
+        assert_eq!(relation(&relations, "nsubj").arcs, 2);
+        assert_eq!(relations.arcs, 7 + 2, "every arc once");
+        let names: Vec<&str> = relations
+            .relations
+            .iter()
+            .map(|r| r.relation.as_str())
+            .collect();
+        assert_eq!(names.last(), Some(&PAST_A_NOUN), "after the relations");
     }
 
     #[test]
