@@ -125,17 +125,29 @@ fn draw_column(chart: &mut DistributionChart, x: f64, values: &[f64]) -> DrawRes
         } else {
             e.half_width
         };
-        let at = x + 0.2;
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![(at, e.mean - half), (at, e.mean + half)],
-            BLACK.stroke_width(2),
-        )))?;
-        chart.draw_series(std::iter::once(Circle::new(
-            (at, e.mean),
-            5,
-            BLACK.filled(),
-        )))?;
+        draw_estimate(chart, x + 0.2, e.mean, half, BLACK, 5)?;
     }
+    Ok(())
+}
+
+/// A mean at `x` as a dot of `radius` with its interval `mean ± half` as a bar, in `colour`.
+fn draw_estimate(
+    chart: &mut DistributionChart,
+    x: f64,
+    mean: f64,
+    half: f64,
+    colour: RGBColor,
+    radius: u32,
+) -> DrawResult {
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(x, mean - half), (x, mean + half)],
+        colour.stroke_width(2),
+    )))?;
+    chart.draw_series(std::iter::once(Circle::new(
+        (x, mean),
+        radius,
+        colour.filled(),
+    )))?;
     Ok(())
 }
 
@@ -257,16 +269,7 @@ fn relation_panel(
             chart.draw_series(LineSeries::new(path, colour.stroke_width(2)))?;
         }
         for (x, e) in estimates {
-            let half = e.ci95.unwrap_or(0.0);
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(x, e.mean - half), (x, e.mean + half)],
-                colour.stroke_width(2),
-            )))?;
-            chart.draw_series(std::iter::once(Circle::new(
-                (x, e.mean),
-                3,
-                colour.filled(),
-            )))?;
+            draw_estimate(&mut chart, x, e.mean, e.ci95.unwrap_or(0.0), colour, 3)?;
         }
     }
     Ok(())
