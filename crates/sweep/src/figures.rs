@@ -44,7 +44,8 @@ fn draw(area: &Area, title: &str, key: &str, points: &[(&str, Vec<&RunRow>)]) ->
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(-0.5..n - 0.5, (lo - pad)..(hi + pad))?;
-    draw_axes(&mut chart, title, points)?;
+    let labels: Vec<String> = points.iter().map(|(name, _)| short(name)).collect();
+    draw_axes(&mut chart, title, &labels, (11, 12))?;
     for (i, values) in values.iter().enumerate() {
         draw_column(&mut chart, i as f64, values)?;
     }
@@ -85,17 +86,18 @@ fn value_range(values: &[Vec<f64>]) -> (f64, f64) {
     (lo, hi)
 }
 
-/// The axes: each grid point's short name under its column, `title` up the side.
+/// The axes: each grid point's short name (`labels`) under its column, `y_desc` up the
+/// side, text at `sizes` (tick labels, axis description).
 fn draw_axes(
     chart: &mut DistributionChart,
-    title: &str,
-    points: &[(&str, Vec<&RunRow>)],
+    y_desc: &str,
+    labels: &[String],
+    (label_size, desc_size): (u32, u32),
 ) -> DrawResult {
-    let labels: Vec<String> = points.iter().map(|(name, _)| short(name)).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(points.len() + 1)
+        .x_labels(labels.len() + 1)
         .x_label_formatter(&|x| {
             let i = x.round();
             if (x - i).abs() < 1e-6 && i >= 0.0 {
@@ -104,9 +106,9 @@ fn draw_axes(
                 String::new()
             }
         })
-        .y_desc(title)
-        .label_style((FONT, 11))
-        .axis_desc_style((FONT, 12))
+        .y_desc(y_desc)
+        .label_style((FONT, label_size))
+        .axis_desc_style((FONT, desc_size))
         .draw()?;
     Ok(())
 }
@@ -229,22 +231,7 @@ fn relation_panel(
         .y_label_area_size(40)
         .build_cartesian_2d(-0.5..n - 0.5, 0.0..1.0)?;
     let labels: Vec<String> = points.iter().map(|p| short(&p.point)).collect();
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(points.len() + 1)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("score")
-        .label_style((FONT, 10))
-        .axis_desc_style((FONT, 11))
-        .draw()?;
+    draw_axes(&mut chart, "score", &labels, (10, 11))?;
     type Pick = fn(&RelationAcrossSeeds) -> Option<&EstimateJson>;
     let lines: [(Pick, RGBColor, f64); 3] = [
         (
