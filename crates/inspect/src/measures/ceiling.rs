@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
-use train::batch::{Batch, mix_seed};
+use train::batch::mix_seed;
 use train::tasks::{Example, Task, WordClass};
-use train::tensor_file::HostTensor;
+
+use crate::measures::masked::{masked_targets, right_answers};
 
 /// Masked examples the ceiling is measured on: about 1400 masked words with the default
 /// grammar, standard errors of 0.01 to 0.03 per class; 0.5 s for the default grammar and
@@ -20,9 +21,6 @@ pub const CEILING_EXAMPLES: usize = 1000;
 /// Stream of the examples, apart from training, evaluation, the probe, the relations and
 /// the minimal pairs (`u64::MAX - 3` and `- 4`).
 const CEILING_STREAM: u64 = u64::MAX - 5;
-
-/// Sequences per forward pass.
-const BATCH: usize = 64;
 
 /// `ceiling.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,25 +101,12 @@ fn model_right_by_class(
     device: &Device,
 ) -> BTreeMap<WordClass, (usize, usize)> {
     let mut counts: BTreeMap<WordClass, (usize, usize)> = BTreeMap::new();
-    for chunk in examples.chunks(BATCH) {
-        let batch = Batch::new(chunk, device);
-        // [batch, seq]: the most probable class at every position.
-        let predicted = model
-            .forward_input(batch.encoder_input())
-            .argmax(2)
-            .squeeze_dim::<2>(2);
-        let [_, seq] = predicted.dims();
-        let predicted = HostTensor::of(predicted.float()).values;
-        for (b, example) in chunk.iter().enumerate() {
-            for (at, target) in example.target.iter().enumerate() {
-                let Some(target) = *target else { continue };
-                let Some(class) = task.word_class(target) else {
-                    continue;
-                };
-                let entry = counts.entry(class).or_default();
-                entry.1 += 1;
-                entry.0 += usize::from(predicted[b * seq + at] as u32 == target);
-            }
+    let right = right_answers(model, examples, None, device);
+    for ((_, _, target), right) in masked_targets(examples).zip(right) {
+        if let Some(class) = task.word_class(target) {
+            let entry = counts.entry(class).or_default();
+            entry.0 += usize::from(right);
+            entry.1 += 1;
         }
     }
     counts

@@ -12,7 +12,8 @@
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
 //! - [`logit_lens`]: each layer's residual stream read through the output layer.
 //! - [`ceiling`]: the model's accuracy per class of masked word against the Bayes-optimal
-//!   predictor's (word tasks).
+//!   predictor's (word tasks); [`masked`]: the model's answers on masked words, which it
+//!   and [`relation_ablation`] count.
 
 pub mod attribution;
 pub mod ceiling;
@@ -20,6 +21,7 @@ pub mod divergence;
 pub mod heads;
 pub mod importance;
 pub mod logit_lens;
+pub mod masked;
 pub mod matching;
 pub mod norms;
 pub mod patterns;

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use burn::prelude::*;
 use model::{Encoder, HeadId};
-use train::batch::{Batch, mix_seed};
+use train::batch::mix_seed;
 use train::tasks::{Example, ParsedSentence, Task};
-use train::tensor_file::HostTensor;
 
+use crate::measures::masked::{masked_targets, right_answers};
 use crate::measures::relations::{Relations, category_names};
 
 /// Masked examples the drops are measured on: about 2800 masked words with the default
@@ -21,9 +21,6 @@ pub const RELATION_ABLATION_EXAMPLES: usize = 2000;
 
 /// Stream of the examples, apart from every other measure's (up to `u64::MAX - 5`).
 const RELATION_ABLATION_STREAM: u64 = u64::MAX - 6;
-
-/// Sequences per forward pass.
-const BATCH: usize = 64;
 
 /// Fills every best head's drops in `relations`, zeroing each best head of `model` in turn
 /// on `task`'s masked examples (seeded from `seed`).
@@ -67,53 +64,19 @@ pub fn add_relation_ablation(
     }
 }
 
-/// Per masked word, in order of example and position: the categories of its arc as a
+/// Per masked word, in the order of [`masked_targets`]: the categories of its arc as a
 /// dependent (its relation, and `nsubj_past_noun` where it applies; none for the main verb,
 /// which has no arc).
 fn masked_words(examples: &[Example], sentences: &[ParsedSentence]) -> Vec<Vec<&'static str>> {
-    let mut words = Vec::new();
-    for (example, sentence) in examples.iter().zip(sentences) {
-        for (position, target) in example.target.iter().enumerate() {
-            if target.is_some() {
-                let categories = sentence
-                    .arcs
-                    .iter()
-                    .find(|arc| arc.dependent == position)
-                    .map(|arc| category_names(sentence, arc))
-                    .unwrap_or_default();
-                words.push(categories);
-            }
-        }
-    }
-    words
-}
-
-/// Per masked word (same order as [`masked_words`]): whether `model` (with head `zeroed`
-/// zeroed, if any) predicts it.
-fn right_answers(
-    model: &Encoder,
-    examples: &[Example],
-    zeroed: Option<HeadId>,
-    device: &Device,
-) -> Vec<bool> {
-    let mut right = Vec::new();
-    for chunk in examples.chunks(BATCH) {
-        let batch = Batch::new(chunk, device);
-        let mut input = batch.encoder_input();
-        if let Some(id) = zeroed {
-            input = input.head_mask(model.head_mask_keeping(|h| h != id, device));
-        }
-        // [batch, seq]: the most probable class at every position.
-        let predicted = model.forward_input(input).argmax(2).squeeze_dim::<2>(2);
-        let [_, seq] = predicted.dims();
-        let predicted = HostTensor::of(predicted.float()).values;
-        for (b, example) in chunk.iter().enumerate() {
-            for (position, target) in example.target.iter().enumerate() {
-                if let Some(target) = *target {
-                    right.push(predicted[b * seq + position] as u32 == target);
-                }
-            }
-        }
-    }
-    right
+    masked_targets(examples)
+        .map(|(e, position, _)| {
+            let sentence = &sentences[e];
+            sentence
+                .arcs
+                .iter()
+                .find(|arc| arc.dependent == position)
+                .map(|arc| category_names(sentence, arc))
+                .unwrap_or_default()
+        })
+        .collect()
 }
