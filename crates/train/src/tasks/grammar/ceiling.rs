@@ -440,6 +440,24 @@ impl<'a> Inside<'a> {
     }
 }
 
+/// The chance that predicting the most probable word of `scores` (each word's probability,
+/// or anything proportional to it) gets `truth`: 1 if it alone is the most probable, `1/k`
+/// if it is one of `k` tied within a relative 1e-9, else 0.
+fn chance_of_being_right(scores: impl IntoIterator<Item = (u32, f64)>, truth: u32) -> f64 {
+    let scores: Vec<(u32, f64)> = scores.into_iter().filter(|(_, p)| *p > 0.0).collect();
+    let best = scores.iter().map(|(_, p)| *p).fold(0.0, f64::max);
+    let tied: Vec<u32> = scores
+        .iter()
+        .filter(|(_, p)| *p >= best * (1.0 - 1e-9))
+        .map(|(w, _)| *w)
+        .collect();
+    if tied.contains(&truth) {
+        1.0 / tied.len() as f64
+    } else {
+        0.0
+    }
+}
+
 /// `into += weight * ends`.
 fn add(into: &mut Ends, ends: &Ends, weight: f64) {
     for (sum, p) in into.iter_mut().zip(ends) {
@@ -575,16 +593,7 @@ impl GrammarTask {
                 .collect();
             for (at, target) in example.target.iter().enumerate() {
                 let Some(truth) = *target else { continue };
-                let posterior = self.posterior(&observed, at);
-                let best = posterior.iter().map(|(_, p)| *p).fold(0.0, f64::max);
-                let tied = posterior
-                    .iter()
-                    .filter(|(_, p)| *p >= best * (1.0 - 1e-9))
-                    .count();
-                let right = posterior
-                    .iter()
-                    .any(|(w, p)| *w == truth && *p >= best * (1.0 - 1e-9));
-                let chance = if right { 1.0 / tied as f64 } else { 0.0 };
+                let chance = chance_of_being_right(self.posterior(&observed, at), truth);
                 if let Some(class) = self.word_class_of(sentence.words[at]) {
                     chances.entry(class).or_default().push(chance);
                 }
@@ -811,18 +820,8 @@ mod tests {
                 }
             }
             for (k, &at) in masked.iter().enumerate() {
-                let best = marginals[k].values().copied().fold(0.0, f64::max);
-                let tied: Vec<u32> = marginals[k]
-                    .iter()
-                    .filter(|(_, p)| **p >= best * (1.0 - 1e-9) && **p > 0.0)
-                    .map(|(w, _)| *w)
-                    .collect();
                 let truth = sentence.words[at];
-                let chance = if tied.contains(&truth) {
-                    1.0 / tied.len() as f64
-                } else {
-                    0.0
-                };
+                let chance = chance_of_being_right(marginals[k].clone(), truth);
                 let class = task.word_class_of(truth).unwrap();
                 chances.entry(class).or_default().push(chance);
             }
@@ -845,19 +844,8 @@ mod tests {
                 .map(|&w| (w != MASK).then_some(w))
                 .collect();
             for &at in &masked {
-                let posterior = task.posterior(&observed, at);
-                let best = posterior.iter().map(|(_, p)| *p).fold(0.0, f64::max);
-                let tied: Vec<u32> = posterior
-                    .iter()
-                    .filter(|(_, p)| *p >= best * (1.0 - 1e-9))
-                    .map(|(w, _)| *w)
-                    .collect();
                 let truth = sentence.words[at];
-                let chance = if tied.contains(&truth) {
-                    1.0 / tied.len() as f64
-                } else {
-                    0.0
-                };
+                let chance = chance_of_being_right(task.posterior(&observed, at), truth);
                 own.entry(task.word_class_of(truth).unwrap())
                     .or_default()
                     .push(chance);
