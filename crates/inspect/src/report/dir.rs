@@ -592,11 +592,25 @@ fn remove_dead_temporaries(dir: &Path) -> std::io::Result<()> {
         let Some(pid) = temporary_pid(&name) else {
             continue;
         };
-        if entry.file_type()?.is_file() && !Path::new(&format!("/proc/{pid}")).exists() {
+        if entry.file_type()?.is_file() && !runs(pid) {
             std::fs::remove_file(entry.path())?;
         }
     }
     Ok(())
+}
+
+/// Whether process `pid` still runs. A zombie does not: a killed writer whose parent has not
+/// reaped it keeps its `/proc/PID` (for good, where the container's first process reaps no
+/// orphans), and counting it alive kept its temporary file beside a finished report (seen in
+/// the sweep's fault test: a `.weights.safetensors.tmp-PID` of an `inspect` killed a second
+/// before the next one started).
+fn runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // `pid (comm) state ...`: the state follows the last ')' (comm may hold one).
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| !matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+    })
 }
 
 /// The process id of a temporary file's name, `.NAME.tmp-PID`.
@@ -645,5 +659,37 @@ mod tests {
         expected.push(ours);
         expected.sort();
         assert_eq!(left, expected);
+    }
+
+    /// A process that has exited but not been waited for (a zombie) does not run, so its
+    /// temporary files count as dead; this process runs.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_zombie_writer_counts_as_gone() {
+        assert!(runs(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for yet: once it exits it stays a zombie of this process.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while runs(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`true` still runs after 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "a zombie keeps /proc/PID until it is waited for"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let temporary = format!(".heads.json.tmp-{pid}");
+        std::fs::write(dir.path().join(&temporary), "x").unwrap();
+        ReportDir::new(dir.path()).create().unwrap();
+        assert!(
+            !dir.path().join(&temporary).exists(),
+            "the zombie's temporary file went"
+        );
+        child.wait().unwrap();
     }
 }
