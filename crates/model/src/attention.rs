@@ -549,7 +549,7 @@ fn fused_core_applies(q: &Tensor<4>) -> bool {
 
 /// The padding and attention masks as one `[batch, seq_q, seq_k]` mask (true = hidden),
 /// or None if neither is set.
-fn combined_mask(
+pub(crate) fn combined_mask(
     mask: &AttentionMask,
     batch: usize,
     seq_q: usize,

@@ -245,6 +245,29 @@ pub fn layer_norm<const D: usize>(
     ))
 }
 
+/// Layer norm over the last axis without scale or shift, `(x - mean) / sqrt(var + epsilon)`:
+/// what a [`crate::seed_stack::SeedNorm`] scales and shifts by each seed's own parameters.
+/// Fused on flex with autodiff for `f32` (a unit scale and zero shift that need no
+/// gradient), Burn's `layer_norm` elsewhere.
+///
+/// # Shapes
+/// - `x`: `[.., d]` -> the same
+pub fn normalize<const D: usize>(x: Tensor<D>, epsilon: f64) -> Tensor<D> {
+    let device = x.device();
+    let d = x.dims()[D - 1];
+    let gamma = Tensor::<1>::ones([d], &device);
+    if !runs_fused(&device) || !device.is_autodiff() || x.dtype() != DType::F32 {
+        return burn::tensor::module::layer_norm(x, gamma, None, epsilon);
+    }
+    let beta = Tensor::<1>::zeros([d], &device);
+    Tensor::from_dispatch(<Dispatch as FusedOps>::fused_layer_norm(
+        x.into_dispatch(),
+        gamma.into_dispatch(),
+        beta.into_dispatch(),
+        epsilon,
+    ))
+}
+
 /// `layer` on the rows of `x`: fused on flex for `f32` (with a bias), Burn's
 /// `Linear::forward` elsewhere.
 ///

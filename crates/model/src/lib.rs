@@ -12,6 +12,7 @@
 //!   backend extensions.
 //! - [`linear`]: linear layers over all positions as one matrix product.
 //! - [`memory`]: the activations of one forward pass, the one memory estimate.
+//! - [`seed_stack`]: S encoders of one configuration as one batched model (a seed axis).
 //!
 //! The crate picks no backend: build a model on any [`burn::prelude::Device`].
 
@@ -26,6 +27,7 @@ pub mod init;
 pub mod linear;
 pub mod memory;
 pub mod position;
+pub mod seed_stack;
 
 pub use attention::{
     AttentionInput, AttentionMask, AttentionOutput, HeadLayout, HeadPatch, MultiHeadAttention,
@@ -38,3 +40,4 @@ pub use error::ConfigError;
 pub use heads::{HeadId, HeadWeights, StackedWeights};
 pub use init::InitScheme;
 pub use position::{AbsolutePositions, PositionalKind};
+pub use seed_stack::{BlockDropout, DropoutShape, LayerDropout, SeedStack, StackInput};
