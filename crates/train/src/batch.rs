@@ -108,11 +108,25 @@ pub fn masked_cross_entropy_sum(
     targets: Tensor<2, Int>,
     weights: Tensor<2>,
 ) -> Tensor<1> {
+    weighted_log_likelihood(logits, targets, weights)
+        .sum()
+        .neg()
+}
+
+/// Each position's log-probability of its target, times its weight (0 where unscored).
+///
+/// # Shapes
+/// - `logits`: `[batch, seq, classes]`; `targets`, `weights`: `[batch, seq]` -> `[batch, seq]`
+pub fn weighted_log_likelihood(
+    logits: Tensor<3>,
+    targets: Tensor<2, Int>,
+    weights: Tensor<2>,
+) -> Tensor<2> {
     let log_probs = log_softmax(logits, 2); // [batch, seq, classes]
     let picked = log_probs
         .gather(2, targets.unsqueeze_dim::<3>(2))
         .squeeze_dim::<2>(2); // [batch, seq]
-    (picked * weights).sum().neg()
+    picked * weights
 }
 
 /// Token and whole-sequence accuracy counts of one batch.

@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod metrics;
+pub mod optim_stack;
 pub mod run_dir;
 pub mod schedule;
 pub mod snapshot;

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use train::run_dir::{EXIT_RUN_IN_USE, RunDirError};
-use train::trainer::TrainError;
+use train::trainer::group::{GroupOptions, train_group};
+use train::trainer::{RunSummary, TrainError};
 use train::{BackendKind, Outcome, Progress, RunConfig, StopSignal, TrainOptions};
 
 /// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
@@ -22,9 +23,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Args {
     /// The experiment's TOML config, e.g. configs/reverse.toml.
     config: PathBuf,
-    /// Run directory. Default: runs/<name from the config>.
+    /// Run directory. Default: runs/<name from the config>. With --seeds, `{seed}` in it is
+    /// replaced by each seed; without `{seed}`, each seed's run is the directory with
+    /// `-s<seed>` appended.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Train these seeds together as one batched model, each its own run: a list and
+    /// ranges, e.g. `0-15` or `1,2,7` (the config's `seed` is replaced).
+    #[arg(long, value_name = "LIST", value_parser = parse_seeds)]
+    seeds: Option<Seeds>,
     /// Override a config key, e.g. --set train.lr=3e-4 --set model.n_heads=2 (repeatable;
     /// values are TOML, bare words are strings).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -83,6 +90,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let resolved = config.resolve(&source)?;
 
+    if let Some(Seeds(seeds)) = &args.seeds {
+        return train_seeds(&args, &resolved, seeds, &run_dir);
+    }
     pin_default_device(resolved.config.backend);
     // Ctrl-C, SIGTERM (a scheduler's pre-emption) and SIGHUP: finish the step, checkpoint,
     // exit 128 + the signal; a second one aborts at once.
@@ -92,11 +102,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         run_dir: run_dir.clone(),
         resume: args.resume,
         force: args.force,
-        progress: if args.quiet {
-            Progress::Quiet
-        } else {
-            Progress::Auto
-        },
+        progress: progress(&args),
         stop,
         stop_at_step: args.stop_at,
     };
@@ -110,6 +116,33 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
+    println!("{}", describe(&summary));
+    if matches!(summary.outcome, Outcome::Interrupted(_) | Outcome::Paused) {
+        println!("checkpoint saved; continue with --resume");
+    }
+    println!("run directory: {}", run_dir.display());
+    Ok(exit_code(&summary.outcome))
+}
+
+/// 128 + the signal, as a shell reports a process the signal ended (130 for Ctrl-C, 143
+/// for SIGTERM, 129 for SIGHUP); success otherwise.
+fn exit_code(outcome: &Outcome) -> ExitCode {
+    match outcome {
+        Outcome::Interrupted(signal) => ExitCode::from((128 + signal) as u8),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn progress(args: &Args) -> Progress {
+    if args.quiet {
+        Progress::Quiet
+    } else {
+        Progress::Auto
+    }
+}
+
+/// `finished at step 400, eval loss ...`: how a run ended.
+fn describe(summary: &RunSummary) -> String {
     let eval = summary
         .last_eval
         .map_or(String::new(), |(loss, token, seq)| {
@@ -125,17 +158,118 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Outcome::Interrupted(_) => "interrupted",
         Outcome::Paused => "paused",
     };
-    println!("{ended} at step {}{eval}", summary.step);
-    if matches!(summary.outcome, Outcome::Interrupted(_) | Outcome::Paused) {
-        println!("checkpoint saved; continue with --resume");
+    format!("{ended} at step {}{eval}", summary.step)
+}
+
+/// Seeds to train together, from `--seeds`.
+#[derive(Debug, Clone)]
+struct Seeds(Vec<u64>);
+
+/// `0-15`, `1,2,7`, `0-3,9`: distinct seeds, in the order given.
+fn parse_seeds(text: &str) -> Result<Seeds, String> {
+    let mut seeds = Vec::new();
+    let bad = |part: &str| {
+        format!("`{part}` is not a seed or a range of seeds; give e.g. `0-15` or `1,2,7`")
+    };
+    for part in text.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((from, to)) => {
+                let from: u64 = from.trim().parse().map_err(|_| bad(part))?;
+                let to: u64 = to.trim().parse().map_err(|_| bad(part))?;
+                if to < from {
+                    return Err(format!("the range `{part}` runs backwards"));
+                }
+                if to - from >= MAX_GROUP as u64 {
+                    return Err(format!(
+                        "the range `{part}` has more than {MAX_GROUP} seeds; train at most \
+                         {MAX_GROUP} together"
+                    ));
+                }
+                seeds.extend(from..=to);
+            }
+            None => seeds.push(part.parse().map_err(|_| bad(part))?),
+        }
     }
-    println!("run directory: {}", run_dir.display());
-    Ok(match summary.outcome {
-        // 128 + the signal, as a shell reports a process the signal ended: 130 for Ctrl-C,
-        // 143 for SIGTERM, 129 for SIGHUP.
-        Outcome::Interrupted(signal) => ExitCode::from((128 + signal) as u8),
-        _ => ExitCode::SUCCESS,
-    })
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = seeds.iter().find(|s| !seen.insert(**s)) {
+        return Err(format!("seed {twice} is given twice"));
+    }
+    if seeds.len() > MAX_GROUP {
+        return Err(format!(
+            "{} seeds given; train at most {MAX_GROUP} together",
+            seeds.len()
+        ));
+    }
+    Ok(Seeds(seeds))
+}
+
+/// The most seeds one process trains together: a bound on what `--seeds` allocates.
+const MAX_GROUP: usize = 1024;
+
+/// Each seed's run directory: `{seed}` in `out` replaced, or `-s<seed>` appended.
+fn seed_run_dir(out: &std::path::Path, seed: u64) -> PathBuf {
+    let text = out.to_string_lossy();
+    if text.contains("{seed}") {
+        PathBuf::from(text.replace("{seed}", &seed.to_string()))
+    } else {
+        PathBuf::from(format!("{text}-s{seed}"))
+    }
+}
+
+/// `--seeds`: the seeds trained as one batched model, one run each.
+fn train_seeds(
+    args: &Args,
+    resolved: &train::ResolvedRun,
+    seeds: &[u64],
+    out: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    let runs: Vec<train::ResolvedRun> = seeds
+        .iter()
+        .map(|&seed| {
+            let mut run = resolved.clone();
+            run.config.seed = seed;
+            run
+        })
+        .collect();
+    let run_dirs: Vec<PathBuf> = seeds.iter().map(|&s| seed_run_dir(out, s)).collect();
+    pin_default_device(resolved.config.backend);
+    let stop = StopSignal::install().context("installing the signal handlers")?;
+    let options = GroupOptions {
+        run_dirs: run_dirs.clone(),
+        resume: args.resume,
+        force: args.force,
+        progress: progress(args),
+        stop,
+        stop_at_step: args.stop_at,
+    };
+    let results = match train_group(&runs, &options) {
+        Ok(results) => results,
+        Err(error @ TrainError::RunDir(RunDirError::Locked { .. })) => {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::from(EXIT_RUN_IN_USE));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let mut code = ExitCode::SUCCESS;
+    let mut failed = 0;
+    for ((seed, dir), result) in seeds.iter().zip(&run_dirs).zip(results) {
+        match result {
+            Ok(summary) => {
+                println!("seed {seed}: {} ({})", describe(&summary), dir.display());
+                if matches!(summary.outcome, Outcome::Interrupted(_)) {
+                    code = exit_code(&summary.outcome);
+                }
+            }
+            Err(error) => {
+                eprintln!("error: seed {seed} ({}): {error:#}", dir.display());
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} of {} seeds failed", seeds.len());
+    }
+    Ok(code)
 }
 
 /// Points Burn's default device at the run's backend. Burn loads optimizer state onto its

@@ -24,7 +24,8 @@ use crate::tasks::Example;
 pub struct StepGradients {
     /// Every parameter's gradient, the shards' parts added.
     pub grads: GradientsParams,
-    /// The batch's mean loss, `[1]`, on the training device (the shards' parts added).
+    /// The batch's mean loss, `[1]` (for a seed stack `[seeds]`, each seed's), on the
+    /// training device (the shards' parts added).
     pub loss: Tensor<1>,
 }
 
@@ -65,34 +66,57 @@ where
     F: Fn(&M, &Batch) -> Tensor<3> + Sync,
 {
     // Every shard divides by the whole batch's scored positions.
-    let scored = examples
+    let scored = scored_positions(examples);
+    let ranges = shard_ranges(examples.len(), shards);
+    sharded_gradients(model, &ranges, parallel, device, |model, _, range| {
+        let batch = Batch::new(&examples[range.clone()], device);
+        let logits = forward(model, &batch); // [shard, seq, classes]
+        masked_cross_entropy_sum(logits, batch.targets, batch.weights).div_scalar(scored)
+    })
+}
+
+/// The scored positions of `examples`, at least 1: what a batch's mean loss divides by.
+pub fn scored_positions(examples: &[Example]) -> f64 {
+    examples
         .iter()
         .flat_map(|e| &e.target)
         .filter(|t| t.is_some())
         .count()
-        .max(1) as f64;
-    let shard_pass = |model: &M, examples: &[Example]| {
-        let batch = Batch::new(examples, device);
-        let logits = forward(model, &batch); // [shard, seq, classes]
-        let loss =
-            masked_cross_entropy_sum(logits, batch.targets, batch.weights).div_scalar(scored);
-        let grads = GradientsParams::from_grads(loss.backward(), model);
+        .max(1) as f64
+}
+
+/// The gradients of the sum of `shard_loss` over the shards `ranges` (each range's index and
+/// itself given to `shard_loss`), and the shards' losses added elementwise: one value for a
+/// single model, one per seed for a [`model::SeedStack`]. Shards run in parallel or in turn
+/// as [`step_gradients`] says; their gradients are added in shard order.
+pub fn sharded_gradients<M, L>(
+    model: &M,
+    ranges: &[Range<usize>],
+    parallel: bool,
+    device: &Device,
+    shard_loss: L,
+) -> StepGradients
+where
+    M: Module + Sync,
+    L: Fn(&M, usize, &Range<usize>) -> Tensor<1> + Sync,
+{
+    let shard_pass = |model: &M, index: usize, range: &Range<usize>| {
+        let loss = shard_loss(model, index, range); // [1] or [seeds]
+        let grads = GradientsParams::from_grads(loss.clone().sum().backward(), model);
         (grads, loss.detach())
     };
-
-    let ranges = shard_ranges(examples.len(), shards);
     let results: Vec<(GradientsParams, Tensor<1>)> = if ranges.len() == 1 {
-        vec![shard_pass(model, examples)]
+        vec![shard_pass(model, 0, &ranges[0])]
     } else {
-        let run = |range: &Range<usize>| {
+        let run = |(index, range): (usize, &Range<usize>)| {
             let fork = model.clone().fork(device);
-            shard_pass(&fork, &examples[range.clone()])
+            shard_pass(&fork, index, range)
         };
         if parallel {
             use rayon::prelude::*;
-            ranges.par_iter().map(run).collect()
+            ranges.par_iter().enumerate().map(run).collect()
         } else {
-            ranges.iter().map(run).collect()
+            ranges.iter().enumerate().map(run).collect()
         }
     };
 

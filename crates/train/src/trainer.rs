@@ -34,10 +34,12 @@ use crate::tasks::Example;
 use crate::tensor_file::TensorFileError;
 use crate::weights::{self, WeightsError};
 
+pub mod group;
+
 /// Stream number of the evaluation set, apart from every step's stream.
 const EVAL_STREAM: u64 = u64::MAX;
 /// Stream offset of dropout masks, apart from batch streams.
-const DROPOUT_STREAM: u64 = 1 << 62;
+pub(crate) const DROPOUT_STREAM: u64 = 1 << 62;
 
 /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
 /// measures ablations on.
@@ -129,6 +131,18 @@ pub enum TrainError {
     /// No GPU for wgpu.
     #[error(transparent)]
     Backend(#[from] NoAdapter),
+    /// Runs given to train together as one stack differ in more than their seed.
+    #[error(
+        "runs trained together as one group must differ only in their seed, but they differ in \
+         {key}; train them apart"
+    )]
+    GroupDiffers {
+        /// The first differing section.
+        key: String,
+    },
+    /// The optimizer state of a seed group could not be split into the seeds' or joined.
+    #[error(transparent)]
+    OptimStack(#[from] crate::optim_stack::OptimStackError),
     /// The loss blew up.
     #[error(
         "loss became {loss} at step {step}; stopping. {kept} Lower train.lr or set train.grad_clip."
@@ -443,16 +457,21 @@ impl<'a> Trainer<'a> {
         let read = needed || self.run.config.backend.is_deterministic();
         let value = read.then(|| loss.into_scalar::<f32>());
         if let Some(value) = value.filter(|v| !v.is_finite()) {
-            return Err(TrainError::NonFinite {
-                step: self.step + 1,
-                loss: value,
-                kept: match &self.last_good_checkpoint {
-                    Some(dir) => format!("The last good checkpoint is {}.", dir.display()),
-                    None => "No checkpoint was written yet.".to_string(),
-                },
-            });
+            return Err(self.non_finite(value));
         }
         Ok(value)
+    }
+
+    /// The error of a loss that is not finite at the step after `self.step`.
+    fn non_finite(&self, loss: f32) -> TrainError {
+        TrainError::NonFinite {
+            step: self.step + 1,
+            loss,
+            kept: match &self.last_good_checkpoint {
+                Some(dir) => format!("The last good checkpoint is {}.", dir.display()),
+                None => "No checkpoint was written yet.".to_string(),
+            },
+        }
     }
 
     /// One AdamW update at rate `lr`.

@@ -287,6 +287,43 @@ impl LayerDropout {
         }
     }
 
+    /// The masks of a batch padded to `seq` positions (padding keeps everything: padded
+    /// positions are masked as keys and never scored, so their masks change nothing).
+    pub fn pad_to(self, seq: usize) -> Self {
+        let [batch, heads, own, _] = self.attention.dims();
+        if own >= seq {
+            return self;
+        }
+        let device = self.attention.device();
+        let pad3 = |mask: Tensor<3>| {
+            let [batch, own, width] = mask.dims();
+            Tensor::cat(
+                vec![mask, Tensor::ones([batch, seq - own, width], &device)],
+                1,
+            )
+        };
+        let attention = Tensor::cat(
+            vec![
+                self.attention,
+                Tensor::ones([batch, heads, own, seq - own], &device),
+            ],
+            3,
+        );
+        let attention = Tensor::cat(
+            vec![
+                attention,
+                Tensor::ones([batch, heads, seq - own, seq], &device),
+            ],
+            2,
+        );
+        Self {
+            attention,
+            attention_out: pad3(self.attention_out),
+            ff_hidden: pad3(self.ff_hidden),
+            ff_out: pad3(self.ff_out),
+        }
+    }
+
     /// The stack's masks for one block: `parts[s]` are seed `s`'s masks (each seed with the
     /// same batch), each the concatenation of its shards' draws along the batch axis.
     pub fn for_stack(parts: Vec<Vec<LayerDropout>>) -> BlockDropout {

@@ -1,0 +1,559 @@
+//! Many seeds in one training step: the runs of one config that differ only in seed,
+//! trained as one [`SeedStack`].
+//!
+//! Each seed is still a run: it has its own run directory, written by the same code as a
+//! single run's (`metrics.jsonl`, snapshots, checkpoints, `model.safetensors`), and each
+//! seed's batches, initial weights and dropout masks are the ones a run of that seed alone
+//! draws. What is shared is the computation: one batched forward and backward pass and one
+//! AdamW update for all seeds. AdamW is elementwise, so the stacked update is each seed's
+//! own; gradient clipping, which Burn applies per parameter tensor, is applied here per seed
+//! and tensor. The runs agree with single runs up to float rounding.
+//!
+//! A seed that reaches its target accuracy writes its run and leaves the stack, which is
+//! rebuilt from the others (its model and optimizer state sliced out), so no work is spent
+//! on it afterwards. A seed whose loss stops being finite fails alone; the others go on. A
+//! signal or `--stop-at` checkpoints every seed, and `--resume` continues each from its own
+//! newest checkpoint: seeds at different steps train as separate stacks, one after another.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
+use burn::prelude::*;
+use model::seed_stack::{DropoutShape, LayerDropout, SeedStack, StackInput};
+
+use super::{
+    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
+    first_difference, optimizer, stop_requested,
+};
+use crate::backend::BackendKind;
+use crate::batch::{Batch, mix_seed, training_examples, weighted_log_likelihood};
+use crate::config::ResolvedRun;
+use crate::metrics::MetricsRecord;
+use crate::optim_stack::{self, ParamLayout};
+use crate::schedule::learning_rate;
+use crate::step::{StepGradients, scored_positions, shard_ranges, sharded_gradients};
+use crate::stop::StopSignal;
+use crate::tasks::Example;
+use crate::weights;
+
+/// Where and how to run a group.
+#[derive(Debug, Clone)]
+pub struct GroupOptions {
+    /// One run directory per run, in the runs' order.
+    pub run_dirs: Vec<PathBuf>,
+    /// Continue every run from its newest loadable checkpoint.
+    pub resume: bool,
+    /// Replace existing runs (headlab runs only).
+    pub force: bool,
+    /// How progress is shown.
+    pub progress: Progress,
+    /// Set by a signal to stop after the current step with a checkpoint of every seed.
+    pub stop: StopSignal,
+    /// Stop with checkpoints once this many steps are done.
+    pub stop_at_step: Option<usize>,
+}
+
+/// Trains `runs` (one config, different seeds) as one batched model. Returns each run's
+/// summary or its error, in the runs' order; an error that concerns the whole group (a
+/// run directory that cannot be claimed, runs that differ in more than the seed) is
+/// returned before anything is trained.
+pub fn train_group(
+    runs: &[ResolvedRun],
+    options: &GroupOptions,
+) -> Result<Vec<Result<RunSummary, TrainError>>, TrainError> {
+    assert_eq!(
+        runs.len(),
+        options.run_dirs.len(),
+        "one run directory per run"
+    );
+    check_same_but_seed(runs)?;
+    let first = &runs[0].config;
+    let device = first.backend.device()?;
+    let mut claimed = Vec::with_capacity(runs.len());
+    for (run, dir) in runs.iter().zip(&options.run_dirs) {
+        let single = super::TrainOptions {
+            run_dir: dir.clone(),
+            resume: options.resume,
+            force: options.force,
+            progress: options.progress,
+            stop: options.stop.clone(),
+            stop_at_step: options.stop_at_step,
+        };
+        claimed.push(claim_run_dir(run, &single)?);
+    }
+    if let Some(threads) = first.train.threads {
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global();
+    }
+    let mut members = Vec::with_capacity(runs.len());
+    for (run, (dir, _)) in runs.iter().zip(&claimed) {
+        members.push(Member {
+            trainer: Trainer::start(run, dir, options.resume, device.clone())?,
+            ended: None,
+            error: None,
+        });
+    }
+    // A run resumed from the checkpoint of the evaluation that reached its target must not
+    // train on; the others train in stacks of runs at the same step.
+    for member in &mut members {
+        if member.trainer.target_reached() {
+            member.ended = Some(Outcome::TargetReached);
+        }
+    }
+    let mut by_step: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (index, member) in members.iter().enumerate() {
+        if member.ended.is_none() && member.trainer.step < first.train.steps {
+            by_step.entry(member.trainer.step).or_default().push(index);
+        }
+    }
+    let mut display = Display::new(
+        options.progress,
+        first.train.steps,
+        by_step.keys().next().copied().unwrap_or(first.train.steps),
+    );
+    for (_, indices) in by_step {
+        GroupLoop::new(&mut members, indices)?.run(options, &mut display)?;
+    }
+    display.finish();
+
+    Ok(members
+        .into_iter()
+        .map(|member| {
+            if let Some(error) = member.error {
+                return Err(error);
+            }
+            let outcome = member.ended.unwrap_or(Outcome::Finished);
+            let trainer = member.trainer;
+            if matches!(outcome, Outcome::Finished | Outcome::TargetReached) {
+                weights::write(&trainer.dir.final_weights_path(), &trainer.model)?;
+            }
+            Ok(RunSummary {
+                outcome,
+                step: trainer.step,
+                last_eval: trainer.last_eval,
+                run_dir: trainer.dir.root().to_path_buf(),
+            })
+        })
+        .collect())
+}
+
+/// Refuses runs that differ in anything but their seed (they cannot share a stack).
+fn check_same_but_seed(runs: &[ResolvedRun]) -> Result<(), TrainError> {
+    let Some(first) = runs.first() else {
+        return Ok(());
+    };
+    for run in &runs[1..] {
+        let mut config = run.config.clone();
+        config.seed = first.config.seed;
+        if let Some(key) = first_difference(&first.config, &config) {
+            return Err(TrainError::GroupDiffers { key });
+        }
+    }
+    Ok(())
+}
+
+/// One seed of the group: its single-run trainer (model and optimizer kept current only
+/// when they are written or evaluated), and how it ended.
+struct Member<'a> {
+    trainer: Trainer<'a>,
+    ended: Option<Outcome>,
+    error: Option<TrainError>,
+}
+
+/// The stacked model of the members still training, at one step.
+struct GroupLoop<'m, 'a> {
+    members: &'m mut [Member<'a>],
+    /// Indices of the members in the stack, in stack order.
+    active: Vec<usize>,
+    stack: SeedStack,
+    optim: ModuleOptimizer,
+    layout: ParamLayout,
+    step: usize,
+}
+
+impl<'m, 'a> GroupLoop<'m, 'a> {
+    /// The stack of `active` members, from their models and optimizer states.
+    fn new(members: &'m mut [Member<'a>], active: Vec<usize>) -> Result<Self, TrainError> {
+        let step = members[active[0]].trainer.step;
+        let (stack, optim, layout) = build_stack(members, &active)?;
+        Ok(Self {
+            members,
+            active,
+            stack,
+            optim,
+            layout,
+            step,
+        })
+    }
+
+    fn run(mut self, options: &GroupOptions, display: &mut Display) -> Result<(), TrainError> {
+        let run: &'a ResolvedRun = self.members[self.active[0]].trainer.run;
+        let config = &run.config;
+        let train = config.train.clone();
+        while !self.active.is_empty() && self.step < train.steps {
+            let lr = learning_rate(&train, self.step);
+            let StepGradients { grads, loss } = self.gradients();
+            let grads = clip_per_seed(&self.stack, grads, train.grad_clip as f32);
+            let done = self.step + 1;
+            let is_last = done == train.steps;
+            let stop = stop_requested_group(options, done, is_last);
+            let eval_due = done.is_multiple_of(train.eval_every) || is_last;
+            let checkpoint_due =
+                done.is_multiple_of(train.checkpoint_every) || is_last || stop.is_some();
+            let log_due = done.is_multiple_of(train.log_every) || eval_due;
+            let snapshot_due =
+                train.snapshot_every > 0 && (done.is_multiple_of(train.snapshot_every) || is_last);
+            let read = log_due || checkpoint_due || config.backend.is_deterministic();
+            let losses: Option<Vec<f32>> = read.then(|| {
+                loss.into_data()
+                    .convert::<f32>()
+                    .try_into_vec::<f32>()
+                    .expect("f32 losses")
+            });
+
+            // A seed whose loss is not finite fails alone, before the update.
+            let mut failed = Vec::new();
+            if let Some(losses) = &losses {
+                for (position, value) in losses.iter().enumerate() {
+                    if !value.is_finite() {
+                        failed.push(position);
+                    }
+                }
+            }
+            self.stack = self.optim.step(lr, self.stack.clone(), grads);
+            self.step = done;
+
+            // Bring every member's model (and for checkpoints its optimizer) up to date
+            // when something reads it. Evaluation can end a seed, which writes its run.
+            let writes = eval_due || checkpoint_due || snapshot_due || !failed.is_empty();
+            if writes {
+                self.sync_models();
+                self.sync_optimizers()?;
+            }
+            let mut leaving = Vec::new();
+            let mut group_records = Vec::new();
+            for (position, &index) in self.active.iter().enumerate() {
+                let member = &mut self.members[index];
+                let trainer = &mut member.trainer;
+                if failed.contains(&position) {
+                    let value = losses.as_ref().map_or(f32::NAN, |l| l[position]);
+                    member.error = Some(trainer.non_finite(value)); // names step `done`
+                    leaving.push(position);
+                    continue;
+                }
+                trainer.step = done;
+                let loss = losses.as_ref().map(|l| l[position]);
+                let result: Result<(), TrainError> = (|| {
+                    let mut target_hit = false;
+                    if log_due {
+                        let record = trainer.log(loss, lr, eval_due)?;
+                        group_records.push((record, trainer.last_eval));
+                        if eval_due && trainer.target_reached() {
+                            target_hit = true;
+                            member.ended = Some(Outcome::TargetReached);
+                        }
+                    }
+                    if let Some(stop) = &stop {
+                        member.ended = Some(stop.clone());
+                    }
+                    if train.snapshot_every > 0 && (snapshot_due || target_hit) {
+                        trainer.snapshot()?;
+                    }
+                    if checkpoint_due || member.ended.is_some() {
+                        trainer.checkpoint()?;
+                    }
+                    Ok(())
+                })();
+                if let Err(error) = result {
+                    member.error = Some(error);
+                }
+                if member.ended.is_some() || member.error.is_some() {
+                    leaving.push(position);
+                }
+            }
+            if log_due {
+                let (record, eval) = mean_record(&group_records, done);
+                display.update(&record, eval);
+            }
+            if let Some(stop) = &stop {
+                display.note(stop, done);
+            }
+            if !leaving.is_empty() {
+                if !writes {
+                    // A write failed in a step that synced nothing: the others' models and
+                    // optimizer states must be current before the stack is rebuilt.
+                    self.sync_models();
+                    self.sync_optimizers()?;
+                }
+                self.active = self
+                    .active
+                    .iter()
+                    .enumerate()
+                    .filter(|(position, _)| !leaving.contains(position))
+                    .map(|(_, &index)| index)
+                    .collect();
+                if self.active.is_empty() {
+                    break;
+                }
+                let (stack, optim, layout) = build_stack(self.members, &self.active)?;
+                (self.stack, self.optim, self.layout) = (stack, optim, layout);
+            }
+        }
+        // Every member still here finished its steps: bring its model up to date for the
+        // final weights.
+        if !self.active.is_empty() {
+            self.sync_models();
+        }
+        Ok(())
+    }
+
+    /// Every active member's model, unstacked with its own parameter ids.
+    fn sync_models(&mut self) {
+        for (position, &index) in self.active.iter().enumerate() {
+            let trainer = &mut self.members[index].trainer;
+            trainer.model = self.stack.unstack(position, trainer.model.clone());
+        }
+    }
+
+    /// Every active member's optimizer state, cut from the stack's.
+    fn sync_optimizers(&mut self) -> Result<(), TrainError> {
+        let seeds: Vec<ParamLayout> = self
+            .active
+            .iter()
+            .map(|&index| ParamLayout::of(&self.members[index].trainer.model))
+            .collect();
+        let config = self.members[self.active[0]].trainer.run.config.clone();
+        let optims = optim_stack::split(&self.optim, &self.layout, &seeds, || optimizer(&config))?;
+        for (&index, optim) in self.active.iter().zip(optims) {
+            self.members[index].trainer.optim = optim;
+        }
+        Ok(())
+    }
+
+    /// The step's gradients for every seed, and each seed's loss (`[seeds]`).
+    fn gradients(&self) -> StepGradients {
+        let lead = &self.members[self.active[0]].trainer;
+        let config = &lead.run.config;
+        let autodiff = &lead.autodiff;
+        let seeds: Vec<u64> = self
+            .active
+            .iter()
+            .map(|&i| self.members[i].trainer.run.config.seed)
+            .collect();
+        let batch_size = config.train.batch_size;
+        let examples: Vec<Vec<Example>> = seeds
+            .iter()
+            .map(|&seed| training_examples(&lead.run.task, seed, self.step, batch_size))
+            .collect();
+        let scored: Vec<f32> = examples
+            .iter()
+            .map(|e| scored_positions(e) as f32)
+            .collect();
+        let shards = match config.backend {
+            BackendKind::Wgpu => 1,
+            BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
+        };
+        let ranges = shard_ranges(batch_size, shards);
+        let masks = (config.model.dropout > 0.0)
+            .then(|| draw_dropout(config, &seeds, &examples, &ranges, self.step, autodiff));
+        let count = seeds.len();
+        let scored = Tensor::<1>::from_floats(scored.as_slice(), autodiff);
+        // Masks are drawn before the pass, so shards can always run in parallel.
+        sharded_gradients(
+            &self.stack,
+            &ranges,
+            true,
+            autodiff,
+            |stack, shard, range| {
+                let all: Vec<Example> = examples
+                    .iter()
+                    .flat_map(|e| e[range.clone()].iter().cloned())
+                    .collect();
+                let batch = Batch::new(&all, autodiff); // [seeds * shard, seq]
+                let [rows, seq] = batch.tokens.dims();
+                let dropout = masks.as_ref().map(|masks| {
+                    (0..config.model.n_layers)
+                        .map(|layer| {
+                            LayerDropout::for_stack(
+                                (0..count)
+                                    .map(|s| vec![masks[s][shard][layer].clone().pad_to(seq)])
+                                    .collect(),
+                            )
+                        })
+                        .collect()
+                });
+                let logits = stack.forward(StackInput {
+                    tokens: batch.tokens.reshape([count, rows / count, seq]),
+                    pad: batch.padding,
+                    dropout,
+                }); // [seeds, shard, seq, classes]
+                let classes = logits.dims()[3];
+                let likelihood = weighted_log_likelihood(
+                    logits.reshape([rows, seq, classes]),
+                    batch.targets,
+                    batch.weights,
+                ); // [seeds * shard, seq]
+                likelihood
+                    .reshape([count, rows / count * seq])
+                    .sum_dim(1)
+                    .reshape([count])
+                    .neg()
+                    / scored.clone()
+            },
+        )
+    }
+}
+
+/// `stop_requested` of a single run, for the group (the same rules).
+fn stop_requested_group(options: &GroupOptions, done: usize, is_last: bool) -> Option<Outcome> {
+    let single = super::TrainOptions {
+        run_dir: PathBuf::new(),
+        resume: false,
+        force: false,
+        progress: options.progress,
+        stop: options.stop.clone(),
+        stop_at_step: options.stop_at_step,
+    };
+    stop_requested(&single, done, is_last)
+}
+
+/// The stack of `active` members' models, its AdamW joined from their optimizer states,
+/// and its parameter layout.
+fn build_stack(
+    members: &[Member],
+    active: &[usize],
+) -> Result<(SeedStack, ModuleOptimizer, ParamLayout), TrainError> {
+    let models: Vec<_> = active.iter().map(|&i| &members[i].trainer.model).collect();
+    let stack = SeedStack::stack(&models);
+    let layout = ParamLayout::of(&stack);
+    let seeds: Vec<ParamLayout> = models.iter().map(|m| ParamLayout::of(*m)).collect();
+    let optims: Vec<_> = active.iter().map(|&i| &members[i].trainer.optim).collect();
+    let config = &members[active[0]].trainer.run.config;
+    // Clipping is per seed (clip_per_seed); the stack's AdamW must not clip the stacked
+    // tensors as a whole.
+    let fresh = || {
+        AdamWConfig::new()
+            .with_weight_decay(config.train.weight_decay as f32)
+            .init()
+    };
+    let optim = optim_stack::join(&optims, &seeds, &layout, fresh)?;
+    Ok((stack, optim, layout))
+}
+
+/// Per seed `[seeds][shard][layer]`, the dropout masks its own run draws at `step`: the
+/// device's generator reseeded with the seed's stream, then each shard's blocks in order.
+fn draw_dropout(
+    config: &crate::config::RunConfig,
+    seeds: &[u64],
+    examples: &[Vec<Example>],
+    ranges: &[Range<usize>],
+    step: usize,
+    device: &Device,
+) -> Vec<Vec<Vec<LayerDropout>>> {
+    let shape = DropoutShape {
+        prob: config.model.dropout,
+        n_heads: config.model.n_heads,
+        d_model: config.model.d_model,
+        d_ff: config.model.d_ff,
+    };
+    seeds
+        .iter()
+        .zip(examples)
+        .map(|(&seed, examples)| {
+            device.seed(mix_seed(seed, DROPOUT_STREAM + step as u64));
+            ranges
+                .iter()
+                .map(|range| {
+                    let shard = &examples[range.clone()];
+                    let seq = shard.iter().map(|e| e.input.len()).max().unwrap_or(0);
+                    (0..config.model.n_layers)
+                        .map(|_| LayerDropout::draw(shape, shard.len(), seq, device))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Gradient clipping by norm as Burn's AdamW does it (each parameter tensor alone), here
+/// for each seed's slice of each stacked tensor alone. `max_norm` 0 turns it off.
+fn clip_per_seed(stack: &SeedStack, grads: GradientsParams, max_norm: f32) -> GradientsParams {
+    if max_norm <= 0.0 {
+        return grads;
+    }
+    struct Clip {
+        grads: GradientsParams,
+        max_norm: f32,
+    }
+    impl ModuleVisitor for Clip {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let Some(grad) = self.grads.remove::<D>(param.id) else {
+                return;
+            };
+            let dims = grad.dims();
+            let seeds = dims[0];
+            let per_seed = grad.shape().num_elements() / seeds.max(1);
+            // As Burn's clip_by_norm: coef = max_norm / (norm + min_positive), at most 1.
+            let norm = grad
+                .clone()
+                .reshape([seeds, per_seed])
+                .square()
+                .sum_dim(1)
+                .sqrt(); // [seeds, 1]
+            let coef = norm
+                .add_scalar(f32::MIN_POSITIVE)
+                .recip()
+                .mul_scalar(self.max_norm)
+                .clamp_max(1.0);
+            let mut shape = [1usize; D];
+            shape[0] = seeds;
+            let clipped = grad * coef.reshape(shape);
+            self.grads.register(param.id, clipped);
+        }
+    }
+    let mut clip = Clip { grads, max_norm };
+    stack.visit(&mut clip);
+    clip.grads
+}
+
+/// An evaluation: (loss, token accuracy, sequence accuracy).
+type Eval = (f64, f64, f64);
+
+/// A seed's metrics record and its latest evaluation.
+type Logged = (MetricsRecord, Option<Eval>);
+
+/// One line for the progress display: the mean loss and evaluation over the seeds that
+/// logged, and their summed throughput.
+fn mean_record(records: &[Logged], step: usize) -> (MetricsRecord, Option<Eval>) {
+    let n = records.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&Logged) -> f64| records.iter().map(f).sum::<f64>() / n;
+    let record = MetricsRecord {
+        step,
+        loss: mean(&|r| r.0.loss),
+        lr: records.first().map_or(0.0, |r| r.0.lr),
+        tokens_per_s: records.iter().map(|r| r.0.tokens_per_s).sum(),
+        elapsed_s: records.first().map_or(0.0, |r| r.0.elapsed_s),
+        eval_loss: None,
+        eval_token_acc: None,
+        eval_seq_acc: None,
+    };
+    let evaluated = records.iter().all(|r| r.1.is_some()) && !records.is_empty();
+    let eval = evaluated.then(|| {
+        (
+            mean(&|r| r.1.map_or(0.0, |e| e.0)),
+            mean(&|r| r.1.map_or(0.0, |e| e.1)),
+            mean(&|r| r.1.map_or(0.0, |e| e.2)),
+        )
+    });
+    let record = MetricsRecord {
+        eval_loss: eval.map(|e| e.0),
+        eval_token_acc: eval.map(|e| e.1),
+        eval_seq_acc: eval.map(|e| e.2),
+        ..record
+    };
+    (record, eval)
+}
