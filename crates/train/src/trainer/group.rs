@@ -337,75 +337,82 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
     /// The step's gradients for every seed, and each seed's loss (`[seeds]`).
     fn gradients(&self) -> StepGradients {
         let lead = &self.members[self.active[0]].trainer;
-        let config = &lead.run.config;
-        let autodiff = &lead.autodiff;
         let seeds: Vec<u64> = self
             .active
             .iter()
             .map(|&i| self.members[i].trainer.run.config.seed)
             .collect();
-        let batch_size = config.train.batch_size;
-        let examples: Vec<Vec<Example>> = seeds
-            .iter()
-            .map(|&seed| training_examples(&lead.run.task, seed, self.step, batch_size))
-            .collect();
-        let scored: Vec<f32> = examples
-            .iter()
-            .map(|e| scored_positions(e) as f32)
-            .collect();
-        let shards = match config.backend {
-            BackendKind::Wgpu => 1,
-            BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
-        };
-        let ranges = shard_ranges(batch_size, shards);
-        let masks = (config.model.dropout > 0.0)
-            .then(|| draw_dropout(config, &seeds, &examples, &ranges, self.step, autodiff));
-        let count = seeds.len();
-        let scored = Tensor::<1>::from_floats(scored.as_slice(), autodiff);
-        // Masks are drawn before the pass, so shards can always run in parallel.
-        sharded_gradients(
-            &self.stack,
-            &ranges,
-            true,
-            autodiff,
-            |stack, shard, range| {
-                let all: Vec<Example> = examples
-                    .iter()
-                    .flat_map(|e| e[range.clone()].iter().cloned())
-                    .collect();
-                let batch = Batch::new(&all, autodiff); // [seeds * shard, seq]
-                let [rows, seq] = batch.tokens.dims();
-                let dropout = masks.as_ref().map(|masks| {
-                    (0..config.model.n_layers)
-                        .map(|layer| {
-                            LayerDropout::for_stack(
-                                (0..count)
-                                    .map(|s| vec![masks[s][shard][layer].clone().pad_to(seq)])
-                                    .collect(),
-                            )
-                        })
-                        .collect()
-                });
-                let logits = stack.forward(StackInput {
-                    tokens: batch.tokens.reshape([count, rows / count, seq]),
-                    pad: batch.padding,
-                    dropout,
-                }); // [seeds, shard, seq, classes]
-                let classes = logits.dims()[3];
-                let likelihood = weighted_log_likelihood(
-                    logits.reshape([rows, seq, classes]),
-                    batch.targets,
-                    batch.weights,
-                ); // [seeds * shard, seq]
-                likelihood
-                    .reshape([count, rows / count * seq])
-                    .sum_dim(1)
-                    .reshape([count])
-                    .neg()
-                    / scored.clone()
-            },
-        )
+        stack_gradients(&self.stack, lead.run, &seeds, self.step, &lead.autodiff)
     }
+}
+
+/// One training step of a seed stack: the gradients of every seed's mean masked
+/// cross-entropy on its own batch of step `step`, and each seed's loss (`[seeds]`). `run`
+/// gives the task and config every seed shares; seed `s` of the stack is `seeds[s]`, whose
+/// batches and dropout masks are the ones its run alone draws. `device` has autodiff.
+pub fn stack_gradients(
+    stack: &SeedStack,
+    run: &ResolvedRun,
+    seeds: &[u64],
+    step: usize,
+    device: &Device,
+) -> StepGradients {
+    let config = &run.config;
+    let batch_size = config.train.batch_size;
+    let examples: Vec<Vec<Example>> = seeds
+        .iter()
+        .map(|&seed| training_examples(&run.task, seed, step, batch_size))
+        .collect();
+    let scored: Vec<f32> = examples
+        .iter()
+        .map(|e| scored_positions(e) as f32)
+        .collect();
+    let shards = match config.backend {
+        BackendKind::Wgpu => 1,
+        BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
+    };
+    let ranges = shard_ranges(batch_size, shards);
+    let masks = (config.model.dropout > 0.0)
+        .then(|| draw_dropout(config, seeds, &examples, &ranges, step, device));
+    let count = seeds.len();
+    let scored = Tensor::<1>::from_floats(scored.as_slice(), device);
+    // Masks are drawn before the pass, so shards can always run in parallel.
+    sharded_gradients(stack, &ranges, true, device, |stack, shard, range| {
+        let all: Vec<Example> = examples
+            .iter()
+            .flat_map(|e| e[range.clone()].iter().cloned())
+            .collect();
+        let batch = Batch::new(&all, device); // [seeds * shard, seq]
+        let [rows, seq] = batch.tokens.dims();
+        let dropout = masks.as_ref().map(|masks| {
+            (0..config.model.n_layers)
+                .map(|layer| {
+                    LayerDropout::for_stack(
+                        (0..count)
+                            .map(|s| vec![masks[s][shard][layer].clone().pad_to(seq)])
+                            .collect(),
+                    )
+                })
+                .collect()
+        });
+        let logits = stack.forward(StackInput {
+            tokens: batch.tokens.reshape([count, rows / count, seq]),
+            pad: batch.padding,
+            dropout,
+        }); // [seeds, shard, seq, classes]
+        let classes = logits.dims()[3];
+        let likelihood = weighted_log_likelihood(
+            logits.reshape([rows, seq, classes]),
+            batch.targets,
+            batch.weights,
+        ); // [seeds * shard, seq]
+        likelihood
+            .reshape([count, rows / count * seq])
+            .sum_dim(1)
+            .reshape([count])
+            .neg()
+            / scored.clone()
+    })
 }
 
 /// `stop_requested` of a single run, for the group (the same rules).
@@ -433,15 +440,16 @@ fn build_stack(
     let seeds: Vec<ParamLayout> = models.iter().map(|m| ParamLayout::of(*m)).collect();
     let optims: Vec<_> = active.iter().map(|&i| &members[i].trainer.optim).collect();
     let config = &members[active[0]].trainer.run.config;
-    // Clipping is per seed (clip_per_seed); the stack's AdamW must not clip the stacked
-    // tensors as a whole.
-    let fresh = || {
-        AdamWConfig::new()
-            .with_weight_decay(config.train.weight_decay as f32)
-            .init()
-    };
-    let optim = optim_stack::join(&optims, &seeds, &layout, fresh)?;
+    let optim = optim_stack::join(&optims, &seeds, &layout, || stack_optimizer(config))?;
     Ok((stack, optim, layout))
+}
+
+/// The AdamW of a seed stack: the run's, without gradient clipping, which is per seed
+/// ([`clip_per_seed`]) and must not see the stacked tensors as a whole.
+pub fn stack_optimizer(config: &crate::config::RunConfig) -> ModuleOptimizer {
+    AdamWConfig::new()
+        .with_weight_decay(config.train.weight_decay as f32)
+        .init()
 }
 
 /// Per seed `[seeds][shard][layer]`, the dropout masks its own run draws at `step`: the
@@ -481,7 +489,7 @@ fn draw_dropout(
 
 /// Gradient clipping by norm as Burn's AdamW does it (each parameter tensor alone), here
 /// for each seed's slice of each stacked tensor alone. `max_norm` 0 turns it off.
-fn clip_per_seed(stack: &SeedStack, grads: GradientsParams, max_norm: f32) -> GradientsParams {
+pub fn clip_per_seed(stack: &SeedStack, grads: GradientsParams, max_norm: f32) -> GradientsParams {
     if max_norm <= 0.0 {
         return grads;
     }
