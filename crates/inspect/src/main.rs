@@ -13,8 +13,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Measure what each attention head of a headlab run learned. Writes into RUN/inspect (or
 /// --out): weights.safetensors, activations.safetensors, heads.json, circuits.json,
 /// similarity.json, pruning.json, summary.json, logit_lens.json, divergence.csv and
-/// trajectories.json (from the run's snapshots), relations.json (word tasks),
-/// figures/*.png, explore.html and index.html, and prints one line per head with its role,
+/// trajectories.json (from the run's snapshots), patching.json (tasks with minimal pairs),
+/// relations.json, ceiling.json and agreement.json (word tasks), figures/*.png,
+/// explore.html and index.html, and prints one line per head with its role,
 /// entropy, confidence, attention distance and ablation drop.
 #[derive(Parser, Debug)]
 #[command(name = "inspect", version)]

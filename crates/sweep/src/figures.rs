@@ -302,6 +302,8 @@ mod tests {
                     untrained_best_score: Some(estimate(0.3)),
                     drop_on_relation: None,
                     drop_elsewhere: None,
+                    resample_drop_on_relation: None,
+                    resample_drop_elsewhere: None,
                     of: 16,
                     best_layers: BTreeMap::new(),
                 })

@@ -85,7 +85,7 @@ pub fn ablation_drops(model: &Encoder, eval: &[Example], device: &Device) -> Abl
 }
 
 /// `[batch, ...]` with sequence i taking sequence i + 1's values (the last the first's).
-fn rolled(values: Tensor<4>) -> Tensor<4> {
+pub(crate) fn rolled(values: Tensor<4>) -> Tensor<4> {
     let [batch, ..] = values.dims();
     if batch < 2 {
         return values;

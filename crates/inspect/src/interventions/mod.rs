@@ -5,7 +5,9 @@
 //! gathers [`activation_patching`] (clean heads' outputs or residual stream put back into
 //! runs on corrupted inputs), [`path_patching`] (one sender's output through one receiver's
 //! input) and [`attribution_patching`] (the first-order estimate), all on the runs
-//! [`pair_runs`] holds; [`pruning`], heads removed one at a time until none is left.
+//! [`pair_runs`] holds; [`pruning`], heads removed one at a time until none is left;
+//! [`relation_ablation`], what zeroing or resampling each syntactic relation's best head
+//! costs on its dependents (word tasks).
 
 pub mod ablation;
 pub mod activation_patching;
@@ -14,3 +16,4 @@ pub(crate) mod pair_runs;
 pub mod patching;
 pub mod path_patching;
 pub mod pruning;
+pub mod relation_ablation;

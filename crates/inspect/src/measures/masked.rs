@@ -1,9 +1,9 @@
 //! The model's answers on masked words, one per masked word in order of example and
 //! position: what the ceiling ([`super::ceiling`]) and the relation ablation
-//! ([`super::relation_ablation`]) both count.
+//! (`interventions::relation_ablation`) both count.
 
 use burn::prelude::*;
-use model::{Encoder, HeadId};
+use model::{Encoder, EncoderInput, HeadId};
 use train::batch::Batch;
 use train::tasks::Example;
 use train::tensor_file::HostTensor;
@@ -31,13 +31,24 @@ pub fn right_answers(
     zeroed: Option<HeadId>,
     device: &Device,
 ) -> Vec<bool> {
+    right_answers_with(model, examples, device, |_, input| match zeroed {
+        Some(id) => input.head_mask(model.head_mask_keeping(|h| h != id, device)),
+        None => input,
+    })
+}
+
+/// [`right_answers`] with each batch's input changed by `intervene` (given the batch and
+/// its plain input) before the forward pass: how an intervention on a head is counted.
+pub fn right_answers_with(
+    model: &Encoder,
+    examples: &[Example],
+    device: &Device,
+    intervene: impl Fn(&Batch, EncoderInput) -> EncoderInput,
+) -> Vec<bool> {
     let mut right = Vec::new();
     for chunk in examples.chunks(BATCH) {
         let batch = Batch::new(chunk, device);
-        let mut input = batch.encoder_input();
-        if let Some(id) = zeroed {
-            input = input.head_mask(model.head_mask_keeping(|h| h != id, device));
-        }
+        let input = intervene(&batch, batch.encoder_input());
         // [batch, seq]: the most probable class at every position.
         let predicted = model.forward_input(input).argmax(2).squeeze_dim::<2>(2);
         let [_, seq] = predicted.dims();

@@ -5,16 +5,17 @@
 //! - [`heads`]: one record per head (`heads.json`), gathering every measure below.
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
-//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks);
-//!   [`relation_ablation`]: what zeroing each relation's best head costs on its dependents.
+//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks).
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
 //! - [`logit_lens`]: each layer's residual stream read through the output layer.
 //! - [`ceiling`]: the model's accuracy per class of masked word against the Bayes-optimal
 //!   predictor's (word tasks); [`masked`]: the model's answers on masked words, which it
-//!   and [`relation_ablation`] count.
+//!   and `interventions::relation_ablation` count; [`agreement`]: subject-verb agreement across
+//!   attractors (word tasks).
 
+pub mod agreement;
 pub mod attribution;
 pub mod ceiling;
 pub mod divergence;
@@ -25,7 +26,6 @@ pub mod masked;
 pub mod matching;
 pub mod norms;
 pub mod patterns;
-pub mod relation_ablation;
 pub mod relations;
 pub mod similarity;
 pub mod trajectories;

@@ -89,13 +89,21 @@ pub struct BestHead {
     /// Whether the score is above the baseline's (strictly).
     pub beats_baseline: bool,
     /// Eval token accuracy lost on masked words that are this relation's dependents (an
-    /// object noun for `dobj`) when this head is zeroed ([`super::relation_ablation`]);
+    /// object noun for `dobj`) when this head is zeroed (`interventions::relation_ablation`);
     /// null in a file written before it existed, or with no such masked word.
     #[serde(default)]
     pub drop_on_relation: Option<f64>,
     /// The same on every other masked word.
     #[serde(default)]
     pub drop_elsewhere: Option<f64>,
+    /// `drop_on_relation` with the head resample-ablated instead of zeroed (its output on
+    /// each sentence taken from another sentence), which keeps later layers on their
+    /// training distribution.
+    #[serde(default)]
+    pub resample_drop_on_relation: Option<f64>,
+    /// `drop_elsewhere` with the head resample-ablated.
+    #[serde(default)]
+    pub resample_drop_elsewhere: Option<f64>,
 }
 
 /// The best head of a relation in each direction.
@@ -423,6 +431,8 @@ fn best_head(
             beats_baseline: false,
             drop_on_relation: None,
             drop_elsewhere: None,
+            resample_drop_on_relation: None,
+            resample_drop_elsewhere: None,
         },
         |h| BestHead {
             layer: h.layer,
@@ -431,6 +441,8 @@ fn best_head(
             beats_baseline: score(h) > baseline.score,
             drop_on_relation: None,
             drop_elsewhere: None,
+            resample_drop_on_relation: None,
+            resample_drop_elsewhere: None,
         },
     )
 }

@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use crate::circuits::Circuits;
 use crate::interventions::patching::Patching;
 use crate::interventions::pruning::Pruning;
+use crate::measures::agreement::Agreement;
 use crate::measures::ceiling::Ceiling;
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::HeadRecord;
@@ -48,6 +49,8 @@ pub const SUMMARY: &str = "summary.json";
 pub const RELATIONS: &str = "relations.json";
 /// `ceiling.json`.
 pub const CEILING: &str = "ceiling.json";
+/// `agreement.json`.
+pub const AGREEMENT: &str = "agreement.json";
 /// `logit_lens.json`.
 pub const LOGIT_LENS: &str = "logit_lens.json";
 /// `patching.json`.
@@ -249,6 +252,15 @@ pub const FILES: &[ReportFile] = &[
          the same masked examples",
     ),
     file(
+        AGREEMENT,
+        Presence::WordTask,
+        "subject-verb agreement across attractors (Linzen et al. 2016): each verb with a noun \
+         subject masked alone, agreement right when its right-number form gets the higher \
+         logit; per attractor (the noun nearest the verb between it and its subject: none, \
+         same or different number) the verbs, the agreement with its standard error and the \
+         word accuracy",
+    ),
+    file(
         DIVERGENCE,
         Presence::Snapshots,
         "per snapshot and layer: mean pairwise qk_cosine, ov_cosine, pattern_js",
@@ -409,6 +421,9 @@ impl JsonFile for Summary {
 }
 impl JsonFile for Relations {
     const NAME: &'static str = RELATIONS;
+}
+impl JsonFile for Agreement {
+    const NAME: &'static str = AGREEMENT;
 }
 impl JsonFile for Ceiling {
     const NAME: &'static str = CEILING;

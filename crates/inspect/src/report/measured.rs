@@ -13,14 +13,15 @@ use crate::circuits::{Circuits, rollout};
 use crate::interventions::ablation::ablation_drops;
 use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
+use crate::interventions::relation_ablation;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;
+use crate::measures::agreement::{self, Agreement};
 use crate::measures::ceiling::{self, Ceiling};
 use crate::measures::divergence::{self, DivergencePoint};
 use crate::measures::heads::{HeadRecord, measure_heads};
 use crate::measures::importance::spearman;
 use crate::measures::logit_lens::{LogitLens, logit_lens};
-use crate::measures::relation_ablation;
 use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::trajectories::{self, Trajectories};
@@ -59,6 +60,8 @@ pub struct Measured {
     pub patching: Option<Patching>,
     /// `ceiling.json` (word tasks only).
     pub ceiling: Option<Ceiling>,
+    /// `agreement.json` (word tasks only).
+    pub agreement: Option<Agreement>,
 }
 
 impl Measured {
@@ -139,6 +142,7 @@ pub fn measure(
         .then(|| patching(model, task, config.seed, device))
         .flatten();
     let ceiling = ceiling::ceiling(model, task, config.seed, device);
+    let agreement = agreement::agreement(model, task, config.seed, device);
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
@@ -156,5 +160,6 @@ pub fn measure(
         logit_lens,
         patching,
         ceiling,
+        agreement,
     })
 }

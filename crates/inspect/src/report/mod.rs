@@ -197,6 +197,9 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
     if let Some(ceiling) = &measured.ceiling {
         files.push(dir.write_json(ceiling)?);
     }
+    if let Some(agreement) = &measured.agreement {
+        files.push(dir.write_json(agreement)?);
+    }
     if !measured.divergence.is_empty() {
         files.push(dir.write_divergence(&measured.divergence)?);
     }

@@ -69,6 +69,10 @@ pub struct RelationAcrossSeeds {
     pub drop_on_relation: Option<EstimateJson>,
     /// The same on every other masked word.
     pub drop_elsewhere: Option<EstimateJson>,
+    /// `drop_on_relation` with the best head resample-ablated.
+    pub resample_drop_on_relation: Option<EstimateJson>,
+    /// `drop_elsewhere` with the best head resample-ablated.
+    pub resample_drop_elsewhere: Option<EstimateJson>,
     /// Seeds counted.
     pub of: usize,
     /// Layer -> seeds whose best head sits in it.
@@ -441,6 +445,20 @@ fn relations_across_seeds(
                         .collect::<Vec<_>>(),
                 )
                 .map(Into::into),
+                resample_drop_on_relation: Estimate::of(
+                    &best
+                        .iter()
+                        .filter_map(|b| b.resample_drop_on_relation)
+                        .collect::<Vec<_>>(),
+                )
+                .map(Into::into),
+                resample_drop_elsewhere: Estimate::of(
+                    &best
+                        .iter()
+                        .filter_map(|b| b.resample_drop_elsewhere)
+                        .collect::<Vec<_>>(),
+                )
+                .map(Into::into),
                 of: seeds.len(),
                 best_layers,
             });
@@ -478,6 +496,8 @@ mod tests {
             beats_baseline: score > baseline,
             drop_on_relation: Some(0.1),
             drop_elsewhere: None,
+            resample_drop_on_relation: Some(0.2),
+            resample_drop_elsewhere: None,
         };
         Relations {
             sentences: 10,

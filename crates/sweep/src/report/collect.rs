@@ -10,6 +10,7 @@ use inspect::circuits::Circuits;
 use inspect::interventions::patching::{PairPatching, Patching};
 use inspect::interventions::path_patching::PathChannel;
 use inspect::interventions::pruning::Pruning;
+use inspect::measures::agreement::{Agreement, Attractor};
 use inspect::measures::ceiling::Ceiling;
 use inspect::measures::divergence::DivergencePoint;
 use inspect::measures::heads::HeadRecord;
@@ -57,7 +58,7 @@ pub struct RunRow {
 /// The numbers of a run, in table order: key, column title, decimals. A run has a number
 /// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
 /// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
-pub const NUMBERS: [(&str, &str, usize); 42] = [
+pub const NUMBERS: [(&str, &str, usize); 45] = [
     ("eval_token_acc", "eval token acc", 4),
     ("eval_seq_acc", "eval seq acc", 4),
     ("steps_to_99", "steps to 99%", 0),
@@ -121,6 +122,17 @@ pub const NUMBERS: [(&str, &str, usize); 42] = [
     ("noun_accuracy", "noun accuracy", 3),
     ("verb_ceiling", "verb ceiling", 3),
     ("verb_accuracy", "verb accuracy", 3),
+    ("agreement_none", "agreement, no attractor", 3),
+    (
+        "agreement_same",
+        "agreement, attractor of the same number",
+        3,
+    ),
+    (
+        "agreement_different",
+        "agreement, attractor of the other number",
+        3,
+    ),
     ("attention_params", "attention params", 0),
     ("n_params", "all params", 0),
     ("total_heads", "heads (all layers)", 0),
@@ -192,7 +204,22 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
     if let Ok(ceiling) = report.read_json::<Ceiling>() {
         add_ceiling_numbers(&mut row.numbers, &ceiling);
     }
+    if let Ok(agreement) = report.read_json::<Agreement>() {
+        add_agreement_numbers(&mut row.numbers, &agreement);
+    }
     row
+}
+
+/// From `agreement.json` (word tasks): subject-verb agreement per kind of attractor.
+pub fn add_agreement_numbers(numbers: &mut BTreeMap<&'static str, f64>, agreement: &Agreement) {
+    for case in agreement.cases.iter().filter(|c| c.verbs > 0) {
+        let key = match case.attractor {
+            Attractor::None => "agreement_none",
+            Attractor::Same => "agreement_same",
+            Attractor::Different => "agreement_different",
+        };
+        numbers.insert(key, case.agreement);
+    }
 }
 
 /// From `ceiling.json` (word tasks): the ceiling and the model's share of it over every

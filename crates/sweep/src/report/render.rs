@@ -252,15 +252,17 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
          its 95% Wilson interval, and the same count on untrained models of the same seeds), \
          the untrained models' best head's score, the layers the best heads sit in, and what \
          zeroing the best head costs in eval token accuracy on masked words that are the \
-         relation's dependents against every other masked word.\n"
+         relation's dependents against every other masked word, and the same with the head \
+         resample-ablated (its output taken from another sentence).\n"
     );
     for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
         let _ = writeln!(
             md,
             "### {}\n\n| relation | direction | best head | offset baseline | beats it | \
              95% interval | untrained beats it | untrained best head | best head's layer | \
-             zeroed: drop on dependents | zeroed: drop elsewhere |\n\
-             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+             zeroed: drop on dependents | zeroed: drop elsewhere | resampled: drop on \
+             dependents | resampled: drop elsewhere |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             point.point
         );
         for r in &point.relations {
@@ -282,7 +284,7 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
             };
             let _ = writeln!(
                 md,
-                "| {} | {direction} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} | {} | {} | {} |",
+                "| {} | {direction} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} | {} | {} | {} | {} | {} |",
                 r.relation,
                 r.best_score.show(2),
                 r.baseline.show(2),
@@ -295,6 +297,8 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
                 layers.join(", "),
                 show(&r.drop_on_relation, 3),
                 show(&r.drop_elsewhere, 3),
+                show(&r.resample_drop_on_relation, 3),
+                show(&r.resample_drop_elsewhere, 3),
             );
         }
         let _ = writeln!(md);

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use self::dependency::{Arc, ParsedSentence, Relation};
 pub use self::file::FileSpec;
 pub use self::grammar::GrammarSpec;
-pub use self::grammar::ceiling::{ClassCeiling, WordClass};
+pub use self::grammar::ceiling::{ClassCeiling, Inflection, WordClass};
 pub use self::grammar::lexicon::{Lexicon, NounClass};
 pub use self::neighbors::{Combine, NeighborsSpec};
 pub use self::pairs::{MinimalPair, PairKind};
@@ -420,6 +420,15 @@ impl Task {
     pub fn word_class(&self, id: u32) -> Option<WordClass> {
         self.inner().word_class(id)
     }
+
+    /// For word tasks: a noun's or verb's number and its form in the other number
+    /// ([`Inflection`]); `None` for other tokens and other tasks.
+    pub fn inflection(&self, id: u32) -> Option<Inflection> {
+        self.inner().inflection(id)
+    }
+
+    /// The id of the mask token of word tasks (what a masked word reads as).
+    pub const MASK_TOKEN: u32 = 1;
 }
 
 /// What every task variant provides; [`Task`] dispatches to it.
@@ -444,6 +453,10 @@ trait TaskImpl {
     }
 
     fn word_class(&self, _id: u32) -> Option<WordClass> {
+        None
+    }
+
+    fn inflection(&self, _id: u32) -> Option<Inflection> {
         None
     }
 

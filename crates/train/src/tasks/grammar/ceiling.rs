@@ -60,6 +60,16 @@ impl WordClass {
     ];
 }
 
+/// A noun's or verb's grammatical number, and the same word in the other number: what an
+/// agreement test compares (`runs` against `run` after a singular subject).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inflection {
+    /// Whether the word is the plural form.
+    pub plural: bool,
+    /// The id of the same noun or verb in the other number.
+    pub other_number: u32,
+}
+
 /// The ceiling of one word class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassCeiling {
@@ -576,6 +586,33 @@ impl GrammarTask {
         } else {
             None
         }
+    }
+
+    /// The number of noun or verb `id` and the id of the same word in the other number
+    /// (`dog`: singular, `dogs`); `None` for every other token.
+    pub fn inflection_of(&self, id: u32) -> Option<Inflection> {
+        [
+            &self.nouns,
+            &self.transitive_verbs,
+            &self.intransitive_verbs,
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|&[singular, plural]| {
+            if id == singular {
+                Some(Inflection {
+                    plural: false,
+                    other_number: plural,
+                })
+            } else if id == plural {
+                Some(Inflection {
+                    plural: true,
+                    other_number: singular,
+                })
+            } else {
+                None
+            }
+        })
     }
 
     /// The Bayes-optimal predictor's accuracy per class of masked word, on the masked

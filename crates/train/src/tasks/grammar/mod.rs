@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 pub mod ceiling;
 pub mod lexicon;
 
-use self::ceiling::{ClassCeiling, WordClass};
+use self::ceiling::{ClassCeiling, Inflection, WordClass};
 
 use self::lexicon::{
     CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS, CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon,
@@ -154,7 +154,7 @@ const DETERMINERS: [(&str, Option<Number>); 8] = [
 const RELATIVE_PRONOUN: &str = "that";
 
 /// The token that fills a masked position.
-const MASK: u32 = 1;
+const MASK: u32 = super::Task::MASK_TOKEN;
 
 /// Longest accepted `max_words`: far beyond the defaults, and a bound on the model's positions.
 const MAX_WORDS: usize = 64;
@@ -935,6 +935,10 @@ impl TaskImpl for GrammarTask {
 
     fn word_class(&self, id: u32) -> Option<WordClass> {
         self.word_class_of(id)
+    }
+
+    fn inflection(&self, id: u32) -> Option<Inflection> {
+        self.inflection_of(id)
     }
 
     /// The sentences of `eval_set(size, seed)`, in order, unmasked: the same rng draws the
