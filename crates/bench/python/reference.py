@@ -14,8 +14,15 @@ Optimizer: AdamW with Burn's defaults as headlab sets them (lr 1e-3 constant, be
 (`GradientClipping::Norm(1.0)`, which clips each parameter's gradient to norm 1 on its own).
 Batches are drawn fresh each step; dropout is 0.
 
+With --seeds S (S > 1), S models of the size (seeds seed .. seed + S - 1) train as one, by
+PyTorch's model-ensembling recipe: `torch.func.stack_module_state` stacks their parameters
+on a leading seed axis and `torch.func.vmap` over `functional_call` runs them in one batched
+pass; AdamW steps the stacked parameters, and clipping is per seed and tensor. Each model
+gets its own batch. A step is one step of every seed.
+
 Modes:
   reference.py --size small --threads 2 --seconds 5     # a bench case: one JSON line
+  reference.py --size small --seeds 16                   # the same, 16 seeds with vmap
   reference.py --to-accuracy 0.99 --threads 2           # time to 99% on reverse
 
 Only PyTorch (and the standard library) is needed, and torch is imported after the arguments
@@ -68,6 +75,12 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps (and passes) first")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="models trained together with torch.func.vmap (default 1: one plain model)",
+    )
+    parser.add_argument(
         "--attention",
         choices=["math", "sdpa"],
         default="math",
@@ -100,6 +113,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
     if not (args.seconds >= 0):
         parser.error("--seconds must be 0 or more")
     if args.to_accuracy is not None and not (0 < args.to_accuracy <= 1):
@@ -111,6 +126,13 @@ def parse_args(argv=None):
 
 def build(torch, d_model, n_heads, n_layers, d_ff, vocab, n_out, max_seq, attention):
     """headlab's encoder (split heads, pre-norm, sinusoidal positions, no dropout)."""
+    return encoder_class(
+        torch, d_model, n_heads, n_layers, d_ff, vocab, n_out, max_seq, attention
+    )()
+
+
+def encoder_class(torch, d_model, n_heads, n_layers, d_ff, vocab, n_out, max_seq, attention):
+    """The class of `build`'s encoder: one class for every model of a vmapped stack."""
     nn = torch.nn
     F = torch.nn.functional
     d_head = d_model // n_heads
@@ -166,7 +188,7 @@ def build(torch, d_model, n_heads, n_layers, d_ff, vocab, n_out, max_seq, attent
                 x = block(x)
             return self.output(self.final_norm(x))
 
-    return Encoder()
+    return Encoder
 
 
 def sinusoids(torch, length, d_model):
@@ -241,6 +263,78 @@ class Trainer:
         return (predicted == targets).float().mean().item()
 
 
+class StackedTrainer:
+    """`seeds` models of one size trained as one with torch.func (stack_module_state + vmap
+    over functional_call), each on its own batch: what bench's `--seeds` compares with."""
+
+    def __init__(self, torch, size, vocab, seq_len, seed, attention, seeds):
+        import copy
+
+        from torch.func import functional_call, stack_module_state, vmap
+
+        d_model, n_heads, n_layers, d_ff, _, batch_size = SIZES[size]
+        self.torch = torch
+        self.vocab, self.seq_len, self.batch_size, self.seeds = vocab, seq_len, batch_size, seeds
+        encoder = encoder_class(
+            torch, d_model, n_heads, n_layers, d_ff, vocab, vocab, seq_len, attention
+        )
+        models = []
+        for s in range(seeds):
+            torch.manual_seed(seed + s)
+            models.append(encoder())
+        self.per_model = sum(p.numel() for p in models[0].parameters())
+        self.params, self.buffers = stack_module_state(models)  # name -> [seeds, ...]
+        base = copy.deepcopy(models[0]).to("meta")
+        F = torch.nn.functional
+
+        def logits(params, buffers, tokens):
+            return functional_call(base, (params, buffers), (tokens,))
+
+        def loss(params, buffers, tokens, targets):
+            out = logits(params, buffers, tokens)
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1))
+
+        self.logits = vmap(logits)
+        self.loss = vmap(loss)
+        self.param_list = list(self.params.values())
+        self.optim = torch.optim.AdamW(
+            self.param_list, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY
+        )
+        self.batches = torch.Generator().manual_seed(seed)
+
+    def parameters(self):
+        return self.per_model
+
+    def batch(self, generator=None):
+        """A fresh batch per seed, `[seeds, batch, seq]`; the target is the input reversed."""
+        tokens = self.torch.randint(
+            0,
+            self.vocab,
+            (self.seeds, self.batch_size, self.seq_len),
+            generator=generator or self.batches,
+        )
+        return tokens, tokens.flip(2)
+
+    def step(self):
+        torch = self.torch
+        tokens, targets = self.batch()
+        losses = self.loss(self.params, self.buffers, tokens, targets)  # [seeds]
+        self.optim.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        # Burn's clipping, per seed and tensor: each seed's slice scaled to norm <= 1.
+        for param in self.param_list:
+            grad = param.grad
+            norms = grad.flatten(1).norm(dim=1)  # [seeds]
+            scale = torch.clamp(GRAD_CLIP / (norms + CLIP_TINY), max=1.0)
+            grad.mul_(scale.view(-1, *([1] * (grad.dim() - 1))))
+        self.optim.step()
+        return losses.mean().item()
+
+    def forward(self, tokens):
+        with self.torch.no_grad():
+            return self.logits(self.params, self.buffers, tokens)
+
+
 def peak_rss_mib():
     # ru_maxrss is KiB on Linux (bytes on macOS).
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -248,6 +342,8 @@ def peak_rss_mib():
 
 
 def run_case(torch, args):
+    if args.seeds > 1:
+        return run_stacked_case(torch, args)
     seq_len = SIZES[args.size][4]
     trainer = Trainer(torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention)
     trainer.model.train()
@@ -289,6 +385,50 @@ def run_case(torch, args):
         "forward_passes": passes,
         "forward_passes_per_s": passes / forward_seconds,
         "forward_tokens_per_s": passes * trainer.batch_size * seq_len / forward_seconds,
+        "last_loss": loss,
+        "peak_rss_mib": peak_rss_mib(),
+    }
+
+
+def run_stacked_case(torch, args):
+    """`run_case` for `--seeds` models trained together: steps are steps of every seed."""
+    seq_len = SIZES[args.size][4]
+    trainer = StackedTrainer(
+        torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention, args.seeds
+    )
+    for _ in range(args.warmup):
+        trainer.step()
+    steps, loss = 0, float("nan")
+    started = time.perf_counter()
+    while steps < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
+        loss = trainer.step()
+        steps += 1
+    train_seconds = time.perf_counter() - started
+
+    tokens, _ = trainer.batch(torch.Generator().manual_seed(args.seed))
+    for _ in range(args.warmup):
+        trainer.forward(tokens).numpy()
+    passes = 0
+    started = time.perf_counter()
+    while passes < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
+        trainer.forward(tokens).numpy()
+        passes += 1
+    forward_seconds = time.perf_counter() - started
+    tokens_per_step = args.seeds * trainer.batch_size * seq_len
+    return {
+        "mode": "case",
+        "size": args.size,
+        "seeds": args.seeds,
+        "batch_size": trainer.batch_size,
+        "seq_len": seq_len,
+        "parameters": trainer.parameters(),
+        "threads": torch.get_num_threads(),
+        "train_steps": steps,
+        "train_steps_per_s": steps / train_seconds,
+        "train_tokens_per_s": steps * tokens_per_step / train_seconds,
+        "forward_passes": passes,
+        "forward_passes_per_s": passes / forward_seconds,
+        "forward_tokens_per_s": passes * tokens_per_step / forward_seconds,
         "last_loss": loss,
         "peak_rss_mib": peak_rss_mib(),
     }

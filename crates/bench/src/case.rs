@@ -9,10 +9,11 @@ use std::time::Instant;
 use anyhow::Context;
 use burn::module::Module;
 use burn::prelude::*;
-use model::Encoder;
+use model::{Encoder, SeedStack, StackInput};
 use serde::{Deserialize, Serialize};
 use train::batch::{Batch, training_examples};
 use train::step::{StepGradients, step_gradients};
+use train::trainer::group::{clip_per_seed, stack_gradients, stack_optimizer};
 use train::{BackendKind, ResolvedRun, RunConfig};
 
 use crate::machine;
@@ -93,6 +94,15 @@ pub struct Case {
     /// Parts each batch is split into (`train.shards`): headlab's setting; the Burn
     /// reference always trains on the whole batch, as a plain Burn training loop does.
     pub shards: usize,
+    /// Models trained together as one batched model (`train --seeds`; PyTorch's
+    /// `torch.func.vmap`), each on its own batch; 1 is a plain single model. A step is one
+    /// step of every seed.
+    #[serde(default = "one")]
+    pub seeds: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// How long to measure.
@@ -166,6 +176,7 @@ impl CaseResult {
                 backend: BackendKind::Flex,
                 implementation,
                 shards: 1,
+                seeds: 1,
             },
             batch_size: 64,
             seq_len: 32,
@@ -231,6 +242,12 @@ pub fn run_case(case: Case, budget: Budget) -> anyhow::Result<CaseResult> {
     let device = plain_device.clone().autodiff();
     device.seed(run.config.seed);
     match case.implementation {
+        Implementation::Headlab if case.seeds > 1 => {
+            measure_stack(case, &run, &device, &plain_device, budget)
+        }
+        Implementation::Burn if case.seeds > 1 => {
+            anyhow::bail!("Burn's encoder has no seed stack: --seeds times headlab and PyTorch")
+        }
         Implementation::Headlab => {
             let model = run.config.model.init(&run.io, &device)?;
             measure(case, model, &run, &device, &plain_device, budget)
@@ -294,6 +311,108 @@ fn measure<M: Classifier>(
     let forward = || {
         // Reading the logits back waits for the device.
         let _ = inference.logits(tokens.clone()).into_data();
+    };
+    for _ in 0..budget.warmup_steps {
+        forward();
+    }
+    let mut passes = 0;
+    let started = Instant::now();
+    while passes < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
+        forward();
+        passes += 1;
+    }
+    let forward_seconds = started.elapsed().as_secs_f64();
+
+    Ok(CaseResult {
+        case,
+        batch_size,
+        seq_len: run.task.seq_len(),
+        parameters,
+        threads: rayon::current_num_threads(),
+        train_steps,
+        train_steps_per_s: train_steps as f64 / train_seconds,
+        forward_passes_per_s: passes as f64 / forward_seconds,
+        last_loss,
+        peak_rss_mib: machine::peak_rss_mib(),
+        version: None,
+        rounds: 1,
+        train_steps_per_s_rounds: Vec::new(),
+    })
+}
+
+/// Times training steps, then forward passes, of `case.seeds` encoders trained as one
+/// [`SeedStack`] (seeds `config.seed ..`), as `train --seeds` steps them: each seed's own
+/// batch, per-seed clipping, one AdamW update.
+fn measure_stack(
+    case: Case,
+    run: &ResolvedRun,
+    device: &Device,
+    plain_device: &Device,
+    budget: Budget,
+) -> anyhow::Result<CaseResult> {
+    let config = &run.config;
+    let seeds: Vec<u64> = (0..case.seeds as u64).map(|s| config.seed + s).collect();
+    let encoders = seeds
+        .iter()
+        .map(|&seed| {
+            device.seed(seed);
+            config.model.init(&run.io, device)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let parameters = encoders[0].num_params();
+    let mut stack = SeedStack::stack(&encoders.iter().collect::<Vec<_>>());
+    let mut optim = stack_optimizer(config);
+    let mut config = config.clone();
+    config.train.shards = case.shards;
+    let run = ResolvedRun {
+        config,
+        ..run.clone()
+    };
+    let mut step = 0;
+    let mut train_step = |stack: SeedStack| -> (SeedStack, f32) {
+        let StepGradients { grads, loss } = stack_gradients(&stack, &run, &seeds, step, device);
+        let grads = clip_per_seed(&stack, grads, run.config.train.grad_clip as f32);
+        // Reading the losses waits for the device, as `train` does on CPU backends.
+        let value = loss.mean().into_scalar::<f32>();
+        step += 1;
+        (optim.step(run.config.train.lr, stack, grads), value)
+    };
+    for _ in 0..budget.warmup_steps {
+        stack = train_step(stack).0;
+    }
+    let (mut train_steps, mut last_loss) = (0, f32::NAN);
+    let started = Instant::now();
+    while train_steps < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
+        (stack, last_loss) = train_step(stack);
+        train_steps += 1;
+    }
+    let train_seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        last_loss.is_finite(),
+        "headlab {} x{} on {}: the loss became {last_loss}",
+        case.size.name(),
+        case.seeds,
+        case.backend.name()
+    );
+
+    let inference = stack.valid();
+    let batch_size = run.config.train.batch_size;
+    let tokens: Vec<Tensor<2, Int>> = seeds
+        .iter()
+        .map(|&seed| {
+            let examples = training_examples(&run.task, seed, 0, batch_size);
+            Batch::new(&examples, plain_device).tokens
+        })
+        .collect();
+    let tokens = Tensor::stack::<3>(tokens, 0); // [seeds, batch, seq]
+    let forward = || {
+        let input = StackInput {
+            tokens: tokens.clone(),
+            pad: None,
+            dropout: None,
+        };
+        // Reading the logits back waits for the device.
+        let _ = inference.forward(input).into_data();
     };
     for _ in 0..budget.warmup_steps {
         forward();

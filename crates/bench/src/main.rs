@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, bail};
 use bench::accuracy::{self, AccuracyResult};
 use bench::case::{Budget, Case, CaseResult, Implementation, Size, headlab_parameters, run_case};
-use bench::table::{Provenance, markdown};
+use bench::table::{Provenance, markdown, seeds_markdown};
 use bench::{machine, pytorch, rounds};
 use clap::Parser;
 use train::BackendKind;
@@ -70,6 +70,11 @@ struct Cli {
     /// Step cap of --to-accuracy.
     #[arg(long, default_value_t = accuracy::DEFAULT_MAX_STEPS)]
     max_steps: usize,
+    /// Instead of the implementations side by side: many seeds of one model trained as one
+    /// batched model (headlab's `train --seeds`, PyTorch's `torch.func.vmap`) at each of
+    /// these seed counts, e.g. `1,4,16,64`, against one model (S = 1): seed-steps per second.
+    #[arg(long, value_delimiter = ',', value_name = "S")]
+    seeds: Option<Vec<usize>>,
     /// Also write the table to this markdown file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -115,6 +120,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     if cli.threads == Some(0) {
         bail!("--threads must be at least 1");
+    }
+    if let Some(seeds) = &cli.seeds {
+        if seeds.is_empty() || seeds.contains(&0) || seeds.iter().any(|&s| s > MAX_SEEDS) {
+            bail!("--seeds takes seed counts from 1 to {MAX_SEEDS}, e.g. `1,4,16,64`");
+        }
+        if cli.to_accuracy.is_some() {
+            bail!("--seeds times training speed; it does not go with --to-accuracy");
+        }
     }
     let budget = Budget {
         warmup_steps: cli.warmup,
@@ -189,6 +202,9 @@ fn implementations(
     }
 }
 
+/// The largest `--seeds` count: a bound on what one case allocates.
+const MAX_SEEDS: usize = 1024;
+
 /// The speed table: every case, `--rounds` times interleaved, then the medians.
 fn run_speed(
     cli: &Cli,
@@ -248,7 +264,11 @@ fn run_speed(
         .iter()
         .filter_map(|rounds| rounds::median_result(rounds))
         .collect();
-    let table = markdown(&results, &provenance(cli, &results, threads, torch_version));
+    let provenance = provenance(cli, &results, threads, torch_version);
+    let table = match &cli.seeds {
+        Some(_) => seeds_markdown(&results, &provenance),
+        None => markdown(&results, &provenance),
+    };
     println!("{table}");
     write_outputs(cli, &table, &results)?;
     if failures > 0 {
@@ -266,22 +286,28 @@ fn speed_cases(cli: &Cli, implementations: &[Implementation]) -> Vec<Case> {
         .iter()
         .copied()
         .find(|&b| b != BackendKind::Wgpu);
+    let seed_counts = cli.seeds.clone().unwrap_or_else(|| vec![1]);
     let mut cases = Vec::new();
     for &size in &cli.sizes {
         for &backend in &cli.backends {
             for &implementation in implementations {
                 let shards = match implementation {
                     Implementation::Headlab => cli.shards,
+                    // Burn's encoder has no seed stack.
+                    Implementation::Burn if cli.seeds.is_some() => continue,
                     Implementation::Burn => 1,
                     Implementation::Pytorch if Some(backend) == pytorch_backend => 1,
                     Implementation::Pytorch => continue,
                 };
-                cases.push(Case {
-                    size,
-                    backend,
-                    implementation,
-                    shards,
-                });
+                for &seeds in &seed_counts {
+                    cases.push(Case {
+                        size,
+                        backend,
+                        implementation,
+                        shards,
+                        seeds,
+                    });
+                }
             }
         }
     }
@@ -298,6 +324,9 @@ fn case_label(cli: &Cli, case: &Case, round: usize) -> String {
     );
     if case.implementation == Implementation::Pytorch {
         label = format!("{} cpu pytorch", case.size.name());
+    }
+    if cli.seeds.is_some() {
+        label = format!("{label} x{} seeds", case.seeds);
     }
     if cli.rounds > 1 {
         label = format!("round {}/{}: {label}", round + 1, cli.rounds);

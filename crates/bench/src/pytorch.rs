@@ -116,6 +116,13 @@ pub struct ReferenceCase {
     pub peak_rss_mib: Option<f64>,
     /// `torch.__version__`.
     pub torch_version: String,
+    /// Models trained together with `torch.func.vmap` (1 when absent: a plain model).
+    #[serde(default = "one")]
+    pub seeds: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// What the reference prints with `--to-accuracy`.
@@ -234,6 +241,8 @@ pub fn run_case(
         budget.warmup_steps.to_string(),
         "--seed".to_string(),
         "0".to_string(),
+        "--seeds".to_string(),
+        case.seeds.to_string(),
     ];
     let reference: ReferenceCase = parse_output(&run_script(python, &args)?)?;
     to_case_result(case, reference, headlab_parameters)
@@ -254,6 +263,13 @@ pub fn to_case_result(
         );
     }
     check_parameters(reference.parameters, headlab_parameters)?;
+    if reference.seeds != case.seeds {
+        bail!(
+            "the PyTorch reference trained {} seeds, bench asked for {}",
+            reference.seeds,
+            case.seeds
+        );
+    }
     if !reference.last_loss.is_finite() {
         bail!(
             "pytorch {}: the loss became {}",
@@ -319,6 +335,7 @@ mod tests {
             backend: BackendKind::Flex,
             implementation: Implementation::Pytorch,
             shards: 1,
+            seeds: 1,
         }
     }
 
@@ -374,7 +391,17 @@ mod tests {
             size: Size::Large,
             ..case()
         };
-        assert!(to_case_result(large, reference, 101_386).is_err());
+        assert!(to_case_result(large, reference.clone(), 101_386).is_err());
+        // A plain model's figures are not the figures of 16 vmapped seeds.
+        let stacked = Case {
+            seeds: 16,
+            ..case()
+        };
+        let error = to_case_result(stacked, reference, 101_386).unwrap_err();
+        assert!(
+            format!("{error}").contains("trained 1 seeds, bench asked for 16"),
+            "{error}"
+        );
     }
 
     #[test]

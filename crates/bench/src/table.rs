@@ -185,6 +185,75 @@ fn format_figure(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
+/// `bench --seeds`: per size, backend and implementation, the seed-steps per second (a
+/// step of a stack of S seeds counts S) at every seed count, and each against the same
+/// implementation's single model (S = 1) and, for headlab, against PyTorch's `vmap` at the
+/// same S.
+pub fn seeds_markdown(results: &[CaseResult], provenance: &Provenance) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}). Reverse task, AdamW, each \
+         seed on its own batch; small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, batch \
+         64; large: d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32. S seeds train \
+         as one batched model: headlab's seed stack (`train --seeds`, train.shards = {}), \
+         PyTorch's torch.func.stack_module_state + vmap{}. S = 1 is one plain model, the speed \
+         of separate runs. Seed-steps per second count a step of S seeds as S.\n",
+        provenance.date,
+        provenance.cpu,
+        provenance.cores,
+        provenance.threads,
+        if provenance.avx512 { "on" } else { "off" },
+        provenance.shards,
+        provenance
+            .pytorch
+            .as_ref()
+            .map_or_else(String::new, |v| format!(" ({v}, on the CPU)")),
+    );
+    out.push_str(
+        "| size | backend | implementation | S | seed-steps/s | vs S = 1 | headlab / PyTorch |\n\
+         | --- | --- | --- | ---: | ---: | ---: | ---: |\n",
+    );
+    let seed_steps = |r: &CaseResult| r.train_steps_per_s * r.case.seeds as f64;
+    for result in results {
+        let case = &result.case;
+        let single = results.iter().find(|r| {
+            r.case.size == case.size
+                && r.case.backend == case.backend
+                && r.case.implementation == case.implementation
+                && r.case.seeds == 1
+        });
+        let pytorch = results.iter().find(|r| {
+            r.case.implementation == Implementation::Pytorch
+                && r.case.size == case.size
+                && r.case.seeds == case.seeds
+        });
+        let backend = match case.implementation {
+            Implementation::Pytorch => "cpu",
+            _ => case.backend.name(),
+        };
+        let ratio = |other: Option<&CaseResult>| {
+            other.map_or("-".to_string(), |o| {
+                format!("{:.2}x", seed_steps(result) / seed_steps(o))
+            })
+        };
+        let against_pytorch = match case.implementation {
+            Implementation::Headlab => ratio(pytorch),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {backend} | {} | {} | {:.1} | {} | {against_pytorch} |",
+            case.size.name(),
+            case.implementation.name(),
+            case.seeds,
+            seed_steps(result),
+            ratio(single),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +362,45 @@ mod tests {
         assert_eq!(format_figure(2.054), "2.05");
         assert_eq!(format_figure(58_249.0), "58200");
         assert_eq!(format_figure(123.4), "123");
+    }
+
+    /// Seed-steps count a step of S seeds as S; each row is read against its own
+    /// implementation's S = 1 and, for headlab, PyTorch at the same S.
+    #[test]
+    fn the_seeds_table_counts_seed_steps_and_their_ratios() {
+        let with_seeds = |implementation, seeds, steps_per_s| {
+            let mut result = CaseResult::example(implementation, steps_per_s);
+            result.case.seeds = seeds;
+            result
+        };
+        let results = [
+            with_seeds(Implementation::Headlab, 1, 100.0),
+            with_seeds(Implementation::Headlab, 4, 30.0),
+            with_seeds(Implementation::Pytorch, 1, 50.0),
+            with_seeds(Implementation::Pytorch, 4, 10.0),
+        ];
+        let provenance = Provenance {
+            date: "2026-11-25".into(),
+            cpu: "test".into(),
+            cores: 2,
+            threads: 2,
+            avx512: true,
+            shards: 2,
+            pytorch: Some("2.15".into()),
+            rounds: 1,
+        };
+        let table = seeds_markdown(&results, &provenance);
+        assert!(
+            table.contains("| small | flex | headlab | 4 | 120.0 | 1.20x | 3.00x |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| small | cpu | pytorch | 4 | 40.0 | 0.80x | - |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| small | flex | headlab | 1 | 100.0 | 1.00x | 2.00x |"),
+            "{table}"
+        );
     }
 }

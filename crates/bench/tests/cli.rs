@@ -348,3 +348,59 @@ fn the_reference_script_shows_its_help_without_torch() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("invalid choice"));
 }
+
+/// `--seeds`: headlab's seed stack at each seed count beside one model, seed-steps per
+/// second in the table, Burn's encoder left out (it has no seed stack).
+#[test]
+fn seeds_time_the_seed_stack_against_one_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("cases.json");
+    let mut args = SMALL.to_vec();
+    args.extend(["--seeds", "1,3", "--json", json.to_str().unwrap()]);
+    let output = bench(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("| size | backend | implementation | S | seed-steps/s"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| small | flex | headlab |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(
+        rows[0].contains("| 1 |") && rows[0].contains("1.00x"),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[1].contains("| 3 |"), "{}", rows[1]);
+    let results: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let seeds: Vec<u64> = results
+        .iter()
+        .map(|r| r["case"]["seeds"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [1, 3]);
+    for result in &results {
+        assert_eq!(result["case"]["implementation"], "headlab");
+        assert!(result["last_loss"].as_f64().unwrap().is_finite());
+        assert!(result["train_steps_per_s"].as_f64().unwrap() > 0.0);
+    }
+    // Per model, the stack has the single model's parameters.
+    assert_eq!(results[0]["parameters"], results[1]["parameters"]);
+}
+
+#[test]
+fn bad_seed_counts_are_refused() {
+    for seeds in ["0", "1,2000"] {
+        let output = bench(&["--seeds", seeds]);
+        assert!(!output.status.success(), "{seeds}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("error: --seeds takes seed counts from 1 to 1024"),
+            "{seeds}: {stderr}"
+        );
+    }
+}
