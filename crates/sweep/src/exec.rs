@@ -91,14 +91,109 @@ pub struct RunContext<'a> {
 /// Brings `run` to done: trains, resumes or restarts it, then inspects it. Skips it as held
 /// when another runner has claimed it or another process holds its directory.
 pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
-    let out = context.out;
-    let _claim = match claim(out, run) {
+    let _claim = match claim(context.out, run) {
         Ok(Some(claim)) => claim,
         Ok(None) => return Attempt::Busy("another sweep runner".to_string()),
         Err(error) => {
-            return record_failure(&out.failure_path(run), error);
+            return record_failure(&context.out.failure_path(run), error);
         }
     };
+    execute_claimed(run, context)
+}
+
+/// Brings the runs of `group` (one grid point, different seeds) to done: the ones that need
+/// training train together as one batched model (`train --seeds`: new and unfinished runs in
+/// one command, interrupted ones resumed in another), then each goes on alone (inspect) as
+/// [`execute`] takes it. A group of one is [`execute`]. Returns each run's attempt.
+pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(PlannedRun, Attempt)> {
+    if group.len() == 1 {
+        return vec![(group[0].clone(), execute(&group[0], context))];
+    }
+    let out = context.out;
+    let mut results = Vec::new();
+    // Claim every run first; a run another runner holds is skipped as busy.
+    let mut claimed = Vec::new();
+    for run in group {
+        match claim(out, run) {
+            Ok(Some(file)) => claimed.push((run, file)),
+            Ok(None) => results.push((run.clone(), Attempt::Busy("another sweep runner".into()))),
+            Err(error) => {
+                results.push((run.clone(), record_failure(&out.failure_path(run), error)))
+            }
+        }
+    }
+    let mut fresh = Vec::new();
+    let mut resumed = Vec::new();
+    for (run, _) in &claimed {
+        match directory_state(out, run, context.inspect.enabled) {
+            RunState::NotStarted | RunState::Failed(_) | RunState::Unfinished => fresh.push(*run),
+            RunState::Interrupted => resumed.push(*run),
+            _ => {}
+        }
+    }
+    for (runs, mode) in [(fresh, "--force"), (resumed, "--resume")] {
+        if runs.len() < 2 || context.stop.requested().is_some() {
+            continue; // one run trains alone below, as execute would
+        }
+        train_together(&runs, mode, context);
+    }
+    // Each run on its own now: trained ones are inspected, the rest (a failed group, a run
+    // that was alone in its kind) go through execute's own steps, with their logs.
+    for (run, _claim) in claimed {
+        let attempt = if context.stop.requested().is_some() {
+            Attempt::Interrupted
+        } else {
+            execute_claimed(run, context)
+        };
+        results.push((run.clone(), attempt));
+    }
+    results.sort_by_key(|(run, _)| run.index);
+    results
+}
+
+/// `train --seeds` for `runs` (one grid point) with `mode` (`--force` or `--resume`), its
+/// output appended to every run's log. What it leaves each run to do is read back from the
+/// run directories.
+fn train_together(runs: &[&PlannedRun], mode: &str, context: &RunContext) {
+    let first = runs[0];
+    let seeds: Vec<String> = runs.iter().map(|r| r.seed.to_string()).collect();
+    let mut command = Command::new(&context.binaries.train);
+    command.arg(&first.config).arg("--quiet").arg(mode);
+    command.arg("--seeds").arg(seeds.join(","));
+    for run in runs {
+        command.arg("--out").arg(context.out.run_dir(run));
+    }
+    // The fixed and grid overrides, not the seed: `--seeds` sets each run's.
+    for set in first.overrides.iter().filter(|s| !s.starts_with("seed=")) {
+        command.arg("--set").arg(set);
+    }
+    let group_log = context
+        .out
+        .sweep_dir()
+        .join("logs")
+        .join(format!("group-{}.log", first.name));
+    let Ok(mut log) = open_log(&group_log) else {
+        return; // each run then trains alone, and its own log says why if that fails too
+    };
+    let _ = run_child(command, &mut log, context);
+    let text = fs::read_to_string(&group_log).unwrap_or_default();
+    for run in runs {
+        if let Ok(mut log) = open_log(&context.out.log_path(run)) {
+            let _ = writeln!(
+                log,
+                "# trained together with {} other seeds ({}):",
+                runs.len() - 1,
+                group_log.display()
+            );
+            let _ = log.write_all(text.as_bytes());
+        }
+    }
+    let _ = fs::remove_file(&group_log);
+}
+
+/// [`execute`] for a run this process has claimed.
+fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
+    let out = context.out;
     let failure = out.failure_path(run);
     let log_path = out.log_path(run);
     let mut log = match open_log(&log_path) {

@@ -1,5 +1,5 @@
-//! `sweep run`: the runs of a sweep on this machine, N at once, with one progress bar over
-//! runs. Finished runs are skipped and interrupted ones resumed, so running the sweep again
+//! `sweep run`: the runs of a sweep on this machine, N at once (N groups of seeds trained
+//! together, with `group_seeds`), with one progress bar over runs. Finished runs are skipped and interrupted ones resumed, so running the sweep again
 //! after a crash or a Ctrl-C finishes what is left; one failed run is reported by name and
 //! does not stop the others.
 
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::exec::{Attempt, RunContext, execute};
+use crate::exec::{Attempt, RunContext, execute_group};
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::{SweepOut, run_state};
 
@@ -65,6 +65,7 @@ pub fn run_pool(
     let bar = progress_bar(display, total);
     bar.set_position(summary.already_done as u64);
     let queue = Arc::new(Mutex::new(queue));
+    let queued_runs = |queue: &VecDeque<Vec<PlannedRun>>| queue.iter().map(Vec::len).sum::<usize>();
     let (sender, results) = mpsc::channel::<(PlannedRun, Attempt)>();
     let running = Arc::new(Mutex::new(Vec::<String>::new()));
 
@@ -82,23 +83,30 @@ pub fn run_pool(
         }
     });
     // Runs never taken from the queue because of a stop.
-    summary.interrupted += queue.lock().expect("queue lock").len();
+    summary.interrupted += queued_runs(&queue.lock().expect("queue lock"));
     bar.finish_and_clear();
     summary
 }
 
-/// The runs of `sweep` still to do, in order; the done ones are counted in `summary`.
+/// The runs of `sweep` still to do, in groups that train together ([`Sweep::groups`]), in
+/// order; the done ones are counted in `summary`.
 fn unfinished_runs(
     sweep: &Sweep,
     out: &SweepOut,
     summary: &mut PoolSummary,
-) -> VecDeque<PlannedRun> {
-    let mut queue: VecDeque<PlannedRun> = VecDeque::new();
-    for run in &sweep.runs {
-        if run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done {
-            summary.already_done += 1;
-        } else {
-            queue.push_back(run.clone());
+) -> VecDeque<Vec<PlannedRun>> {
+    let mut queue = VecDeque::new();
+    for group in sweep.groups() {
+        let mut left = Vec::new();
+        for run in group {
+            if run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done {
+                summary.already_done += 1;
+            } else {
+                left.push(run.clone());
+            }
+        }
+        if !left.is_empty() {
+            queue.push_back(left);
         }
     }
     queue
@@ -120,10 +128,10 @@ fn progress_bar(display: Display, total: u64) -> ProgressBar {
     bar
 }
 
-/// One worker: takes runs from `queue` and executes them, sending each attempt back, until
-/// the queue is empty, a stop is requested or nobody listens any more.
+/// One worker: takes groups of runs from `queue` and executes them, sending each run's
+/// attempt back, until the queue is empty, a stop is requested or nobody listens any more.
 fn work(
-    queue: &Mutex<VecDeque<PlannedRun>>,
+    queue: &Mutex<VecDeque<Vec<PlannedRun>>>,
     sender: &mpsc::Sender<(PlannedRun, Attempt)>,
     running: &Mutex<Vec<String>>,
     bar: &ProgressBar,
@@ -133,14 +141,21 @@ fn work(
         if context_template.stop.requested().is_some() {
             break;
         }
-        let Some(run) = queue.lock().expect("queue lock").pop_front() else {
+        let Some(group) = queue.lock().expect("queue lock").pop_front() else {
             break;
         };
-        set_running(bar, running, |names| names.push(run.name.clone()));
-        let attempt = execute(&run, context_template);
-        set_running(bar, running, |names| names.retain(|n| *n != run.name));
-        if sender.send((run, attempt)).is_err() {
-            break;
+        let names: Vec<String> = group.iter().map(|run| run.name.clone()).collect();
+        set_running(bar, running, |running| {
+            running.extend(names.iter().cloned())
+        });
+        let attempts = execute_group(&group, context_template);
+        set_running(bar, running, |running| {
+            running.retain(|n| !names.contains(n))
+        });
+        for attempt in attempts {
+            if sender.send(attempt).is_err() {
+                return;
+            }
         }
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use sweep::exec::{Attempt, Binaries, RunContext, execute};
+use sweep::exec::{Attempt, Binaries, RunContext, execute_group};
 use sweep::local::{Display, default_workers, run_pool};
 use sweep::slurm::{self, BatchJob, SlurmOptions};
 use sweep::spec::Sweep;
@@ -210,6 +210,13 @@ fn plan(target: &Target) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    if sweep.group_seeds > 1 {
+        println!(
+            "trained in {} groups of up to {} seeds, each group as one batched model",
+            sweep.groups().len(),
+            sweep.group_seeds
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -283,11 +290,17 @@ fn submit(
     options: &SlurmOptions,
     dry_run: bool,
 ) -> anyhow::Result<ExitCode> {
+    // One array task per group of seeds trained together (per run with group_seeds = 1),
+    // indexed by the group's first run; a group is submitted when any of its runs needs work.
     let indices: Vec<usize> = sweep
-        .runs
+        .groups()
         .iter()
-        .filter(|run| run_state(out, run, sweep.inspect.enabled).needs_work())
-        .map(|run| run.index)
+        .filter(|group| {
+            group
+                .iter()
+                .any(|run| run_state(out, run, sweep.inspect.enabled).needs_work())
+        })
+        .map(|group| group[0].index)
         .collect();
     if indices.is_empty() {
         println!(
@@ -413,10 +426,11 @@ fn status(target: &Target) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One Slurm array task: the plan's run `index`, as a local worker would run it.
+/// One Slurm array task: the plan's run `index` (with `group_seeds`, the group it is the
+/// first run of), as a local worker would run it.
 fn task(target: &Target, index: usize) -> anyhow::Result<ExitCode> {
     let (sweep, out) = load(target)?;
-    let Some(run) = sweep.runs.get(index) else {
+    let Some(group) = sweep.group_of(index) else {
         anyhow::bail!(
             "--index {index} is past the plan of {} ({} runs); was the sweep file edited after \
              submitting?",
@@ -433,14 +447,20 @@ fn task(target: &Target, index: usize) -> anyhow::Result<ExitCode> {
         threads: std::thread::available_parallelism().map_or(1, usize::from),
         stop: &stop,
     };
-    let attempt = execute(run, &context);
-    println!("{}: {attempt:?}", run.name);
-    Ok(match attempt {
-        Attempt::Done | Attempt::AlreadyDone | Attempt::Busy(_) => ExitCode::SUCCESS,
-        Attempt::Interrupted => {
+    let group: Vec<_> = group.into_iter().cloned().collect();
+    let attempts = execute_group(&group, &context);
+    for (run, attempt) in &attempts {
+        println!("{}: {attempt:?}", run.name);
+    }
+    let attempts: Vec<&Attempt> = attempts.iter().map(|(_, attempt)| attempt).collect();
+    Ok(
+        if attempts.iter().any(|a| matches!(a, Attempt::Interrupted)) {
             let signal = stop.requested().unwrap_or(15);
             ExitCode::from((128 + signal) as u8)
-        }
-        Attempt::Failed(_) => ExitCode::FAILURE,
-    })
+        } else if attempts.iter().any(|a| matches!(a, Attempt::Failed(_))) {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }

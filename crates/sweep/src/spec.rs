@@ -6,6 +6,7 @@
 //! configs = ["../experiments/layouts-sort.toml"]   # relative to this file
 //! seeds = { from = 0, count = 16 }      # or a list: seeds = [0, 1, 2]
 //! run_name = "{config}-{model.head_layout}-s{seed}"   # optional; this is the default
+//! group_seeds = 1                       # seeds of a grid point trained as one batched model
 //!
 //! [grid]                                # every combination of these values
 //! "model.head_layout" = ["split", "wide", "narrow"]
@@ -33,6 +34,9 @@ use train::RunConfig;
 /// plans or launch a billion jobs.
 pub const MAX_RUNS: usize = 100_000;
 
+/// The largest `group_seeds`: `train --seeds` trains at most this many together.
+pub const MAX_GROUP_SEEDS: usize = 1024;
+
 /// Longest run name in bytes (a file name on every common file system).
 const MAX_NAME_BYTES: usize = 255;
 
@@ -44,6 +48,7 @@ struct SweepFile {
     configs: Vec<PathBuf>,
     seeds: Seeds,
     run_name: Option<String>,
+    group_seeds: Option<i64>,
     #[serde(default)]
     grid: toml::Table,
     #[serde(default)]
@@ -268,6 +273,9 @@ pub struct Sweep {
     pub runs: Vec<PlannedRun>,
     /// What runs after training.
     pub inspect: InspectStep,
+    /// Seeds of one grid point trained together as one batched model (`train --seeds`),
+    /// at most; 1 trains every run alone.
+    pub group_seeds: usize,
 }
 
 /// One run of a sweep.
@@ -400,13 +408,55 @@ impl Sweep {
             pattern: &pattern,
         };
         let runs = plan.runs(total, path)?;
+        let group_seeds = match file.group_seeds {
+            None => 1,
+            Some(n) if (1..=MAX_GROUP_SEEDS as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(key_error(
+                    path,
+                    "group_seeds",
+                    format!(
+                        "{n} is not a group size; give 1 (every run alone) to \
+                         {MAX_GROUP_SEEDS} seeds trained together"
+                    ),
+                ));
+            }
+        };
         Ok(Sweep {
             path: path.to_path_buf(),
             name,
             grid_keys,
             runs,
             inspect: file.inspect,
+            group_seeds,
         })
+    }
+
+    /// The runs in groups that train together: runs of one grid point (differing only in
+    /// seed), in plan order, at most `group_seeds` to a group; with `group_seeds = 1` every
+    /// run is its own group. A group is listed at its first run's place in the plan.
+    pub fn groups(&self) -> Vec<Vec<&PlannedRun>> {
+        let mut by_point: BTreeMap<String, Vec<&PlannedRun>> = BTreeMap::new();
+        for run in &self.runs {
+            by_point.entry(run.point()).or_default().push(run);
+        }
+        let mut groups: Vec<Vec<&PlannedRun>> = by_point
+            .into_values()
+            .flat_map(|runs| {
+                runs.chunks(self.group_seeds.max(1))
+                    .map(<[&PlannedRun]>::to_vec)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        groups.sort_by_key(|group| group[0].index);
+        groups
+    }
+
+    /// The group that run `index` trains in.
+    pub fn group_of(&self, index: usize) -> Option<Vec<&PlannedRun>> {
+        self.groups()
+            .into_iter()
+            .find(|group| group.iter().any(|run| run.index == index))
     }
 
     /// The run called `name`.

@@ -387,3 +387,105 @@ fn submit_dry_run_writes_an_array_of_the_runs_left() {
         "not submitted"
     );
 }
+
+/// `group_seeds`: the seeds of a grid point train together as one batched model (one
+/// `train --seeds` per group, its output in every run's log), and the runs are the runs
+/// each seed trains alone: the same metrics and final weights within float rounding.
+#[test]
+fn grouped_seeds_train_together_into_the_runs_each_trains_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = |group: usize| {
+        format!(
+            "seeds = [0, 1, 2, 3, 4]\ngroup_seeds = {group}\n[grid]\n\"model.head_layout\" = \
+             [\"split\", \"narrow\"]\n[inspect]\nprobe = 8\n"
+        )
+    };
+    write_sweep(dir.path(), "grouped.toml", &body(3));
+    write_sweep(dir.path(), "alone.toml", &body(1));
+    let plan = run_sweep(dir.path(), &["plan", "grouped.toml"]);
+    assert!(
+        text(&plan).contains("trained in 4 groups of up to 3 seeds"),
+        "{}",
+        text(&plan)
+    );
+    // On Slurm one array task per group, indexed by its first run (plan order is seed-major:
+    // split s0 is run 0, narrow s0 run 1, ...; the groups start at 0, 1, 6 and 7).
+    let submit = run_sweep(
+        dir.path(),
+        &["submit", "--slurm", "--dry-run", "grouped.toml"],
+    );
+    assert!(
+        text(&submit).contains("--array=0-1,6-7"),
+        "{}",
+        text(&submit)
+    );
+
+    let grouped = run_sweep(dir.path(), &["run", "grouped.toml", "--workers", "1"]);
+    assert!(grouped.status.success(), "{}", text(&grouped));
+    let alone = run_sweep(dir.path(), &["run", "alone.toml", "--workers", "2"]);
+    assert!(alone.status.success(), "{}", text(&alone));
+
+    let (grouped, alone) = (
+        dir.path().join("runs/grouped"),
+        dir.path().join("runs/alone"),
+    );
+    for layout in ["split", "narrow"] {
+        for seed in 0..5 {
+            let name = format!("tiny-{layout}-s{seed}");
+            let log = fs::read_to_string(grouped.join(format!("_sweep/logs/{name}.log"))).unwrap();
+            // Seeds 0-2 train as a group of three, 3-4 as a group of two.
+            let together = if seed < 3 { 2 } else { 1 };
+            assert!(
+                log.contains(&format!("trained together with {together} other seeds"))
+                    && log.contains("\"--seeds\""),
+                "{name}: {log}"
+            );
+            assert!(
+                grouped.join(&name).join("inspect/index.html").is_file(),
+                "{name}"
+            );
+            let losses = |root: &Path| -> Vec<f64> {
+                fs::read_to_string(root.join(&name).join("metrics.jsonl"))
+                    .unwrap()
+                    .lines()
+                    .map(|l| {
+                        serde_json::from_str::<serde_json::Value>(l).unwrap()["loss"]
+                            .as_f64()
+                            .unwrap()
+                    })
+                    .collect()
+            };
+            let (got, want) = (losses(&grouped), losses(&alone));
+            assert_eq!(got.len(), want.len(), "{name}");
+            for (a, b) in got.iter().zip(&want) {
+                assert!(
+                    (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                    "{name}: {a} vs {b}"
+                );
+            }
+        }
+    }
+    let submit = run_sweep(
+        dir.path(),
+        &["submit", "--slurm", "--dry-run", "grouped.toml"],
+    );
+    assert!(
+        text(&submit).contains("nothing to submit"),
+        "{}",
+        text(&submit)
+    );
+}
+
+/// A `group_seeds` outside 1 to 1024 is refused, naming the key.
+#[test]
+fn a_bad_group_size_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(dir.path(), "bad.toml", "seeds = [0, 1]\ngroup_seeds = 0\n");
+    let plan = run_sweep(dir.path(), &["plan", "bad.toml"]);
+    assert!(!plan.status.success());
+    let stderr = String::from_utf8_lossy(&plan.stderr);
+    assert!(
+        stderr.contains("group_seeds") && stderr.contains("1 (every run alone)"),
+        "{stderr}"
+    );
+}

@@ -25,9 +25,9 @@ struct Args {
     config: PathBuf,
     /// Run directory. Default: runs/<name from the config>. With --seeds, `{seed}` in it is
     /// replaced by each seed; without `{seed}`, each seed's run is the directory with
-    /// `-s<seed>` appended.
+    /// `-s<seed>` appended; or give --out once per seed, in the seeds' order.
     #[arg(long)]
-    out: Option<PathBuf>,
+    out: Vec<PathBuf>,
     /// Train these seeds together as one batched model, each its own run: a list and
     /// ranges, e.g. `0-15` or `1,2,7` (the config's `seed` is replaced).
     #[arg(long, value_name = "LIST", value_parser = parse_seeds)]
@@ -72,9 +72,17 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(backend) = args.backend {
         config.backend = backend;
     }
+    let seed_count = args.seeds.as_ref().map_or(1, |seeds| seeds.0.len());
+    if args.out.len() > 1 && args.out.len() != seed_count {
+        anyhow::bail!(
+            "--out is given {} times: give it once, or with --seeds once per seed ({seed_count})",
+            args.out.len()
+        );
+    }
     let run_dir = args
         .out
-        .clone()
+        .first()
+        .cloned()
         .unwrap_or_else(|| PathBuf::from("runs").join(&config.name));
     // A range error found after `--set` names the overrides too: the bad value may be
     // one of them rather than the file's.
@@ -231,7 +239,11 @@ fn train_seeds(
             run
         })
         .collect();
-    let run_dirs: Vec<PathBuf> = seeds.iter().map(|&s| seed_run_dir(out, s)).collect();
+    let run_dirs: Vec<PathBuf> = if args.out.len() == seeds.len() && seeds.len() > 1 {
+        args.out.clone()
+    } else {
+        seeds.iter().map(|&s| seed_run_dir(out, s)).collect()
+    };
     pin_default_device(resolved.config.backend);
     let stop = StopSignal::install().context("installing the signal handlers")?;
     let options = GroupOptions {
