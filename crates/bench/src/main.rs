@@ -90,6 +90,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    train::cli::restore_sigpipe();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -101,7 +101,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    restore_sigpipe();
+    train::cli::restore_sigpipe();
     let args = match train::cli::parse_args::<Args>() {
         Ok(args) => args,
         Err(code) => return code,
@@ -112,17 +112,6 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// `sweep status | head` closes the pipe early: end quietly on SIGPIPE, as Unix tools do,
-/// instead of panicking in `println!` (Rust ignores SIGPIPE by default).
-fn restore_sigpipe() {
-    // SAFETY: called first in `main`, before any other thread exists; SIG_DFL installs no
-    // handler code.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

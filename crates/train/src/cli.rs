@@ -19,3 +19,16 @@ pub fn parse_args<A: Parser>() -> Result<A, ExitCode> {
         }
     }
 }
+
+/// `train ... | head` (or `sweep status | head`) closes the pipe early: end quietly on
+/// SIGPIPE, as Unix tools do, instead of panicking in `println!` (Rust ignores SIGPIPE by
+/// default). Call it first in `main`. Files are never half-written by a stop (each is written
+/// under a temporary name and renamed), so dying on SIGPIPE loses nothing written.
+pub fn restore_sigpipe() {
+    // SAFETY: called first in `main`, before any other thread exists; SIG_DFL installs no
+    // handler code.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

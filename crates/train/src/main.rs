@@ -54,6 +54,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    train::cli::restore_sigpipe();
     let args = match train::cli::parse_args::<Args>() {
         Ok(args) => args,
         Err(code) => return code,
