@@ -488,3 +488,41 @@ fn wgpu_trains_a_few_steps_or_says_why_not() {
     assert!(output.status.success(), "wgpu run failed: {err}");
     assert_eq!(metrics(&dir).last().unwrap()["step"], 3);
 }
+
+/// `train ... | head -1`: when the reader goes, `train` ends by SIGPIPE as Unix tools do,
+/// without a panic message.
+#[test]
+fn a_closed_stdout_ends_train_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = common::train_cmd(&[
+        common::TINY,
+        "--out",
+        dir.path().join("run").to_str().unwrap(),
+        "--set",
+        "train.log_every=1",
+        "--set",
+        "train.eval_every=1",
+        "--set",
+        "train.steps=400",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("step "), "{first}");
+    // The reader is dropped here: the pipe is closed.
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        output.status.signal(),
+        Some(13),
+        "ended by SIGPIPE: {stderr}"
+    );
+}
