@@ -257,6 +257,12 @@ class Trainer:
         self.optim.step()
         return loss.item()  # waits for the step, as bench reads headlab's loss
 
+    def forward(self, tokens):
+        """Logits of `tokens` in evaluation mode, without autograd."""
+        self.model.eval()
+        with self.torch.inference_mode():
+            return self.model(tokens)
+
     def accuracy(self, tokens, targets):
         with self.torch.inference_mode():
             predicted = self.model(tokens).argmax(dim=2)
@@ -341,79 +347,33 @@ def peak_rss_mib():
     return peak / (1024.0 * 1024.0) if sys.platform == "darwin" else peak / 1024.0
 
 
+def timed(args, work):
+    """`args.warmup` untimed calls of `work`, then timed ones until both `--min-steps` and
+    `--seconds` are met: (calls, seconds, the last call's value)."""
+    for _ in range(args.warmup):
+        work()
+    calls, value = 0, float("nan")
+    started = time.perf_counter()
+    while calls < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
+        value = work()
+        calls += 1
+    return calls, time.perf_counter() - started, value
+
+
 def run_case(torch, args):
+    """Training steps, then forward passes, of one model, or with `--seeds` of that many
+    trained together (a step is then a step of every seed)."""
+    seq_len = SIZES[args.size][4]
     if args.seeds > 1:
-        return run_stacked_case(torch, args)
-    seq_len = SIZES[args.size][4]
-    trainer = Trainer(torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention)
-    trainer.model.train()
-    for _ in range(args.warmup):
-        trainer.step()
-    steps, loss = 0, float("nan")
-    started = time.perf_counter()
-    while steps < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
-        loss = trainer.step()
-        steps += 1
-    train_seconds = time.perf_counter() - started
-
-    trainer.model.eval()
+        trainer = StackedTrainer(
+            torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention, args.seeds
+        )
+    else:
+        trainer = Trainer(torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention)
+        trainer.model.train()
+    steps, train_seconds, loss = timed(args, trainer.step)
     tokens, _ = trainer.batch(torch.Generator().manual_seed(args.seed))
-
-    def forward():
-        with torch.inference_mode():
-            trainer.model(tokens).numpy()
-
-    for _ in range(args.warmup):
-        forward()
-    passes = 0
-    started = time.perf_counter()
-    while passes < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
-        forward()
-        passes += 1
-    forward_seconds = time.perf_counter() - started
-
-    return {
-        "mode": "case",
-        "size": args.size,
-        "batch_size": trainer.batch_size,
-        "seq_len": seq_len,
-        "parameters": trainer.parameters(),
-        "threads": torch.get_num_threads(),
-        "train_steps": steps,
-        "train_steps_per_s": steps / train_seconds,
-        "train_tokens_per_s": steps * trainer.batch_size * seq_len / train_seconds,
-        "forward_passes": passes,
-        "forward_passes_per_s": passes / forward_seconds,
-        "forward_tokens_per_s": passes * trainer.batch_size * seq_len / forward_seconds,
-        "last_loss": loss,
-        "peak_rss_mib": peak_rss_mib(),
-    }
-
-
-def run_stacked_case(torch, args):
-    """`run_case` for `--seeds` models trained together: steps are steps of every seed."""
-    seq_len = SIZES[args.size][4]
-    trainer = StackedTrainer(
-        torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention, args.seeds
-    )
-    for _ in range(args.warmup):
-        trainer.step()
-    steps, loss = 0, float("nan")
-    started = time.perf_counter()
-    while steps < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
-        loss = trainer.step()
-        steps += 1
-    train_seconds = time.perf_counter() - started
-
-    tokens, _ = trainer.batch(torch.Generator().manual_seed(args.seed))
-    for _ in range(args.warmup):
-        trainer.forward(tokens).numpy()
-    passes = 0
-    started = time.perf_counter()
-    while passes < max(args.min_steps, 1) or time.perf_counter() - started < args.seconds:
-        trainer.forward(tokens).numpy()
-        passes += 1
-    forward_seconds = time.perf_counter() - started
+    passes, forward_seconds, _ = timed(args, lambda: trainer.forward(tokens).numpy())
     tokens_per_step = args.seeds * trainer.batch_size * seq_len
     return {
         "mode": "case",

@@ -265,7 +265,7 @@ pub fn run_case(case: Case, budget: Budget) -> anyhow::Result<CaseResult> {
 /// Times training steps, then forward passes, of `model`.
 fn measure<M: Classifier>(
     case: Case,
-    mut model: M,
+    model: M,
     run: &ResolvedRun,
     device: &Device,
     plain_device: &Device,
@@ -287,16 +287,8 @@ fn measure<M: Classifier>(
         (optim.step(config.train.lr, model, grads), value)
     };
 
-    for _ in 0..budget.warmup_steps {
-        model = train_step(model).0;
-    }
-    let (mut train_steps, mut last_loss) = (0, f32::NAN);
-    let started = Instant::now();
-    while train_steps < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
-        (model, last_loss) = train_step(model);
-        train_steps += 1;
-    }
-    let train_seconds = started.elapsed().as_secs_f64();
+    let (model, train) = time_training(budget, model, &mut train_step);
+    let last_loss = train.last_loss;
     anyhow::ensure!(
         last_loss.is_finite(),
         "{} {} on {}: the loss became {last_loss}",
@@ -308,10 +300,78 @@ fn measure<M: Classifier>(
     let inference = model.valid();
     let examples = training_examples(&run.task, config.seed, 0, batch_size);
     let tokens = Batch::new(&examples, plain_device).tokens;
-    let forward = || {
+    let forward_passes_per_s = time_passes(budget, || {
         // Reading the logits back waits for the device.
         let _ = inference.logits(tokens.clone()).into_data();
-    };
+    });
+    Ok(train.result(case, batch_size, run, parameters, forward_passes_per_s))
+}
+
+/// What timing the training steps gave.
+struct Training {
+    steps: usize,
+    seconds: f64,
+    last_loss: f32,
+}
+
+impl Training {
+    /// The case's result, with its forward passes per second.
+    fn result(
+        &self,
+        case: Case,
+        batch_size: usize,
+        run: &ResolvedRun,
+        parameters: usize,
+        forward_passes_per_s: f64,
+    ) -> CaseResult {
+        CaseResult {
+            case,
+            batch_size,
+            seq_len: run.task.seq_len(),
+            parameters,
+            threads: rayon::current_num_threads(),
+            train_steps: self.steps,
+            train_steps_per_s: self.steps as f64 / self.seconds,
+            forward_passes_per_s,
+            last_loss: self.last_loss,
+            peak_rss_mib: machine::peak_rss_mib(),
+            version: None,
+            rounds: 1,
+            train_steps_per_s_rounds: Vec::new(),
+        }
+    }
+}
+
+/// `budget.warmup_steps` untimed steps of `step` (which takes the model and gives it back
+/// with the step's loss), then timed steps until both `min_steps` and `min_seconds` are met.
+fn time_training<M>(
+    budget: Budget,
+    mut model: M,
+    step: &mut impl FnMut(M) -> (M, f32),
+) -> (M, Training) {
+    for _ in 0..budget.warmup_steps {
+        model = step(model).0;
+    }
+    let (mut steps, mut last_loss) = (0, f32::NAN);
+    let started = Instant::now();
+    while steps < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
+        (model, last_loss) = step(model);
+        steps += 1;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    (
+        model,
+        Training {
+            steps,
+            seconds,
+            last_loss,
+        },
+    )
+}
+
+/// Forward passes per second of `forward`, after `budget.warmup_steps` untimed ones, timed
+/// until both `min_steps` and `min_seconds` are met.
+fn time_passes(budget: Budget, forward: impl Fn()) -> f64 {
     for _ in 0..budget.warmup_steps {
         forward();
     }
@@ -321,23 +381,7 @@ fn measure<M: Classifier>(
         forward();
         passes += 1;
     }
-    let forward_seconds = started.elapsed().as_secs_f64();
-
-    Ok(CaseResult {
-        case,
-        batch_size,
-        seq_len: run.task.seq_len(),
-        parameters,
-        threads: rayon::current_num_threads(),
-        train_steps,
-        train_steps_per_s: train_steps as f64 / train_seconds,
-        forward_passes_per_s: passes as f64 / forward_seconds,
-        last_loss,
-        peak_rss_mib: machine::peak_rss_mib(),
-        version: None,
-        rounds: 1,
-        train_steps_per_s_rounds: Vec::new(),
-    })
+    passes as f64 / started.elapsed().as_secs_f64()
 }
 
 /// Times training steps, then forward passes, of `case.seeds` encoders trained as one
@@ -360,7 +404,7 @@ fn measure_stack(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let parameters = encoders[0].num_params();
-    let mut stack = SeedStack::stack(&encoders.iter().collect::<Vec<_>>());
+    let stack = SeedStack::stack(&encoders.iter().collect::<Vec<_>>());
     let mut optim = stack_optimizer(config);
     let mut config = config.clone();
     config.train.shards = case.shards;
@@ -377,16 +421,8 @@ fn measure_stack(
         step += 1;
         (optim.step(run.config.train.lr, stack, grads), value)
     };
-    for _ in 0..budget.warmup_steps {
-        stack = train_step(stack).0;
-    }
-    let (mut train_steps, mut last_loss) = (0, f32::NAN);
-    let started = Instant::now();
-    while train_steps < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
-        (stack, last_loss) = train_step(stack);
-        train_steps += 1;
-    }
-    let train_seconds = started.elapsed().as_secs_f64();
+    let (stack, train) = time_training(budget, stack, &mut train_step);
+    let last_loss = train.last_loss;
     anyhow::ensure!(
         last_loss.is_finite(),
         "headlab {} x{} on {}: the loss became {last_loss}",
@@ -405,7 +441,7 @@ fn measure_stack(
         })
         .collect();
     let tokens = Tensor::stack::<3>(tokens, 0); // [seeds, batch, seq]
-    let forward = || {
+    let forward_passes_per_s = time_passes(budget, || {
         let input = StackInput {
             tokens: tokens.clone(),
             pad: None,
@@ -413,31 +449,6 @@ fn measure_stack(
         };
         // Reading the logits back waits for the device.
         let _ = inference.forward(input).into_data();
-    };
-    for _ in 0..budget.warmup_steps {
-        forward();
-    }
-    let mut passes = 0;
-    let started = Instant::now();
-    while passes < budget.min_steps || started.elapsed().as_secs_f64() < budget.min_seconds {
-        forward();
-        passes += 1;
-    }
-    let forward_seconds = started.elapsed().as_secs_f64();
-
-    Ok(CaseResult {
-        case,
-        batch_size,
-        seq_len: run.task.seq_len(),
-        parameters,
-        threads: rayon::current_num_threads(),
-        train_steps,
-        train_steps_per_s: train_steps as f64 / train_seconds,
-        forward_passes_per_s: passes as f64 / forward_seconds,
-        last_loss,
-        peak_rss_mib: machine::peak_rss_mib(),
-        version: None,
-        rounds: 1,
-        train_steps_per_s_rounds: Vec::new(),
-    })
+    });
+    Ok(train.result(case, batch_size, &run, parameters, forward_passes_per_s))
 }

@@ -26,43 +26,55 @@ fn sets(extra: &[&str]) -> Vec<String> {
     .collect()
 }
 
+/// `train` arguments for `seeds` (e.g. `3-5`) trained as a group into `out-s<seed>`.
+fn group_args(seeds: &str, out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        TINY.to_string(),
+        "--quiet".into(),
+        "--seeds".into(),
+        seeds.into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    args.extend(sets(extra));
+    args
+}
+
+/// `train` arguments for `seed` trained alone into `dir`.
+fn alone_args(seed: u64, dir: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        TINY.to_string(),
+        "--quiet".into(),
+        "--set".into(),
+        format!("seed={seed}"),
+        "--out".into(),
+        dir.display().to_string(),
+    ];
+    args.extend(sets(extra));
+    args
+}
+
+fn assert_success(output: &std::process::Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Trains `seeds` as a group into `root/group-s<seed>` and each alone into
 /// `root/alone-s<seed>`.
 fn train_both(root: &Path, seeds: &[u64], extra: &[&str]) {
     std::fs::create_dir_all(root).unwrap();
     let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
-    let group = root.join("group");
-    let mut args = vec![
-        TINY.to_string(),
-        "--quiet".into(),
-        "--seeds".into(),
-        list.join(","),
-        "--out".into(),
-        group.display().to_string(),
-    ];
-    args.extend(sets(extra));
-    let output = run_train(&args);
-    assert!(
-        output.status.success(),
-        "group failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for seed in seeds {
-        let mut args = vec![
-            TINY.to_string(),
-            "--quiet".into(),
-            "--set".into(),
-            format!("seed={seed}"),
-            "--out".into(),
-            root.join(format!("alone-s{seed}")).display().to_string(),
-        ];
-        args.extend(sets(extra));
-        let output = run_train(&args);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+    assert_success(&run_train(&group_args(
+        &list.join(","),
+        &root.join("group"),
+        extra,
+    )));
+    for &seed in seeds {
+        let dir = root.join(format!("alone-s{seed}"));
+        assert_success(&run_train(&alone_args(seed, &dir, extra)));
     }
 }
 
@@ -274,15 +286,7 @@ fn killed_group_resumes_to_each_seeds_own_run() {
     let root = tempfile::tempdir().unwrap();
     let group = root.path().join("group");
     let group_args = |resume: bool| {
-        let mut args = vec![
-            TINY.to_string(),
-            "--quiet".into(),
-            "--seeds".into(),
-            "5-7".into(),
-            "--out".into(),
-            group.display().to_string(),
-        ];
-        args.extend(sets(&extra));
+        let mut args = group_args("5-7", &group, &extra);
         if resume {
             args.push("--resume".into());
         }
@@ -315,25 +319,10 @@ fn killed_group_resumes_to_each_seeds_own_run() {
             "round {round}: the group ended before the kill"
         );
     }
-    let output = run_train(&group_args(true));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for (seed, dir) in seeds.iter().zip(&seed_dirs) {
+    assert_success(&run_train(&group_args(true)));
+    for (&seed, dir) in seeds.iter().zip(&seed_dirs) {
         let alone = root.path().join(format!("alone-s{seed}"));
-        let mut args = vec![
-            TINY.to_string(),
-            "--quiet".into(),
-            "--set".into(),
-            format!("seed={seed}"),
-            "--out".into(),
-            alone.display().to_string(),
-        ];
-        args.extend(sets(&extra));
-        let output = run_train(&args);
-        assert!(output.status.success());
+        assert_success(&run_train(&alone_args(seed, &alone, &extra)));
         assert_same_run(dir, &alone);
     }
 }
@@ -360,43 +349,15 @@ fn bad_seed_lists_are_refused() {
 fn each_seeds_checkpoint_resumes_alone() {
     let seeds = [3u64, 4, 5];
     let root = tempfile::tempdir().unwrap();
-    let group = root.path().join("group");
-    let mut args = vec![
-        TINY.to_string(),
-        "--quiet".into(),
-        "--seeds".into(),
-        "3-5".into(),
-        "--out".into(),
-        group.display().to_string(),
-        "--stop-at".into(),
-        "23".into(),
-    ];
-    args.extend(sets(&[]));
-    let output = run_train(&args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let mut args = group_args("3-5", &root.path().join("group"), &[]);
+    args.extend(["--stop-at".into(), "23".into()]);
+    assert_success(&run_train(&args));
     for seed in seeds {
         let dir = root.path().join(format!("group-s{seed}"));
         assert_eq!(checkpoints(&dir).first().map(|c| c.0), Some(23));
-        let mut args = vec![
-            TINY.to_string(),
-            "--quiet".into(),
-            "--set".into(),
-            format!("seed={seed}"),
-            "--out".into(),
-            dir.display().to_string(),
-            "--resume".into(),
-        ];
-        args.extend(sets(&[]));
-        let output = run_train(&args);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let mut args = alone_args(seed, &dir, &[]);
+        args.push("--resume".into());
+        assert_success(&run_train(&args));
     }
     train_both(&root.path().join("reference"), &seeds, &[]);
     for seed in seeds {

@@ -327,25 +327,18 @@ impl LayerDropout {
     /// The stack's masks for one block: `parts[s]` are seed `s`'s masks (each seed with the
     /// same batch), each the concatenation of its shards' draws along the batch axis.
     pub fn for_stack(parts: Vec<Vec<LayerDropout>>) -> BlockDropout {
-        let per_seed: Vec<LayerDropout> = parts.into_iter().map(Self::cat_batch).collect();
-        let seeds = per_seed.len();
-        let residual = |masks: Vec<Tensor<3>>| {
-            let [batch, seq, width] = masks[0].dims();
-            Tensor::cat(masks, 0).reshape([seeds, batch * seq, width])
+        let seeds = parts.len();
+        // Seed-major along the batch axis: [seeds * batch, ...].
+        let all = Self::cat_batch(parts.into_iter().map(Self::cat_batch).collect());
+        let residual = |mask: Tensor<3>| {
+            let [rows, seq, width] = mask.dims();
+            mask.reshape([seeds, rows / seeds * seq, width])
         };
-        let mut attention = Vec::with_capacity(seeds);
-        let (mut attention_out, mut ff_hidden, mut ff_out) = (vec![], vec![], vec![]);
-        for masks in per_seed {
-            attention.push(masks.attention);
-            attention_out.push(masks.attention_out);
-            ff_hidden.push(masks.ff_hidden);
-            ff_out.push(masks.ff_out);
-        }
         BlockDropout {
-            attention: Tensor::cat(attention, 0),
-            attention_out: residual(attention_out),
-            ff_hidden: residual(ff_hidden),
-            ff_out: residual(ff_out),
+            attention: all.attention,
+            attention_out: residual(all.attention_out),
+            ff_hidden: residual(all.ff_hidden),
+            ff_out: residual(all.ff_out),
         }
     }
 
