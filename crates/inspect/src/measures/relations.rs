@@ -170,7 +170,7 @@ pub struct RelationHits {
     n_heads: usize,
     sentences: usize,
     /// Arcs per category: the relations in [`Relation::ALL`]'s order, then
-    /// [`PAST_A_NOUN`].
+    /// [`PAST_A_NOUN`] and [`OBJECT_PAST_A_NOUN`].
     arcs: Vec<usize>,
     /// Tie-credited hits, `[relation][layer * n_heads + head]`.
     dependent_to_head: Vec<Vec<f64>>,
@@ -331,24 +331,32 @@ pub fn measure_relations(
     Some(hits.scores())
 }
 
-/// The extra category after the relations: `nsubj` arcs from a noun to its verb with another
-/// noun between them (`the keys to the cabinet are`: the attractor of Linzen et al. 2016,
-/// of either number), where no fixed offset can find the verb and agreement must reach past
-/// a noun.
+/// The first extra category after the relations: `nsubj` arcs from a noun to its verb with
+/// another noun between them (`the keys to the cabinet are`: the attractor of Linzen et al.
+/// 2016, of either number), where no fixed offset can find the verb and agreement must reach
+/// past a noun.
 pub const PAST_A_NOUN: &str = "nsubj_past_noun";
 
-/// The relations, then [`PAST_A_NOUN`].
-const CATEGORIES: usize = Relation::ALL.len() + 1;
+/// The second: `dobj` arcs from a noun to its verb with another noun between them, the
+/// direct objects of ditransitive verbs past their indirect object (`gives the dog the
+/// cake`), which no fixed offset finds either.
+pub const OBJECT_PAST_A_NOUN: &str = "dobj_past_noun";
+
+/// The relations, then [`PAST_A_NOUN`] and [`OBJECT_PAST_A_NOUN`].
+const CATEGORIES: usize = Relation::ALL.len() + 2;
 
 /// Category `index`'s name as `relations.json` writes it.
 fn category_name(index: usize) -> &'static str {
-    Relation::ALL
-        .get(index)
-        .map_or(PAST_A_NOUN, |relation| relation.name())
+    match Relation::ALL.get(index) {
+        Some(relation) => relation.name(),
+        None if index == Relation::ALL.len() => PAST_A_NOUN,
+        None => OBJECT_PAST_A_NOUN,
+    }
 }
 
-/// The categories `arc` counts in: its relation, and [`PAST_A_NOUN`] for a noun's `nsubj`
-/// arc with another noun (a word some determiner depends on) between its two ends.
+/// The categories `arc` counts in: its relation, and [`PAST_A_NOUN`] (for `nsubj`) or
+/// [`OBJECT_PAST_A_NOUN`] (for `dobj`) for a noun's arc with another noun (a word some
+/// determiner depends on) between its two ends.
 pub fn categories(sentence: &ParsedSentence, arc: &Arc) -> Vec<usize> {
     let mut found = vec![relation_index(arc.relation)];
     let is_noun = |position: usize| {
@@ -357,10 +365,15 @@ pub fn categories(sentence: &ParsedSentence, arc: &Arc) -> Vec<usize> {
             .iter()
             .any(|a| a.relation == Relation::Det && a.head == position)
     };
-    if arc.relation == Relation::Nsubj && is_noun(arc.dependent) {
+    let extra = match arc.relation {
+        Relation::Nsubj => Some(Relation::ALL.len()),
+        Relation::Dobj => Some(Relation::ALL.len() + 1),
+        _ => None,
+    };
+    if let Some(extra) = extra.filter(|_| is_noun(arc.dependent)) {
         let (low, high) = (arc.dependent.min(arc.head), arc.dependent.max(arc.head));
         if (low + 1..high).any(is_noun) {
-            found.push(Relation::ALL.len());
+            found.push(extra);
         }
     }
     found
@@ -592,8 +605,26 @@ mod tests {
         assert_eq!(
             category_names(&past, &past.arcs[6]),
             ["dobj"],
-            "a dobj arc is not"
+            "a dobj arc next to its verb's phrase is not"
         );
+        // "the man gives the dog the cake": the direct object reaches its verb past `dog`.
+        let gives = ParsedSentence {
+            words: vec![1, 2, 9, 1, 3, 1, 8],
+            root: 2,
+            arcs: vec![
+                arc(0, 1, Relation::Det),
+                arc(1, 2, Relation::Nsubj),
+                arc(3, 4, Relation::Det),
+                arc(4, 2, Relation::Iobj),
+                arc(5, 6, Relation::Det),
+                arc(6, 2, Relation::Dobj),
+            ],
+        };
+        assert_eq!(
+            category_names(&gives, &gives.arcs[5]),
+            ["dobj", OBJECT_PAST_A_NOUN]
+        );
+        assert_eq!(category_names(&gives, &gives.arcs[3]), ["iobj"]);
         // Head 0: every nsubj dependent attends to its verb, everything else to itself.
         let subject_to_verb = |sentence: &ParsedSentence| {
             let seq = sentence.words.len();
@@ -621,6 +652,10 @@ mod tests {
             .map(|r| r.relation.as_str())
             .collect();
         assert_eq!(names.last(), Some(&PAST_A_NOUN), "after the relations");
+        assert!(
+            !names.contains(&OBJECT_PAST_A_NOUN),
+            "no such arc, no entry"
+        );
     }
 
     #[test]

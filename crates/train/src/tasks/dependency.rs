@@ -17,6 +17,8 @@ pub enum Relation {
     Nsubj,
     /// Direct object noun to its verb: "cat" -> "sees".
     Dobj,
+    /// Indirect object noun to its verb: "dog" -> "gives" in "gives the dog the cake".
+    Iobj,
     /// Preposition to the noun or verb its phrase modifies: "near" -> "dog".
     Prep,
     /// Noun to its preposition: "tree" -> "near".
@@ -27,11 +29,12 @@ pub enum Relation {
 
 impl Relation {
     /// Every relation, in a fixed order (rows of tables and figures).
-    pub const ALL: [Relation; 7] = [
+    pub const ALL: [Relation; 8] = [
         Relation::Det,
         Relation::Amod,
         Relation::Nsubj,
         Relation::Dobj,
+        Relation::Iobj,
         Relation::Prep,
         Relation::Pobj,
         Relation::Relcl,
@@ -44,6 +47,7 @@ impl Relation {
             Relation::Amod => "amod",
             Relation::Nsubj => "nsubj",
             Relation::Dobj => "dobj",
+            Relation::Iobj => "iobj",
             Relation::Prep => "prep",
             Relation::Pobj => "pobj",
             Relation::Relcl => "relcl",

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::lexicon::{CLASSES, NounClass};
-use super::{GrammarTask, MASK, Number, VerbChoice};
+use super::{GrammarTask, MASK, Number, VerbChoice, VerbKind};
 
 /// Where each constituent can end: `ends[e]` is the probability that it covers the words
 /// from its start up to (not including) `e`.
@@ -90,7 +90,7 @@ type NounPhraseKey = (Number, usize, bool, Option<u8>, usize);
 
 /// What a verb phrase's ends depend on: number, depth, the verb chosen (transitive, index)
 /// if it was chosen beforehand, and where it starts.
-type VerbPhraseKey = (Number, usize, Option<(bool, usize)>, usize);
+type VerbPhraseKey = (Number, usize, Option<(VerbKind, usize)>, usize);
 
 /// Probabilities of constituents over one masked input, memoized.
 struct Inside<'a> {
@@ -178,7 +178,7 @@ impl<'a> Inside<'a> {
                     let selects = class_bits(task.frame(choice).subject);
                     let subject = self.noun_phrase(number, 0, true, Some(selects), 0);
                     let ends = self.and_then(&subject, |me, at| {
-                        me.verb_phrase(number, 0, Some((choice.transitive, choice.index)), at)
+                        me.verb_phrase(number, 0, Some((choice.kind, choice.index)), at)
                     });
                     add(&mut sum, &ends, p_choice);
                 }
@@ -355,12 +355,8 @@ impl<'a> Inside<'a> {
         }
         let mut out = self.zeros();
         for (choice, p) in task.verb_choices(class) {
-            let ends = self.verb_phrase(
-                number,
-                depth + 1,
-                Some((choice.transitive, choice.index)),
-                start,
-            );
+            let ends =
+                self.verb_phrase(number, depth + 1, Some((choice.kind, choice.index)), start);
             add(&mut out, &ends, p);
         }
         out
@@ -372,7 +368,7 @@ impl<'a> Inside<'a> {
         &mut self,
         number: Number,
         depth: usize,
-        choice: Option<(bool, usize)>,
+        choice: Option<(VerbKind, usize)>,
         start: usize,
     ) -> Ends {
         let key = (number, depth, choice, start);
@@ -380,8 +376,8 @@ impl<'a> Inside<'a> {
             return ends.clone();
         }
         let ends = match choice {
-            Some((transitive, index)) => {
-                self.verb_phrase_of(number, depth, VerbChoice { transitive, index }, start)
+            Some((kind, index)) => {
+                self.verb_phrase_of(number, depth, VerbChoice { kind, index }, start)
             }
             None => {
                 let mut out = self.zeros();
@@ -404,25 +400,42 @@ impl<'a> Inside<'a> {
         start: usize,
     ) -> Ends {
         let task = self.task;
-        let after_verb = if choice.transitive {
-            if !self.matches(start, task.transitive_verbs[choice.index][number.index()]) {
-                return self.zeros();
-            }
+        if !self.matches(
+            start,
+            task.verbs_of(choice.kind).0[choice.index][number.index()],
+        ) {
+            return self.zeros();
+        }
+        let plural = task.spec.plural_prob;
+        let numbers = [(Number::Singular, 1.0 - plural), (Number::Plural, plural)];
+        // An indirect object (no PP of its own), then the direct object, as drawn.
+        let after_indirect = if choice.kind == VerbKind::Ditransitive {
             let selects = task
                 .classed()
-                .then(|| class_bits(task.frame(choice).object));
-            let plural = task.spec.plural_prob;
+                .then(|| class_bits(task.ditransitive_indirect[choice.index]));
             let mut ends = self.zeros();
-            for (object_number, p) in [(Number::Singular, 1.0 - plural), (Number::Plural, plural)] {
-                let object = self.noun_phrase(object_number, depth, true, selects, start + 1);
-                add(&mut ends, &object, p);
+            for (indirect_number, p) in numbers {
+                let indirect = self.noun_phrase(indirect_number, depth, false, selects, start + 1);
+                add(&mut ends, &indirect, p);
             }
             ends
         } else {
-            if !self.matches(start, task.intransitive_verbs[choice.index][number.index()]) {
-                return self.zeros();
-            }
             self.point(start + 1, 1.0)
+        };
+        let after_verb = if choice.kind == VerbKind::Intransitive {
+            after_indirect
+        } else {
+            let selects = task
+                .classed()
+                .then(|| class_bits(task.frame(choice).object));
+            self.and_then(&after_indirect, |me, at| {
+                let mut ends = me.zeros();
+                for (object_number, p) in numbers {
+                    let object = me.noun_phrase(object_number, depth, true, selects, at);
+                    add(&mut ends, &object, p);
+                }
+                ends
+            })
         };
         let pp = task.spec.pp_prob;
         self.and_then(&after_verb, |me, at| {
@@ -489,22 +502,19 @@ impl GrammarTask {
     /// a subject of `class`.
     fn verb_choices(&self, class: Option<NounClass>) -> Vec<(VerbChoice, f64)> {
         let t = self.spec.transitive_prob;
+        let d = self.spec.ditransitive_prob;
         let s = self.spec.selection;
         let mut choices = Vec::new();
-        for (transitive, p_kind, frames, count) in [
-            (
-                true,
-                t,
-                &self.transitive_frames,
-                self.transitive_verbs.len(),
-            ),
-            (
-                false,
-                1.0 - t,
-                &self.intransitive_frames,
-                self.intransitive_verbs.len(),
-            ),
+        for (kind, p_kind) in [
+            (VerbKind::Transitive, t * (1.0 - d)),
+            (VerbKind::Ditransitive, t * d),
+            (VerbKind::Intransitive, 1.0 - t),
         ] {
+            let (verbs, frames) = self.verbs_of(kind);
+            let count = verbs.len();
+            if count == 0 || p_kind == 0.0 {
+                continue;
+            }
             let fitting: Vec<bool> = match class.filter(|_| s > 0.0) {
                 Some(class) => (0..count)
                     .map(|i| frames[i].subject.contains(&class))
@@ -518,7 +528,7 @@ impl GrammarTask {
                 } else {
                     1.0 / count as f64
                 };
-                choices.push((VerbChoice { transitive, index }, p_kind * p_index));
+                choices.push((VerbChoice { kind, index }, p_kind * p_index));
             }
         }
         choices
@@ -577,7 +587,10 @@ impl GrammarTask {
             Some(WordClass::Relative)
         } else if in_pairs(&self.nouns) {
             Some(WordClass::Noun)
-        } else if in_pairs(&self.transitive_verbs) || in_pairs(&self.intransitive_verbs) {
+        } else if in_pairs(&self.transitive_verbs)
+            || in_pairs(&self.intransitive_verbs)
+            || in_pairs(&self.ditransitive_verbs)
+        {
             Some(WordClass::Verb)
         } else if self.adjectives.contains(&id) {
             Some(WordClass::Adjective)
@@ -595,6 +608,7 @@ impl GrammarTask {
             &self.nouns,
             &self.transitive_verbs,
             &self.intransitive_verbs,
+            &self.ditransitive_verbs,
         ]
         .into_iter()
         .flatten()
@@ -690,6 +704,17 @@ mod tests {
                 nouns: 6,
                 transitive_verbs: 3,
                 intransitive_verbs: 2,
+                selection: 0.7,
+                ..tiny.clone()
+            },
+            // Ditransitive verbs, with their indirect objects' classes selected too.
+            GrammarSpec {
+                lexicon: Lexicon::Classes,
+                nouns: 6,
+                transitive_verbs: 2,
+                intransitive_verbs: 1,
+                ditransitive_prob: 0.5,
+                ditransitive_verbs: 2,
                 selection: 0.7,
                 ..tiny
             },
@@ -808,11 +833,17 @@ mod tests {
     /// every filling of all masked positions.
     #[test]
     fn the_ceiling_equals_brute_force_on_a_tiny_grammar() {
+        for base in &tiny_specs()[1..] {
+            ceiling_equals_brute_force(base);
+        }
+    }
+
+    fn ceiling_equals_brute_force(base: &GrammarSpec) {
         let spec = GrammarSpec {
             max_words: 7,
             min_words: 3,
             mask_fraction: 0.3,
-            ..tiny_specs()[1].clone()
+            ..base.clone()
         };
         let task = task(&spec);
         let ceiling = task.bayes_ceiling(120, 9);

@@ -251,6 +251,65 @@ pub const CLASSED_INTRANSITIVE_VERBS: [(&str, &str, Frame); 6] = [
     ),
 ];
 
+/// Ditransitive verbs as (third person singular, plural, frame, indirect object's
+/// classes): "gives the dog the cake". The frame's `object` is the direct object's classes.
+pub const CLASSED_DITRANSITIVE_VERBS: [(&str, &str, Frame, &[NounClass]); 6] = [
+    (
+        "gives",
+        "give",
+        Frame {
+            subject: PEOPLE,
+            object: &[Food, Tool],
+        },
+        ANIMATE,
+    ),
+    (
+        "shows",
+        "show",
+        Frame {
+            subject: PEOPLE,
+            object: &[Place, Vehicle, Animal],
+        },
+        PEOPLE,
+    ),
+    (
+        "sends",
+        "send",
+        Frame {
+            subject: PEOPLE,
+            object: &[Food, Tool, Vehicle],
+        },
+        PEOPLE,
+    ),
+    (
+        "brings",
+        "bring",
+        Frame {
+            subject: ANIMATE,
+            object: &[Food, Tool, Animal],
+        },
+        PEOPLE,
+    ),
+    (
+        "hands",
+        "hand",
+        Frame {
+            subject: PEOPLE,
+            object: &[Tool, Food],
+        },
+        PEOPLE,
+    ),
+    (
+        "throws",
+        "throw",
+        Frame {
+            subject: PEOPLE,
+            object: &[Food, Tool],
+        },
+        ANIMATE,
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -274,6 +333,11 @@ mod tests {
                 CLASSED_INTRANSITIVE_VERBS
                     .iter()
                     .flat_map(|&(s, p, _)| [s, p]),
+            )
+            .chain(
+                CLASSED_DITRANSITIVE_VERBS
+                    .iter()
+                    .flat_map(|&(s, p, _, _)| [s, p]),
             )
             .collect();
         assert_eq!(words.len(), words.iter().collect::<HashSet<_>>().len());

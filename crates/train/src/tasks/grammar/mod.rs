@@ -59,8 +59,8 @@ pub mod lexicon;
 use self::ceiling::{ClassCeiling, Inflection, WordClass};
 
 use self::lexicon::{
-    CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS, CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon,
-    NounClass,
+    CLASSED_DITRANSITIVE_VERBS, CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS,
+    CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon, NounClass,
 };
 use super::pairs::{MAX_TRIES as PAIR_TRIES, MinimalPair, PairKind};
 use super::{Arc, AttentionPattern, Example, ParsedSentence, Relation, TaskError, TaskImpl};
@@ -91,6 +91,16 @@ const NOUNS: [(&str, &str); 24] = [
     ("baker", "bakers"),
     ("painter", "painters"),
     ("lawyer", "lawyers"),
+];
+
+/// Ditransitive verbs as (third person singular, plural): "gives the dog the bird".
+const DITRANSITIVE_VERBS: [(&str, &str); 6] = [
+    ("gives", "give"),
+    ("shows", "show"),
+    ("sends", "send"),
+    ("brings", "bring"),
+    ("hands", "hand"),
+    ("offers", "offer"),
 ];
 
 /// Transitive verbs as (third person singular, plural).
@@ -241,6 +251,23 @@ pub struct GrammarSpec {
     /// its frame allows, otherwise from every noun. Needs `lexicon = "classes"`. Default 0.
     #[serde(skip_serializing_if = "is_default")]
     pub selection: f64,
+    /// Probability that a transitive verb phrase is ditransitive, in [0, 1]: a verb of its
+    /// own list with an indirect object before its direct object ("gives the dog the cake"),
+    /// so the direct object sits past a noun phrase of any length. Default 0: no
+    /// ditransitive verbs, not even in the vocabulary.
+    #[serde(skip_serializing_if = "is_default")]
+    pub ditransitive_prob: f64,
+    /// Ditransitive verbs used when `ditransitive_prob` > 0, 1..=6; each has two tokens
+    /// (gives, give). Default 4.
+    #[serde(skip_serializing_if = "is_default_ditransitive_verbs")]
+    pub ditransitive_verbs: usize,
+}
+
+/// The default of `ditransitive_verbs`.
+const DEFAULT_DITRANSITIVE_VERBS: usize = 4;
+
+fn is_default_ditransitive_verbs(value: &usize) -> bool {
+    *value == DEFAULT_DITRANSITIVE_VERBS
 }
 
 /// Whether `value` is its type's default (keys left out of a written config when they are).
@@ -267,6 +294,8 @@ impl Default for GrammarSpec {
             mask_fraction: 0.15,
             lexicon: Lexicon::Animate,
             selection: 0.0,
+            ditransitive_prob: 0.0,
+            ditransitive_verbs: DEFAULT_DITRANSITIVE_VERBS,
         }
     }
 }
@@ -289,14 +318,28 @@ pub(super) struct GrammarTask {
     /// Each verb's frame, likewise.
     transitive_frames: Vec<Frame>,
     intransitive_frames: Vec<Frame>,
+    /// (singular, plural) ids per ditransitive verb (empty when `ditransitive_prob` is 0),
+    /// and (classed lexicon) each one's frame (`object`: the direct object's classes) and
+    /// its indirect object's classes.
+    ditransitive_verbs: Vec<[u32; 2]>,
+    ditransitive_frames: Vec<Frame>,
+    ditransitive_indirect: Vec<&'static [NounClass]>,
     adjectives: Vec<u32>,
     prepositions: Vec<u32>,
 }
 
-/// A verb chosen before it is written: transitive or not, and its index in that list.
+/// How many objects a verb takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum VerbKind {
+    Intransitive,
+    Transitive,
+    Ditransitive,
+}
+
+/// A verb chosen before it is written: its kind, and its index in that kind's list.
 #[derive(Debug, Clone, Copy)]
 struct VerbChoice {
-    transitive: bool,
+    kind: VerbKind,
     index: usize,
 }
 
@@ -392,6 +435,11 @@ fn check_word_counts(spec: &GrammarSpec) -> Result<(), TaskError> {
     }
     check_count("transitive_verbs", spec.transitive_verbs, transitive)?;
     check_count("intransitive_verbs", spec.intransitive_verbs, intransitive)?;
+    check_count(
+        "ditransitive_verbs",
+        spec.ditransitive_verbs,
+        DITRANSITIVE_VERBS.len(),
+    )?;
     check_count("adjectives", spec.adjectives, ADJECTIVES.len())?;
     check_count("prepositions", spec.prepositions, PREPOSITIONS.len())
 }
@@ -428,6 +476,7 @@ fn check_probabilities(spec: &GrammarSpec) -> Result<(), TaskError> {
     check_probability("plural_prob", spec.plural_prob)?;
     check_probability("transitive_prob", spec.transitive_prob)?;
     check_probability("selection", spec.selection)?;
+    check_probability("ditransitive_prob", spec.ditransitive_prob)?;
     if spec.selection > 0.0 && spec.lexicon != Lexicon::Classes {
         let expected = "selection = 0 with the animate lexicon, whose nouns all belong to one \
                         class; set lexicon = \"classes\" to give verbs something to select"
@@ -464,7 +513,7 @@ impl GrammarTask {
 
     /// The task for an already checked `spec`, its vocabulary laid out in the order the
     /// module documents: `<pad>`, `<mask>`, determiners, `that`, nouns, verbs, adjectives,
-    /// prepositions.
+    /// prepositions, then the ditransitive verbs when `ditransitive_prob` > 0.
     fn with_vocabulary(spec: &GrammarSpec) -> Self {
         let mut names = vec!["<pad>", "<mask>"];
         let mut add = |name: &'static str| {
@@ -540,6 +589,25 @@ impl GrammarTask {
             .iter()
             .map(|&name| add(name))
             .collect();
+        // Last, and only when drawn: every other word keeps the id it always had.
+        let count = if spec.ditransitive_prob > 0.0 {
+            spec.ditransitive_verbs
+        } else {
+            0
+        };
+        let (mut ditransitive_verbs, mut ditransitive_frames, mut ditransitive_indirect) =
+            (Vec::new(), Vec::new(), Vec::new());
+        for index in 0..count {
+            let (singular, plural) = if classed {
+                let (s, p, frame, indirect) = CLASSED_DITRANSITIVE_VERBS[index];
+                ditransitive_frames.push(frame);
+                ditransitive_indirect.push(indirect);
+                (s, p)
+            } else {
+                DITRANSITIVE_VERBS[index]
+            };
+            ditransitive_verbs.push([add(singular), add(plural)]);
+        }
         Self {
             spec: spec.clone(),
             names,
@@ -552,6 +620,9 @@ impl GrammarTask {
             noun_classes,
             transitive_frames,
             intransitive_frames,
+            ditransitive_verbs,
+            ditransitive_frames,
+            ditransitive_indirect,
             adjectives,
             prepositions,
         }
@@ -625,10 +696,19 @@ impl GrammarTask {
 
     /// The frame of a chosen verb (classed lexicon only).
     fn frame(&self, choice: VerbChoice) -> Frame {
-        if choice.transitive {
-            self.transitive_frames[choice.index]
-        } else {
-            self.intransitive_frames[choice.index]
+        match choice.kind {
+            VerbKind::Transitive => self.transitive_frames[choice.index],
+            VerbKind::Intransitive => self.intransitive_frames[choice.index],
+            VerbKind::Ditransitive => self.ditransitive_frames[choice.index],
+        }
+    }
+
+    /// The verbs of `kind`, as (singular, plural) ids, and (classed lexicon) their frames.
+    fn verbs_of(&self, kind: VerbKind) -> (&[[u32; 2]], &[Frame]) {
+        match kind {
+            VerbKind::Transitive => (&self.transitive_verbs, &self.transitive_frames),
+            VerbKind::Intransitive => (&self.intransitive_verbs, &self.intransitive_frames),
+            VerbKind::Ditransitive => (&self.ditransitive_verbs, &self.ditransitive_frames),
         }
     }
 
@@ -637,22 +717,29 @@ impl GrammarTask {
     /// when any does.
     fn choose_verb(&self, rng: &mut ChaCha8Rng, subject: Option<NounClass>) -> VerbChoice {
         let transitive = rng.random_bool(self.spec.transitive_prob);
-        let (count, frames) = if transitive {
-            (self.transitive_verbs.len(), &self.transitive_frames)
+        // A draw of its own only when ditransitives are on: the default grammar draws as
+        // it always has.
+        let kind = if !transitive {
+            VerbKind::Intransitive
+        } else if self.spec.ditransitive_prob > 0.0 && rng.random_bool(self.spec.ditransitive_prob)
+        {
+            VerbKind::Ditransitive
         } else {
-            (self.intransitive_verbs.len(), &self.intransitive_frames)
+            VerbKind::Transitive
         };
+        let (verbs, frames) = self.verbs_of(kind);
+        let count = verbs.len();
         if let Some(class) = subject.filter(|_| self.spec.selection > 0.0) {
             let fitting: Vec<usize> = (0..count)
                 .filter(|&i| frames[i].subject.contains(&class))
                 .collect();
             if rng.random_bool(self.spec.selection) && !fitting.is_empty() {
                 let index = fitting[rng.random_range(0..fitting.len())];
-                return VerbChoice { transitive, index };
+                return VerbChoice { kind, index };
             }
         }
         VerbChoice {
-            transitive,
+            kind,
             index: rng.random_range(0..count),
         }
     }
@@ -760,7 +847,8 @@ impl GrammarTask {
         noun
     }
 
-    /// VP -> IntransVerb [PP] | TransVerb NP [PP], agreeing with a subject of `number`:
+    /// VP -> IntransVerb [PP] | TransVerb NP [PP] | DitransVerb NP NP [PP], agreeing with a
+    /// subject of `number`:
     /// the verb `choice` made beforehand, or one chosen now. Returns the verb's position.
     fn verb_phrase(
         &self,
@@ -771,16 +859,23 @@ impl GrammarTask {
         choice: Option<VerbChoice>,
     ) -> usize {
         let choice = choice.unwrap_or_else(|| self.choose_verb(rng, None));
-        let verb = if choice.transitive {
-            let verb = draft.push(self.transitive_verbs[choice.index][number.index()]);
+        let verb = draft.push(self.verbs_of(choice.kind).0[choice.index][number.index()]);
+        if choice.kind == VerbKind::Ditransitive {
+            // The indirect object takes no PP: "gives the dog near the tree the cake" would
+            // leave a reader (and the parse) to guess where the PP attaches.
+            let indirect_number = self.number(rng);
+            let selects = self
+                .classed()
+                .then(|| self.ditransitive_indirect[choice.index]);
+            let indirect = self.noun_phrase(draft, rng, indirect_number, depth, false, selects);
+            draft.attach(indirect, verb, Relation::Iobj);
+        }
+        if choice.kind != VerbKind::Intransitive {
             let object_number = self.number(rng);
             let selects = self.classed().then(|| self.frame(choice).object);
             let object = self.noun_phrase(draft, rng, object_number, depth, true, selects);
             draft.attach(object, verb, Relation::Dobj);
-            verb
-        } else {
-            draft.push(self.intransitive_verbs[choice.index][number.index()])
-        };
+        }
         if rng.random_bool(self.spec.pp_prob) {
             self.prepositional_phrase(draft, rng, verb, depth);
         }
@@ -857,7 +952,8 @@ impl GrammarTask {
                     }
             });
             let verb = forms_of(words[root], &self.transitive_verbs)
-                .or_else(|| forms_of(words[root], &self.intransitive_verbs));
+                .or_else(|| forms_of(words[root], &self.intransitive_verbs))
+                .or_else(|| forms_of(words[root], &self.ditransitive_verbs));
             let (Some(noun), Some(verb), false) =
                 (forms_of(words[subject], &self.nouns), verb, other_evidence)
             else {
@@ -1161,6 +1257,60 @@ mod tests {
         }
     }
 
+    /// At full selection a ditransitive verb's indirect and direct objects are always of
+    /// the classes it takes; with ditransitive_prob 1 every verb with an object has two.
+    #[test]
+    fn ditransitive_verbs_select_both_objects() {
+        let spec = GrammarSpec {
+            ditransitive_prob: 1.0,
+            ditransitive_verbs: 6,
+            max_words: MAX_WORDS,
+            ..classed(1.0)
+        };
+        let task = task(&spec);
+        let (mut indirect, mut direct) = (0, 0);
+        for sentence in task.parsed_sentences(2000, 4) {
+            for arc in &sentence.arcs {
+                let verb = sentence.words[arc.head];
+                let Some(index) = task
+                    .ditransitive_verbs
+                    .iter()
+                    .position(|f| f.contains(&verb))
+                else {
+                    assert_ne!(
+                        arc.relation,
+                        Relation::Iobj,
+                        "an iobj of a non-ditransitive verb"
+                    );
+                    if arc.relation == Relation::Dobj {
+                        panic!("a transitive verb at ditransitive_prob 1: {sentence:?}");
+                    }
+                    continue;
+                };
+                let noun = sentence.words[arc.dependent];
+                let class = task
+                    .nouns
+                    .iter()
+                    .position(|f| f.contains(&noun))
+                    .map(|n| task.noun_classes[n]);
+                match arc.relation {
+                    Relation::Iobj => {
+                        indirect += 1;
+                        let allowed = task.ditransitive_indirect[index];
+                        assert!(allowed.contains(&class.unwrap()), "{sentence:?}");
+                    }
+                    Relation::Dobj => {
+                        direct += 1;
+                        let allowed = task.ditransitive_frames[index].object;
+                        assert!(allowed.contains(&class.unwrap()), "{sentence:?}");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(indirect > 500 && indirect == direct, "{indirect} {direct}");
+    }
+
     #[test]
     fn selection_needs_the_classed_lexicon_and_every_class() {
         let error = |spec: GrammarSpec| GrammarTask::new(&spec).unwrap_err().to_string();
@@ -1249,6 +1399,19 @@ mod tests {
                 selection: 0.5,
                 ..GrammarSpec::default()
             },
+            GrammarSpec {
+                ditransitive_prob: 0.5,
+                ditransitive_verbs: 6,
+                ..GrammarSpec::default()
+            },
+            GrammarSpec {
+                lexicon: Lexicon::Classes,
+                selection: 1.0,
+                ditransitive_prob: 0.6,
+                ditransitive_verbs: 6,
+                max_words: 20,
+                ..GrammarSpec::default()
+            },
         ]
     }
 
@@ -1264,6 +1427,7 @@ mod tests {
         Noun(Number),
         TransitiveVerb(Number),
         IntransitiveVerb(Number),
+        DitransitiveVerb(Number),
         Adjective,
         Preposition,
     }
@@ -1297,6 +1461,8 @@ mod tests {
             Category::TransitiveVerb(number)
         } else if let Some(number) = number_in(&task.intransitive_verbs) {
             Category::IntransitiveVerb(number)
+        } else if let Some(number) = number_in(&task.ditransitive_verbs) {
+            Category::DitransitiveVerb(number)
         } else if task.adjectives.contains(&id) {
             Category::Adjective
         } else if task.prepositions.contains(&id) {
@@ -1312,7 +1478,9 @@ mod tests {
 
     fn verb_number(class: Category) -> Option<Number> {
         match class {
-            Category::TransitiveVerb(n) | Category::IntransitiveVerb(n) => Some(n),
+            Category::TransitiveVerb(n)
+            | Category::IntransitiveVerb(n)
+            | Category::DitransitiveVerb(n) => Some(n),
             _ => None,
         }
     }
@@ -1384,7 +1552,13 @@ mod tests {
                         Relation::Nsubj => {
                             matches!(dependent, Noun(_) | Relative) && verb_number(head).is_some()
                         }
-                        Relation::Dobj => matches!((dependent, head), (Noun(_), TransitiveVerb(_))),
+                        Relation::Dobj => matches!(
+                            (dependent, head),
+                            (Noun(_), TransitiveVerb(_) | DitransitiveVerb(_))
+                        ),
+                        Relation::Iobj => {
+                            matches!((dependent, head), (Noun(_), DitransitiveVerb(_)))
+                        }
                         Relation::Prep => {
                             dependent == Preposition
                                 && (matches!(head, Noun(_)) || verb_number(head).is_some())
@@ -1408,6 +1582,23 @@ mod tests {
                         }
                         IntransitiveVerb(_) => {
                             assert_eq!((count(Relation::Nsubj), count(Relation::Dobj)), (1, 0));
+                        }
+                        DitransitiveVerb(_) => {
+                            let counts =
+                                [Relation::Nsubj, Relation::Iobj, Relation::Dobj].map(&count);
+                            assert_eq!(counts, [1, 1, 1]);
+                            // The indirect object comes between the verb and the direct
+                            // object: verb < iobj < dobj.
+                            let of = |relation| {
+                                sentence
+                                    .arcs
+                                    .iter()
+                                    .find(|a| a.head == position && a.relation == relation)
+                                    .map(|a| a.dependent)
+                                    .expect("counted above")
+                            };
+                            assert!(position < of(Relation::Iobj));
+                            assert!(of(Relation::Iobj) < of(Relation::Dobj));
                         }
                         Preposition => assert_eq!(count(Relation::Pobj), 1),
                         Special => panic!("{sentence:?} holds <pad> or <mask>"),
@@ -1528,6 +1719,7 @@ mod tests {
         let spec = GrammarSpec {
             plural_prob: 0.3,
             transitive_prob: 0.7,
+            ditransitive_prob: 0.3,
             adjective_prob: 0.4,
             mask_fraction: 0.25,
             ..wide()
@@ -1554,11 +1746,22 @@ mod tests {
             .iter()
             .filter(|s| matches!(class(&task, s, s.root), Category::TransitiveVerb(_)))
             .count();
+        let ditransitive = sentences
+            .iter()
+            .filter(|s| matches!(class(&task, s, s.root), Category::DitransitiveVerb(_)))
+            .count();
+        // Among main verbs with an object, ditransitive_prob have two.
         assert_rate(
-            "transitive main verbs",
-            transitive,
+            "main verbs with an object",
+            transitive + ditransitive,
             size,
             spec.transitive_prob,
+        );
+        assert_rate(
+            "ditransitive among them",
+            ditransitive,
+            transitive + ditransitive,
+            spec.ditransitive_prob,
         );
 
         // Every noun phrase draws its first adjective with adjective_prob.
