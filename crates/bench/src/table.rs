@@ -40,6 +40,22 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
     out
 }
 
+/// The two model sizes, as the tables' paragraphs describe them.
+const SIZES: &str = "small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, batch 64; large: \
+                     d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32.";
+
+/// `Measured DATE on CPU (N cores, T rayon threads, AVX-512 on).`
+fn machine_sentence(provenance: &Provenance) -> String {
+    format!(
+        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}).",
+        provenance.date,
+        provenance.cpu,
+        provenance.cores,
+        provenance.threads,
+        if provenance.avx512 { "on" } else { "off" },
+    )
+}
+
 /// The paragraph above the table: where and when the figures were taken, the cases' shapes,
 /// and what the ratios divide, followed by a blank line.
 fn provenance_line(provenance: &Provenance) -> String {
@@ -65,16 +81,10 @@ fn provenance_line(provenance: &Provenance) -> String {
     };
     let _ = writeln!(
         out,
-        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}). Reverse task, AdamW, \
-         steps of batch x seq tokens; small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, \
-         batch 64; large: d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32. \
-         headlab trains with train.shards = {}; Burn's encoder in a plain Burn step on the \
-         whole batch.{pytorch} Ratios are headlab / {}.{rounds}\n",
-        provenance.date,
-        provenance.cpu,
-        provenance.cores,
-        provenance.threads,
-        if provenance.avx512 { "on" } else { "off" },
+        "{} Reverse task, AdamW, steps of batch x seq tokens; {SIZES} headlab trains with \
+         train.shards = {}; Burn's encoder in a plain Burn step on the whole batch.{pytorch} \
+         Ratios are headlab / {}.{rounds}\n",
+        machine_sentence(provenance),
         provenance.shards,
         if provenance.pytorch.is_some() {
             "Burn and headlab / PyTorch"
@@ -193,17 +203,11 @@ pub fn seeds_markdown(results: &[CaseResult], provenance: &Provenance) -> String
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}). Reverse task, AdamW, each \
-         seed on its own batch; small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, batch \
-         64; large: d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32. S seeds train \
-         as one batched model: headlab's seed stack (`train --seeds`, train.shards = {}), \
-         PyTorch's torch.func.stack_module_state + vmap{}. S = 1 is one plain model, the speed \
-         of separate runs. Seed-steps per second count a step of S seeds as S.\n",
-        provenance.date,
-        provenance.cpu,
-        provenance.cores,
-        provenance.threads,
-        if provenance.avx512 { "on" } else { "off" },
+        "{} Reverse task, AdamW, each seed on its own batch; {SIZES} S seeds train as one \
+         batched model: headlab's seed stack (`train --seeds`, train.shards = {}), PyTorch's \
+         torch.func.stack_module_state + vmap{}. S = 1 is one plain model, the speed of \
+         separate runs. Seed-steps per second count a step of S seeds as S.\n",
+        machine_sentence(provenance),
         provenance.shards,
         provenance
             .pytorch

@@ -117,13 +117,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let summary = match train::train(&resolved, &options) {
         Ok(summary) => summary,
-        // Nothing was done and nothing is wrong with the run: say so with a status of its
-        // own, so that `sweep` skips the run as held instead of recording a failure.
-        Err(error @ TrainError::RunDir(RunDirError::Locked { .. })) => {
-            eprintln!("error: {error}");
-            return Ok(ExitCode::from(EXIT_RUN_IN_USE));
-        }
-        Err(error) => return Err(error.into()),
+        Err(error) => return held_or_failed(error),
     };
     println!("{}", describe(&summary));
     if matches!(summary.outcome, Outcome::Interrupted(_) | Outcome::Paused) {
@@ -131,6 +125,19 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!("run directory: {}", run_dir.display());
     Ok(exit_code(&summary.outcome))
+}
+
+/// A run directory another process holds: nothing was done and nothing is wrong with the
+/// run, so say so with a status of its own (`sweep` then skips the run as held instead of
+/// recording a failure). Any other error fails.
+fn held_or_failed(error: TrainError) -> anyhow::Result<ExitCode> {
+    match error {
+        TrainError::RunDir(RunDirError::Locked { .. }) => {
+            eprintln!("error: {error}");
+            Ok(ExitCode::from(EXIT_RUN_IN_USE))
+        }
+        error => Err(error.into()),
+    }
 }
 
 /// 128 + the signal, as a shell reports a process the signal ended (130 for Ctrl-C, 143
@@ -257,11 +264,7 @@ fn train_seeds(
     };
     let results = match train_group(&runs, &options) {
         Ok(results) => results,
-        Err(error @ TrainError::RunDir(RunDirError::Locked { .. })) => {
-            eprintln!("error: {error}");
-            return Ok(ExitCode::from(EXIT_RUN_IN_USE));
-        }
-        Err(error) => return Err(error.into()),
+        Err(error) => return held_or_failed(error),
     };
     let mut code = ExitCode::SUCCESS;
     let mut failed = 0;

@@ -190,7 +190,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     let train = &run.config.train;
     // The device first: a missing GPU must not leave a half-made run directory behind.
     let device = run.config.backend.device()?;
-    let (dir, _lock) = claim_run_dir(run, options)?;
+    let (dir, _lock) = claim_run_dir(run, &options.run_dir, options.resume, options.force)?;
     if let Some(threads) = train.threads {
         // Fails only if a pool already exists (a second run in one process): keep that one.
         let _ = rayon::ThreadPoolBuilder::new()
@@ -208,7 +208,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
         let StepGradients { grads, loss } = trainer.gradients();
         let done = trainer.step + 1;
         let is_last = done == train.steps;
-        let stop = stop_requested(options, done, is_last);
+        let stop = stop_requested(&options.stop, options.stop_at_step, done, is_last);
         // A stop (a signal, `--stop-at`) adds a checkpoint and nothing else: an evaluation,
         // a metrics record or a snapshot that the uninterrupted run does not make would make
         // the resumed run another run (an evaluation can even end it early at the target).
@@ -254,11 +254,16 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
 }
 
 /// Why the loop should stop after step `done`, if it should: a signal, or `--stop-at`.
-fn stop_requested(options: &TrainOptions, done: usize, is_last: bool) -> Option<Outcome> {
-    if let Some(signal) = options.stop.requested() {
+fn stop_requested(
+    stop: &StopSignal,
+    stop_at_step: Option<usize>,
+    done: usize,
+    is_last: bool,
+) -> Option<Outcome> {
+    if let Some(signal) = stop.requested() {
         return Some(Outcome::Interrupted(signal));
     }
-    (options.stop_at_step == Some(done) && !is_last).then_some(Outcome::Paused)
+    (stop_at_step == Some(done) && !is_last).then_some(Outcome::Paused)
 }
 
 /// AdamW as the config says: weight decay and gradient clipping from `[train]`.
@@ -276,17 +281,14 @@ pub fn optimizer(config: &RunConfig) -> ModuleOptimizer {
 /// after checking that it is the same experiment (config and dataset).
 fn claim_run_dir(
     run: &ResolvedRun,
-    options: &TrainOptions,
+    run_dir: &std::path::Path,
+    resume: bool,
+    force: bool,
 ) -> Result<(RunDir, RunLock), TrainError> {
-    if !options.resume {
-        return Ok(RunDir::create(
-            &options.run_dir,
-            run,
-            options.force,
-            "train",
-        )?);
+    if !resume {
+        return Ok(RunDir::create(run_dir, run, force, "train")?);
     }
-    let dir = match RunDir::open(&options.run_dir) {
+    let dir = match RunDir::open(run_dir) {
         Err(RunDirError::NotARun(path) | RunDirError::Unfinished(path)) => {
             return Err(TrainError::NothingToResume(path));
         }

@@ -211,18 +211,19 @@ mod tests {
     #[test]
     fn the_nearest_noun_between_subject_and_verb_is_the_attractor() {
         let task = task();
-        let names = task.token_names().unwrap();
-        let first = |class: WordClass, plural: bool| {
-            (0..names.len() as u32)
-                .find(|&w| {
-                    task.word_class(w) == Some(class)
-                        && task.inflection(w).is_some_and(|i| i.plural == plural)
-                })
-                .unwrap()
+        let plural = |plural: bool| {
+            let task = &task;
+            move |w: u32| task.inflection(w).is_some_and(|i| i.plural == plural)
         };
-        let (dogs, cat) = (first(WordClass::Noun, true), first(WordClass::Noun, false));
-        let run = first(WordClass::Verb, true);
-        let (the, near) = (id(&task, "the"), first_of(&task, WordClass::Preposition));
+        let (dogs, cat) = (
+            first_of(&task, WordClass::Noun, plural(true)),
+            first_of(&task, WordClass::Noun, plural(false)),
+        );
+        let run = first_of(&task, WordClass::Verb, plural(true));
+        let (the, near) = (
+            id(&task, "the"),
+            first_of(&task, WordClass::Preposition, |_| true),
+        );
         // the(0) dogs(1) near(2) the(3) cat(4) run(5)
         let sentence = ParsedSentence {
             words: vec![the, dogs, near, the, cat, run],
@@ -289,9 +290,10 @@ mod tests {
         assert_eq!(agreement_items(&task, &plain)[0].attractor, Attractor::None);
     }
 
-    fn first_of(task: &Task, class: WordClass) -> u32 {
+    /// The first token of `class` that `also` accepts.
+    fn first_of(task: &Task, class: WordClass, also: impl Fn(u32) -> bool) -> u32 {
         (0..task.input_vocab() as u32)
-            .find(|&w| task.word_class(w) == Some(class))
+            .find(|&w| task.word_class(w) == Some(class) && also(w))
             .unwrap()
     }
 

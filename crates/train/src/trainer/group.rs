@@ -74,15 +74,7 @@ pub fn train_group(
     let device = first.backend.device()?;
     let mut claimed = Vec::with_capacity(runs.len());
     for (run, dir) in runs.iter().zip(&options.run_dirs) {
-        let single = super::TrainOptions {
-            run_dir: dir.clone(),
-            resume: options.resume,
-            force: options.force,
-            progress: options.progress,
-            stop: options.stop.clone(),
-            stop_at_step: options.stop_at_step,
-        };
-        claimed.push(claim_run_dir(run, &single)?);
+        claimed.push(claim_run_dir(run, dir, options.resume, options.force)?);
     }
     if let Some(threads) = first.train.threads {
         let _ = rayon::ThreadPoolBuilder::new()
@@ -200,7 +192,7 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
             let grads = clip_per_seed(&self.stack, grads, train.grad_clip as f32);
             let done = self.step + 1;
             let is_last = done == train.steps;
-            let stop = stop_requested_group(options, done, is_last);
+            let stop = stop_requested(&options.stop, options.stop_at_step, done, is_last);
             let eval_due = done.is_multiple_of(train.eval_every) || is_last;
             let checkpoint_due =
                 done.is_multiple_of(train.checkpoint_every) || is_last || stop.is_some();
@@ -413,19 +405,6 @@ pub fn stack_gradients(
             .neg()
             / scored.clone()
     })
-}
-
-/// `stop_requested` of a single run, for the group (the same rules).
-fn stop_requested_group(options: &GroupOptions, done: usize, is_last: bool) -> Option<Outcome> {
-    let single = super::TrainOptions {
-        run_dir: PathBuf::new(),
-        resume: false,
-        force: false,
-        progress: options.progress,
-        stop: options.stop.clone(),
-        stop_at_step: options.stop_at_step,
-    };
-    stop_requested(&single, done, is_last)
 }
 
 /// The stack of `active` members' models, its AdamW joined from their optimizer states,
