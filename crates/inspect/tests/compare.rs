@@ -124,6 +124,25 @@ fn heads_are_matched_across_seeds() {
         text.starts_with("<svg") && text.contains("<rect"),
         "an SVG document"
     );
+
+    // Without --svg again, the SVG the last comparison wrote goes (no stale figure)...
+    let again = compare(&[&seed_3, &seed_4, Path::new("--out"), &out]);
+    assert!(again.status.success());
+    assert!(
+        !out.join("matched-attention.svg").exists(),
+        "stale SVG removed"
+    );
+
+    // ...but a file of that name that compare did not write is the user's: kept.
+    let users = tmp.path().join("users-own-dir");
+    std::fs::create_dir(&users).unwrap();
+    std::fs::write(users.join("matched-attention.svg"), "mine").unwrap();
+    let into_users = compare(&[&seed_3, &seed_4, Path::new("--out"), &users]);
+    assert!(into_users.status.success());
+    assert_eq!(
+        std::fs::read_to_string(users.join("matched-attention.svg")).unwrap(),
+        "mine"
+    );
 }
 
 #[test]

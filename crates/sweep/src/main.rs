@@ -199,11 +199,12 @@ fn plan(target: &Target) -> anyhow::Result<ExitCode> {
             ""
         }
     );
-    if sweep.group_seeds > 1 {
+    let groups = sweep.groups();
+    let largest = groups.iter().map(Vec::len).max().unwrap_or(1);
+    if largest > 1 {
         println!(
-            "trained in {} groups of up to {} seeds, each group as one batched model",
-            sweep.groups().len(),
-            sweep.group_seeds
+            "trained in {} groups of up to {largest} seeds, each group as one batched model",
+            groups.len(),
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -6,7 +6,8 @@
 //! configs = ["../experiments/layouts-sort.toml"]   # relative to this file
 //! seeds = { from = 0, count = 16 }      # or a list: seeds = [0, 1, 2]
 //! run_name = "{config}-{model.head_layout}-s{seed}"   # optional; this is the default
-//! group_seeds = 1                       # seeds of a grid point trained as one batched model
+//! group_seeds = 16                      # seeds of a grid point trained as one batched model
+//!                                       # (default: 16 on wgpu, 1 on the CPU backends)
 //!
 //! [grid]                                # every combination of these values
 //! "model.head_layout" = ["split", "wide", "narrow"]
@@ -28,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use train::RunConfig;
+use train::{BackendKind, RunConfig};
 
 /// Most runs one sweep may plan: a typo such as `count = 1e9` must not allocate a billion
 /// plans or launch a billion jobs.
@@ -36,6 +37,14 @@ pub const MAX_RUNS: usize = 100_000;
 
 /// The largest `group_seeds`: `train --seeds` trains at most this many together.
 pub const MAX_GROUP_SEEDS: usize = 1024;
+
+/// The group size when `group_seeds` is left out and a grid point trains on wgpu. Measured
+/// (README, "Many seeds in one step"): where every op pays a dispatch, as on wgpu, a group
+/// amortises it (16 seeds 2.2x the seed-steps of separate runs on wgpu over lavapipe, 4 seeds
+/// 2.0x); a small model's parameters and activations times 16 are a few hundred MB at most.
+/// On the CPU backends a group is no faster than separate runs (0.7x to 1.1x), so there the
+/// default is 1.
+pub const AUTO_GROUP_SEEDS_WGPU: usize = 16;
 
 /// Longest run name in bytes (a file name on every common file system).
 const MAX_NAME_BYTES: usize = 255;
@@ -273,9 +282,18 @@ pub struct Sweep {
     pub runs: Vec<PlannedRun>,
     /// What runs after training.
     pub inspect: InspectStep,
-    /// Seeds of one grid point trained together as one batched model (`train --seeds`),
-    /// at most; 1 trains every run alone.
-    pub group_seeds: usize,
+    /// How many seeds of one grid point train together as one batched model (`train
+    /// --seeds`), at most.
+    pub group_seeds: GroupSeeds,
+}
+
+/// `group_seeds`: a size from the file, or chosen per grid point from its backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSeeds {
+    /// Left out: [`AUTO_GROUP_SEEDS_WGPU`] on wgpu, 1 (every run alone) on the CPU backends.
+    Auto,
+    /// Set in the file: at most this many; 1 trains every run alone.
+    Fixed(usize),
 }
 
 /// One run of a sweep.
@@ -409,8 +427,8 @@ impl Sweep {
         };
         let runs = plan.runs(total, path)?;
         let group_seeds = match file.group_seeds {
-            None => 1,
-            Some(n) if (1..=MAX_GROUP_SEEDS as i64).contains(&n) => n as usize,
+            None => GroupSeeds::Auto,
+            Some(n) if (1..=MAX_GROUP_SEEDS as i64).contains(&n) => GroupSeeds::Fixed(n as usize),
             Some(n) => {
                 return Err(key_error(
                     path,
@@ -433,7 +451,7 @@ impl Sweep {
     }
 
     /// The runs in groups that train together: runs of one grid point (differing only in
-    /// seed), in plan order, at most `group_seeds` to a group; with `group_seeds = 1` every
+    /// seed), in plan order, at most [`Self::group_size`] to a group; with a size of 1 every
     /// run is its own group. A group is listed at its first run's place in the plan.
     pub fn groups(&self) -> Vec<Vec<&PlannedRun>> {
         let mut by_point: BTreeMap<String, Vec<&PlannedRun>> = BTreeMap::new();
@@ -443,13 +461,26 @@ impl Sweep {
         let mut groups: Vec<Vec<&PlannedRun>> = by_point
             .into_values()
             .flat_map(|runs| {
-                runs.chunks(self.group_seeds.max(1))
+                runs.chunks(self.group_size(runs[0]))
                     .map(<[&PlannedRun]>::to_vec)
                     .collect::<Vec<_>>()
             })
             .collect();
         groups.sort_by_key(|group| group[0].index);
         groups
+    }
+
+    /// The most seeds of `run`'s grid point that train together: `group_seeds` where the
+    /// file sets it, else chosen from the point's backend ([`GroupSeeds::Auto`]). A config
+    /// that does not load trains alone, and fails there with its own message.
+    pub fn group_size(&self, run: &PlannedRun) -> usize {
+        match self.group_seeds {
+            GroupSeeds::Fixed(size) => size.max(1),
+            GroupSeeds::Auto => match run.resolved_config() {
+                Ok(config) if config.backend == BackendKind::Wgpu => AUTO_GROUP_SEEDS_WGPU,
+                _ => 1,
+            },
+        }
     }
 
     /// The group that run `index` trains in.

@@ -476,6 +476,54 @@ fn grouped_seeds_train_together_into_the_runs_each_trains_alone() {
     );
 }
 
+/// `group_seeds` left out: grid points on wgpu train in groups of 16, those on a CPU backend
+/// alone (where a group is measured no faster); the Slurm array follows the groups. Planned
+/// and submitted dry, so no GPU is needed.
+#[test]
+fn left_out_group_seeds_groups_by_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "seeds = { from = 0, count = 20 }\n[grid]\nbackend = [\"flex\", \"wgpu\"]\n";
+    write_sweep(dir.path(), "auto.toml", body);
+    let plan = run_sweep(dir.path(), &["plan", "auto.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    // wgpu: seeds 0-15 and 16-19 (2 groups); flex: 20 runs alone.
+    assert!(
+        text(&plan).contains("trained in 22 groups of up to 16 seeds"),
+        "{}",
+        text(&plan)
+    );
+    // Plan order is seed-major (flex s0 is run 0, wgpu s0 run 1, flex s1 run 2, ...): every
+    // flex run is a task, and the wgpu groups start at runs 1 (s0) and 33 (s16).
+    let submit = run_sweep(dir.path(), &["submit", "--slurm", "--dry-run", "auto.toml"]);
+    let mut tasks: Vec<usize> = text(&submit)
+        .split("--array=")
+        .nth(1)
+        .expect("an array in the dry run")
+        .split(|c: char| c.is_whitespace() || c == '%')
+        .next()
+        .unwrap()
+        .split(',')
+        .flat_map(|part| match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().unwrap()..=b.parse().unwrap()).collect(),
+            None => vec![part.parse::<usize>().unwrap()],
+        })
+        .collect();
+    tasks.sort();
+    let mut want: Vec<usize> = (0..20).map(|seed| 2 * seed).collect();
+    want.extend([1, 33]);
+    want.sort();
+    assert_eq!(tasks, want, "{}", text(&submit));
+
+    // Set in the file, the size holds on every backend: 1 trains every run alone.
+    write_sweep(
+        dir.path(),
+        "alone.toml",
+        &format!("group_seeds = 1\n{body}"),
+    );
+    let plan = run_sweep(dir.path(), &["plan", "alone.toml"]);
+    assert!(!text(&plan).contains("groups of up to"), "{}", text(&plan));
+}
+
 /// A `group_seeds` outside 1 to 1024 is refused, naming the key.
 #[test]
 fn a_bad_group_size_is_refused() {

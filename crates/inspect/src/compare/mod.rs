@@ -262,7 +262,7 @@ pub fn compare(
     let svg_path = figure_path.with_extension("svg");
     if svg {
         matched_attention_figure(&svg_path, &probe, &probes, &compared, &slots)?;
-    } else if svg_path.is_file() {
+    } else if earlier_comparison_wrote(out, &svg_path) {
         std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
     }
     let page_path = out.join("compare.html");
@@ -284,6 +284,25 @@ pub fn compare(
     train::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
     comparison.files.sort();
     Ok(comparison)
+}
+
+/// Whether `file` in `out` is a plain file that an earlier `compare` into `out` wrote: its
+/// `matching.json` lists it. `--out` may name a user's own directory, so a file there that
+/// merely has the name `compare` writes is left alone (a link too: never followed).
+fn earlier_comparison_wrote(out: &Path, file: &Path) -> bool {
+    let is_plain_file = std::fs::symlink_metadata(file).is_ok_and(|meta| meta.is_file());
+    let listed = || {
+        let text = std::fs::read(out.join("matching.json")).ok()?;
+        let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        let files = earlier.get("files")?.as_array()?;
+        Some(
+            files
+                .iter()
+                .filter_map(|f| f.as_str())
+                .any(|listed| Path::new(listed).file_name() == file.file_name()),
+        )
+    };
+    is_plain_file && listed().unwrap_or(false)
 }
 
 /// Every head's measures on the shared probe, `[run][layer][head]`: the roles and the page's
