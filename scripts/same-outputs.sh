@@ -14,7 +14,8 @@
 # sweep.csv, report.json, report.md, and its ms_per_step.png figure, which is skipped), and
 # the sweep's own logs (progress lines with times) and claims (lock files). Burn's own files
 # are not byte-stable from one process to the next: safetensors files are compared with their header's keys sorted
-# (Burn writes a map in random order), and checkpoints' .bpk records are left out (Burn's
+# (Burn writes a map in random order; headlab sorts model.safetensors's header since
+# 2026-11-25, but a reference recorded before that has Burn's order), and checkpoints' .bpk records are left out (Burn's
 # records differ from process to process; what they hold shows in the metrics, snapshots and
 # final weights after them, which are compared), as are lock files (they hold a process id).
 #

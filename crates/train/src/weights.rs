@@ -43,7 +43,36 @@ pub fn write(path: &Path, model: &Encoder) -> Result<(), WeightsError> {
         .save_into(&mut store)
         .map_err(|e| fail(format!("{e:?}")))?;
     let bytes = store.get_bytes().map_err(|e| fail(format!("{e:?}")))?;
+    let bytes = with_sorted_header(bytes).map_err(fail)?;
     write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
+}
+
+/// The same safetensors bytes with the JSON header's keys sorted. Burn writes the header's
+/// `__metadata__` from a `HashMap`, whose order changes from one process to the next; sorted,
+/// the same config and seed give a byte-identical `model.safetensors` (`sha256sum` agrees).
+/// The header holds the same keys and values, so it keeps its length and every data offset.
+fn with_sorted_header(mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    let corrupt = |why: &str| format!("Burn wrote a safetensors file that {why}");
+    let length: [u8; 8] = bytes
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| corrupt("has no header length"))?;
+    let end = usize::try_from(u64::from_le_bytes(length))
+        .ok()
+        .and_then(|n| n.checked_add(8))
+        .filter(|&end| end <= bytes.len())
+        .ok_or_else(|| corrupt("ends inside its header"))?;
+    // serde_json's map is ordered by key (the crate's `preserve_order` feature is off).
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..end])
+        .map_err(|e| corrupt(&format!("has a bad header: {e}")))?;
+    let sorted = serde_json::to_vec(&header).expect("a JSON value serializes");
+    if sorted.len() > end - 8 {
+        return Err(corrupt("has a header longer once sorted"));
+    }
+    // Safetensors pads its header with spaces; the sorted header is padded the same way.
+    bytes[8..8 + sorted.len()].copy_from_slice(&sorted);
+    bytes[8 + sorted.len()..end].fill(b' ');
+    Ok(bytes)
 }
 
 /// Loads the weights at `path` into `model` (built from the run's config). Every tensor must
@@ -65,4 +94,54 @@ pub fn load(path: &Path, mut model: Encoder) -> Result<Encoder, WeightsError> {
         )));
     }
     Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::prelude::Device;
+    use model::{EncoderConfig, EncoderIo};
+
+    use super::*;
+
+    /// The same model written several times (each write a new `HashMap` with its own random
+    /// order) gives the same bytes, and they load back into the model.
+    #[test]
+    fn the_same_weights_give_the_same_bytes() {
+        let device = Device::flex();
+        let io = EncoderIo {
+            vocab_size: 7,
+            n_outputs: 5,
+            max_seq_len: 6,
+        };
+        let config = EncoderConfig {
+            d_model: 16,
+            n_heads: 2,
+            d_ff: 32,
+            ..EncoderConfig::default()
+        };
+        let encoder = config.init(&io, &device).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<Vec<u8>> = (0..5)
+            .map(|i| {
+                let path = dir.path().join(format!("w{i}.safetensors"));
+                write(&path, &encoder).unwrap();
+                std::fs::read(&path).unwrap()
+            })
+            .collect();
+        for other in &files[1..] {
+            assert_eq!(other, &files[0]);
+        }
+        let header_end = 8 + u64::from_le_bytes(files[0][..8].try_into().unwrap()) as usize;
+        let header = std::str::from_utf8(&files[0][8..header_end]).unwrap();
+        assert!(
+            header.starts_with(r#"{"__metadata__":{"format":"safetensors","producer":"burn""#),
+            "{header}"
+        );
+        // Loaded back and written again: the same bytes.
+        let fresh = config.init(&io, &device).unwrap();
+        let loaded = load(&dir.path().join("w0.safetensors"), fresh).unwrap();
+        let again = dir.path().join("again.safetensors");
+        write(&again, &loaded).unwrap();
+        assert_eq!(std::fs::read(&again).unwrap(), files[0]);
+    }
 }
