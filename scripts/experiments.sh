@@ -5,12 +5,12 @@
 # heads matched across seeds). Copies each report and the figures the README shows into
 # docs/experiments/.
 #
-# Usage: scripts/experiments.sh [SWEEP...]   (default: all eight)
+# Usage: scripts/experiments.sh [SWEEP...]   (default: all nine)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
 # On this project's 2-core machine the first six took about 4 hours with 2 workers (before
 # the fused kernels; symmetry and specialise now take 9 and 5 minutes), grammar-selection
-# about 90 minutes, grammar-ditransitive about 55.
+# about 90 minutes, grammar-ditransitive about 55, grammar-selection-long about 45.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace --bins
@@ -20,7 +20,7 @@ mkdir -p "$docs"
 
 if [ "$#" -eq 0 ]; then
     set -- symmetry specialise seeds-difference seeds-recall layouts grammar grammar-selection \
-        grammar-ditransitive
+        grammar-selection-long grammar-ditransitive
 fi
 workers=()
 if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
