@@ -143,13 +143,14 @@ pub fn list_snapshots(snapshots_dir: &Path) -> Vec<(usize, PathBuf)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use burn::tensor::Tolerance;
     use model::{EncoderConfig, EncoderIo};
 
     use super::*;
 
-    fn tiny_model(seed: u64, device: &Device) -> Encoder {
+    /// A 1-layer, 2-head encoder (d_model 16) from `seed`, for tests of files that hold one.
+    pub(crate) fn tiny_model(seed: u64, device: &Device) -> Encoder {
         device.seed(seed);
         let io = EncoderIo {
             vocab_size: 7,
