@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what headlab needs beyond the Rust toolchain:
 # - a software Vulkan driver (lavapipe, from mesa-vulkan-drivers) so the wgpu backend runs
-#   without a GPU;
+#   without a GPU, and Mesa's OpenGL (libegl-mesa0) for the test that an OpenGL adapter is
+#   refused;
 # - Chromium, which the tests use to check that inspect's index.html loads (headless);
 # - chromium-driver (chromedriver), through which the browser tests (tests/browser) drive
 #   Chromium over WebDriver.
@@ -11,6 +12,11 @@ set -euo pipefail
 missing=()
 if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
     missing+=(mesa-vulkan-drivers)
+fi
+# Mesa's OpenGL through EGL: the test that wgpu refuses an OpenGL adapter (no f32 atomics)
+# hides the Vulkan drivers and needs this one left to fall back to.
+if ! ldconfig -p 2>/dev/null | grep -q 'libEGL_mesa\.so\.0'; then
+    missing+=(libegl1 libegl-mesa0)
 fi
 if ! command -v chromium >/dev/null 2>&1; then
     missing+=(chromium)

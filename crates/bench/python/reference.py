@@ -20,8 +20,13 @@ on a leading seed axis and `torch.func.vmap` over `functional_call` runs them in
 pass; AdamW steps the stacked parameters, and clipping is per seed and tensor. Each model
 gets its own batch. A step is one step of every seed.
 
+With --device cuda the model, its optimizer and every batch live on the GPU (batches are
+drawn on the CPU from the same generator, then copied, as headlab's are); reading the loss
+waits for the GPU, so a timed step is a finished step.
+
 Modes:
   reference.py --size small --threads 2 --seconds 5     # a bench case: one JSON line
+  reference.py --size large --device cuda                # the same on the GPU
   reference.py --size small --seeds 16                   # the same, 16 seeds with vmap
   reference.py --to-accuracy 0.99 --threads 2           # time to 99% on reverse
 
@@ -74,6 +79,12 @@ def parse_args(argv=None):
     parser.add_argument("--min-steps", type=int, default=5, help="timed steps at least")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps (and passes) first")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="where the model trains (cuda: the first GPU torch sees)",
+    )
     parser.add_argument(
         "--seeds",
         type=int,
@@ -214,14 +225,16 @@ def clip_each_gradient(torch, params):
 class Trainer:
     """Model, AdamW and the reverse task's batches: one step is what bench times."""
 
-    def __init__(self, torch, size, vocab, seq_len, seed, attention):
+    def __init__(self, torch, size, vocab, seq_len, seed, attention, device="cpu"):
         d_model, n_heads, n_layers, d_ff, _, batch_size = SIZES[size]
         self.torch = torch
+        self.device = device
         self.vocab, self.seq_len, self.batch_size = vocab, seq_len, batch_size
         torch.manual_seed(seed)
+        # Built on the CPU, so the initial weights are the CPU's for a seed, then moved.
         self.model = build(
             torch, d_model, n_heads, n_layers, d_ff, vocab, vocab, seq_len, attention
-        )
+        ).to(device)
         self.params = list(self.model.parameters())
         self.optim = torch.optim.AdamW(
             self.params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WEIGHT_DECAY
@@ -238,7 +251,7 @@ class Trainer:
             self.vocab,
             (size or self.batch_size, self.seq_len),
             generator=generator or self.batches,
-        )
+        ).to(self.device)
         return tokens, tokens.flip(1)
 
     def step(self, tokens=None):
@@ -246,6 +259,7 @@ class Trainer:
         if tokens is None:
             tokens, targets = self.batch()
         else:
+            tokens = tokens.to(self.device)
             targets = tokens.flip(1)
         logits = self.model(tokens)  # [batch, seq, classes]
         loss = torch.nn.functional.cross_entropy(
@@ -273,13 +287,14 @@ class StackedTrainer:
     """`seeds` models of one size trained as one with torch.func (stack_module_state + vmap
     over functional_call), each on its own batch: what bench's `--seeds` compares with."""
 
-    def __init__(self, torch, size, vocab, seq_len, seed, attention, seeds):
+    def __init__(self, torch, size, vocab, seq_len, seed, attention, seeds, device="cpu"):
         import copy
 
         from torch.func import functional_call, stack_module_state, vmap
 
         d_model, n_heads, n_layers, d_ff, _, batch_size = SIZES[size]
         self.torch = torch
+        self.device = device
         self.vocab, self.seq_len, self.batch_size, self.seeds = vocab, seq_len, batch_size, seeds
         encoder = encoder_class(
             torch, d_model, n_heads, n_layers, d_ff, vocab, vocab, seq_len, attention
@@ -287,7 +302,7 @@ class StackedTrainer:
         models = []
         for s in range(seeds):
             torch.manual_seed(seed + s)
-            models.append(encoder())
+            models.append(encoder().to(device))
         self.per_model = sum(p.numel() for p in models[0].parameters())
         self.params, self.buffers = stack_module_state(models)  # name -> [seeds, ...]
         base = copy.deepcopy(models[0]).to("meta")
@@ -318,7 +333,7 @@ class StackedTrainer:
             self.vocab,
             (self.seeds, self.batch_size, self.seq_len),
             generator=generator or self.batches,
-        )
+        ).to(self.device)
         return tokens, tokens.flip(2)
 
     def step(self):
@@ -339,6 +354,13 @@ class StackedTrainer:
     def forward(self, tokens):
         with self.torch.no_grad():
             return self.logits(self.params, self.buffers, tokens)
+
+
+def device_name(torch, device):
+    """`cpu`, or `cuda (NVIDIA H200)`: what the JSON and bench's tables call the device."""
+    if device == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return device
 
 
 def peak_rss_mib():
@@ -366,14 +388,24 @@ def run_case(torch, args):
     seq_len = SIZES[args.size][4]
     if args.seeds > 1:
         trainer = StackedTrainer(
-            torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention, args.seeds
+            torch,
+            args.size,
+            BENCH_VOCAB,
+            seq_len,
+            args.seed,
+            args.attention,
+            args.seeds,
+            args.device,
         )
     else:
-        trainer = Trainer(torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention)
+        trainer = Trainer(
+            torch, args.size, BENCH_VOCAB, seq_len, args.seed, args.attention, args.device
+        )
         trainer.model.train()
     steps, train_seconds, loss = timed(args, trainer.step)
     tokens, _ = trainer.batch(torch.Generator().manual_seed(args.seed))
-    passes, forward_seconds, _ = timed(args, lambda: trainer.forward(tokens).numpy())
+    # Reading the logits back to the host waits for the device.
+    passes, forward_seconds, _ = timed(args, lambda: trainer.forward(tokens).cpu().numpy())
     tokens_per_step = args.seeds * trainer.batch_size * seq_len
     return {
         "mode": "case",
@@ -391,11 +423,14 @@ def run_case(torch, args):
         "forward_tokens_per_s": passes * tokens_per_step / forward_seconds,
         "last_loss": loss,
         "peak_rss_mib": peak_rss_mib(),
+        "peak_gpu_mib": peak_gpu_mib(torch, args.device),
     }
 
 
 def run_to_accuracy(torch, args):
-    trainer = Trainer(torch, "small", ACCURACY_VOCAB, ACCURACY_SEQ, args.seed, args.attention)
+    trainer = Trainer(
+        torch, "small", ACCURACY_VOCAB, ACCURACY_SEQ, args.seed, args.attention, args.device
+    )
     # A fixed held-out batch from a stream of its own.
     eval_tokens, eval_targets = trainer.batch(
         torch.Generator().manual_seed(args.seed + 1_000_003), args.eval_size
@@ -425,6 +460,13 @@ def run_to_accuracy(torch, args):
         "eval_size": args.eval_size,
         "peak_rss_mib": peak_rss_mib(),
     }
+
+
+def peak_gpu_mib(torch, device):
+    """The most GPU memory torch's allocator held, MiB; None on the CPU."""
+    if device != "cuda":
+        return None
+    return torch.cuda.max_memory_allocated() / (1024.0 * 1024.0)
 
 
 def run_check(torch, args):
@@ -491,6 +533,16 @@ def main(argv=None):
             file=sys.stderr,
         )
         return 2
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(
+            f"error: --device cuda, but torch {torch.__version__} sees no CUDA GPU "
+            "(torch.cuda.is_available() is False)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.check is not None and args.device != "cpu":
+        print("error: --check compares on the CPU; leave --device out", file=sys.stderr)
+        return 2
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if args.check is not None:
@@ -503,6 +555,7 @@ def main(argv=None):
     result["torch_version"] = torch.__version__
     result["python_version"] = platform.python_version()
     result["attention"] = args.attention
+    result["device"] = device_name(torch, args.device)
     print(json.dumps(result))
     return 0
 

@@ -13,6 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, bail};
 use bench::accuracy::{self, AccuracyResult};
 use bench::case::{Budget, Case, CaseResult, Implementation, Size, headlab_parameters, run_case};
+use bench::pytorch::TorchDevice;
 use bench::table::{Provenance, markdown, seeds_markdown};
 use bench::{machine, pytorch, rounds};
 use clap::Parser;
@@ -36,10 +37,14 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_values = ["flex", "ndarray"])]
     backends: Vec<BackendKind>,
     /// Implementations to time [default: headlab,burn, and pytorch when the interpreter in
-    /// HEADLAB_PYTHON (default python3) can import torch]. pytorch runs on the CPU, once per
-    /// size, with the same --threads; naming it fails when torch cannot be imported.
+    /// HEADLAB_PYTHON (default python3) can import torch]. pytorch runs once per size, on
+    /// --torch-device; naming it fails when torch cannot be imported.
     #[arg(long = "impl", value_delimiter = ',')]
     implementations: Option<Vec<Implementation>>,
+    /// Where the PyTorch reference trains: cpu (with --threads; its figures stand beside
+    /// flex and ndarray) or cuda (the first GPU torch sees; beside wgpu).
+    #[arg(long, value_enum, default_value_t = TorchDevice::Cpu)]
+    torch_device: TorchDevice,
     /// Seconds to time training, and again forward passes, per case (at least).
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -92,6 +97,10 @@ struct Cli {
 fn main() -> ExitCode {
     train::cli::restore_sigpipe();
     let cli = Cli::parse();
+    if cli.backends.contains(&BackendKind::Wgpu) {
+        // Before any thread starts; the cases' child processes inherit it.
+        train::cli::give_graphics_a_runtime_dir();
+    }
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
@@ -175,17 +184,26 @@ fn implementations(
     if !wants_pytorch {
         return Ok((implementations, None));
     }
-    let has_cpu = cli.backends.iter().any(|&b| b != BackendKind::Wgpu);
-    if !has_cpu && cli.to_accuracy.is_none() {
-        let message = "PyTorch reference skipped: it runs on the CPU, and --backends has \
-                       neither flex nor ndarray";
+    let device = cli.torch_device;
+    let has_row = cli.backends.iter().any(|&b| device.stands_beside(b));
+    if !has_row && cli.to_accuracy.is_none() {
+        let message = match device {
+            TorchDevice::Cpu => {
+                "PyTorch reference skipped: it runs on the CPU, and --backends has neither \
+                 flex nor ndarray (--torch-device cuda puts it beside wgpu)"
+            }
+            TorchDevice::Cuda => {
+                "PyTorch reference skipped: on CUDA it stands beside wgpu, and --backends has \
+                 no wgpu"
+            }
+        };
         if explicit {
             bail!("{message}");
         }
         eprintln!("{message}");
         return Ok((implementations, None));
     }
-    match pytorch::probe(python) {
+    match pytorch::probe(python, device) {
         Ok(version) => {
             if !implementations.contains(&Implementation::Pytorch) {
                 implementations.push(Implementation::Pytorch);
@@ -238,7 +256,7 @@ fn run_speed(
                         .find(|(size, _)| *size == case.size)
                         .map(|(_, n)| *n)
                         .expect("counted for every size");
-                    pytorch::run_case(python, *case, budget, threads, expected)
+                    pytorch::run_case(python, *case, budget, threads, cli.torch_device, expected)
                 }
                 _ => run_child(*case, cli),
             };
@@ -286,7 +304,7 @@ fn speed_cases(cli: &Cli, implementations: &[Implementation]) -> Vec<Case> {
         .backends
         .iter()
         .copied()
-        .find(|&b| b != BackendKind::Wgpu);
+        .find(|&b| cli.torch_device.stands_beside(b));
     let seed_counts = cli.seeds.clone().unwrap_or_else(|| vec![1]);
     let mut cases = Vec::new();
     for &size in &cli.sizes {
@@ -324,7 +342,7 @@ fn case_label(cli: &Cli, case: &Case, round: usize) -> String {
         case.implementation.name()
     );
     if case.implementation == Implementation::Pytorch {
-        label = format!("{} cpu pytorch", case.size.name());
+        label = format!("{} {} pytorch", case.size.name(), cli.torch_device.name());
     }
     if cli.seeds.is_some() {
         label = format!("{label} x{} seeds", case.seeds);
@@ -353,8 +371,20 @@ fn provenance(
         avx512: machine::has_avx512(),
         shards: cli.shards,
         pytorch: torch_version,
+        torch_device: cli.torch_device,
+        wgpu_adapter: wgpu_adapter(cli),
         rounds: cli.rounds,
     }
+}
+
+/// The wgpu adapter the cases ran on, described (`None` when no case ran on wgpu, or wgpu
+/// could not start: the cases then failed and said why).
+fn wgpu_adapter(cli: &Cli) -> Option<String> {
+    cli.backends
+        .contains(&BackendKind::Wgpu)
+        .then(train::wgpu_adapter)
+        .and_then(Result::ok)
+        .map(|adapter| adapter.to_string())
 }
 
 /// Time to `target` token accuracy for headlab and (when it runs) PyTorch, `--rounds`
@@ -389,10 +419,15 @@ fn run_to_accuracy(
                 implementation.name()
             );
             let result = match implementation {
-                Implementation::Pytorch => {
-                    pytorch::run_to_accuracy(python, target, cli.max_steps, threads, parameters)
-                        .map(|r| r.into_result(target))
-                }
+                Implementation::Pytorch => pytorch::run_to_accuracy(
+                    python,
+                    target,
+                    cli.max_steps,
+                    threads,
+                    cli.torch_device,
+                    parameters,
+                )
+                .map(|r| r.into_result(target)),
                 _ => run_accuracy_child(cli, target),
             };
             match result {

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use train::BackendKind;
 
 use crate::accuracy::{AccuracyResult, EVAL_EVERY, EVAL_SIZE};
 use crate::case::{Budget, Case, CaseResult, Implementation};
@@ -35,10 +36,50 @@ pub fn python_from(value: Option<String>) -> String {
         .unwrap_or_else(|| DEFAULT_PYTHON.to_string())
 }
 
-/// torch's version if `python` can import torch; otherwise why not, in a few words.
-pub fn probe(python: &str) -> Result<String, String> {
+/// Where the PyTorch reference trains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum TorchDevice {
+    /// On the CPU, with bench's `--threads`: it stands beside the flex and ndarray rows.
+    #[default]
+    Cpu,
+    /// On the first CUDA GPU torch sees: it stands beside the wgpu rows.
+    Cuda,
+}
+
+impl TorchDevice {
+    /// The name used on the command line, by the reference and in the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            TorchDevice::Cpu => "cpu",
+            TorchDevice::Cuda => "cuda",
+        }
+    }
+
+    /// Whether the reference's figures stand beside headlab's on `backend`: the CPU beside
+    /// the CPU backends, CUDA beside wgpu.
+    pub fn stands_beside(self, backend: BackendKind) -> bool {
+        match self {
+            TorchDevice::Cpu => backend != BackendKind::Wgpu,
+            TorchDevice::Cuda => backend == BackendKind::Wgpu,
+        }
+    }
+}
+
+/// torch's version if `python` can import torch (and, for `device` CUDA, sees a GPU: then
+/// with the GPU's name, `2.11.0+cu130, CUDA on NVIDIA H200`); otherwise why not, in a few
+/// words.
+pub fn probe(python: &str, device: TorchDevice) -> Result<String, String> {
+    let program = match device {
+        TorchDevice::Cpu => "import torch; print(torch.__version__)",
+        TorchDevice::Cuda => {
+            "import torch\n\
+             assert torch.cuda.is_available(), 'torch.cuda.is_available() is False'\n\
+             print(f'{torch.__version__}, CUDA on {torch.cuda.get_device_name(0)}')"
+        }
+    };
     let output = Command::new(python)
-        .args(["-c", "import torch; print(torch.__version__)"])
+        .args(["-c", program])
         .stdin(Stdio::null())
         .output();
     match output {
@@ -116,6 +157,9 @@ pub struct ReferenceCase {
     pub peak_rss_mib: Option<f64>,
     /// `torch.__version__`.
     pub torch_version: String,
+    /// Where it trained: `cpu`, or `cuda (GPU name)` (absent from older references: `cpu`).
+    #[serde(default = "cpu")]
+    pub device: String,
     /// Models trained together with `torch.func.vmap` (1 when absent: a plain model).
     #[serde(default = "one")]
     pub seeds: usize,
@@ -123,6 +167,10 @@ pub struct ReferenceCase {
 
 fn one() -> usize {
     1
+}
+
+fn cpu() -> String {
+    "cpu".into()
 }
 
 /// What the reference prints with `--to-accuracy`.
@@ -142,6 +190,9 @@ pub struct ReferenceAccuracy {
     pub threads: usize,
     /// `torch.__version__`.
     pub torch_version: String,
+    /// Where it trained: `cpu`, or `cuda (GPU name)`.
+    #[serde(default = "cpu")]
+    pub device: String,
 }
 
 impl ReferenceAccuracy {
@@ -158,7 +209,7 @@ impl ReferenceAccuracy {
             parameters: self.parameters,
             threads: self.threads,
             shards: 1,
-            version: Some(self.torch_version),
+            version: Some(format!("{} on {}", self.torch_version, self.device)),
             rounds: 1,
         }
     }
@@ -219,16 +270,20 @@ fn run_script(python: &str, args: &[String]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Times `case` (an [`crate::case::Implementation::Pytorch`] case) in the reference, on
-/// `threads` threads, and checks its parameter count against `headlab_parameters`.
+/// Times `case` (an [`crate::case::Implementation::Pytorch`] case) in the reference on
+/// `device` (with `threads` CPU threads), and checks its parameter count against
+/// `headlab_parameters`.
 pub fn run_case(
     python: &str,
     case: Case,
     budget: Budget,
     threads: usize,
+    device: TorchDevice,
     headlab_parameters: usize,
 ) -> anyhow::Result<CaseResult> {
     let args = vec![
+        "--device".to_string(),
+        device.name().to_string(),
         "--size".to_string(),
         case.size.name().to_string(),
         "--threads".to_string(),
@@ -300,9 +355,12 @@ pub fn run_to_accuracy(
     target: f64,
     max_steps: usize,
     threads: usize,
+    device: TorchDevice,
     headlab_parameters: usize,
 ) -> anyhow::Result<ReferenceAccuracy> {
     let args = vec![
+        "--device".to_string(),
+        device.name().to_string(),
         "--to-accuracy".to_string(),
         target.to_string(),
         "--max-steps".to_string(),
@@ -424,7 +482,7 @@ mod tests {
 
     #[test]
     fn a_missing_interpreter_is_reported_not_fatal() {
-        let reason = probe("/nonexistent/headlab-python").unwrap_err();
+        let reason = probe("/nonexistent/headlab-python", TorchDevice::Cpu).unwrap_err();
         assert!(reason.contains("cannot run it"), "{reason}");
         let message = unavailable_message("/nonexistent/headlab-python", &reason);
         assert!(message.contains("HEADLAB_PYTHON"), "{message}");

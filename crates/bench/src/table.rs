@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::case::{CaseResult, Implementation, Size};
+use crate::pytorch::TorchDevice;
 use train::BackendKind;
 
 /// Where and when the figures were taken, for the line above the table.
@@ -24,6 +25,11 @@ pub struct Provenance {
     pub shards: usize,
     /// PyTorch's version when the PyTorch reference was run: the table then has its column.
     pub pytorch: Option<String>,
+    /// Where the PyTorch reference ran: its figures stand in the rows of the backends it
+    /// stands beside ([`TorchDevice::stands_beside`]).
+    pub torch_device: TorchDevice,
+    /// The wgpu adapter, described, when a case ran on wgpu.
+    pub wgpu_adapter: Option<String>,
     /// Rounds each figure is the median of.
     pub rounds: usize,
 }
@@ -35,7 +41,12 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
     let with_pytorch = provenance.pytorch.is_some();
     out.push_str(&header(with_pytorch));
     for (size, backend) in row_keys(results) {
-        out.push_str(&row(results, size, backend, with_pytorch));
+        out.push_str(&row(
+            results,
+            size,
+            backend,
+            with_pytorch.then_some(provenance.torch_device),
+        ));
     }
     out
 }
@@ -44,16 +55,30 @@ pub fn markdown(results: &[CaseResult], provenance: &Provenance) -> String {
 const SIZES: &str = "small: d_model 64, 4 heads, 2 layers, d_ff 256, seq 32, batch 64; large: \
                      d_model 256, 8 heads, 4 layers, d_ff 1024, seq 64, batch 32.";
 
-/// `Measured DATE on CPU (N cores, T rayon threads, AVX-512 on).`
+/// `Measured DATE on CPU (N cores, T rayon threads, AVX-512 on).`, and the wgpu adapter
+/// when a case ran there.
 fn machine_sentence(provenance: &Provenance) -> String {
+    let adapter = provenance
+        .wgpu_adapter
+        .as_ref()
+        .map_or_else(String::new, |adapter| format!(" wgpu adapter: {adapter}."));
     format!(
-        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}).",
+        "Measured {} on {} ({} cores, {} rayon threads, AVX-512 {}).{adapter}",
         provenance.date,
         provenance.cpu,
         provenance.cores,
         provenance.threads,
         if provenance.avx512 { "on" } else { "off" },
     )
+}
+
+/// Where the reference ran, for the paragraphs: `on the CPU, torch.set_num_threads(T)` or
+/// `on CUDA`.
+fn torch_where(provenance: &Provenance) -> String {
+    match provenance.torch_device {
+        TorchDevice::Cpu => format!("on the CPU, torch.set_num_threads({})", provenance.threads),
+        TorchDevice::Cuda => "on CUDA".to_string(),
+    }
 }
 
 /// The paragraph above the table: where and when the figures were taken, the cases' shapes,
@@ -65,10 +90,13 @@ fn provenance_line(provenance: &Provenance) -> String {
         .as_ref()
         .map_or_else(String::new, |version| {
             format!(
-                " PyTorch {version}: the same model, loss, AdamW and batches in plain PyTorch on \
-             the CPU, torch.set_num_threads({}), the whole batch per step; its figures stand in \
-             every CPU row.",
-                provenance.threads
+                " PyTorch {version}: the same model, loss, AdamW and batches in plain PyTorch {}, \
+                 the whole batch per step; its figures stand in every {} row.",
+                torch_where(provenance),
+                match provenance.torch_device {
+                    TorchDevice::Cpu => "CPU",
+                    TorchDevice::Cuda => "wgpu",
+                }
             )
         });
     let rounds = if provenance.rounds > 1 {
@@ -125,8 +153,15 @@ fn row_keys(results: &[CaseResult]) -> Vec<(Size, BackendKind)> {
     rows
 }
 
-/// One row of the table, `size` on `backend`, with its line break.
-fn row(results: &[CaseResult], size: Size, backend: BackendKind, with_pytorch: bool) -> String {
+/// One row of the table, `size` on `backend`, with its line break; the PyTorch cells when
+/// the reference ran (on `torch_device`).
+fn row(
+    results: &[CaseResult],
+    size: Size,
+    backend: BackendKind,
+    torch_device: Option<TorchDevice>,
+) -> String {
+    let with_pytorch = torch_device.is_some();
     let mut out = String::new();
     let find = |implementation| {
         results.iter().find(|r| {
@@ -136,11 +171,12 @@ fn row(results: &[CaseResult], size: Size, backend: BackendKind, with_pytorch: b
         })
     };
     let (ours, burn) = (find(Implementation::Headlab), find(Implementation::Burn));
-    // The reference runs once per size, on the CPU: it stands in every CPU row.
+    // The reference runs once per size: it stands in every row of the backends beside its
+    // device (the CPU's, or wgpu's for CUDA).
     let torch = results.iter().find(|r| {
         r.case.size == size
             && r.case.implementation == Implementation::Pytorch
-            && backend != BackendKind::Wgpu
+            && torch_device.is_some_and(|device| device.stands_beside(backend))
     });
     let figure = |result: Option<&CaseResult>, f: fn(&CaseResult) -> f64| {
         result.map_or_else(|| "-".to_string(), |r| format_figure(f(r)))
@@ -212,7 +248,10 @@ pub fn seeds_markdown(results: &[CaseResult], provenance: &Provenance) -> String
         provenance
             .pytorch
             .as_ref()
-            .map_or_else(String::new, |v| format!(" ({v}, on the CPU)")),
+            .map_or_else(String::new, |v| format!(
+                " ({v}, {})",
+                torch_where(provenance)
+            )),
     );
     out.push_str(
         "| size | backend | implementation | S | seed-steps/s | vs S = 1 | headlab / PyTorch |\n\
@@ -233,7 +272,7 @@ pub fn seeds_markdown(results: &[CaseResult], provenance: &Provenance) -> String
                 && r.case.seeds == case.seeds
         });
         let backend = match case.implementation {
-            Implementation::Pytorch => "cpu",
+            Implementation::Pytorch => provenance.torch_device.name(),
             _ => case.backend.name(),
         };
         let ratio = |other: Option<&CaseResult>| {
@@ -271,6 +310,8 @@ mod tests {
             avx512: true,
             shards: 2,
             pytorch: None,
+            torch_device: TorchDevice::Cpu,
+            wgpu_adapter: None,
             rounds: 1,
         }
     }
@@ -319,6 +360,8 @@ mod tests {
 
         let with = Provenance {
             pytorch: Some("2.15.0".into()),
+            torch_device: TorchDevice::Cpu,
+            wgpu_adapter: None,
             rounds: 3,
             ..provenance()
         };
@@ -360,6 +403,42 @@ mod tests {
         assert!(table.contains("headlab / PyTorch"), "{table}");
     }
 
+    /// On CUDA the reference stands beside wgpu, not beside the CPU backends, and the
+    /// paragraph names the adapter and where PyTorch ran.
+    #[test]
+    fn a_cuda_reference_stands_in_the_wgpu_rows() {
+        let on = |backend, implementation, steps_per_s| {
+            let mut result = CaseResult::example(implementation, steps_per_s);
+            result.case.backend = backend;
+            result
+        };
+        let cuda = Provenance {
+            pytorch: Some("2.11.0+cu130, CUDA on NVIDIA H200".into()),
+            torch_device: TorchDevice::Cuda,
+            wgpu_adapter: Some("NVIDIA H200 (Vulkan, discrete GPU)".into()),
+            ..provenance()
+        };
+        let table = markdown(
+            &[
+                on(BackendKind::Wgpu, Implementation::Headlab, 80.0),
+                on(BackendKind::Flex, Implementation::Headlab, 30.0),
+                on(BackendKind::Wgpu, Implementation::Pytorch, 160.0),
+            ],
+            &cuda,
+        );
+        assert!(
+            table.contains("| small | wgpu | 80.0 | - | - | 160 | 0.50x |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| small | flex | 30.0 | - | - | - | - |"),
+            "{table}"
+        );
+        assert!(table.contains("wgpu adapter: NVIDIA H200"), "{table}");
+        assert!(table.contains("in plain PyTorch on CUDA"), "{table}");
+        assert!(table.contains("stand in every wgpu row"), "{table}");
+    }
+
     #[test]
     fn figures_keep_three_significant_digits() {
         assert_eq!(format_figure(31.44), "31.4");
@@ -391,6 +470,8 @@ mod tests {
             avx512: true,
             shards: 2,
             pytorch: Some("2.15".into()),
+            torch_device: TorchDevice::Cpu,
+            wgpu_adapter: None,
             rounds: 1,
         };
         let table = seeds_markdown(&results, &provenance);

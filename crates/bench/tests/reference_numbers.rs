@@ -36,7 +36,7 @@ fn floats(tensor: Tensor<3>) -> Vec<f32> {
 #[test]
 fn the_pytorch_reference_computes_headlabs_numbers() {
     let python = pytorch::python_from_env();
-    if let Err(reason) = pytorch::probe(&python) {
+    if let Err(reason) = pytorch::probe(&python, pytorch::TorchDevice::Cpu) {
         eprintln!(
             "skipped: {}",
             pytorch::unavailable_message(&python, &reason)

@@ -1,7 +1,15 @@
 //! The one place that turns a backend name into a Burn device. Burn 0.22 chooses backends
 //! at run time, so flex, ndarray and wgpu live in one binary.
+//!
+//! wgpu is started once per process ([`BackendKind::device`]): the adapter wgpu picks is
+//! checked for what headlab's kernels need before anything is written, and described
+//! ([`WgpuAdapter`]) so that a run says where it ran, and a software driver (lavapipe,
+//! llvmpipe) is never taken for a GPU.
+
+use std::sync::OnceLock;
 
 use burn::prelude::*;
+use burn::tensor::wgpu::wgpu;
 use serde::{Deserialize, Serialize};
 
 /// Where tensors live.
@@ -17,16 +25,75 @@ pub enum BackendKind {
     Wgpu,
 }
 
-/// No device of the asked kind could be started.
-#[derive(Debug, thiserror::Error)]
+/// No device of the asked kind could be started, or the one wgpu found cannot run headlab.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error(
     "backend \"wgpu\" found no usable GPU adapter; run on the CPU with --backend flex, or \
      install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers). wgpu said: \
      {reason}"
 )]
 pub struct NoAdapter {
-    /// What wgpu said.
+    /// What wgpu said, or what the adapter lacks.
     pub reason: String,
+}
+
+/// The adapter wgpu picked: what its driver reports of itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WgpuAdapter {
+    /// The device's name (`NVIDIA H200`, `llvmpipe (LLVM 15.0.6, 256 bits)`).
+    pub name: String,
+    /// The graphics API wgpu reached it through (`Vulkan`, `Metal`, `Dx12`, `Gl`).
+    pub api: String,
+    /// The driver's name and version, as the driver gives them (may be empty).
+    pub driver: String,
+    /// What kind of device: `discrete GPU`, `integrated GPU`, `virtual GPU`, `CPU` or `other`.
+    pub device_type: String,
+    /// Whether it is a software driver running on the CPU (lavapipe, llvmpipe, WARP): it
+    /// works, but is many times slower than `--backend flex` and is never a GPU figure.
+    pub software: bool,
+}
+
+impl WgpuAdapter {
+    fn from_info(info: &wgpu::AdapterInfo) -> Self {
+        let device_type = match info.device_type {
+            wgpu::DeviceType::DiscreteGpu => "discrete GPU",
+            wgpu::DeviceType::IntegratedGpu => "integrated GPU",
+            wgpu::DeviceType::VirtualGpu => "virtual GPU",
+            wgpu::DeviceType::Cpu => "CPU",
+            wgpu::DeviceType::Other => "other",
+        };
+        let driver = [info.driver.trim(), info.driver_info.trim()]
+            .into_iter()
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        WgpuAdapter {
+            name: info.name.clone(),
+            api: format!("{:?}", info.backend),
+            driver,
+            device_type: device_type.to_string(),
+            software: info.device_type == wgpu::DeviceType::Cpu,
+        }
+    }
+}
+
+impl std::fmt::Display for WgpuAdapter {
+    /// `NVIDIA H200 (Vulkan, discrete GPU, driver NVIDIA 580.159.04)`; a software adapter
+    /// says so and what it costs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {}", self.name, self.api, self.device_type)?;
+        if !self.driver.is_empty() {
+            write!(f, ", driver {}", self.driver)?;
+        }
+        write!(f, ")")?;
+        if self.software {
+            write!(
+                f,
+                "; software: a CPU emulation of a GPU, many times slower than --backend flex"
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl BackendKind {
@@ -44,48 +111,135 @@ impl BackendKind {
         self != BackendKind::Wgpu
     }
 
-    /// The device (without autodiff). For wgpu, a tiny operation is run first so that a
-    /// missing adapter is an error here rather than a panic in the middle of training.
+    /// The device (without autodiff). wgpu is started the first time and checked (see
+    /// [`wgpu_adapter`]), so that a missing or unsuitable adapter is an error here rather
+    /// than a panic in the middle of training.
     pub fn device(self) -> Result<Device, NoAdapter> {
         match self {
             BackendKind::Flex => Ok(Device::flex()),
             #[allow(deprecated)] // still supported in 0.22, and the issue asks for it
             BackendKind::Ndarray => Ok(Device::ndarray()),
-            BackendKind::Wgpu => {
-                let device = Device::wgpu(DeviceKind::DefaultDevice);
-                probe(&device).map(|()| device)
-            }
+            BackendKind::Wgpu => started_wgpu().map(|(device, _)| device),
         }
     }
 }
 
-/// Runs one small op on `device`, turning a panic (wgpu's way of saying "no adapter") into
-/// an error. The panic hook is silenced meanwhile so the user sees one clear message.
-fn probe(device: &Device) -> Result<(), NoAdapter> {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let result = std::panic::catch_unwind(|| {
-        Tensor::<1>::ones([4], device)
+/// The adapter wgpu runs on, starting wgpu if this process has not yet: an error when there
+/// is none, or when it lacks what headlab's kernels need.
+pub fn wgpu_adapter() -> Result<WgpuAdapter, NoAdapter> {
+    started_wgpu().map(|(_, adapter)| adapter)
+}
+
+/// wgpu's device and adapter, started once per process: Burn registers a runtime once, and
+/// a second start of the same device is an error.
+fn started_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
+    static STARTED: OnceLock<Result<(Device, WgpuAdapter), NoAdapter>> = OnceLock::new();
+    STARTED.get_or_init(start_wgpu).clone()
+}
+
+/// Starts Burn's wgpu runtime on the adapter `Device::wgpu(DefaultDevice)` would get (the
+/// same selector, so Burn's default device is this one), checks the adapter and runs one
+/// small op on it.
+fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
+    let (device, setup) =
+        quietly(|| Device::wgpu_options().init_with_setup())?.map_err(|e| NoAdapter {
+            reason: e.to_string(),
+        })?;
+    let adapter = WgpuAdapter::from_info(&setup.adapter.get_info());
+    if let Some(missing) = missing_features(setup.adapter.features()) {
+        return Err(NoAdapter {
+            reason: format!(
+                "the adapter it found, {} through {}, lacks {missing}, which headlab's \
+                 kernels need (OpenGL adapters never have it; a Vulkan driver does)",
+                adapter.name, adapter.api
+            ),
+        });
+    }
+    let sum = quietly(|| {
+        Tensor::<1>::ones([4], &device)
             .sum()
             .into_data()
             .try_into_vec_as::<f32>()
             .map(|v| v[0])
-    });
+    })?;
+    match sum {
+        Ok(4.0) => Ok((device, adapter)),
+        Ok(sum) => Err(NoAdapter {
+            reason: format!("on {adapter}, a test sum gave {sum} instead of 4"),
+        }),
+        Err(e) => Err(NoAdapter {
+            reason: format!("on {adapter}, a test sum failed: {e:?}"),
+        }),
+    }
+}
+
+/// What of headlab's needs `features` lacks, in words; `None` when it has them all. Burn's
+/// autotuned reductions and backward passes add into f32 buffers atomically, so an adapter
+/// without f32 atomic add fails in the middle of training ("Atomic add not supported").
+fn missing_features(features: wgpu::Features) -> Option<&'static str> {
+    (!features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC))
+        .then_some("32-bit float atomic add (wgpu's SHADER_FLOAT32_ATOMIC)")
+}
+
+/// Runs `work` with the panic hook silenced, turning a panic (wgpu's way of saying "no
+/// adapter" in some paths) into an error that carries its message.
+fn quietly<T>(work: impl FnOnce() -> T) -> Result<T, NoAdapter> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
     std::panic::set_hook(hook);
-    match result {
-        Ok(Ok(4.0)) => Ok(()),
-        Ok(Ok(sum)) => Err(NoAdapter {
-            reason: format!("a test sum gave {sum} instead of 4"),
-        }),
-        Ok(Err(e)) => Err(NoAdapter {
-            reason: format!("{e:?}"),
-        }),
-        Err(panic) => Err(NoAdapter {
-            reason: panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "the driver failed to start".into()),
-        }),
+    result.map_err(|panic| NoAdapter {
+        reason: panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "the driver failed to start".into()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(device_type: wgpu::DeviceType) -> wgpu::AdapterInfo {
+        let mut info = wgpu::AdapterInfo::new(device_type, wgpu::Backend::Vulkan);
+        info.name = "llvmpipe (LLVM 15.0.6, 256 bits)".into();
+        info.driver = "llvmpipe".into();
+        info.driver_info = "Mesa 22.3.6".into();
+        info
+    }
+
+    #[test]
+    fn a_software_adapter_says_so() {
+        let adapter = WgpuAdapter::from_info(&info(wgpu::DeviceType::Cpu));
+        assert!(adapter.software);
+        assert_eq!(
+            adapter.to_string(),
+            "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, CPU, driver llvmpipe Mesa 22.3.6); \
+             software: a CPU emulation of a GPU, many times slower than --backend flex"
+        );
+    }
+
+    #[test]
+    fn a_gpu_is_named_without_the_software_warning() {
+        let mut gpu = info(wgpu::DeviceType::DiscreteGpu);
+        gpu.name = "NVIDIA H200".into();
+        gpu.driver = "NVIDIA".into();
+        gpu.driver_info = "580.159.04".into();
+        let adapter = WgpuAdapter::from_info(&gpu);
+        assert!(!adapter.software);
+        assert_eq!(
+            adapter.to_string(),
+            "NVIDIA H200 (Vulkan, discrete GPU, driver NVIDIA 580.159.04)"
+        );
+    }
+
+    #[test]
+    fn an_adapter_without_float_atomics_is_refused() {
+        assert!(missing_features(wgpu::Features::empty()).is_some());
+        assert_eq!(
+            missing_features(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+            None
+        );
     }
 }

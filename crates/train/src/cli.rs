@@ -20,6 +20,23 @@ pub fn parse_args<A: Parser>() -> Result<A, ExitCode> {
     }
 }
 
+/// Gives the graphics stack a runtime directory when the environment names none, so that
+/// starting wgpu does not print "XDG_RUNTIME_DIR is invalid or not set" (Mesa's EGL says it
+/// each time wgpu looks at OpenGL adapters, which it does where Vulkan offers only a
+/// software driver). The system's temporary directory serves: nothing is written there.
+/// Call it from `main` before any other thread exists, and only for a wgpu run.
+pub fn give_graphics_a_runtime_dir() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|dir| !dir.is_empty()) {
+        return;
+    }
+    // SAFETY: called from `main`'s thread before any other thread exists (the caller's
+    // contract), so no other thread can be reading the environment.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
+}
+
 /// `train ... | head` (or `sweep status | head`) closes the pipe early: end quietly on
 /// SIGPIPE, as Unix tools do, instead of panicking in `println!` (Rust ignores SIGPIPE by
 /// default). Call it first in `main`. Files are never half-written by a stop (each is written

@@ -23,7 +23,7 @@ pub mod tensor_file;
 pub mod trainer;
 pub mod weights;
 
-pub use backend::BackendKind;
+pub use backend::{BackendKind, WgpuAdapter, wgpu_adapter};
 pub use config::{ResolvedRun, RunConfig, TrainConfig};
 pub use run_dir::RunDir;
 pub use stop::StopSignal;

@@ -106,6 +106,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Ctrl-C, SIGTERM (a scheduler's pre-emption) and SIGHUP: finish the step, checkpoint,
     // exit 128 + the signal; a second one aborts at once.
     let stop = StopSignal::install().context("installing the signal handlers")?;
+    print_adapter(&args, resolved.config.backend);
 
     let options = TrainOptions {
         run_dir: run_dir.clone(),
@@ -254,6 +255,7 @@ fn train_seeds(
     };
     pin_default_device(resolved.config.backend);
     let stop = StopSignal::install().context("installing the signal handlers")?;
+    print_adapter(args, resolved.config.backend);
     let options = GroupOptions {
         run_dirs: run_dirs.clone(),
         resume: args.resume,
@@ -288,12 +290,31 @@ fn train_seeds(
     Ok(code)
 }
 
+/// On wgpu, says which adapter the run trains on (one line on stderr, unless `--quiet`), so
+/// a software driver is never mistaken for a GPU. An adapter that cannot be used is left to
+/// the trainer, which refuses it before the run directory is made.
+fn print_adapter(args: &Args, backend: BackendKind) {
+    if backend == BackendKind::Wgpu
+        && !args.quiet
+        && let Ok(adapter) = train::wgpu_adapter()
+    {
+        eprintln!("wgpu adapter: {adapter}");
+    }
+}
+
 /// Points Burn's default device at the run's backend. Burn loads optimizer state onto its
 /// default device (`ModuleOptimizer::load_record`), which with the wgpu feature compiled in is
 /// the GPU: on a CPU run that started the GPU stack on every `--resume` (and printed its
 /// complaints) for tensors that move to the CPU at the next step anyway.
+///
+/// A wgpu run instead gets a runtime directory for the graphics stack when it has none
+/// ([`train::cli::give_graphics_a_runtime_dir`]).
 fn pin_default_device(backend: BackendKind) {
-    if std::env::var_os("BURN_DEVICE").is_some() || backend == BackendKind::Wgpu {
+    if backend == BackendKind::Wgpu {
+        train::cli::give_graphics_a_runtime_dir();
+        return;
+    }
+    if std::env::var_os("BURN_DEVICE").is_some() {
         return;
     }
     // SAFETY: called from `main`'s thread before any other thread exists (the signal

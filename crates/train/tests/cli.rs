@@ -460,6 +460,47 @@ fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
     assert!(!dir.exists(), "no run directory without a device");
 }
 
+/// With Vulkan's drivers hidden and Mesa's OpenGL left, wgpu falls back to an OpenGL adapter,
+/// which has no f32 atomic add: Burn's kernels used to panic on it a minute into training.
+/// It must be refused in one line, before the run directory exists, without a backtrace and
+/// without the graphics stack's XDG_RUNTIME_DIR complaint.
+#[test]
+fn wgpu_on_an_opengl_adapter_is_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "opengl");
+    let output = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
+        .args(["--set", "train.steps=2"])
+        .env("VK_LOADER_DRIVERS_DISABLE", "*")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    let refused_for_atomics = err.contains("lacks 32-bit float atomic add");
+    if !refused_for_atomics && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+        eprintln!(
+            "skipped: no OpenGL adapter to fall back to here ({})",
+            err.trim()
+        );
+        return;
+    }
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(refused_for_atomics, "{err}");
+    assert!(
+        err.starts_with("error: backend \"wgpu\" found no usable GPU adapter; run on the CPU with --backend flex"),
+        "{err}"
+    );
+    assert!(
+        err.contains(" through Gl, "),
+        "the adapter is named with its API: {err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
+    assert!(!dir.exists(), "no run directory on a refused adapter");
+}
+
 #[test]
 fn wgpu_trains_a_few_steps_or_says_why_not() {
     let tmp = tempfile::tempdir().unwrap();
@@ -487,6 +528,34 @@ fn wgpu_trains_a_few_steps_or_says_why_not() {
     }
     assert!(output.status.success(), "wgpu run failed: {err}");
     assert_eq!(metrics(&dir).last().unwrap()["step"], 3);
+    // The adapter is named; a software driver (lavapipe here) says that it is one.
+    let adapter = err
+        .lines()
+        .find_map(|line| line.strip_prefix("wgpu adapter: "))
+        .unwrap_or_else(|| panic!("no adapter line: {err}"));
+    if adapter.contains("llvmpipe") {
+        assert!(adapter.contains("software: a CPU emulation"), "{adapter}");
+    }
+}
+
+/// Without XDG_RUNTIME_DIR in the environment, a wgpu run prints nothing about it (Mesa's
+/// EGL used to, four times, whenever wgpu looked at OpenGL adapters).
+#[test]
+fn a_wgpu_run_without_xdg_runtime_dir_is_quiet_about_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "wgpu-no-xdg");
+    let output = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
+        .args(["--set", "train.steps=1", "--set", "train.eval_every=1"])
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+        eprintln!("skipped: no wgpu adapter on this machine ({})", err.trim());
+        return;
+    }
+    assert!(output.status.success(), "{err}");
+    assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
 }
 
 /// `train ... | head -1`: when the reader goes, `train` ends by SIGPIPE as Unix tools do,

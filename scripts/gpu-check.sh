@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# Every GPU figure headlab claims, in one run of a few minutes, on a machine with no Rust
+# toolchain and no network: what scripts/gpu-pack.sh packed, run from a checkout.
+#
+#   scripts/gpu-check.sh --out DIR            # on the GPU machine (needs gpu-pack/ beside)
+#   scripts/gpu-check.sh --local --out DIR    # here: the same steps on lavapipe (software
+#                                             # Vulkan) and CPU PyTorch, from target/release
+#   scripts/gpu-check.sh --local --quick ...  # the short form .ci/run runs
+#
+# Steps, most wanted first (each under a time limit; a failed or timed-out step is reported
+# and the others go on; once --budget seconds have passed, the rest are skipped):
+#   train-wgpu    configs/reverse.toml on wgpu to its target (and the adapter, as train
+#                 names it: a software one is reported as such, never as a GPU)
+#   bench-small   the small model: headlab and Burn's encoder on wgpu and flex, train and
+#                 forward; the PyTorch reference on CUDA (on the CPU with --local)
+#   seeds-small   bench --seeds 1,4,16,64: headlab's seed stack on wgpu against separate
+#                 runs (S = 1) and PyTorch's vmap stack on CUDA
+#   to-accuracy   headlab on wgpu against PyTorch on CUDA, time to 99% on reverse
+#   train-flex    configs/reverse.toml on flex, for comparison
+#   inspect       the wgpu run (inspect computes on the CPU)
+#   bench-large, seeds-large   the same at the large size
+# Writes DIR/gpu-check.md (the tables), DIR/gpu-check.json (every figure) and
+# DIR/gpu-check.log (every step's output). Exit status: 0 when every step passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out=gpu-check-out
+local_mode=0
+quick=0
+pack=gpu-pack
+budget_s=420
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out) out="$2"; shift 2 ;;
+        --local) local_mode=1; shift ;;
+        --quick) quick=1; shift ;;
+        --pack) pack="$2"; shift 2 ;;
+        --budget) budget_s="$2"; shift 2 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        *) echo "gpu-check: unknown argument $1 (expected --out DIR, --local, --quick, --pack DIR, --budget SECONDS)" >&2
+           exit 2 ;;
+    esac
+done
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/headlab-gpu-check.XXXXXX")
+trap 'rm -rf -- "$work"' EXIT
+log="$out/gpu-check.log"
+steps="$work/steps.tsv"
+: >"$log"
+: >"$steps"
+started=$(date +%s)
+
+say() { echo "gpu-check: $*" | tee -a "$log" >&2; }
+
+# --- the binaries ------------------------------------------------------------------------
+if [ "$local_mode" -eq 1 ]; then
+    bin="${CARGO_TARGET_DIR:-$PWD/target}/release"
+    say "local mode: binaries from $bin (software Vulkan, CPU PyTorch)"
+    torch_device=cpu
+    if [ ! -x "$bin/bench" ]; then
+        say "building the release binaries"
+        cargo build --release --workspace --bins --quiet || exit 1
+    fi
+else
+    if [ ! -f "$pack/bin.tar.xz" ]; then
+        echo "gpu-check: no $pack/bin.tar.xz; run scripts/gpu-pack.sh on a machine with Rust first" >&2
+        exit 2
+    fi
+    mkdir -p "$work/pack" && tar -C "$work/pack" -xJf "$pack/bin.tar.xz" || exit 1
+    bin="$work/pack/bin"
+    say "binaries from $pack (commit $(head -1 "$pack/COMMIT"))"
+    torch_device=cuda
+    # The Vulkan loader, where the machine has none (as root: it unpacks into /).
+    if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
+        say "no Vulkan loader here: unpacking $pack/debs"
+        for deb in "$pack"/debs/*.deb; do dpkg -x "$deb" /; done
+        ldconfig
+    fi
+    # NVIDIA's driver mounted under /usr/local/nvidia, where the loader does not look.
+    nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nvidia_icd" ]; then
+        export VK_DRIVER_FILES="$nvidia_icd"
+    fi
+fi
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+export HEADLAB_PYTHON="${HEADLAB_PYTHON:-python3}"
+
+# The budgets: --quick is the short form for CI on a software driver.
+if [ "$quick" -eq 1 ]; then
+    train_set=(--set train.steps=20 --set train.eval_every=10 --set train.snapshot_every=10)
+    sizes=(small)
+    budget=(--seconds 0.2 --min-steps 2 --warmup 1 --shards 1)
+    seeds=1,2
+    accuracy_args=(--to-accuracy 0.5 --max-steps 10 --shards 1)
+    limit=300
+else
+    train_set=()
+    sizes=(small large)
+    # One shard: on a GPU, splitting the batch only doubles the kernel launches.
+    budget=(--seconds 2 --min-steps 5 --warmup 3 --shards 1)
+    seeds=1,4,16,64
+    accuracy_args=(--to-accuracy 0.99 --max-steps 3000 --shards 1)
+    limit=150
+fi
+
+# step NAME SECONDS COMMAND...: runs COMMAND under a time limit, its output into the log,
+# and records NAME, exit status and seconds.
+step() {
+    local name="$1" seconds="$2"
+    shift 2
+    if [ $(($(date +%s) - started)) -ge "$budget_s" ]; then
+        say "== $name: skipped, the --budget of $budget_s s is spent"
+        printf '%s\t%s\t%s\n' "$name" skipped 0 >>"$steps"
+        return 0
+    fi
+    say "== $name: $*"
+    local begin end rc
+    begin=$(date +%s.%N)
+    timeout --kill-after=10 "$seconds" "$@" >>"$log" 2>&1
+    rc=$?
+    end=$(date +%s.%N)
+    local took
+    took=$(awk -v a="$begin" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+    printf '%s\t%s\t%s\n' "$name" "$rc" "$took" >>"$steps"
+    if [ "$rc" -eq 0 ]; then say "   ok in ${took} s"; else say "   FAILED (exit $rc) after ${took} s"; fi
+    return 0
+}
+
+# Facts about the machine, for the report.
+{
+    echo "date=$(date -u +%Y-%m-%d)"
+    echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+    echo "cores=$(nproc)"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        echo "gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+    fi
+    echo "torch=$("$HEADLAB_PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)"
+    echo "commit=$(git rev-parse --short HEAD 2>/dev/null || head -1 "$pack/COMMIT" 2>/dev/null || echo unknown)"
+} >"$work/machine.env"
+cat "$work/machine.env" >>"$log"
+
+# The implementations of each bench step: PyTorch's reference where torch can be imported.
+if "$HEADLAB_PYTHON" -c 'import torch' 2>/dev/null; then
+    speed_impl=(--impl headlab,burn,pytorch --torch-device "$torch_device")
+    stack_impl=(--impl headlab,pytorch --torch-device "$torch_device")
+else
+    say "$HEADLAB_PYTHON cannot import torch: the PyTorch columns are left out"
+    speed_impl=(--impl headlab,burn)
+    stack_impl=(--impl headlab)
+fi
+if [ "$quick" -eq 1 ]; then
+    # The short form only proves that every step still runs: Burn's encoder adds nothing.
+    speed_impl=("${speed_impl[@]/,burn/}")
+fi
+
+speed() { # speed SIZE: headlab, Burn and PyTorch side by side at SIZE
+    step "bench-$1" "$limit" "$bin/bench" --backends wgpu,flex --sizes "$1" "${budget[@]}" \
+        "${speed_impl[@]}" --json "$work/bench-$1.json" --out "$work/bench-$1.md"
+}
+stack() { # stack SIZE: the seed stack at SIZE
+    step "seeds-$1" "$limit" "$bin/bench" --seeds "$seeds" --backends wgpu --sizes "$1" \
+        "${budget[@]}" "${stack_impl[@]}" --json "$work/seeds-$1.json" --out "$work/seeds-$1.md"
+}
+step train-wgpu "$limit" "$bin/train" configs/reverse.toml --backend wgpu \
+    --out "$work/reverse-wgpu" "${train_set[@]}"
+speed "${sizes[0]}"
+stack "${sizes[0]}"
+step to-accuracy "$limit" "$bin/bench" --backends wgpu "${accuracy_args[@]}" "${stack_impl[@]}" \
+    --json "$work/accuracy.json" --out "$work/accuracy.md"
+step train-flex "$limit" "$bin/train" configs/reverse.toml --backend flex \
+    --out "$work/reverse-flex" "${train_set[@]}"
+step inspect "$limit" "$bin/inspect" "$work/reverse-wgpu"
+for size in "${sizes[@]:1}"; do
+    speed "$size"
+    stack "$size"
+done
+
+finished=$(date +%s)
+say "all steps in $((finished - started)) s"
+
+# The report: one markdown file, one JSON file.
+python3 - "$work" "$out" "$local_mode" "$((finished - started))" <<'EOF'
+import json, os, re, sys
+
+work, out, local_mode, total = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
+machine = dict(
+    line.rstrip("\n").split("=", 1)
+    for line in open(os.path.join(work, "machine.env"))
+    if "=" in line
+)
+steps = []
+for line in open(os.path.join(work, "steps.tsv")):
+    name, rc, seconds = line.rstrip("\n").split("\t")
+    skipped = rc == "skipped"
+    steps.append(
+        {
+            "step": name,
+            "exit": None if skipped else int(rc),
+            "skipped": skipped,
+            "seconds": float(seconds),
+        }
+    )
+log = open(os.path.join(out, "gpu-check.log"), errors="replace").read()
+adapter = re.findall(r"^wgpu adapter: (.*)$", log, re.M)
+adapter = adapter[0] if adapter else None
+
+
+def load(name):
+    path = os.path.join(work, name)
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def text(name):
+    path = os.path.join(work, name)
+    return open(path).read().strip() if os.path.exists(path) else None
+
+
+def run_summary(directory):
+    """The last evaluation of a run's metrics.jsonl: step, accuracy, seconds."""
+    path = os.path.join(work, directory, "metrics.jsonl")
+    if not os.path.exists(path):
+        return None
+    last = None
+    for line in open(path):
+        record = json.loads(line)
+        if "eval_token_acc" in record:
+            last = record
+    if last is None:
+        return None
+    return {
+        "steps": last["step"],
+        "eval_token_acc": last["eval_token_acc"],
+        "eval_seq_acc": last.get("eval_seq_acc"),
+        "training_seconds": last.get("elapsed_s"),
+    }
+
+
+seconds = {s["step"]: s for s in steps}
+report = {
+    "date": machine.get("date"),
+    "local": local_mode,
+    "machine": machine,
+    "wgpu_adapter": adapter,
+    "software_adapter": bool(adapter and "software" in adapter),
+    "steps": steps,
+    "total_seconds": total,
+    "reverse": {
+        "wgpu": run_summary("reverse-wgpu"),
+        "flex": run_summary("reverse-flex"),
+    },
+    "bench": {size: load(f"bench-{size}.json") for size in ("small", "large")},
+    "seeds": {size: load(f"seeds-{size}.json") for size in ("small", "large")},
+    "to_accuracy": load("accuracy.json"),
+}
+json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
+
+lines = []
+where = machine.get("gpu") or "no NVIDIA GPU"
+lines.append(
+    f"GPU check of {machine.get('date')} (commit {machine.get('commit')}): {where}; "
+    f"{machine.get('cpu')} ({machine.get('cores')} cores); PyTorch {machine.get('torch')}."
+)
+lines.append("")
+if adapter is None:
+    lines.append("wgpu adapter: none (train on wgpu failed; see gpu-check.log).")
+elif report["software_adapter"]:
+    lines.append(f"wgpu adapter: {adapter}. These are not GPU figures.")
+else:
+    lines.append(f"wgpu adapter: {adapter}.")
+lines.append("")
+lines.append("| step | exit | seconds |")
+lines.append("| --- | ---: | ---: |")
+for s in steps:
+    status = "skipped (out of time)" if s["skipped"] else s["exit"]
+    lines.append(f"| {s['step']} | {status} | {s['seconds']:.1f} |")
+lines.append("")
+lines.append("configs/reverse.toml trained to its target:")
+lines.append("")
+lines.append("| backend | steps | eval token acc | eval seq acc | training s | whole command s |")
+lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+for backend in ("wgpu", "flex"):
+    summary = report["reverse"][backend]
+    whole = seconds.get(f"train-{backend}", {}).get("seconds")
+    if summary is None:
+        lines.append(f"| {backend} | - | - | - | - | {whole if whole is not None else '-'} |")
+    else:
+        lines.append(
+            f"| {backend} | {summary['steps']} | {100 * summary['eval_token_acc']:.2f}% | "
+            f"{100 * (summary['eval_seq_acc'] or 0):.2f}% | {summary['training_seconds']:.1f} | "
+            f"{whole:.1f} |"
+        )
+inspect = seconds.get("inspect")
+if inspect:
+    lines.append("")
+    lines.append(
+        f"inspect of the wgpu run (inspect computes on the CPU): {inspect['seconds']:.1f} s, "
+        f"exit {inspect['exit']}."
+    )
+for title, step_name in (
+    ("Speed, small (bench)", "bench-small"),
+    ("Speed, large (bench)", "bench-large"),
+    ("Seed stack, small (bench --seeds)", "seeds-small"),
+    ("Seed stack, large (bench --seeds)", "seeds-large"),
+    ("Time to accuracy (bench --to-accuracy)", "to-accuracy"),
+):
+    if step_name not in seconds:
+        continue  # not a step of this mode
+    name = "accuracy.md" if step_name == "to-accuracy" else f"{step_name}.md"
+    body = text(name)
+    lines.append("")
+    lines.append(f"{title}:")
+    lines.append("")
+    lines.append(body if body else "(no table: the step failed; see gpu-check.log)")
+open(os.path.join(out, "gpu-check.md"), "w").write("\n".join(lines) + "\n")
+EOF
+report_rc=$?
+say "wrote $out/gpu-check.md, $out/gpu-check.json and $out/gpu-check.log"
+failed=$(awk -F'\t' '$2 != 0 && $2 != "skipped"' "$steps" | wc -l)
+if [ "$failed" -gt 0 ] || [ "$report_rc" -ne 0 ]; then
+    say "$failed step(s) failed"
+    exit 1
+fi
+exit 0
