@@ -19,6 +19,8 @@
 #   train-flex    configs/reverse.toml on flex, for comparison
 #   inspect       the wgpu run (inspect computes on the CPU)
 #   bench-large, seeds-large   the same at the large size
+#   groups-CONFIG the shipped configs the README's seed-group table uses, trained alone and
+#                 as `train --seeds` groups of 16 on wgpu: steady-state seed-steps per second
 # Writes DIR/gpu-check.md (the tables), DIR/gpu-check.json (every figure) and
 # DIR/gpu-check.log (every step's output). Exit status: 0 when every step passed.
 set -uo pipefail
@@ -93,6 +95,9 @@ if [ "$quick" -eq 1 ]; then
     budget=(--seconds 0.2 --min-steps 2 --warmup 1 --shards 1)
     seeds=1,2
     accuracy_args=(--to-accuracy 0.5 --max-steps 10 --shards 1)
+    group_configs=(configs/experiments/symmetry-random.toml)
+    group_size=2
+    group_steps=20
     limit=300
 else
     train_set=()
@@ -101,6 +106,10 @@ else
     budget=(--seconds 2 --min-steps 5 --warmup 3 --shards 1)
     seeds=1,4,16,64
     accuracy_args=(--to-accuracy 0.99 --max-steps 3000 --shards 1)
+    group_configs=(configs/experiments/symmetry-random.toml
+                   configs/experiments/specialise-difference.toml configs/recall.toml)
+    group_size=16
+    group_steps=600
     limit=150
 fi
 
@@ -175,6 +184,18 @@ for size in "${sizes[@]:1}"; do
     speed "$size"
     stack "$size"
 done
+# Training only, as scripts/bench_seed_groups.sh: no snapshots, one evaluation at the end,
+# every step counted (the target is out of reach); a metrics line every 10 steps.
+group_set=(--set "train.steps=$group_steps" --set train.snapshot_every=0
+           --set "train.eval_every=$group_steps" --set "train.checkpoint_every=$group_steps"
+           --set train.target_accuracy=1.0 --set train.log_every=10 --quiet --backend wgpu)
+for config in "${group_configs[@]}"; do
+    name=$(basename "$config" .toml)
+    step "groups-$name-alone" "$limit" "$bin/train" "$config" --out "$work/groups/$name-alone" \
+        "${group_set[@]}"
+    step "groups-$name-$group_size" "$limit" "$bin/train" "$config" \
+        --seeds "0-$((group_size - 1))" --out "$work/groups/$name-s{seed}" "${group_set[@]}"
+done
 
 finished=$(date +%s)
 say "all steps in $((finished - started)) s"
@@ -237,6 +258,47 @@ def run_summary(directory):
 
 
 seconds = {s["step"]: s for s in steps}
+
+
+def steady_tokens_per_s(directory):
+    """The median of a run's tokens_per_s, its first three lines left out (kernels compile
+    and autotune there); None when the run left no metrics."""
+    path = os.path.join(work, "groups", directory, "metrics.jsonl")
+    if not os.path.exists(path):
+        return None
+    rates = [json.loads(line).get("tokens_per_s") for line in open(path)][3:]
+    rates = sorted(r for r in rates if r)
+    return rates[len(rates) // 2] if rates else None
+
+
+groups = []
+for step in steps:
+    match = re.fullmatch(r"groups-(.+)-alone", step["step"])
+    if not match:
+        continue
+    name = match.group(1)
+    size = next(
+        (
+            int(s["step"].rsplit("-", 1)[1])
+            for s in steps
+            if s["step"].startswith(f"groups-{name}-") and s["step"].rsplit("-", 1)[1].isdigit()
+        ),
+        None,
+    )
+    alone = steady_tokens_per_s(f"{name}-alone")
+    # A grouped seed's tokens_per_s is its own tokens over the group's time: S of them
+    # make the group's rate.
+    seed = steady_tokens_per_s(f"{name}-s0")
+    group = seed * size if seed is not None and size else None
+    groups.append(
+        {
+            "config": name,
+            "seeds": size,
+            "alone_tokens_per_s": alone,
+            "group_tokens_per_s": group,
+            "speedup": group / alone if alone and group else None,
+        }
+    )
 report = {
     "date": machine.get("date"),
     "local": local_mode,
@@ -252,6 +314,7 @@ report = {
     "bench": {size: load(f"bench-{size}.json") for size in ("small", "large")},
     "seeds": {size: load(f"seeds-{size}.json") for size in ("small", "large")},
     "to_accuracy": load("accuracy.json"),
+    "groups": groups,
 }
 json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
 
@@ -312,6 +375,21 @@ for title, step_name in (
     lines.append(f"{title}:")
     lines.append("")
     lines.append(body if body else "(no table: the step failed; see gpu-check.log)")
+if groups:
+    lines.append("")
+    lines.append(
+        "Seed groups on the shipped configs (`train --seeds`, training only, steady state: the "
+        "median tokens/s of each run's metrics after its first three lines):"
+    )
+    lines.append("")
+    lines.append("| config | S | alone tokens/s | group tokens/s (all seeds) | group / alone |")
+    lines.append("| --- | ---: | ---: | ---: | ---: |")
+    for g in groups:
+        cell = lambda v, f: "-" if v is None else f.format(v)
+        lines.append(
+            f"| {g['config']} | {cell(g['seeds'], '{}')} | {cell(g['alone_tokens_per_s'], '{:.0f}')} | "
+            f"{cell(g['group_tokens_per_s'], '{:.0f}')} | {cell(g['speedup'], '{:.2f}x')} |"
+        )
 open(os.path.join(out, "gpu-check.md"), "w").write("\n".join(lines) + "\n")
 EOF
 report_rc=$?

@@ -28,8 +28,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use inspect::interventions::pruning::parse_tolerance;
+use inspect::load::probe::{Probe, parse_size};
 use serde::Deserialize;
-use train::{BackendKind, RunConfig};
+use train::{BackendKind, ResolvedRun, RunConfig};
 
 /// Most runs one sweep may plan: a typo such as `count = 1e9` must not allocate a billion
 /// plans or launch a billion jobs.
@@ -325,19 +327,21 @@ impl PlannedRun {
 
     /// The run's resolved config, as `train` would write it.
     pub fn resolved_config(&self) -> Result<RunConfig, SweepError> {
+        Ok(self.resolved_run()?.config)
+    }
+
+    /// The run resolved: its config with every override, and its task.
+    pub fn resolved_run(&self) -> Result<ResolvedRun, SweepError> {
         let config =
             RunConfig::load(&self.config, &self.overrides).map_err(|error| SweepError::Config {
                 run: self.name.clone(),
                 error: Box::new(error),
             })?;
         let source = PathBuf::from(format!("{} (run {})", self.config.display(), self.name));
-        let resolved = config
-            .resolve(&source)
-            .map_err(|error| SweepError::Config {
-                run: self.name.clone(),
-                error: Box::new(error),
-            })?;
-        Ok(resolved.config)
+        config.resolve(&source).map_err(|error| SweepError::Config {
+            run: self.name.clone(),
+            error: Box::new(error),
+        })
     }
 }
 
@@ -389,7 +393,22 @@ impl Sweep {
         })?;
         let sweep = Self::parse(&text, path)?;
         for run in &sweep.runs {
-            run.resolved_config()?;
+            let resolved = run.resolved_run()?;
+            // A probe too large for a run would fail its inspect after it trained.
+            if let Some(probe) = sweep.inspect.probe
+                && Probe::check_size(probe, &resolved, 1).is_err()
+            {
+                return Err(key_error(
+                    path,
+                    "inspect.probe",
+                    format!(
+                        "{probe} sequences are too many for run {}: at most {} keep its \
+                         probe's activations within 1 GiB",
+                        run.name,
+                        Probe::max_size(&resolved, 1)
+                    ),
+                ));
+            }
         }
         Ok(sweep)
     }
@@ -410,6 +429,7 @@ impl Sweep {
         let configs = base_configs(&file, path)?;
         let seeds = seed_list(&file.seeds, path)?;
         let fixed = fixed_overrides(&file, path)?;
+        check_inspect(&file.inspect, path)?;
         let axes = grid_axes(&file, path)?;
         let grid_keys: Vec<String> = axes.iter().map(|(key, _)| key.clone()).collect();
         let total = run_count(configs.len(), &axes, seeds.len(), path)?;
@@ -589,11 +609,50 @@ fn seed_list(seeds: &Seeds, path: &Path) -> Result<Vec<u64>, SweepError> {
     Ok(seeds)
 }
 
+/// `[inspect]`'s values against the ranges of `inspect`'s own flags, named by their keys in
+/// the sweep file (the probe's upper bound depends on each run: [`Sweep::load`]).
+fn check_inspect(step: &InspectStep, path: &Path) -> Result<(), SweepError> {
+    if let Some(probe) = step.probe {
+        parse_size(&probe.to_string()).map_err(|m| key_error(path, "inspect.probe", m))?;
+    }
+    if let Some(tolerance) = step.prune_tolerance {
+        parse_tolerance(&tolerance.to_string())
+            .map_err(|m| key_error(path, "inspect.prune_tolerance", format!("{tolerance}: {m}")))?;
+    }
+    Ok(())
+}
+
+/// The hint for a table where one value belongs: in TOML an unquoted dotted key,
+/// `model.n_heads = 2` under `[set]`, is a table `model = { n_heads = 2 }`, which `--set`
+/// would take as the whole `[model]` table, dropping the config's other keys.
+fn table_hint(section: &str, key: &str, value: &toml::Value) -> String {
+    let example = match value {
+        toml::Value::Table(table) => table
+            .iter()
+            .next()
+            .map(|(inner, value)| format!("\"{key}.{inner}\" = {}", toml_value(value))),
+        _ => None,
+    }
+    .unwrap_or_else(|| format!("\"{key}.NAME\" = VALUE"));
+    format!(
+        "{} is a table, not a value: an unquoted dotted key is TOML for a table, which would \
+         replace the config's whole [{key}]; quote the key, e.g. {example} under [{section}]",
+        toml_value(value)
+    )
+}
+
 /// `[set]` as `--set` assignments.
 fn fixed_overrides(file: &SweepFile, path: &Path) -> Result<Vec<String>, SweepError> {
     let mut fixed = Vec::new();
     for (key, value) in &file.set {
         check_key(key).map_err(|m| key_error(path, &format!("set.\"{key}\""), m))?;
+        if matches!(value, toml::Value::Table(_)) {
+            return Err(key_error(
+                path,
+                &format!("set.{key}"),
+                table_hint("set", key, value),
+            ));
+        }
         if key == "seed" {
             return Err(key_error(path, "set.seed", "set seeds with `seeds`"));
         }
@@ -616,6 +675,13 @@ fn grid_axes(file: &SweepFile, path: &Path) -> Result<Vec<Axis>, SweepError> {
         }
         if file.set.contains_key(key) {
             return Err(key_error(path, &at, "the key is also in [set]; keep one"));
+        }
+        if matches!(values, toml::Value::Table(_)) {
+            return Err(key_error(
+                path,
+                &format!("grid.{key}"),
+                table_hint("grid", key, values),
+            ));
         }
         let toml::Value::Array(values) = values else {
             return Err(key_error(

@@ -4,11 +4,11 @@
 //! holds its lock, interrupted when it has checkpoints but no final weights.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use inspect::report::dir::ReportDir;
 use train::RunDir;
-use train::run_dir::RunDirError;
+use train::run_dir::{RunDirError, holds_nothing_yet};
 
 use crate::spec::PlannedRun;
 
@@ -141,7 +141,8 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
     let dir = match RunDir::open(&path) {
         Ok(dir) => dir,
         Err(RunDirError::Unfinished(_)) => return RunState::Unfinished,
-        Err(RunDirError::NotARun(_)) if is_empty_dir(&path) => return RunState::NotStarted,
+        // Empty, or only the lock a `train` took before the disk filled: nothing to lose.
+        Err(RunDirError::NotARun(_)) if holds_nothing_yet(&path) => return RunState::NotStarted,
         Err(error) => return RunState::Conflict(error.to_string()),
     };
     if let Err(holder) = dir.lock_for_reading() {
@@ -182,8 +183,4 @@ fn same_config(dir: &RunDir, run: &PlannedRun) -> Result<(), String> {
 
 fn has_checkpoint(dir: &RunDir) -> bool {
     !train::checkpoint::list(dir).is_empty()
-}
-
-fn is_empty_dir(path: &Path) -> bool {
-    fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }

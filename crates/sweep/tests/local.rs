@@ -276,6 +276,15 @@ fn a_sweep_leaves_foreign_and_changed_runs_alone_and_finishes_the_rest() {
     // s0's directory holds a user's file: not a run, never written into.
     fs::create_dir_all(out.join("tiny-s0")).unwrap();
     fs::write(out.join("tiny-s0/notes.txt"), "mine").unwrap();
+    // s2's holds only the lock a `train` took before the disk filled: a run not yet started.
+    fs::create_dir_all(out.join("tiny-s2")).unwrap();
+    fs::write(out.join("tiny-s2/.lock"), "").unwrap();
+    let status = run_sweep(dir.path(), &["status", "mixed.toml"]);
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        stdout.contains("1 conflict") && stdout.contains("2 left"),
+        "{stdout}"
+    );
 
     let run = run_sweep(dir.path(), &["run", "mixed.toml"]);
     assert_eq!(run.status.code(), Some(1), "{}", text(&run));
@@ -294,6 +303,7 @@ fn a_sweep_leaves_foreign_and_changed_runs_alone_and_finishes_the_rest() {
     );
     assert_eq!(fs::read_dir(out.join("tiny-s0")).unwrap().count(), 1);
     assert!(out.join("tiny-s1/model.safetensors").is_file());
+    assert!(out.join("tiny-s2/model.safetensors").is_file());
     assert!(!out.join("tiny-s1/inspect").exists(), "inspect is off");
     let status = run_sweep(dir.path(), &["status", "mixed.toml"]);
     let stdout = String::from_utf8_lossy(&status.stdout);
@@ -335,6 +345,36 @@ fn bad_sweep_files_are_refused_with_the_key_and_nothing_runs() {
             "run tiny-3-s0",
         ),
         ("seeds = [0]\nrun_name = \"../escape-{seed}\"\n", "run_name"),
+        // An unquoted dotted key is a table, which would replace the config's whole [model].
+        (
+            "seeds = [0]\n[set]\nmodel.n_heads = 2\n",
+            "set.model: { n_heads = 2 } is a table, not a value",
+        ),
+        (
+            "seeds = [0]\n[grid]\nmodel.n_heads = [1, 2]\n",
+            "grid.model: { n_heads = [1, 2] } is a table",
+        ),
+        // [inspect] values in inspect's ranges, named by their keys here, at plan.
+        (
+            "seeds = [0]\n[inspect]\nprobe = 0\n",
+            "inspect.probe: expected a whole number",
+        ),
+        (
+            "seeds = [0]\n[inspect]\nprobe = 100000000\n",
+            "inspect.probe: 100000000 sequences are too many for run tiny-s0",
+        ),
+        (
+            "seeds = [0]\n[inspect]\nprune_tolerance = 2.0\n",
+            "inspect.prune_tolerance: 2: expected accuracy points as a fraction in [0, 1]",
+        ),
+        (
+            "seeds = [0]\n[inspect]\nprune_tolerance = nan\n",
+            "inspect.prune_tolerance: NaN",
+        ),
+        (
+            "seeds = [0]\n[inspect]\nprune_tolerance = -0.5\n",
+            "inspect.prune_tolerance: -0.5",
+        ),
     ];
     for (extra, expected) in cases {
         write_sweep(dir.path(), "bad.toml", extra);

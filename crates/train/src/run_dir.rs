@@ -530,6 +530,14 @@ fn refuse_foreign(root: &Path) -> Result<Vec<String>, RunDirError> {
     }
 }
 
+/// Whether `root` is a directory that holds nothing a run writes: empty, or only the lock
+/// a `train` takes first (left alone when the disk filled before anything else was written).
+/// `train` starts such a run as a new one, and `sweep` counts it as not started.
+pub fn holds_nothing_yet(root: &Path) -> bool {
+    fs::symlink_metadata(root).is_ok_and(|meta| meta.is_dir())
+        && entries_other_than_lock(root).is_ok_and(|others| others.is_empty())
+}
+
 /// The directory's entries, without the lock file.
 fn entries_other_than_lock(root: &Path) -> Result<Vec<String>, RunDirError> {
     let mut names = Vec::new();
@@ -657,8 +665,17 @@ mod tests {
     fn a_directory_with_foreign_files_is_refused_and_an_empty_one_is_not() {
         let tmp = tempfile::tempdir().unwrap();
         assert!(refuse_foreign(tmp.path()).unwrap().is_empty());
+        assert!(holds_nothing_yet(tmp.path()));
         fs::write(tmp.path().join(LOCK), b"").unwrap();
         assert!(refuse_foreign(tmp.path()).unwrap().is_empty());
+        assert!(holds_nothing_yet(tmp.path()), "a lock alone is nothing yet");
+        fs::write(tmp.path().join("notes.txt"), b"").unwrap();
+        assert!(!holds_nothing_yet(tmp.path()));
+        assert!(
+            !holds_nothing_yet(&tmp.path().join("notes.txt")),
+            "a file is no directory"
+        );
+        fs::remove_file(tmp.path().join("notes.txt")).unwrap();
         fs::write(tmp.path().join("important.txt"), b"mine").unwrap();
         let message = refuse_foreign(tmp.path()).unwrap_err().to_string();
         assert!(message.contains("\"important.txt\""), "{message}");

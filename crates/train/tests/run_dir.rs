@@ -349,6 +349,25 @@ fn repeated_sigusr2_checkpoints_and_exits_140() {
     assert!(!common::checkpoints(&dir).is_empty());
 }
 
+/// Slurm's `scancel` signals every process of a task, and `sweep task` passes its own SIGTERM
+/// on, so `train` gets two (or more) at once: one stop, with its checkpoint, not an abort.
+#[test]
+fn sigterms_at_the_same_moment_are_one_stop_with_a_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("term-twice");
+    let child = start_long_run(&dir, &[]);
+    let pid = child.id().to_string();
+    for signal in ["-TERM", "-TERM", "-INT"] {
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success());
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(143), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("aborting"), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("continue with --resume"));
+    assert!(!common::checkpoints(&dir).is_empty());
+}
+
 /// A run paused at step 10 of 20 (a checkpoint at step 10), for editing.
 fn paused_run(tmp: &Path) -> PathBuf {
     let dir = tmp.join("paused");
