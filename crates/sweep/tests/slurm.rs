@@ -143,3 +143,92 @@ fn an_array_task_stopped_by_sigterm_is_resumed_by_the_next_one() {
     assert_eq!(past.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&past.stderr).contains("--index 1 is past the plan"));
 }
+
+/// The checkpoint steps of `run`, ascending.
+fn checkpoint_steps(run: &std::path::Path) -> Vec<u64> {
+    let mut steps: Vec<u64> = fs::read_dir(run.join("checkpoints"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().join("state.json").is_file())
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("step-")?.parse().ok()
+        })
+        .collect();
+    steps.sort_unstable();
+    steps
+}
+
+/// `scancel` signals every process of a running task: `sweep task` and its `train` each get
+/// SIGTERM at the same moment, and `sweep task` passes its own on, so `train` gets two. They
+/// are one stop: every cancel leaves a stop checkpoint (before 2026-11-26, 1 cancel in 3
+/// aborted `train` without one). The run is submitted again after each cancel and resumes.
+/// Rounds: HEADLAB_SCANCEL_ROUNDS (default 3; the README's figure is from 20).
+#[test]
+fn every_scancel_of_a_running_task_leaves_a_stop_checkpoint() {
+    if !slurm_up() {
+        assert!(
+            std::env::var("HEADLAB_REQUIRE_SLURM").as_deref() != Ok("1"),
+            "HEADLAB_REQUIRE_SLURM=1 but no Slurm cluster answers"
+        );
+        eprintln!("skipped: no Slurm cluster (scripts/slurm-local.sh start runs one)");
+        return;
+    }
+    let rounds: usize = std::env::var("HEADLAB_SCANCEL_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let dir = tempfile::tempdir().unwrap();
+    // Far more steps than a round trains, and no periodic checkpoint: any checkpoint is a
+    // stop's.
+    write_sweep(
+        dir.path(),
+        "cancel.toml",
+        "seeds = [0]\n[set]\n\"train.steps\" = 1000000\n\"train.checkpoint_every\" = 1000000\n\
+         \"train.snapshot_every\" = 0\n\"train.eval_every\" = 1000000\n[inspect]\nenabled = false\n",
+    );
+    let out = dir.path().join("runs/cancel");
+    let run = out.join("tiny-s0");
+    let mut last_step = 0;
+    for round in 1..=rounds {
+        let submitted = run_sweep(dir.path(), &["submit", "cancel.toml", "--slurm"]);
+        assert!(submitted.status.success(), "{}", text(&submitted));
+        let jobs = fs::read_to_string(out.join("_sweep/slurm/jobs.txt")).unwrap();
+        let job = jobs.lines().last().unwrap().trim().to_string();
+        // Training, past the step it resumed from.
+        let metrics = run.join("metrics.jsonl");
+        let lines_before = fs::read_to_string(&metrics).map_or(0, |m| m.lines().count());
+        wait_for(Duration::from_secs(120), "the task training", || {
+            fs::read_to_string(&metrics).is_ok_and(|m| m.lines().count() > lines_before + 1)
+        });
+        let cancelled = Command::new("scancel").arg(&job).status().unwrap();
+        assert!(cancelled.success(), "scancel {job}");
+        wait_for(
+            Duration::from_secs(60),
+            "the job to leave the queue",
+            || {
+                Command::new("squeue")
+                    .args(["-h", "-j", &job])
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim().is_empty())
+            },
+        );
+        let steps = checkpoint_steps(&run);
+        let newest = steps.last().copied().unwrap_or(0);
+        let log = fs::read_to_string(out.join("_sweep/logs/tiny-s0.log")).unwrap_or_default();
+        assert!(
+            newest > last_step,
+            "round {round}: no new stop checkpoint after scancel (checkpoints {steps:?}); \
+             log:\n{log}"
+        );
+        assert!(!log.contains("aborting"), "round {round}: {log}");
+        // train's own word that it stopped cleanly, once per cancel so far.
+        assert_eq!(
+            log.matches("SIGTERM received: saving a checkpoint").count(),
+            round,
+            "round {round}: {log}"
+        );
+        last_step = newest;
+    }
+}
