@@ -262,11 +262,13 @@ seconds = {s["step"]: s for s in steps}
 
 def steady_tokens_per_s(directory):
     """The median of a run's tokens_per_s, its first three lines left out (kernels compile
-    and autotune there); None when the run left no metrics."""
+    and autotune there; fewer in a short run, never the last); None when the run left no
+    metrics."""
     path = os.path.join(work, "groups", directory, "metrics.jsonl")
     if not os.path.exists(path):
         return None
-    rates = [json.loads(line).get("tokens_per_s") for line in open(path)][3:]
+    rates = [json.loads(line).get("tokens_per_s") for line in open(path)]
+    rates = rates[min(3, len(rates) - 1):]
     rates = sorted(r for r in rates if r)
     return rates[len(rates) // 2] if rates else None
 

@@ -397,7 +397,25 @@ fn runs_that_cannot_be_inspected_get_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let missing: PathBuf = tmp.path().join("nope");
     let err = inspect_fails(&[missing.to_str().unwrap()]);
+    assert!(
+        err.contains("nope does not exist: give the run directory train wrote"),
+        "{err}"
+    );
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let err = inspect_fails(&[empty.to_str().unwrap()]);
     assert!(err.contains("not a headlab run directory"), "{err}");
+    // A config where the run belongs: said so, with the command that makes the run.
+    let config = tmp.path().join("reverse.toml");
+    std::fs::write(&config, "name = \"reverse\"\n").unwrap();
+    let err = inspect_fails(&[config.to_str().unwrap()]);
+    assert!(
+        err.contains(&format!(
+            "{0} is a config file, not a run directory: train it first (train {0})",
+            config.display()
+        )),
+        "{err}"
+    );
 
     let run = tmp.path().join("run");
     train_tiny(&run, &["train.steps=10"]);

@@ -69,6 +69,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = run_dir_in_config_place(args)?;
     let mut config = RunConfig::load(&args.config, &args.overrides)?;
     if let Some(backend) = args.backend {
         config.backend = backend;
@@ -122,10 +123,50 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     println!("{}", describe(&summary));
     if matches!(summary.outcome, Outcome::Interrupted(_) | Outcome::Paused) {
-        println!("checkpoint saved; continue with --resume");
+        println!(
+            "checkpoint saved; continue with --resume (train {} --resume)",
+            run_dir.display()
+        );
     }
     println!("run directory: {}", run_dir.display());
     Ok(exit_code(&summary.outcome))
+}
+
+/// `train RUN_DIR --resume`: a run directory in the config's place continues that run, from
+/// the config it holds (`config.toml`, every default written out) and into itself. Without
+/// `--resume` it is refused with the commands that would continue or retrain it.
+fn run_dir_in_config_place(mut args: Args) -> anyhow::Result<Args> {
+    if !args.config.is_dir() {
+        return Ok(args);
+    }
+    let dir = args.config.clone();
+    let config = dir.join("config.toml");
+    if !dir.join("run.json").is_file() || !config.is_file() {
+        anyhow::bail!(
+            "{} is a directory, not a config file: give a config (e.g. configs/reverse.toml), \
+             or a run directory train wrote, with --resume to continue it",
+            dir.display()
+        );
+    }
+    if !args.resume {
+        anyhow::bail!(
+            "{0} is a run directory, not a config: continue it with `train {0} --resume`, or \
+             train its config again elsewhere with `train {1} --out NEW_DIR`",
+            dir.display(),
+            config.display()
+        );
+    }
+    match args.out.as_slice() {
+        [] => args.out = vec![dir.clone()],
+        [out] if out == &dir => {}
+        _ => anyhow::bail!(
+            "--out is given with the run directory {}: leave --out out, the run continues in \
+             its own directory",
+            dir.display()
+        ),
+    }
+    args.config = config;
+    Ok(args)
 }
 
 /// A run directory another process holds: nothing was done and nothing is wrong with the

@@ -134,6 +134,15 @@ pub enum RunDirError {
         /// The run.
         run: PathBuf,
     },
+    /// Reading a run at a path where nothing is.
+    #[error(
+        "{0} does not exist: give the run directory train wrote (runs/NAME for a config named \
+         NAME, or its --out)"
+    )]
+    Missing(PathBuf),
+    /// Reading a run at a path that is a file: most often the config it was trained from.
+    #[error("{}", file_not_run(.0))]
+    FileNotRun(PathBuf),
     /// Reading a run that is not one.
     #[error(
         "{0} is not a headlab run directory: it has no {MARKER} (train writes one when it \
@@ -317,6 +326,13 @@ impl RunDir {
     /// Opens the run at `root` for reading: the marker must be there, the config must be the
     /// one the run was created with, and a file run's copy of its dataset must be intact.
     pub fn open(root: &Path) -> Result<RunDir, RunDirError> {
+        match fs::metadata(root) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(RunDirError::Missing(root.to_path_buf()));
+            }
+            Ok(meta) if !meta.is_dir() => return Err(RunDirError::FileNotRun(root.to_path_buf())),
+            _ => {}
+        }
         let marker_path = root.join(MARKER);
         let text = match fs::read(&marker_path) {
             Ok(text) => text,
@@ -536,6 +552,23 @@ fn refuse_foreign(root: &Path) -> Result<Vec<String>, RunDirError> {
 pub fn holds_nothing_yet(root: &Path) -> bool {
     fs::symlink_metadata(root).is_ok_and(|meta| meta.is_dir())
         && entries_other_than_lock(root).is_ok_and(|others| others.is_empty())
+}
+
+/// [`RunDirError::FileNotRun`]'s message: a config (`.toml`) is named as one, with the
+/// command that makes a run of it.
+fn file_not_run(path: &Path) -> String {
+    if path.extension().is_some_and(|e| e == "toml") {
+        format!(
+            "{0} is a config file, not a run directory: train it first (train {0}), then give \
+             the run directory it prints",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is a file, not a run directory: give the directory train wrote",
+            path.display()
+        )
+    }
 }
 
 /// The directory's entries, without the lock file.

@@ -289,7 +289,9 @@ fn claim_run_dir(
         return Ok(RunDir::create(run_dir, run, force, "train")?);
     }
     let dir = match RunDir::open(run_dir) {
-        Err(RunDirError::NotARun(path) | RunDirError::Unfinished(path)) => {
+        Err(
+            RunDirError::NotARun(path) | RunDirError::Missing(path) | RunDirError::Unfinished(path),
+        ) => {
             return Err(TrainError::NothingToResume(path));
         }
         opened => opened?,

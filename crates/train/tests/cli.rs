@@ -185,6 +185,44 @@ fn resuming_a_paused_run_equals_the_uninterrupted_run() {
     );
 }
 
+/// A paused run says the command that continues it, and that command (the run directory in
+/// the config's place) ends with the uninterrupted run's weights; without `--resume` the run
+/// directory is refused with that command, and nothing is written.
+#[test]
+fn train_run_dir_resume_continues_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (whole, split) = whole_and_paused(&tmp);
+    let split_arg = split.to_str().unwrap();
+    let paused = run_train(&[TINY, "--out", split_arg, "--stop-at", "15", "--resume"]);
+    let stdout = String::from_utf8_lossy(&paused.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "continue with --resume (train {split_arg} --resume)"
+        )),
+        "{stdout}"
+    );
+
+    let before = metrics(&split).len();
+    let err = train_fails(&[split_arg]);
+    assert!(
+        err.contains(&format!(
+            "is a run directory, not a config: continue it with `train {split_arg} --resume`"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        metrics(&split).len(),
+        before,
+        "a refused command wrote nothing"
+    );
+    let err = train_fails(&[split_arg, "--resume", "--out", "elsewhere"]);
+    assert!(err.contains("leave --out out"), "{err}");
+
+    let resumed = run_train(&[split_arg, "--resume"]);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(final_tensors(&whole), final_tensors(&split));
+}
+
 /// Cuts `file` to half its length, as a crash or a full disk might leave it.
 fn truncate_half(file: &Path) {
     let bytes = std::fs::read(file).unwrap();
