@@ -670,11 +670,19 @@ fn explain_parse_error(text: &str, error: &toml::de::Error) -> String {
 /// variant that is close to an accepted one, and what a missing `task` or `kind` can be.
 fn explain(message: &str) -> String {
     // toml quotes the offending line (and points under it): cut each line short, so a 50 MB
-    // value does not make a 50 MB message.
+    // value does not make a 50 MB message; a list of accepted names is shown whole (it is
+    // as long as a section has keys, at most a few hundred characters, plus the given name).
     let mut message = message
         .trim_end()
         .lines()
-        .map(|line| excerpt(line, 160))
+        .map(|line| {
+            let limit = if line.contains("expected one of") {
+                1000
+            } else {
+                160
+            };
+            in_words(&excerpt(line, limit))
+        })
         .collect::<Vec<_>>()
         .join("\n");
     if let Some((at, hint)) = did_you_mean(&message) {
@@ -696,8 +704,58 @@ fn explain(message: &str) -> String {
     message
 }
 
+/// serde's names of Rust types, as a person reads them: "expected usize" is "expected a whole
+/// number (0 or more)".
+fn in_words(line: &str) -> String {
+    const WORDS: [(&str, &str); 8] = [
+        ("expected usize", "expected a whole number (0 or more)"),
+        ("expected u64", "expected a whole number (0 or more)"),
+        ("expected u32", "expected a whole number (0 or more)"),
+        ("expected u8", "expected a whole number (0 or more)"),
+        ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+    ];
+    WORDS.iter().fold(line.to_string(), |line, (rust, words)| {
+        line.replace(rust, words)
+    })
+}
+
+/// Other names people give the accepted values: `rope` is `rotary`, `cuda` is `wgpu`.
+const SYNONYMS: [(&str, &str); 9] = [
+    ("rope", "rotary"),
+    ("rotary_embedding", "rotary"),
+    ("sin", "sinusoidal"),
+    ("sine", "sinusoidal"),
+    ("sincos", "sinusoidal"),
+    ("absolute", "learned"),
+    ("cuda", "wgpu"),
+    ("gpu", "wgpu"),
+    ("cpu", "flex"),
+];
+
+/// Every key of every section (`train.lr`, `model.n_heads`, ...), read off a default config.
+fn section_keys() -> Vec<String> {
+    let Ok(config) = toml::from_str::<RunConfig>("[task]\nkind = \"copy\"\n") else {
+        return Vec::new();
+    };
+    let Ok(table) = config.to_toml().parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (section, value) in &table {
+        if let toml::Value::Table(inner) = value {
+            keys.extend(inner.keys().map(|key| format!("{section}.{key}")));
+        }
+    }
+    keys
+}
+
 /// For "unknown field `x`, expected one of `a`, `b`" (or "unknown variant"): where to insert
-/// a hint (the end of that line) and the hint, if one accepted name is close to `x`.
+/// a hint (the end of that line) and the hint: an accepted name close to `x`, the accepted
+/// name `x` is another word for (`rope`: `rotary`), or at the top level the section that
+/// has a key `x` (`lr`: `train.lr`).
 fn did_you_mean(message: &str) -> Option<(usize, String)> {
     let (start, end) = ["unknown field `", "unknown variant `"]
         .iter()
@@ -708,8 +766,30 @@ fn did_you_mean(message: &str) -> Option<(usize, String)> {
     let given = message[start..end].to_lowercase();
     let line_end = message[end..].find('\n').map_or(message.len(), |n| end + n);
     // The accepted names are the backquoted words after the given one on the same line.
-    let accepted = message[end + 1..line_end].split('`').skip(1).step_by(2);
+    let accepted: Vec<&str> = message[end + 1..line_end]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    let hint = |name: &str| Some((line_end, format!("; did you mean `{name}`?")));
+    if let Some((_, name)) = SYNONYMS
+        .iter()
+        .find(|(other, name)| *other == given && accepted.contains(name))
+    {
+        return hint(name);
+    }
+    // At the top level (the sections are among the accepted names), a key of a section.
+    if accepted.contains(&"train") && accepted.contains(&"model") {
+        let matches: Vec<String> = section_keys()
+            .into_iter()
+            .filter(|key| key.split_once('.').is_some_and(|(_, name)| name == given))
+            .collect();
+        if let [key] = matches.as_slice() {
+            return hint(key);
+        }
+    }
     let (distance, best) = accepted
+        .into_iter()
         // Optimal string alignment: inserts, deletions, substitutions and swaps of two
         // neighbours, each one edit.
         .map(|name| (strsim::osa_distance(&given, &name.to_lowercase()), name))
@@ -783,6 +863,39 @@ mod tests {
     }
 
     #[test]
+    fn rust_type_names_become_words() {
+        assert_eq!(
+            explain("invalid value: integer `-8`, expected usize"),
+            "invalid value: integer `-8`, expected a whole number (0 or more)"
+        );
+        assert_eq!(
+            explain("invalid type: string \"high\", expected f64"),
+            "invalid type: string \"high\", expected a number"
+        );
+    }
+
+    #[test]
+    fn other_names_and_keys_of_sections_get_a_suggestion() {
+        let rope = "unknown variant `rope`, expected one of `sinusoidal`, `learned`, `rotary`, \
+                    `none`";
+        assert!(
+            explain(rope).ends_with("; did you mean `rotary`?"),
+            "{}",
+            explain(rope)
+        );
+        let lr = "unknown field `lr`, expected one of `name`, `seed`, `backend`, `task`, \
+                  `model`, `train`";
+        assert!(
+            explain(lr).ends_with("; did you mean `train.lr`?"),
+            "{}",
+            explain(lr)
+        );
+        // A synonym whose value is not among the accepted names is no hint.
+        let cpu = "unknown variant `cpu`, expected one of `split`, `wide`";
+        assert_eq!(explain(cpu), cpu);
+    }
+
+    #[test]
     fn close_names_get_a_suggestion_and_far_ones_do_not() {
         let message = "unknown field `d_fff`, expected one of `d_model`, `d_ff`\nin `model`";
         assert_eq!(
@@ -790,7 +903,10 @@ mod tests {
             "unknown field `d_fff`, expected one of `d_model`, `d_ff`; did you mean `d_ff`?\n\
              in `model`"
         );
-        let message = "unknown variant `cuda`, expected one of `flex`, `ndarray`, `wgpu`";
+        let message = "unknown variant `tpu`, expected one of `flex`, `ndarray`, `wgpu`";
         assert_eq!(explain(message), message);
+        // Far by spelling, but another name for it: headlab reaches GPUs through wgpu.
+        let message = "unknown variant `cuda`, expected one of `flex`, `ndarray`, `wgpu`";
+        assert!(explain(message).ends_with("; did you mean `wgpu`?"));
     }
 }
