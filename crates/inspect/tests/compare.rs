@@ -201,7 +201,10 @@ fn runs_that_cannot_be_matched_are_refused() {
     );
 
     let err = compare_fails(&[&reference, &tmp.path().join("nope")]);
-    assert!(err.contains("not a headlab run directory"), "{err}");
+    assert!(
+        err.contains("nope does not exist: give the run directory train wrote"),
+        "{err}"
+    );
 
     // One run is nothing to compare: a usage error.
     let output = compare(&[&reference]);
