@@ -18,6 +18,10 @@ fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libEGL_mesa\.so\.0'; then
     missing+=(libegl1 libegl-mesa0)
 fi
+# xz, for scripts/gpu-pack.sh's archive of the binaries.
+if ! command -v xz >/dev/null 2>&1; then
+    missing+=(xz-utils)
+fi
 if ! command -v chromium >/dev/null 2>&1; then
     missing+=(chromium)
 fi
