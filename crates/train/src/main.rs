@@ -8,7 +8,7 @@ use clap::Parser;
 use train::run_dir::{EXIT_RUN_IN_USE, RunDirError};
 use train::trainer::group::{GroupOptions, train_group};
 use train::trainer::{RunSummary, TrainError};
-use train::{BackendKind, Outcome, Progress, RunConfig, StopSignal, TrainOptions};
+use train::{BackendKind, Outcome, Progress, RunConfig, RunDir, StopSignal, TrainOptions};
 
 /// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
 /// handing back to the kernel (see the README's performance section).
@@ -140,14 +140,16 @@ fn run_dir_in_config_place(mut args: Args) -> anyhow::Result<Args> {
         return Ok(args);
     }
     let dir = args.config.clone();
-    let config = dir.join("config.toml");
-    if !dir.join("run.json").is_file() || !config.is_file() {
-        anyhow::bail!(
+    // RunDir owns the layout and its checks (the marker, the config unedited).
+    let config = match RunDir::open(&dir) {
+        Ok(run) => run.config_path(),
+        Err(RunDirError::NotARun(_)) => anyhow::bail!(
             "{} is a directory, not a config file: give a config (e.g. configs/reverse.toml), \
              or a run directory train wrote, with --resume to continue it",
             dir.display()
-        );
-    }
+        ),
+        Err(error) => return Err(error.into()),
+    };
     if !args.resume {
         anyhow::bail!(
             "{0} is a run directory, not a config: continue it with `train {0} --resume`, or \
