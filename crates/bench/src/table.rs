@@ -463,16 +463,8 @@ mod tests {
             with_seeds(Implementation::Pytorch, 4, 10.0),
         ];
         let provenance = Provenance {
-            date: "2026-11-25".into(),
-            cpu: "test".into(),
-            cores: 2,
-            threads: 2,
-            avx512: true,
-            shards: 2,
             pytorch: Some("2.15".into()),
-            torch_device: TorchDevice::Cpu,
-            wgpu_adapter: None,
-            rounds: 1,
+            ..provenance()
         };
         let table = seeds_markdown(&results, &provenance);
         assert!(

@@ -24,15 +24,24 @@ fn slurm_up() -> bool {
         })
 }
 
+/// Whether the test can run: a Slurm cluster answers. Without one the test skips, unless
+/// HEADLAB_REQUIRE_SLURM=1 (CI), where that is a failure.
+fn slurm_or_skip() -> bool {
+    if slurm_up() {
+        return true;
+    }
+    assert!(
+        std::env::var("HEADLAB_REQUIRE_SLURM").as_deref() != Ok("1"),
+        "HEADLAB_REQUIRE_SLURM=1 but no Slurm cluster answers (start one with \
+         scripts/slurm-local.sh install && scripts/slurm-local.sh start)"
+    );
+    eprintln!("skipped: no Slurm cluster (scripts/slurm-local.sh start runs one)");
+    false
+}
+
 #[test]
 fn a_sweep_of_four_runs_runs_as_a_job_array_on_slurm() {
-    if !slurm_up() {
-        assert!(
-            std::env::var("HEADLAB_REQUIRE_SLURM").as_deref() != Ok("1"),
-            "HEADLAB_REQUIRE_SLURM=1 but no Slurm cluster answers (start one with \
-             scripts/slurm-local.sh install && scripts/slurm-local.sh start)"
-        );
-        eprintln!("skipped: no Slurm cluster (scripts/slurm-local.sh start runs one)");
+    if !slurm_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -167,12 +176,7 @@ fn checkpoint_steps(run: &std::path::Path) -> Vec<u64> {
 /// Rounds: HEADLAB_SCANCEL_ROUNDS (default 3; the README's figure is from 20).
 #[test]
 fn every_scancel_of_a_running_task_leaves_a_stop_checkpoint() {
-    if !slurm_up() {
-        assert!(
-            std::env::var("HEADLAB_REQUIRE_SLURM").as_deref() != Ok("1"),
-            "HEADLAB_REQUIRE_SLURM=1 but no Slurm cluster answers"
-        );
-        eprintln!("skipped: no Slurm cluster (scripts/slurm-local.sh start runs one)");
+    if !slurm_or_skip() {
         return;
     }
     let rounds: usize = std::env::var("HEADLAB_SCANCEL_ROUNDS")

@@ -470,15 +470,22 @@ fn ctrl_c_saves_a_checkpoint_and_exits() {
     assert!(!checkpoints.is_empty(), "no checkpoint after Ctrl-C");
 }
 
+/// `command` with every Vulkan driver hidden from the loader (each way the loader reads).
+fn without_vulkan(command: &mut Command) -> &mut Command {
+    command
+        .env("VK_LOADER_DRIVERS_DISABLE", "*")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+}
+
 #[test]
 fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "no-gpu");
     // Hide every Vulkan driver and every EGL vendor (wgpu's GL fallback) from the process.
-    let output = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
+    let mut command = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"]);
+    let output = without_vulkan(&mut command)
         .args(["--set", "train.steps=2"])
-        .env("VK_LOADER_DRIVERS_DISABLE", "*")
-        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
         .env("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent/egl.json")
         .env("XDG_RUNTIME_DIR", "/tmp")
         .output()
@@ -506,11 +513,9 @@ fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
 fn wgpu_on_an_opengl_adapter_is_refused_before_anything_is_written() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = out_dir(&tmp, "opengl");
-    let output = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"])
+    let mut command = train_cmd(&[TINY, "--out", dir.to_str().unwrap(), "--backend", "wgpu"]);
+    let output = without_vulkan(&mut command)
         .args(["--set", "train.steps=2"])
-        .env("VK_LOADER_DRIVERS_DISABLE", "*")
-        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
-        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
         .env_remove("XDG_RUNTIME_DIR")
         .output()
         .unwrap();
