@@ -29,12 +29,29 @@ binaries=(train inspect bench)
 # (its Vulkan ICD lives in libGLX_nvidia) links against. Small: about 1 MiB together.
 packages=(libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2)
 
+# Only a pack this script wrote is ever replaced: a directory (not a link) holding exactly
+# what it writes. Checked before the work and again before the replacement.
+is_pack() {
+    [ -d "$1" ] && [ ! -L "$1" ] && [ -f "$1/bin.tar.xz" ] && [ -f "$1/COMMIT" ] &&
+        [ -z "$(ls -A "$1" | grep -v -x -e bin.tar.xz -e COMMIT -e debs)" ]
+}
+refuse_unless_pack() {
+    if { [ -e "$out" ] || [ -L "$out" ]; } && ! is_pack "$out"; then
+        echo "gpu-pack: $out exists and is not a pack gpu-pack.sh wrote; not replacing it" >&2
+        exit 1
+    fi
+}
+refuse_unless_pack
+
 echo "gpu-pack: building the release binaries"
 cargo build --release --workspace --bins --quiet
 
-# Written beside the pack and renamed at the end: a failed pack never leaves a half one.
-staging="$out.partial"
-rm -rf -- "$staging"
+# Written in a new directory beside the pack and renamed at the end: a failed pack never
+# leaves a half one, and nothing but what this run made is removed.
+mkdir -p "$(dirname "$out")"
+staging=$(mktemp -d "$out.partial.XXXXXX")
+lists=$(mktemp -d)
+trap 'rm -rf -- "$staging" "$lists"' EXIT
 mkdir -p "$staging/bin" "$staging/debs"
 
 for binary in "${binaries[@]}"; do
@@ -46,8 +63,6 @@ tar -C "$staging" -cf - bin | xz -9 -T0 >"$staging/bin.tar.xz"
 rm -rf -- "$staging/bin"
 
 echo "gpu-pack: downloading ${packages[*]} (amd64)"
-lists=$(mktemp -d)
-trap 'rm -rf -- "$lists"' EXIT
 mkdir -p "$lists/partial"
 apt_options=(-o APT::Architecture=amd64 -o APT::Architectures=amd64 -o "Dir::State::Lists=$lists"
     -o APT::Sandbox::User=root)
@@ -59,14 +74,12 @@ if ! git diff --quiet HEAD -- 2>/dev/null; then
     echo "(plus uncommitted changes)" >>"$staging/COMMIT"
 fi
 
+refuse_unless_pack
 if [ -e "$out" ]; then
-    # Only a pack this script wrote is replaced.
-    if [ ! -f "$out/bin.tar.xz" ] || [ ! -f "$out/COMMIT" ]; then
-        echo "gpu-pack: $out exists and is not a pack gpu-pack.sh wrote; not replacing it" >&2
-        exit 1
-    fi
     rm -rf -- "$out"
 fi
+# mktemp made it 0700; a pack is read by whoever runs the check.
+chmod 755 "$staging"
 mv -- "$staging" "$out"
 
 bytes=$(du -sb "$out" | cut -f1)
