@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(model train inspect bench sweep)
+packages=(model tasks run train inspect bench sweep)
 
 echo "one-build check: building the workspace (tests included)"
 cargo build --release --workspace --all-targets --quiet

@@ -75,7 +75,7 @@ LLVM_PROFILE_FILE="$out/profraw/fuzz-%p-%m.profraw" \
     "$exe" --ignored --exact fuzz_for_a_while --nocapture
 
 "$tools/llvm-profdata" merge -sparse "$out"/profraw/*.profraw -o "$out/fuzz.profdata"
-sources=(crates/train/src/config.rs crates/train/src/tasks/mod.rs crates/train/src/tasks/file.rs)
+sources=(crates/run/src/config.rs crates/tasks/src/task.rs crates/tasks/src/generators/file.rs)
 echo "== coverage of the code under test (whole files)"
 "$tools/llvm-cov" report "$exe" -instr-profile="$out/fuzz.profdata" \
     "${sources[@]/#/$PWD/}" | sed "s|$PWD/||"

@@ -8,9 +8,9 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use run::{BackendKind, RunConfig, RunDir, StopSignal};
 use serde::{Deserialize, Serialize};
 use train::trainer::{Progress, TrainOptions};
-use train::{BackendKind, RunConfig, RunDir, StopSignal};
 
 use crate::case::{Implementation, headlab_parameters, resolve};
 use crate::rounds::median;

@@ -10,11 +10,11 @@ use anyhow::Context;
 use burn::module::Module;
 use burn::prelude::*;
 use model::{Encoder, SeedStack, StackInput};
+use run::{BackendKind, ResolvedRun, RunConfig};
 use serde::{Deserialize, Serialize};
-use train::batch::{Batch, training_examples};
+use tasks::batch::{Batch, training_examples};
+use train::group::{clip_per_seed, stack_gradients, stack_optimizer};
 use train::step::{StepGradients, step_gradients};
-use train::trainer::group::{clip_per_seed, stack_gradients, stack_optimizer};
-use train::{BackendKind, ResolvedRun, RunConfig};
 
 use crate::machine;
 use crate::reference::BurnEncoder;

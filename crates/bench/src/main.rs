@@ -17,7 +17,7 @@ use bench::pytorch::TorchDevice;
 use bench::table::{Provenance, markdown, seeds_markdown};
 use bench::{machine, pytorch, rounds};
 use clap::Parser;
-use train::BackendKind;
+use run::BackendKind;
 
 /// The allocator `train` uses, so both implementations are timed as headlab runs them.
 #[global_allocator]
@@ -95,11 +95,11 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    train::cli::restore_sigpipe();
+    run::cli::restore_sigpipe();
     let cli = Cli::parse();
     if cli.backends.contains(&BackendKind::Wgpu) {
         // Before any thread starts; the cases' child processes inherit it.
-        train::cli::give_graphics_a_runtime_dir();
+        run::cli::give_graphics_a_runtime_dir();
     }
     match run(cli) {
         Ok(code) => code,
@@ -382,7 +382,7 @@ fn provenance(
 fn wgpu_adapter(cli: &Cli) -> Option<String> {
     cli.backends
         .contains(&BackendKind::Wgpu)
-        .then(train::wgpu_adapter)
+        .then(run::wgpu_adapter)
         .and_then(Result::ok)
         .map(|adapter| adapter.to_string())
 }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail};
+use run::BackendKind;
 use serde::{Deserialize, Serialize};
-use train::BackendKind;
 
 use crate::accuracy::{AccuracyResult, EVAL_EVERY, EVAL_SIZE};
 use crate::case::{Budget, Case, CaseResult, Implementation};
@@ -383,7 +383,7 @@ pub fn run_to_accuracy(
 mod tests {
     use super::*;
     use crate::case::{Implementation, Size};
-    use train::BackendKind;
+    use run::BackendKind;
 
     const GOOD: &str = r#"{"mode": "case", "size": "small", "batch_size": 64, "seq_len": 32, "parameters": 101386, "threads": 2, "train_steps": 57, "train_steps_per_s": 28.3, "train_tokens_per_s": 57958.4, "forward_passes": 197, "forward_passes_per_s": 98.1, "forward_tokens_per_s": 200908.8, "last_loss": 2.16, "peak_rss_mib": 744.4, "implementation": "pytorch", "torch_version": "2.15.0", "python_version": "3.11.7", "attention": "math"}"#;
 

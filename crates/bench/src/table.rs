@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::case::{CaseResult, Implementation, Size};
 use crate::pytorch::TorchDevice;
-use train::BackendKind;
+use run::BackendKind;
 
 /// Where and when the figures were taken, for the line above the table.
 #[derive(Debug, Clone)]

@@ -12,9 +12,9 @@ use bench::pytorch;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use model::Encoder;
+use run::BackendKind;
 use serde_json::{Value, json};
-use train::BackendKind;
-use train::batch::{Batch, training_examples};
+use tasks::batch::{Batch, training_examples};
 use train::step::{StepGradients, step_gradients};
 
 /// Every parameter's shape and values, in module order.

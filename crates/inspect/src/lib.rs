@@ -1,12 +1,26 @@
 //! Head analysis for headlab runs. One folder per layer; a module imports only from the
-//! folders above it in this list (and from `model` and `train`):
+//! folders above it in this list (and from `model`, `tasks` and `run`):
 //!
-//! - [`load`]: open a run directory, build the probe batch and run it.
-//! - [`circuits`]: what the weights alone say (composition, copying, effective rank) on
-//!   the plain-f64 linear algebra of [`circuits::linalg`]; the attention rollout.
-//! - [`measures`]: per-head measures on the probe and the evaluation set (`heads.json`),
-//!   head similarity and matching, divergence and trajectories through snapshots.
-//! - [`interventions`]: heads removed from the model (pruning).
+//! - [`load`]: open a run directory ([`load::run`]), build the probe batch and run it
+//!   ([`load::probe`]).
+//! - [`circuits`]: what the weights alone say, on the plain-f64 linear algebra of
+//!   [`circuits::linalg`]: composition, copying, effective rank; the attention rollout.
+//! - [`measures`]: one file per measure. On the probe batch: [`measures::patterns`]
+//!   (entropy, confidence, distance, positional kind), [`measures::norms`] (norm-based
+//!   attention), [`measures::relations`] (dependency relations), [`measures::heads`] (the
+//!   per-head record of `heads.json`). On the evaluation set: [`measures::importance`]
+//!   (gradient importance), [`measures::attribution`] (direct logit attribution),
+//!   [`measures::logit_lens`], [`measures::masked`] (answers on masked words),
+//!   [`measures::ceiling`] (against the task's ceiling), [`measures::agreement`]
+//!   (subject-verb agreement). Between heads and runs: [`measures::similarity`],
+//!   [`measures::matching`]; through snapshots: [`measures::divergence`],
+//!   [`measures::trajectories`]. A new measure is a new file here.
+//! - [`interventions`]: what changes when heads are removed or replaced:
+//!   [`interventions::ablation`] (zero, mean, resample), [`interventions::pruning`],
+//!   [`interventions::relation_ablation`]; on minimal pairs ([`interventions::pair_runs`]):
+//!   [`interventions::activation_patching`], [`interventions::attribution_patching`],
+//!   [`interventions::path_patching`], gathered in [`interventions::patching`]
+//!   (`patching.json`).
 //! - [`draw`]: figures, `index.html`, `explore.html`, `compare.html`.
 //! - [`report`]: one run's report directory ([`report::ReportDir`]) and `inspect`'s
 //!   [`report::write_report`]; [`compare`]: heads matched across runs, `compare`'s output.

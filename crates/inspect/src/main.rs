@@ -52,7 +52,7 @@ struct Args {
 /// Usage errors (clap's, including out-of-range flag values) exit with 2; errors from the
 /// run with 1.
 fn main() -> ExitCode {
-    train::cli::restore_sigpipe();
+    run::cli::restore_sigpipe();
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,8 +9,8 @@ use std::process::{Command, Output};
 
 use common::{attribute, check_in_chromium, opening_tag};
 use inspect::load::probe::Probe;
-use train::RunConfig;
-use train::tensor_file::read_tensors;
+use run::RunConfig;
+use run::tensor_file::read_tensors;
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -570,7 +570,7 @@ fn symmetric_heads_never_diverge_and_random_ones_start_apart() {
 /// `h` puts most of each row on key `(q + h) % seq` and spreads the rest thinly, so every
 /// row has a few weights over the line threshold.
 fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::load::probe::LayerProbe {
-    use train::tensor_file::HostTensor;
+    use run::tensor_file::HostTensor;
     let mut pattern = vec![0.0f32; batch * heads * seq * seq];
     for b in 0..batch {
         for h in 0..heads {

@@ -267,7 +267,7 @@ fn probe_sizes_are_checked_before_anything_is_allocated() {
     }
 
     // Both runs' activations are kept together, so the limit is half a single run's.
-    let config = train::RunConfig::load(Path::new(TINY), &[]).unwrap();
+    let config = run::RunConfig::load(Path::new(TINY), &[]).unwrap();
     let max = inspect::load::probe::Probe::max_size(&config.resolve(Path::new(TINY)).unwrap(), 2);
     let (code, err) = probe("100000000");
     assert_eq!(code, Some(1), "{err}");

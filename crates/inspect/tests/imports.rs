@@ -1,6 +1,8 @@
-//! The shape of the code, read from the source files: inspect's folders import only
-//! downwards (the order in `src/lib.rs`), and no crate of the workspace has an import
-//! circle between its files.
+//! The shape of the code, read from the source files: the workspace's crates depend only
+//! downwards (the order in the README's workspace section), inspect's folders import only
+//! downwards (the order in `src/lib.rs`), no crate of the workspace has an import circle
+//! between its files, and no file imports from a module above it in its own folder tree
+//! (its parent `mod.rs`), which is how a circle hides from the circle check.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -98,6 +100,18 @@ fn resolve<'a>(path: &str, modules: &'a BTreeSet<String>) -> Option<&'a String> 
 /// Each module of the crate at `src` with the modules of the same crate it imports (itself
 /// and its own ancestors left out: a `mod.rs` declaring its children is no import).
 fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    imports_of(src, false)
+}
+
+/// Each module of the crate at `src` with the ancestors it imports from (`super::x` in
+/// `a/b.rs` naming an item of `a/mod.rs`), the root left out.
+fn upward_imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    imports_of(src, true)
+}
+
+/// Each module's imports within its crate: of other modules (`ancestors` false) or of its
+/// own ancestors (`ancestors` true).
+fn imports_of(src: &Path, ancestors: bool) -> BTreeMap<String, BTreeSet<String>> {
     let files = rust_files(src);
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(src, f)).collect();
     let mut graph = BTreeMap::new();
@@ -119,7 +133,10 @@ fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             .collect::<Vec<_>>()
             .iter()
             .filter_map(|p| resolve(p, &modules))
-            .filter(|target| **target != module && !module.starts_with(&format!("{target}::")))
+            .filter(|target| {
+                let is_ancestor = module.starts_with(&format!("{target}::"));
+                **target != module && is_ancestor == ancestors
+            })
             .cloned()
             .collect();
         graph.insert(module, imports);
@@ -231,6 +248,90 @@ fn no_crate_has_an_import_circle() {
     );
 }
 
+/// The workspace's crates, lowest first: a crate may depend (normal or dev) only on crates
+/// of earlier layers. The workspace-hack crate is Cargo's, outside the layers.
+const CRATE_LAYERS: &[&[&str]] = &[
+    &["model"],
+    &["tasks"],
+    &["run"],
+    &["train"],
+    &["inspect"],
+    &["bench", "sweep"],
+];
+
+fn crate_rank(name: &str) -> Option<usize> {
+    CRATE_LAYERS.iter().position(|layer| layer.contains(&name))
+}
+
+/// The workspace crates `manifest` (a Cargo.toml's text) names under `[dependencies]` and
+/// `[dev-dependencies]`.
+fn workspace_dependencies(manifest: &str) -> Vec<String> {
+    let mut names = vec![];
+    let mut in_dependencies = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]" || line == "[dev-dependencies]";
+        } else if in_dependencies && let Some((name, _)) = line.split_once('=') {
+            let name = name.trim();
+            if crate_rank(name).is_some() {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn crates_depend_only_downwards() {
+    let mut wrong = vec![];
+    let mut seen = vec![];
+    for entry in std::fs::read_dir(crates_dir()).unwrap() {
+        let dir = entry.unwrap().path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "workspace-hack" || !dir.join("Cargo.toml").is_file() {
+            continue;
+        }
+        let rank = crate_rank(&name)
+            .unwrap_or_else(|| panic!("crates/{name} is in no layer of CRATE_LAYERS"));
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        for dependency in workspace_dependencies(&manifest) {
+            if crate_rank(&dependency).unwrap() >= rank {
+                wrong.push(format!("{name} -> {dependency}"));
+            }
+        }
+        seen.push(name);
+    }
+    assert!(
+        wrong.is_empty(),
+        "crates that depend up or sideways: {wrong:?}"
+    );
+    assert!(seen.len() >= 7, "only {seen:?} found: wrong directory?");
+}
+
+#[test]
+fn no_file_imports_from_its_parent_module() {
+    let mut wrong = vec![];
+    for entry in std::fs::read_dir(crates_dir()).unwrap() {
+        let krate = entry.unwrap().path();
+        let src = krate.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let name = krate.file_name().unwrap().to_string_lossy().into_owned();
+        for (module, ancestors) in upward_imports(&src) {
+            for ancestor in ancestors {
+                wrong.push(format!("{name}: {module} -> {ancestor}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "files that import from their parent module (move what they need into a sibling \
+         file, or below): {wrong:#?}"
+    );
+}
+
 #[test]
 fn the_checker_finds_a_circle_and_expands_groups() {
     let paths = named_paths(
@@ -248,4 +349,20 @@ fn the_checker_finds_a_circle_and_expands_groups() {
     .map(|(m, to)| (m.to_string(), to.iter().map(|t| t.to_string()).collect()))
     .collect();
     assert_eq!(find_circle(&graph).unwrap(), ["a", "b", "c", "a"]);
+}
+
+#[test]
+fn the_checker_finds_an_import_from_the_parent_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod c;\n").unwrap();
+    std::fs::write(src.join("a/mod.rs"), "pub mod b;\npub struct X;\n").unwrap();
+    std::fs::write(src.join("a/b.rs"), "use super::X;\nuse crate::c::Y;\n").unwrap();
+    std::fs::write(src.join("c.rs"), "pub struct Y;\n").unwrap();
+    let upward = upward_imports(src);
+    assert_eq!(upward["a::b"], BTreeSet::from(["a".to_string()]));
+    assert!(upward["c"].is_empty());
+    // The sideways import is an ordinary edge, not an upward one.
+    assert_eq!(import_graph(src)["a::b"], BTreeSet::from(["c".to_string()]));
 }

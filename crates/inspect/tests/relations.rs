@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use inspect::load::probe::Probe;
-use train::RunConfig;
+use run::RunConfig;
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

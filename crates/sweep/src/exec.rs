@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use train::StopSignal;
-use train::run_dir::EXIT_RUN_IN_USE;
+use run::StopSignal;
+use run::dir::EXIT_RUN_IN_USE;
 
 use crate::spec::{InspectStep, PlannedRun};
 use crate::state::{RunState, SweepOut, directory_state};
@@ -431,13 +431,13 @@ fn last_error_line(tail: &str) -> String {
         .find(|l| l.starts_with("error"))
         .or_else(|| tail.lines().last())
         .unwrap_or("no output");
-    train::config::excerpt(line, 300)
+    run::config::excerpt(line, 300)
 }
 
 fn record_failure(path: &Path, message: String) -> Attempt {
     if let Some(parent) = path.parent() {
         let _ = fs::create_dir_all(parent);
     }
-    let _ = train::atomic::write_atomic(path, message.as_bytes());
+    let _ = run::atomic::write_atomic(path, message.as_bytes());
     Attempt::Failed(message.lines().next().unwrap_or_default().to_string())
 }

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use run::StopSignal;
 use sweep::exec::{Attempt, Binaries, RunContext, execute_group};
 use sweep::local::{Display, default_workers, run_pool};
 use sweep::slurm::{self, BatchJob, SlurmOptions};
 use sweep::spec::Sweep;
 use sweep::state::{RunState, SweepOut, run_state};
-use train::StopSignal;
 
 /// Run many headlab runs from one sweep file: base configs, a grid of overrides and seeds.
 /// Each run trains into OUT/NAME and is inspected there; `sweep report` collects them.
@@ -101,8 +101,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    train::cli::restore_sigpipe();
-    let args = match train::cli::parse_args::<Args>() {
+    run::cli::restore_sigpipe();
+    let args = match run::cli::parse_args::<Args>() {
         Ok(args) => args,
         Err(code) => return code,
     };
@@ -256,7 +256,7 @@ fn run_local(target: &Target, workers: Option<usize>, quiet: bool) -> anyhow::Re
     if let Some(signal) = stop.requested() {
         println!(
             "stopped by {}; run the same command again to finish",
-            train::stop::signal_name(signal)
+            run::stop::signal_name(signal)
         );
         return Ok(ExitCode::from((128 + signal) as u8));
     }
@@ -327,7 +327,7 @@ fn submit(
     };
     let script = slurm::batch_script(&job, options);
     let script_path = slurm_dir.join(format!("{}.sbatch", sweep.name));
-    train::atomic::write_atomic(&script_path, script.as_bytes())
+    run::atomic::write_atomic(&script_path, script.as_bytes())
         .with_context(|| format!("writing {}", script_path.display()))?;
     if dry_run {
         print!("{script}");
@@ -342,7 +342,7 @@ fn submit(
     let jobs = slurm::jobs_file(&slurm_dir);
     let mut recorded = slurm::recorded_jobs(&slurm_dir);
     recorded.push(job_id.clone());
-    train::atomic::write_atomic(&jobs, format!("{}\n", recorded.join("\n")).as_bytes())
+    run::atomic::write_atomic(&jobs, format!("{}\n", recorded.join("\n")).as_bytes())
         .with_context(|| format!("writing {}", jobs.display()))?;
     println!(
         "submitted job {job_id}: {} runs of {} (array {}), output in {}",

@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 
 use inspect::interventions::pruning::parse_tolerance;
 use inspect::load::probe::{Probe, parse_size};
+use run::{BackendKind, ResolvedRun, RunConfig};
 use serde::Deserialize;
-use train::{BackendKind, ResolvedRun, RunConfig};
 
 /// Most runs one sweep may plan: a typo such as `count = 1e9` must not allocate a billion
 /// plans or launch a billion jobs.
@@ -380,7 +380,7 @@ pub enum SweepError {
         /// The run.
         run: String,
         /// Why.
-        error: Box<train::config::ConfigError>,
+        error: Box<run::config::ConfigError>,
     },
 }
 
@@ -421,7 +421,7 @@ impl Sweep {
                 Some(message) => key_error(path, "seeds", message),
                 None => SweepError::Parse {
                     path: path.to_path_buf(),
-                    message: train::config::excerpt(e.to_string().trim_end(), 600),
+                    message: run::config::excerpt(e.to_string().trim_end(), 600),
                 },
             }
         })?;
@@ -864,7 +864,7 @@ fn check_key(key: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "`{}` is not a config key path like \"model.n_heads\"",
-            train::config::excerpt(key, 60)
+            run::config::excerpt(key, 60)
         ))
     }
 }
@@ -881,7 +881,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if name.starts_with(['.', '_']) {
         return Err(format!(
             "`{}` starts with `.` or `_`; those are kept for headlab's own files",
-            train::config::excerpt(name, 60)
+            run::config::excerpt(name, 60)
         ));
     }
     if let Some(c) = name
@@ -890,7 +890,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     {
         return Err(format!(
             "`{}` holds {c:?}; a name is one directory name of letters, digits, `-`, `_` and `.`",
-            train::config::excerpt(name, 60)
+            run::config::excerpt(name, 60)
         ));
     }
     Ok(())

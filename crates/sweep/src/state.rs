@@ -7,8 +7,8 @@ use std::fs;
 use std::path::PathBuf;
 
 use inspect::report::dir::ReportDir;
-use train::RunDir;
-use train::run_dir::{RunDirError, holds_nothing_yet};
+use run::RunDir;
+use run::dir::{RunDirError, holds_nothing_yet};
 
 use crate::spec::PlannedRun;
 
@@ -182,5 +182,5 @@ fn same_config(dir: &RunDir, run: &PlannedRun) -> Result<(), String> {
 }
 
 fn has_checkpoint(dir: &RunDir) -> bool {
-    !train::checkpoint::list(dir).is_empty()
+    !run::checkpoint::list(dir).is_empty()
 }

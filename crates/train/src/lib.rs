@@ -1,30 +1,23 @@
-//! Config-driven training of headlab encoders on toy sequence tasks.
+//! Training headlab encoders: the loop for one model, the loop for a seed group trained as
+//! one stack, and the `train` binary. The tasks come from the `tasks` crate and everything a
+//! run directory holds (config, weights, checkpoints, metrics) from the `run` crate.
 //!
-//! A run goes: [`config::RunConfig::load`] (TOML plus `--set` overrides) ->
-//! [`config::RunConfig::resolve`] (build the task, check the model) ->
-//! [`trainer::train`] -> a run directory ([`run_dir::RunDir`], the one owner of its layout)
-//! that `inspect` reads.
+//! A run goes: [`run::RunConfig::load`] (TOML plus `--set` overrides) ->
+//! [`run::RunConfig::resolve`] (build the task, check the model) -> [`trainer::train`] (or
+//! [`group::train_group`] for several seeds at once) -> a run directory
+//! ([`run::RunDir`]) that `inspect` reads.
+//!
+//! The map, lowest first (a file imports only from the ones above it):
+//! - [`schedule`]: the learning rate at each step.
+//! - [`step`]: one step's gradients, over shards of the batch.
+//! - [`optim_stack`]: AdamW over a seed stack's parameters.
+//! - [`trainer`]: the training loop and its errors.
+//! - [`group`]: a seed group's loop, the group trained as one stack.
 
-pub mod atomic;
-pub mod backend;
-pub mod batch;
-pub mod checkpoint;
-pub mod cli;
-pub mod config;
-pub mod metrics;
+pub mod group;
 pub mod optim_stack;
-pub mod run_dir;
 pub mod schedule;
-pub mod snapshot;
 pub mod step;
-pub mod stop;
-pub mod tasks;
-pub mod tensor_file;
 pub mod trainer;
-pub mod weights;
 
-pub use backend::{BackendKind, WgpuAdapter, wgpu_adapter};
-pub use config::{ResolvedRun, RunConfig, TrainConfig};
-pub use run_dir::RunDir;
-pub use stop::StopSignal;
 pub use trainer::{Outcome, Progress, RunSummary, TrainOptions, train};

@@ -5,10 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use train::run_dir::{EXIT_RUN_IN_USE, RunDirError};
-use train::trainer::group::{GroupOptions, train_group};
+use run::dir::{EXIT_RUN_IN_USE, RunDirError};
+use run::{BackendKind, RunConfig, RunDir, StopSignal};
+use train::group::{GroupOptions, train_group};
 use train::trainer::{RunSummary, TrainError};
-use train::{BackendKind, Outcome, Progress, RunConfig, RunDir, StopSignal, TrainOptions};
+use train::{Outcome, Progress, TrainOptions};
 
 /// mimalloc: Burn allocates and frees a few MB per tensor op, which glibc's allocator kept
 /// handing back to the kernel (see the README's performance section).
@@ -54,8 +55,8 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    train::cli::restore_sigpipe();
-    let args = match train::cli::parse_args::<Args>() {
+    run::cli::restore_sigpipe();
+    let args = match run::cli::parse_args::<Args>() {
         Ok(args) => args,
         Err(code) => return code,
     };
@@ -279,11 +280,11 @@ fn seed_run_dir(out: &std::path::Path, seed: u64) -> PathBuf {
 /// `--seeds`: the seeds trained as one batched model, one run each.
 fn train_seeds(
     args: &Args,
-    resolved: &train::ResolvedRun,
+    resolved: &run::ResolvedRun,
     seeds: &[u64],
     out: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
-    let runs: Vec<train::ResolvedRun> = seeds
+    let runs: Vec<run::ResolvedRun> = seeds
         .iter()
         .map(|&seed| {
             let mut run = resolved.clone();
@@ -339,7 +340,7 @@ fn train_seeds(
 fn print_adapter(args: &Args, backend: BackendKind) {
     if backend == BackendKind::Wgpu
         && !args.quiet
-        && let Ok(adapter) = train::wgpu_adapter()
+        && let Ok(adapter) = run::wgpu_adapter()
     {
         eprintln!("wgpu adapter: {adapter}");
     }
@@ -351,10 +352,10 @@ fn print_adapter(args: &Args, backend: BackendKind) {
 /// complaints) for tensors that move to the CPU at the next step anyway.
 ///
 /// A wgpu run instead gets a runtime directory for the graphics stack when it has none
-/// ([`train::cli::give_graphics_a_runtime_dir`]).
+/// ([`run::cli::give_graphics_a_runtime_dir`]).
 fn pin_default_device(backend: BackendKind) {
     if backend == BackendKind::Wgpu {
-        train::cli::give_graphics_a_runtime_dir();
+        run::cli::give_graphics_a_runtime_dir();
         return;
     }
     if std::env::var_os("BURN_DEVICE").is_some() {

@@ -1,7 +1,7 @@
 //! The learning rate as a pure function of the step: linear warmup, then constant or cosine
 //! decay (Loshchilov & Hutter 2017). Being stateless, a resumed run gets the same rates.
 
-use crate::config::{Schedule, TrainConfig};
+use run::config::{Schedule, TrainConfig};
 
 /// Learning rate for optimizer step `step` (0-based).
 pub fn learning_rate(train: &TrainConfig, step: usize) -> f64 {

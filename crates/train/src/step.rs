@@ -17,8 +17,8 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
-use crate::batch::{Batch, masked_cross_entropy_sum};
-use crate::tasks::Example;
+use tasks::Example;
+use tasks::batch::{Batch, masked_cross_entropy_sum};
 
 /// A step's gradients and loss.
 pub struct StepGradients {
@@ -171,7 +171,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use crate::tasks::{SequenceSpec, TaskConfig};
+    use tasks::{SequenceSpec, TaskConfig};
 
     /// Every parameter's summed gradient, flattened, in module order.
     struct Flatten {

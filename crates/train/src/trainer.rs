@@ -18,34 +18,23 @@ use burn::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
 use model::Encoder;
 
-use crate::backend::{BackendKind, NoAdapter};
-use crate::batch::{
-    Accuracy, Batch, EVAL_CHUNK, masked_cross_entropy, mix_seed, training_examples,
-};
-use crate::checkpoint::{self, CheckpointError, CheckpointState};
-use crate::config::{ResolvedRun, RunConfig};
-use crate::metrics::{MetricsLog, MetricsRecord};
-use crate::run_dir::{RunDir, RunDirError, RunLock};
 use crate::schedule::learning_rate;
-use crate::snapshot::write_snapshot;
 use crate::step::{StepGradients, step_gradients};
-use crate::stop::{StopSignal, signal_name};
-use crate::tasks::Example;
-use crate::tensor_file::TensorFileError;
-use crate::weights::{self, WeightsError};
+use run::backend::{BackendKind, NoAdapter};
+use run::checkpoint::{self, CheckpointError, CheckpointState};
+use run::config::{ResolvedRun, RunConfig};
+use run::dir::{RunDir, RunDirError, RunLock};
+use run::metrics::{MetricsLog, MetricsRecord};
+use run::snapshot::write_snapshot;
+use run::stop::{StopSignal, signal_name};
+use run::tensor_file::TensorFileError;
+use run::weights::{self, WeightsError};
+use tasks::Example;
+use tasks::batch::{Batch, mix_seed, training_examples};
+use tasks::evaluate::evaluate;
 
-pub mod group;
-
-/// Stream number of the evaluation set, apart from every step's stream.
-const EVAL_STREAM: u64 = u64::MAX;
 /// Stream offset of dropout masks, apart from batch streams.
 pub(crate) const DROPOUT_STREAM: u64 = 1 << 62;
-
-/// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
-/// measures ablations on.
-pub fn eval_examples(config: &RunConfig, task: &crate::tasks::Task) -> Vec<Example> {
-    task.eval_set(config.train.eval_size, mix_seed(config.seed, EVAL_STREAM))
-}
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +243,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
 }
 
 /// Why the loop should stop after step `done`, if it should: a signal, or `--stop-at`.
-fn stop_requested(
+pub(crate) fn stop_requested(
     stop: &StopSignal,
     stop_at_step: Option<usize>,
     done: usize,
@@ -279,7 +268,7 @@ pub fn optimizer(config: &RunConfig) -> ModuleOptimizer {
 
 /// The run directory, locked for this process: a new one, or for `--resume` the existing run
 /// after checking that it is the same experiment (config and dataset).
-fn claim_run_dir(
+pub(crate) fn claim_run_dir(
     run: &ResolvedRun,
     run_dir: &std::path::Path,
     resume: bool,
@@ -318,13 +307,13 @@ fn claim_run_dir(
         dir.checkpoints_dir(),
         dir.snapshots_dir(),
     ] {
-        let _ = crate::atomic::remove_temporaries(&path);
+        let _ = run::atomic::remove_temporaries(&path);
     }
     Ok((dir, lock))
 }
 
 /// The first top-level key or section where two configs differ.
-fn first_difference(a: &RunConfig, b: &RunConfig) -> Option<String> {
+pub(crate) fn first_difference(a: &RunConfig, b: &RunConfig) -> Option<String> {
     let table = |c: &RunConfig| match toml::Value::try_from(c) {
         Ok(toml::Value::Table(table)) => table,
         _ => unreachable!("a run config serializes to a table"),
@@ -337,31 +326,31 @@ fn first_difference(a: &RunConfig, b: &RunConfig) -> Option<String> {
 }
 
 /// The state of a run in progress: model, optimizer, where it is, and what it has written.
-struct Trainer<'a> {
-    run: &'a ResolvedRun,
-    dir: &'a RunDir,
+pub(crate) struct Trainer<'a> {
+    pub(crate) run: &'a ResolvedRun,
+    pub(crate) dir: &'a RunDir,
     /// The plain device, for evaluation; `autodiff` is the same with gradients.
-    device: Device,
-    autodiff: Device,
-    model: Encoder,
-    optim: ModuleOptimizer,
+    pub(crate) device: Device,
+    pub(crate) autodiff: Device,
+    pub(crate) model: Encoder,
+    pub(crate) optim: ModuleOptimizer,
     /// Optimizer steps completed.
-    step: usize,
-    best_eval: Option<f64>,
-    last_eval: Option<(f64, f64, f64)>,
-    eval_set: Vec<Example>,
-    metrics: MetricsLog,
+    pub(crate) step: usize,
+    pub(crate) best_eval: Option<f64>,
+    pub(crate) last_eval: Option<(f64, f64, f64)>,
+    pub(crate) eval_set: Vec<Example>,
+    pub(crate) metrics: MetricsLog,
     /// Training seconds of the process(es) before this one.
-    elapsed_before: f64,
-    started: Instant,
-    last_log: (Instant, usize),
-    last_good_checkpoint: Option<PathBuf>,
+    pub(crate) elapsed_before: f64,
+    pub(crate) started: Instant,
+    pub(crate) last_log: (Instant, usize),
+    pub(crate) last_good_checkpoint: Option<PathBuf>,
 }
 
 impl<'a> Trainer<'a> {
     /// A fresh model, or for `resume` the newest checkpoint that loads; the metrics log cut
     /// back to the checkpoint; the step-0 snapshot of a new run.
-    fn start(
+    pub(crate) fn start(
         run: &'a ResolvedRun,
         dir: &'a RunDir,
         resume: bool,
@@ -397,7 +386,7 @@ impl<'a> Trainer<'a> {
             step,
             best_eval: state.as_ref().and_then(|s| s.best_eval_token_acc),
             last_eval: None,
-            eval_set: eval_examples(config, &run.task),
+            eval_set: config.eval_examples(&run.task),
             metrics,
             elapsed_before: state.as_ref().map_or(0.0, |s| s.elapsed_s),
             started: Instant::now(),
@@ -418,7 +407,7 @@ impl<'a> Trainer<'a> {
     }
 
     /// Whether the best evaluation so far reached `train.target_accuracy`.
-    fn target_reached(&self) -> bool {
+    pub(crate) fn target_reached(&self) -> bool {
         matches!(
             (self.run.config.train.target_accuracy, self.best_eval),
             (Some(target), Some(best)) if best >= target
@@ -467,7 +456,7 @@ impl<'a> Trainer<'a> {
     }
 
     /// The error of a loss that is not finite at the step after `self.step`.
-    fn non_finite(&self, loss: f32) -> TrainError {
+    pub(crate) fn non_finite(&self, loss: f32) -> TrainError {
         TrainError::NonFinite {
             step: self.step + 1,
             loss,
@@ -485,7 +474,7 @@ impl<'a> Trainer<'a> {
     }
 
     /// Appends a line to `metrics.jsonl`, evaluating first when `evaluate` says so.
-    fn log(
+    pub(crate) fn log(
         &mut self,
         loss: Option<f32>,
         lr: f64,
@@ -527,13 +516,13 @@ impl<'a> Trainer<'a> {
     }
 
     /// `snapshots/step-N.safetensors` for the current step.
-    fn snapshot(&self) -> Result<(), TrainError> {
+    pub(crate) fn snapshot(&self) -> Result<(), TrainError> {
         let path = self.dir.snapshot_path(self.step);
         Ok(write_snapshot(&path, &self.model.valid(), self.step)?)
     }
 
     /// `checkpoints/step-N/` for the current step, pruning old ones.
-    fn checkpoint(&mut self) -> Result<(), TrainError> {
+    pub(crate) fn checkpoint(&mut self) -> Result<(), TrainError> {
         let state = CheckpointState {
             step: self.step,
             seed: self.run.config.seed,
@@ -585,45 +574,15 @@ fn load_newest_checkpoint(
     })
 }
 
-/// Mean loss and accuracy of `model` (inference copy) on `examples`, with heads ablated
-/// where `head_mask` (`[n_layers, n_heads]`, 1 keep / 0 ablate) says.
-pub fn evaluate(
-    model: &Encoder,
-    examples: &[Example],
-    device: &Device,
-    head_mask: Option<Tensor<2>>,
-) -> (f64, Accuracy) {
-    let mut accuracy = Accuracy::default();
-    let mut weighted_loss = 0.0;
-    for chunk in examples.chunks(EVAL_CHUNK) {
-        let batch = Batch::new(chunk, device);
-        let scored: f64 = chunk
-            .iter()
-            .map(|e| e.target.iter().flatten().count() as f64)
-            .sum();
-        let mut input = batch.encoder_input();
-        input.head_mask = head_mask.clone();
-        let logits = model.forward_input(input);
-        let loss: f32 =
-            masked_cross_entropy(logits.clone(), batch.targets, batch.weights).into_scalar();
-        weighted_loss += loss as f64 * scored;
-        accuracy.add(Accuracy::of(logits, chunk));
-    }
-    (
-        weighted_loss / accuracy.scored_tokens.max(1) as f64,
-        accuracy,
-    )
-}
-
 /// Progress bar or plain lines.
-struct Display {
-    bar: Option<ProgressBar>,
-    lines: bool,
-    total: usize,
+pub(crate) struct Display {
+    pub(crate) bar: Option<ProgressBar>,
+    pub(crate) lines: bool,
+    pub(crate) total: usize,
 }
 
 impl Display {
-    fn new(progress: Progress, total: usize, start: usize) -> Self {
+    pub(crate) fn new(progress: Progress, total: usize, start: usize) -> Self {
         let interactive = progress == Progress::Auto && std::io::stderr().is_terminal();
         let bar = interactive.then(|| {
             let bar = ProgressBar::new(total as u64).with_position(start as u64);
@@ -642,7 +601,7 @@ impl Display {
         }
     }
 
-    fn update(&mut self, record: &MetricsRecord, last_eval: Option<(f64, f64, f64)>) {
+    pub(crate) fn update(&mut self, record: &MetricsRecord, last_eval: Option<(f64, f64, f64)>) {
         let eval = last_eval.map_or(String::new(), |(_, token, seq)| {
             format!(" eval_acc {:.2}% seq {:.2}%", token * 100.0, seq * 100.0)
         });
@@ -659,7 +618,7 @@ impl Display {
     }
 
     /// Says that a stop was asked for, and what happens next.
-    fn note(&self, stop: &Outcome, step: usize) {
+    pub(crate) fn note(&self, stop: &Outcome, step: usize) {
         let message = match stop {
             Outcome::Interrupted(signal) => format!(
                 "{} received: saving a checkpoint at step {step} (send it again to abort)",
@@ -673,7 +632,7 @@ impl Display {
         }
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish();
         }

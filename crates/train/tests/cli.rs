@@ -82,7 +82,7 @@ fn a_tiny_run_writes_the_whole_run_directory() {
     }
     for step in [0, 5, 10, 15, 20] {
         let snapshot = dir.join(format!("snapshots/step-{step}.safetensors"));
-        let tensors = train::tensor_file::read_tensors(&snapshot).unwrap();
+        let tensors = run::tensor_file::read_tensors(&snapshot).unwrap();
         assert_eq!(tensors["layers.0.heads.1.q"].shape, [16, 8]);
         assert_eq!(tensors["layers.0.heads.1.o"].shape, [8, 16]);
     }

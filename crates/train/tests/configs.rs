@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use train::RunConfig;
-use train::tasks::TaskConfig;
+use run::RunConfig;
+use tasks::TaskConfig;
 
 fn shipped_configs() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");

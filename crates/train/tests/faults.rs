@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use burn::optim::AdamWConfig;
-use train::{BackendKind, RunConfig, checkpoint};
+use run::{BackendKind, RunConfig, checkpoint};
 
 mod common;
 use common::{TINY, TRAIN, final_tensors, train_cmd};
@@ -153,7 +153,7 @@ fn loadable_checkpoints(dir: &Path, config_sets: &[&str]) -> Vec<usize> {
         .resolve(Path::new(TINY))
         .unwrap();
     let device = BackendKind::Flex.device().unwrap().autodiff();
-    let run_dir = train::RunDir::open(dir).unwrap();
+    let run_dir = run::RunDir::open(dir).unwrap();
     checkpoint::list(&run_dir)
         .into_iter()
         .map(|(step, _)| {

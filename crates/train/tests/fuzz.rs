@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use train::RunConfig;
-use train::config::ConfigError;
-use train::tasks::{FileSpec, Task, TaskConfig};
+use run::RunConfig;
+use run::config::ConfigError;
+use tasks::{FileSpec, Task, TaskConfig};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");

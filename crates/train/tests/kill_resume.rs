@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use burn::optim::AdamWConfig;
 use burn::prelude::*;
-use train::{BackendKind, RunConfig, checkpoint, tensor_file};
+use run::{BackendKind, RunConfig, checkpoint, tensor_file};
 
 mod common;
 use common::{TINY, final_tensors, train_cmd};
@@ -128,7 +128,7 @@ fn kill_when(mut child: Child, dir: &Path, trigger: Trigger) -> bool {
 
 /// What the checks after each kill need to load a checkpoint the way `--resume` does.
 struct Loader {
-    run: train::ResolvedRun,
+    run: run::ResolvedRun,
     device: Device,
 }
 
@@ -145,7 +145,7 @@ impl Loader {
     fn check_listed_checkpoints(&self, dir: &Path) -> usize {
         let listed = common::checkpoints(dir);
         for (step, path) in &listed {
-            let run = train::RunDir::open(dir).unwrap();
+            let run = run::RunDir::open(dir).unwrap();
             let model = self.run.config.model.init(&self.run.io, &self.device);
             let optim = AdamWConfig::new().init();
             let loaded = checkpoint::load(&run, *step, usize::MAX, model.unwrap(), optim);
@@ -194,7 +194,7 @@ fn snapshots(dir: &Path) -> BTreeMap<String, BTreeMap<String, tensor_file::HostT
 
 /// The deterministic part of each metrics line (not the timings).
 fn metric_values(dir: &Path) -> Vec<String> {
-    train::metrics::read(&dir.join("metrics.jsonl"))
+    run::metrics::read(&dir.join("metrics.jsonl"))
         .iter()
         .map(|r| {
             format!(

@@ -270,7 +270,7 @@ fn a_second_writer_is_refused_and_the_first_run_finishes_whole() {
         // Its own status (EX_TEMPFAIL), which `sweep` reads as "held", not "failed".
         assert_eq!(
             output.status.code(),
-            Some(i32::from(train::run_dir::EXIT_RUN_IN_USE)),
+            Some(i32::from(run::dir::EXIT_RUN_IN_USE)),
             "{args:?}"
         );
     }

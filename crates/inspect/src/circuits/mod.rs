@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use burn::prelude::*;
 use model::Encoder;
+use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
-use train::tensor_file::HostTensor;
 
 use crate::circuits::composition::{Composition, composition_matrix, random_composition_score};
 use crate::circuits::copying::{eigenvalue_score, full_circuit, low_rank_eigenvalues};
@@ -178,7 +178,7 @@ pub struct CircuitError {
 
 impl Circuits {
     /// Every measure of `model`'s heads, whose weights `weights` holds as named in
-    /// `weights.safetensors` ([`train::snapshot::head_tensors`]).
+    /// `weights.safetensors` ([`run::snapshot::head_tensors`]).
     pub fn of_model(
         model: &Encoder,
         weights: &BTreeMap<String, HostTensor>,

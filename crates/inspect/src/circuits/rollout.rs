@@ -72,7 +72,7 @@ fn matmul(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
 
 #[cfg(test)]
 mod tests {
-    use train::tensor_file::HostTensor;
+    use run::tensor_file::HostTensor;
 
     use super::*;
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use model::HeadId;
 use serde::{Deserialize, Serialize};
-use train::tasks::{Task, TaskConfig};
+use tasks::{Task, TaskConfig};
 
 use crate::draw::compare_page::{
     self, ComparePageInput, HeadMeasures, PageRunInput, measure_layer,
@@ -267,7 +267,7 @@ pub fn compare(
     }
     let page_path = out.join("compare.html");
     let page = page_data(runs, &probe, &probes, &compared, &measures);
-    train::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
+    run::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
         .map_err(write_error(&page_path))?;
     let json_path = out.join("matching.json");
     let mut comparison = Comparison {
@@ -281,7 +281,7 @@ pub fn compare(
             .collect(),
     };
     let json = serde_json::to_vec_pretty(&comparison).expect("comparison serializes");
-    train::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
+    run::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
     comparison.files.sort();
     Ok(comparison)
 }
@@ -538,7 +538,7 @@ pub fn table(comparison: &Comparison) -> String {
 
 #[cfg(test)]
 mod tests {
-    use train::tasks::{Combine, NeighborsSpec, SequenceSpec};
+    use tasks::{Combine, NeighborsSpec, SequenceSpec};
 
     use super::*;
 

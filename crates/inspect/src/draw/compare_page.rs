@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use train::tasks::Task;
+use tasks::Task;
 
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, script_json, thousandths};
 use crate::draw::explore::{MAX_PATTERN_VALUES, sequences_to_embed};
@@ -382,8 +382,8 @@ pub fn render(data: &CompareData) -> String {
 mod tests {
     use std::path::Path;
 
-    use train::tasks::{SequenceSpec, TaskConfig};
-    use train::tensor_file::HostTensor;
+    use run::tensor_file::HostTensor;
+    use tasks::{SequenceSpec, TaskConfig};
 
     use super::*;
     use crate::draw::explore::EXPLORE_SEQUENCES;

@@ -330,7 +330,7 @@ pub fn render(data: &ExploreData) -> String {
 mod tests {
     use std::collections::BTreeMap;
 
-    use train::tensor_file::HostTensor;
+    use run::tensor_file::HostTensor;
 
     use super::*;
 

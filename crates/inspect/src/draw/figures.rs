@@ -13,8 +13,8 @@ use plotters::coord::types::RangedCoordi32;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, FontTransform, register_font};
-use train::metrics::MetricsRecord;
-use train::tasks::PairKind;
+use run::metrics::MetricsRecord;
+use tasks::PairKind;
 
 use crate::circuits::{Circuits, HeadCircuits, LayerComposition};
 use crate::draw::backend::FigureBackend;
@@ -119,7 +119,7 @@ pub fn render(
         writer.finish().map_err(|e| fail(e.to_string()))?;
         png_bytes
     };
-    train::atomic::write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
+    run::atomic::write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
 }
 
 /// Viridis colour of `value` in `[lo, hi]` (clamped).
@@ -132,7 +132,7 @@ fn viridis(value: f64, lo: f64, hi: f64) -> RGBColor {
 const LABEL_CHAR_PX: u32 = 7;
 
 /// Axis labels for a sequence of token `ids`: the task's word for each id when it names
-/// them ([`train::tasks::Task::token_names`]), else the id itself (and for ids past the
+/// them ([`tasks::Task::token_names`]), else the id itself (and for ids past the
 /// names). The one place figures turn tokens into labels.
 pub fn token_labels(ids: &[u32], names: Option<&[String]>) -> Vec<String> {
     ids.iter()

@@ -21,8 +21,8 @@ use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId, HeadPatch};
 
 use crate::interventions::activation_patching::head_weight;
-use train::batch::{Accuracy, Batch, EVAL_CHUNK};
-use train::tasks::Example;
+use tasks::Example;
+use tasks::batch::{Accuracy, Batch, EVAL_CHUNK};
 
 /// Every head's eval token accuracy lost under mean and resample ablation, layer-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +42,7 @@ struct Chunk<'a> {
 }
 
 /// Mean and resample ablation of every head of `model` on `eval` (its inference copy, as
-/// `train::trainer::evaluate` runs it).
+/// `tasks::evaluate` runs it).
 pub fn ablation_drops(model: &Encoder, eval: &[Example], device: &Device) -> AblationDrops {
     let chunks: Vec<Chunk> = eval
         .chunks(EVAL_CHUNK)

@@ -152,7 +152,7 @@ pub(crate) fn head_weight(
 
 #[cfg(test)]
 mod tests {
-    use train::tasks::PairKind;
+    use tasks::PairKind;
 
     use super::*;
     use crate::interventions::pair_runs::testing::recall_model;

@@ -9,9 +9,9 @@
 
 use burn::prelude::*;
 use model::{HeadId, HeadPatch};
+use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
-use train::batch::Batch;
-use train::tensor_file::HostTensor;
+use tasks::batch::Batch;
 
 use super::activation_patching::HeadPatching;
 use super::pair_runs::PairRuns;
@@ -117,7 +117,7 @@ fn agreement(heads: &[HeadPatching]) -> AttributionAgreement {
 
 #[cfg(test)]
 mod tests {
-    use train::tasks::PairKind;
+    use tasks::PairKind;
 
     use super::*;
     use crate::interventions::activation_patching::head_weight;

@@ -7,9 +7,9 @@
 
 use burn::prelude::*;
 use model::{ActivationCache, Encoder, EncoderInput};
-use train::batch::Batch;
-use train::tasks::{Example, MinimalPair};
-use train::tensor_file::HostTensor;
+use run::tensor_file::HostTensor;
+use tasks::batch::Batch;
+use tasks::{Example, MinimalPair};
 
 /// A model's clean and corrupted runs on one set of pairs.
 pub(crate) struct PairRuns<'a> {
@@ -128,7 +128,7 @@ fn logit_diff(logits: Tensor<3>, pairs: &[MinimalPair]) -> f64 {
 pub(crate) mod testing {
     use burn::prelude::*;
     use model::{Encoder, EncoderConfig, EncoderIo};
-    use train::tasks::{MinimalPair, PairKind, RecallSpec, TaskConfig};
+    use tasks::{MinimalPair, PairKind, RecallSpec, TaskConfig};
 
     /// A seeded random encoder of `n_layers` blocks (d_model 16, 2 heads) on recall, with
     /// 16 of recall's pairs of `kind`.

@@ -1,4 +1,4 @@
-//! `patching.json`: the causal tests on a task's minimal pairs ([`train::tasks::MinimalPair`]),
+//! `patching.json`: the causal tests on a task's minimal pairs ([`tasks::MinimalPair`]),
 //! one section per kind of pair ([`PairKind`]), each with activation patching of heads and of
 //! the residual stream ([`super::activation_patching`]), path patching
 //! ([`super::path_patching`]) and attribution patching ([`super::attribution_patching`]),
@@ -7,8 +7,8 @@
 use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
-use train::batch::mix_seed;
-use train::tasks::{MinimalPair, PairKind, Task};
+use tasks::batch::mix_seed;
+use tasks::{MinimalPair, PairKind, Task};
 
 use super::activation_patching::{
     HeadPatching, ResidualPatching, head_patching, residual_patching,

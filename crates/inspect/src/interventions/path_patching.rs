@@ -218,7 +218,7 @@ pub(crate) fn through(
 
 #[cfg(test)]
 mod tests {
-    use train::tasks::PairKind;
+    use tasks::PairKind;
 
     use super::*;
     use crate::interventions::activation_patching::head_weight;

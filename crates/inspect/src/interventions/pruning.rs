@@ -16,8 +16,8 @@
 use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
-use train::tasks::Example;
-use train::trainer::evaluate;
+use tasks::Example;
+use tasks::evaluate;
 
 /// The accuracy a model loses before we say the task failed: one point.
 pub const DEFAULT_TOLERANCE: f64 = 0.01;

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use burn::prelude::*;
 use model::{Encoder, HeadId, HeadPatch};
-use train::batch::mix_seed;
-use train::tasks::{Example, ParsedSentence, Task};
+use tasks::batch::mix_seed;
+use tasks::{Example, ParsedSentence, Task};
 
 use crate::interventions::ablation::rolled;
 use crate::interventions::activation_patching::head_weight;

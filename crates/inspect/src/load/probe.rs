@@ -13,11 +13,11 @@
 use burn::prelude::*;
 use model::memory::forward_values_per_sequence;
 use model::{Encoder, EncoderInput};
-use train::ResolvedRun;
-use train::batch::{Batch, mix_seed};
-use train::config::MAX_TENSOR_VALUES;
-use train::tasks::{Example, Task};
-use train::tensor_file::HostTensor;
+use run::ResolvedRun;
+use run::config::MAX_TENSOR_VALUES;
+use run::tensor_file::HostTensor;
+use tasks::batch::{Batch, mix_seed};
+use tasks::{Example, Task};
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
 const PROBE_STREAM: u64 = u64::MAX - 1;
@@ -290,8 +290,8 @@ impl LayerProbe {
 mod tests {
     use std::path::Path;
 
-    use train::RunConfig;
-    use train::tasks::TaskConfig;
+    use run::RunConfig;
+    use tasks::TaskConfig;
 
     use super::*;
 
@@ -414,7 +414,7 @@ mod tests {
             .map(|i| format!("{{\"input\": [{}, 1, 2], \"target\": [0, 1, 2]}}\n", i % 3))
             .collect();
         std::fs::write(&data, records).unwrap();
-        let spec: train::tasks::FileSpec = serde_json::from_value(serde_json::json!({
+        let spec: tasks::FileSpec = serde_json::from_value(serde_json::json!({
             "path": data,
             "eval_fraction": 0.5,
         }))

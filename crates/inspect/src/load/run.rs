@@ -1,4 +1,4 @@
-//! Loading a run for measuring: through [`train::RunDir`], which checks that the directory is
+//! Loading a run for measuring: through [`run::RunDir`], which checks that the directory is
 //! a run whose config and dataset are the ones it was trained with, then the model with the
 //! final weights (`model.safetensors`) or a checkpoint's (`checkpoints/step-N`). A run still
 //! training is read from its newest checkpoint.
@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use model::Encoder;
-use train::run_dir::{LockHolder, RunDirError, RunLock};
-use train::snapshot::{SnapshotError, load_snapshot};
-use train::{ResolvedRun, RunDir, checkpoint, weights};
+use run::dir::{LockHolder, RunDirError, RunLock};
+use run::snapshot::{SnapshotError, load_snapshot};
+use run::{ResolvedRun, RunDir, checkpoint, weights};
 
 /// A run ready to be measured.
 #[derive(Debug)]

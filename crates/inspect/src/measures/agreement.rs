@@ -14,10 +14,10 @@
 
 use burn::prelude::*;
 use model::Encoder;
+use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
-use train::batch::{Batch, mix_seed};
-use train::tasks::{Example, ParsedSentence, Relation, Task, WordClass};
-use train::tensor_file::HostTensor;
+use tasks::batch::{Batch, mix_seed};
+use tasks::{Example, ParsedSentence, Relation, Task, WordClass};
 
 /// Sentences drawn: with the default grammars about 1600 verbs with a noun subject, some
 /// 250 of them past an attractor.
@@ -191,7 +191,7 @@ pub fn agreement(model: &Encoder, task: &Task, seed: u64, device: &Device) -> Op
 mod tests {
     use super::*;
     use std::path::Path;
-    use train::tasks::{Arc, GrammarSpec, TaskConfig};
+    use tasks::{Arc, GrammarSpec, TaskConfig};
 
     fn task() -> Task {
         TaskConfig::Grammar(GrammarSpec::default())

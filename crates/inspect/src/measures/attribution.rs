@@ -23,8 +23,8 @@
 use burn::nn::{LayerNorm, LayerNormConfig};
 use burn::prelude::*;
 use model::{ActivationCache, Encoder, EncoderInput, NormPlacement};
-use train::tasks::Example;
-use train::tensor_file::HostTensor;
+use run::tensor_file::HostTensor;
+use tasks::Example;
 
 /// Each head's direct contribution to every logit, layer-major, each `[batch, seq,
 /// n_outputs]`, on the sequences `tokens` (`[batch, seq]`).

@@ -1,6 +1,6 @@
 //! The model against the task's ceiling (word tasks): on one set of masked examples, the
 //! model's accuracy per class of masked word beside the Bayes-optimal predictor's
-//! ([`train::tasks::Task::ceiling`]), so that an accuracy reads as a fraction of what the
+//! ([`tasks::Task::ceiling`]), so that an accuracy reads as a fraction of what the
 //! task allows. `ceiling.json`.
 
 use std::collections::BTreeMap;
@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
-use train::batch::mix_seed;
-use train::tasks::{Example, Task, WordClass};
+use tasks::batch::mix_seed;
+use tasks::{Example, Task, WordClass};
 
 use crate::measures::masked::{masked_targets, right_answers};
 

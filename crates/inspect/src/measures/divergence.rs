@@ -3,8 +3,8 @@
 //! the probe batch. Heads that start identical (symmetric init) stay at cosine 1, distance 0
 //! unless something breaks the symmetry; random init starts apart and moves.
 
+use run::snapshot::{SnapshotError, head_tensors, list_snapshots};
 use std::fmt::Write as _;
-use train::snapshot::{SnapshotError, head_tensors, list_snapshots};
 
 use crate::load::probe::Probe;
 use crate::load::run::LoadedRun;

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use model::HeadId;
 use serde::{Deserialize, Serialize};
-use train::tasks::{AttentionPattern, Example, Task};
-use train::trainer::evaluate;
+use tasks::evaluate;
+use tasks::{AttentionPattern, Example, Task};
 
 use crate::circuits::Circuits;
 use crate::load::probe::{LayerProbe, Probe};
@@ -81,7 +81,7 @@ pub struct HeadRecord {
     #[serde(default)]
     pub norm_weight_correlation: Option<f64>,
     /// Mean attention mass on the exact positions that solve each query, from the task's
-    /// own generator ([`train::tasks::Task::attention_targets`]), over the probe's queries
+    /// own generator ([`tasks::Task::attention_targets`]), over the probe's queries
     /// that have any ([`crate::measures::patterns::task_target_score`]); null for tasks without
     /// targets (`file`).
     #[serde(default)]

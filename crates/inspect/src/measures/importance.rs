@@ -6,9 +6,9 @@
 
 use burn::prelude::*;
 use model::Encoder;
-use train::batch::{Batch, masked_cross_entropy};
-use train::tasks::Example;
-use train::tensor_file::HostTensor;
+use run::tensor_file::HostTensor;
+use tasks::Example;
+use tasks::batch::{Batch, masked_cross_entropy};
 
 /// Sequences per batch of the gradient: the absolute value is taken per batch, so smaller
 /// batches let gradients of opposite sign on different sequences count instead of cancel;

@@ -8,8 +8,8 @@
 use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
-use train::batch::{Accuracy, Batch, EVAL_CHUNK, masked_cross_entropy};
-use train::tasks::Example;
+use tasks::Example;
+use tasks::batch::{Accuracy, Batch, EVAL_CHUNK, masked_cross_entropy};
 
 /// `logit_lens.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,9 @@
 
 use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId};
-use train::batch::Batch;
-use train::tasks::Example;
-use train::tensor_file::HostTensor;
+use run::tensor_file::HostTensor;
+use tasks::Example;
+use tasks::batch::Batch;
 
 /// Sequences per forward pass.
 const BATCH: usize = 64;

@@ -6,7 +6,7 @@
 //! nothing (Kobayashi et al.'s attention to [SEP] and punctuation).
 
 use model::HeadWeights;
-use train::tensor_file::HostTensor;
+use run::tensor_file::HostTensor;
 
 use crate::load::probe::LayerProbe;
 use crate::measures::importance::pearson;

@@ -6,7 +6,7 @@
 //! TransformerLens's head detector). Plain f32 slices in, so the measures are independent of
 //! any backend.
 
-use train::tasks::AttentionPattern;
+use tasks::AttentionPattern;
 
 /// One head's attention on a probe batch: `probs[b][q][k]`, flattened row-major,
 /// `[batch, seq, seq]`, with the tokens of each sequence.
@@ -91,7 +91,7 @@ impl HeadPattern<'_> {
 }
 
 /// Mean attention mass on the exact targets of each query, `targets[b][q]` for sequence `b`
-/// (what [`train::tasks::Task::attention_targets`] gives), over the queries that have any;
+/// (what [`tasks::Task::attention_targets`] gives), over the queries that have any;
 /// `None` when none has (the file task). 1 for a head that reads exactly what solves the
 /// task; a uniform head scores the mean of `|targets| / seq`.
 pub fn task_target_score(head: &HeadPattern, targets: &[Vec<Vec<usize>>]) -> Option<f64> {

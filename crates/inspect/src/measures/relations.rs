@@ -29,10 +29,10 @@ use std::collections::BTreeMap;
 
 use burn::prelude::*;
 use model::Encoder;
+use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
-use train::batch::{Batch, mix_seed};
-use train::tasks::{Arc, Example, ParsedSentence, Relation, Task};
-use train::tensor_file::HostTensor;
+use tasks::batch::{Batch, mix_seed};
+use tasks::{Arc, Example, ParsedSentence, Relation, Task};
 
 /// Sentences scored per report: enough arcs of every relation for fractions to about two
 /// points (a relation on a quarter of 512 sentences still has over 100 arcs).
@@ -462,7 +462,7 @@ fn best_head(
 
 #[cfg(test)]
 mod tests {
-    use train::tasks::Arc;
+    use tasks::Arc;
 
     use super::*;
 

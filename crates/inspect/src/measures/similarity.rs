@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
-use train::tensor_file::HostTensor;
 
 use crate::load::probe::LayerProbe;
 

@@ -14,10 +14,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use run::snapshot::{SnapshotError, list_snapshots};
+use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
-use train::snapshot::{SnapshotError, list_snapshots};
-use train::tasks::Task;
-use train::tensor_file::HostTensor;
+use tasks::Task;
 
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;

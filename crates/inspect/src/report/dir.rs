@@ -1,4 +1,4 @@
-//! The report directory, `inspect`'s counterpart of [`train::RunDir`]: one table
+//! The report directory, `inspect`'s counterpart of [`run::RunDir`]: one table
 //! ([`FILES`]) names every file a report may hold, with what it holds and when it is
 //! written; [`ReportDir`] writes and reads each of them as a typed value, and knows when a
 //! report is complete. `inspect` writes through it, `sweep` reads through it, the page's
@@ -491,7 +491,7 @@ impl ReportDir {
     }
 
     /// A run's report at its default place, `RUN/inspect`.
-    pub fn of_run(run: &train::RunDir) -> Self {
+    pub fn of_run(run: &run::RunDir) -> Self {
         Self::new(run.report_dir())
     }
 
@@ -574,7 +574,7 @@ impl ReportDir {
     /// Writes `bytes` into the report's file `name` atomically and returns its path.
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, WriteError> {
         let path = self.path(name);
-        train::atomic::write_atomic(&path, bytes).map_err(|error| WriteError {
+        run::atomic::write_atomic(&path, bytes).map_err(|error| WriteError {
             path: path.clone(),
             error,
         })?;
@@ -593,7 +593,7 @@ impl ReportDir {
     }
 }
 
-/// Removes from `dir` the files named as [`train::atomic::write_atomic`] names its temporary
+/// Removes from `dir` the files named as [`run::atomic::write_atomic`] names its temporary
 /// files, `.NAME.tmp-PID`, whose process no longer runs (a writer that was killed). Those of a
 /// live process are another `inspect` at work and stay. Only Linux tells which processes run
 /// (`/proc`); elsewhere nothing is removed.

@@ -1,7 +1,7 @@
 //! Why a report could not be written.
 
-use train::snapshot::SnapshotError;
-use train::tensor_file::TensorFileError;
+use run::snapshot::SnapshotError;
+use run::tensor_file::TensorFileError;
 
 use crate::circuits::CircuitError;
 use crate::draw::figures::FigureError;

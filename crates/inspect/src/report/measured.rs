@@ -5,9 +5,8 @@
 use std::collections::BTreeMap;
 
 use burn::module::Module;
-use train::snapshot::head_tensors;
-use train::tensor_file::HostTensor;
-use train::trainer::eval_examples;
+use run::snapshot::head_tensors;
+use run::tensor_file::HostTensor;
 
 use crate::circuits::{Circuits, rollout};
 use crate::interventions::ablation::ablation_drops;
@@ -25,9 +24,9 @@ use crate::measures::logit_lens::{LogitLens, logit_lens};
 use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::trajectories::{self, Trajectories};
-use crate::report::ReportOptions;
 use crate::report::dir::ReportContents;
 use crate::report::error::ReportError;
+use crate::report::options::ReportOptions;
 use crate::report::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 
 /// Everything the report measures.
@@ -102,7 +101,7 @@ pub fn measure(
     if let Some(relations) = relations.as_mut() {
         relation_ablation::add_relation_ablation(relations, task, model, config.seed, device);
     }
-    let eval = eval_examples(config, task);
+    let eval = config.eval_examples(task);
     let (mut heads, eval_token_acc) =
         measure_heads(loaded, &eval, probe, &layers, &circuits, relations.as_ref());
     let drops = ablation_drops(model, &eval, device);

@@ -9,17 +9,20 @@ pub mod dir;
 pub mod error;
 pub mod figures;
 pub mod measured;
+pub mod options;
 pub mod pages;
 pub mod summary;
+
+pub use options::ReportOptions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use train::tensor_file::{HostTensor, write_tensors};
+use run::tensor_file::{HostTensor, write_tensors};
 
 use crate::circuits::Circuits;
 use crate::interventions::patching::Patching;
-use crate::interventions::pruning::{self, Pruning};
+use crate::interventions::pruning::Pruning;
 use crate::load::probe::Probe;
 use crate::load::run::LoadedRun;
 use crate::measures::divergence::DivergencePoint;
@@ -60,31 +63,6 @@ pub struct Report {
     pub patching: Option<Patching>,
     /// The files written.
     pub files: Vec<PathBuf>,
-}
-
-/// What a report measures beyond the defaults.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ReportOptions {
-    /// Sequences in the probe batch.
-    pub probe_size: usize,
-    /// Accuracy a pruned model may lose and still count as solving the task (0.01: one
-    /// point).
-    pub prune_tolerance: f64,
-    /// Activation patching on the task's minimal pairs (`patching.json`).
-    pub patching: bool,
-    /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
-    pub svg: bool,
-}
-
-impl Default for ReportOptions {
-    fn default() -> Self {
-        Self {
-            probe_size: 64,
-            prune_tolerance: pruning::DEFAULT_TOLERANCE,
-            patching: true,
-            svg: false,
-        }
-    }
 }
 
 /// Measures every head of `loaded` on a probe batch and writes the report into `out`.

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use train::tensor_file::HostTensor;
+use run::tensor_file::HostTensor;
 
 use crate::draw::explore::{self, ExploreInput, QkWeights};
 use crate::draw::{figures, html};

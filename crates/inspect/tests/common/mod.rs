@@ -7,7 +7,8 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use train::{Progress, RunConfig, TrainOptions};
+use run::RunConfig;
+use train::{Progress, TrainOptions};
 
 /// Trains the config at `config` (with `--set`-style `overrides`) into `run_dir`, quietly.
 pub fn train_run(config: &Path, overrides: &[&str], run_dir: &Path) {
@@ -48,7 +49,7 @@ pub fn hand_built_run(
     dir: &Path,
     config_text: &str,
     wire: impl FnOnce(&mut model::Encoder, &burn::tensor::Device),
-) -> (inspect::load::run::LoadedRun, train::run_dir::RunLock) {
+) -> (inspect::load::run::LoadedRun, run::dir::RunLock) {
     let config_path = dir.join("config.toml");
     std::fs::write(&config_path, config_text).unwrap();
     let run = RunConfig::from_toml(&config_path)
@@ -58,7 +59,7 @@ pub fn hand_built_run(
     let device = burn::tensor::Device::flex();
     let mut model = run.config.model.init(&run.io, &device).unwrap();
     wire(&mut model, &device);
-    let (run_dir, lock) = train::RunDir::create(&dir.join("run"), &run, false, "test").unwrap();
+    let (run_dir, lock) = run::RunDir::create(&dir.join("run"), &run, false, "test").unwrap();
     let weights = Path::new("hand-built").to_path_buf();
     let loaded = inspect::load::run::LoadedRun::from_model(run_dir, run, model, weights);
     (loaded, lock)

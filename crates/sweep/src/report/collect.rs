@@ -18,10 +18,10 @@ use inspect::measures::relations::Relations;
 use inspect::report::dir::ReportDir;
 use inspect::report::summary::Summary;
 use model::HeadId;
+use run::RunDir;
+use run::metrics::MetricsRecord;
 use serde::Serialize;
-use train::RunDir;
-use train::metrics::MetricsRecord;
-use train::tasks::WordClass;
+use tasks::WordClass;
 
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::{RunState, SweepOut, run_state};

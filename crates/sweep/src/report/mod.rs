@@ -122,7 +122,7 @@ fn sweep_points<'a>(
 }
 
 fn write_file(path: &Path, text: &str) -> anyhow::Result<PathBuf> {
-    train::atomic::write_atomic(path, text.as_bytes())
+    run::atomic::write_atomic(path, text.as_bytes())
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     Ok(path.to_path_buf())
 }

@@ -47,7 +47,7 @@ pub fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// The complete checkpoints of the run in `dir`, newest first; none when `dir` is not (yet)
 /// a run that opens.
 pub fn checkpoints(dir: &Path) -> Vec<(usize, PathBuf)> {
-    train::RunDir::open(dir)
-        .map(|run| train::checkpoint::list(&run))
+    run::RunDir::open(dir)
+        .map(|run| run::checkpoint::list(&run))
         .unwrap_or_default()
 }

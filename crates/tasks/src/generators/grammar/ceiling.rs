@@ -18,10 +18,11 @@ use std::collections::HashMap;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
+use super::common_words::Number;
 use super::lexicon::{CLASSES, NounClass};
-use super::{GrammarTask, MASK, Number, VerbChoice, VerbKind};
+use super::task::{GrammarTask, MASK, MAX_ADJECTIVES, VerbChoice, VerbKind};
+use crate::words::{ClassCeiling, Inflection, WordClass};
 
 /// Where each constituent can end: `ends[e]` is the probability that it covers the words
 /// from its start up to (not including) `e`.
@@ -29,60 +30,6 @@ type Ends = Vec<f64>;
 
 /// A masked input: the word at each position, `None` where it is masked.
 pub type Observed = [Option<u32>];
-
-/// The word classes the ceiling is reported for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WordClass {
-    /// `the`, `some`, `a`, ...
-    Determiner,
-    /// Nouns, both numbers.
-    Noun,
-    /// Transitive and intransitive verbs, both forms.
-    Verb,
-    /// Adjectives.
-    Adjective,
-    /// Prepositions.
-    Preposition,
-    /// The relative pronoun `that`.
-    Relative,
-}
-
-impl WordClass {
-    /// Every class, in report order.
-    pub const ALL: [WordClass; 6] = [
-        WordClass::Determiner,
-        WordClass::Noun,
-        WordClass::Verb,
-        WordClass::Adjective,
-        WordClass::Preposition,
-        WordClass::Relative,
-    ];
-}
-
-/// A noun's or verb's grammatical number, and the same word in the other number: what an
-/// agreement test compares (`runs` against `run` after a singular subject).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Inflection {
-    /// Whether the word is the plural form.
-    pub plural: bool,
-    /// The id of the same noun or verb in the other number.
-    pub other_number: u32,
-}
-
-/// The ceiling of one word class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClassCeiling {
-    /// The class of the masked (true) word.
-    pub class: WordClass,
-    /// Masked words of the class in the sample.
-    pub masked: usize,
-    /// The Bayes-optimal predictor's expected accuracy on them.
-    pub accuracy: f64,
-    /// Its standard error over the sample (the spread of the per-word chance of being right
-    /// over the square root of their number).
-    pub standard_error: f64,
-}
 
 /// What a noun phrase's ends depend on: its number, clause depth, whether it may take a PP,
 /// the classes a verb selects for it (a bit mask), and where it starts.
@@ -255,7 +202,7 @@ impl<'a> Inside<'a> {
         let task = self.task;
         let a = task.spec.adjective_prob;
         let adjectives = &task.adjectives;
-        let max = super::MAX_ADJECTIVES.min(adjectives.len());
+        let max = MAX_ADJECTIVES.min(adjectives.len());
         let mut runs = vec![(0, 1.0 - a)];
         if max == 0 {
             return vec![(0, 1.0)];

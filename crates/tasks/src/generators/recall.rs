@@ -6,8 +6,11 @@ use rand::seq::index;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::pairs::{MAX_TRIES, MinimalPair, PairKind};
-use super::{AttentionPattern, Example, TaskError, TaskImpl};
+use crate::error::TaskError;
+use crate::example::Example;
+use crate::generator::Generator;
+use crate::pairs::{MAX_TRIES, MinimalPair, PairKind};
+use crate::pattern::AttentionPattern;
 
 /// Size of the associative-recall task. Sequences are `k1 v1 ... kn vn q1 ... qm`, so
 /// `seq_len = 2 * n_pairs + n_queries`.
@@ -37,7 +40,7 @@ impl Default for RecallSpec {
 
 /// Random key/value pairs with distinct keys, followed by queries of those keys.
 #[derive(Debug, Clone)]
-pub(super) struct RecallTask {
+pub(crate) struct RecallTask {
     n_pairs: usize,
     n_queries: usize,
     n_keys: u32,
@@ -45,26 +48,26 @@ pub(super) struct RecallTask {
 }
 
 impl RecallTask {
-    pub(super) fn new(spec: &RecallSpec) -> Result<Self, TaskError> {
+    pub(crate) fn new(spec: &RecallSpec) -> Result<Self, TaskError> {
         let RecallSpec {
             n_pairs,
             n_queries,
             n_keys,
             n_values,
         } = *spec;
-        super::check_size("n_pairs", n_pairs, 1)?;
-        super::check_size("n_queries", n_queries, 1)?;
+        crate::error::check_size("n_pairs", n_pairs, 1)?;
+        crate::error::check_size("n_queries", n_queries, 1)?;
         if n_keys < n_pairs {
             let expected = format!("n_keys >= n_pairs ({n_pairs}) so every pair has its own key");
-            return Err(super::out_of_range("n_keys", n_keys, expected));
+            return Err(crate::error::out_of_range("n_keys", n_keys, expected));
         }
-        super::check_size("n_keys", n_keys, 1)?;
-        super::check_size("n_values", n_values, 1)?;
+        crate::error::check_size("n_keys", n_keys, 1)?;
+        crate::error::check_size("n_values", n_values, 1)?;
         Ok(Self {
             n_pairs,
             n_queries,
-            n_keys: super::to_id(n_keys),
-            n_values: super::to_id(n_values),
+            n_keys: crate::error::to_id(n_keys),
+            n_values: crate::error::to_id(n_values),
         })
     }
 }
@@ -123,7 +126,7 @@ impl RecallTask {
     }
 }
 
-impl TaskImpl for RecallTask {
+impl Generator for RecallTask {
     fn input_vocab(&self) -> usize {
         (self.n_keys + self.n_values) as usize
     }
@@ -139,7 +142,7 @@ impl TaskImpl for RecallTask {
     fn sample(&self, rng: &mut ChaCha8Rng) -> Example {
         let keys: Vec<u32> = index::sample(rng, self.n_keys as usize, self.n_pairs)
             .into_iter()
-            .map(super::to_id)
+            .map(crate::error::to_id)
             .collect();
         let values: Vec<u32> = (0..self.n_pairs)
             .map(|_| rng.random_range(0..self.n_values))

@@ -7,8 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sequence::SequenceSpec;
 use super::sequence::{SequenceRule, SequenceTask};
-use super::{AttentionPattern, SequenceSpec, TaskError};
+use crate::error::TaskError;
+use crate::pattern::AttentionPattern;
 
 /// How the two neighbours make the target.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +51,7 @@ impl Default for NeighborsSpec {
 
 impl NeighborsSpec {
     /// The task this spec describes.
-    pub(super) fn task(&self) -> Result<SequenceTask<NeighborsRule>, TaskError> {
+    pub(crate) fn task(&self) -> Result<SequenceTask<NeighborsRule>, TaskError> {
         let sizes = SequenceSpec {
             seq_len: self.seq_len,
             vocab_size: self.vocab_size,
@@ -64,7 +66,7 @@ impl NeighborsSpec {
 /// The target combines the two neighbours, with 0 standing in for the missing neighbour at
 /// either end.
 #[derive(Debug, Clone)]
-pub(super) struct NeighborsRule {
+pub(crate) struct NeighborsRule {
     combine: Combine,
 }
 
@@ -108,7 +110,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
-    use crate::tasks::{Example, Task, TaskConfig};
+    use crate::{Example, Task, TaskConfig};
 
     fn task(seq_len: usize, vocab_size: usize) -> Task {
         with_combine(seq_len, vocab_size, Combine::Sum)

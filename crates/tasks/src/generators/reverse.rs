@@ -1,12 +1,12 @@
 //! The reverse task: the target at position i is the input at the mirrored position
 //! `len - 1 - i`, so a head on the anti-diagonal solves it.
 
-use super::AttentionPattern;
 use super::sequence::SequenceRule;
+use crate::pattern::AttentionPattern;
 
 /// The target is the input reversed.
 #[derive(Debug, Clone)]
-pub(super) struct ReverseRule;
+pub(crate) struct ReverseRule;
 
 impl SequenceRule for ReverseRule {
     fn target(&self, input: &[u32], _vocab: u32) -> Vec<u32> {
@@ -30,7 +30,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use crate::tasks::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
+    use crate::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
 
     fn task(seq_len: usize) -> Task {
         let spec = SequenceSpec {

@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use crate::atomic::{remove_dir_atomic, write_atomic};
 use crate::config::{ConfigError, ResolvedRun, RunConfig};
 use crate::metrics::{self, MetricsRecord};
-use crate::tasks::TaskConfig;
+use tasks::TaskConfig;
 
 /// Exit status of `train` when another process holds the run ([`RunDirError::Locked`]):
 /// nothing was done and nothing is wrong, so try again later (EX_TEMPFAIL of sysexits.h).

@@ -10,7 +10,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{AttentionPattern, Example, TaskError, TaskImpl};
+use crate::error::TaskError;
+use crate::example::Example;
+use crate::generator::Generator;
+use crate::pattern::AttentionPattern;
 
 /// Where to find a JSONL dataset and how to split it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,7 +40,7 @@ const SPLIT_SEED: u64 = 0x0068_6561_646c_6162; // "headlab" in ASCII
 
 /// A loaded dataset. The splits are shared, so cloning a task does not copy the records.
 #[derive(Debug, Clone)]
-pub(super) struct FileTask {
+pub(crate) struct FileTask {
     train: Arc<[Example]>,
     eval: Arc<[Example]>,
     seq_len: usize,
@@ -46,7 +49,7 @@ pub(super) struct FileTask {
 }
 
 impl FileTask {
-    pub(super) fn load(spec: &FileSpec, base_dir: &Path) -> Result<Self, TaskError> {
+    pub(crate) fn load(spec: &FileSpec, base_dir: &Path) -> Result<Self, TaskError> {
         // Before reading: a bad spec is named even when the file is missing too.
         check_spec(spec)?;
         let path = base_dir.join(&spec.path);
@@ -58,7 +61,7 @@ impl FileTask {
     }
 
     /// The task from the dataset's text, already read from `path` (named in messages).
-    pub(super) fn from_text(spec: &FileSpec, path: &Path, text: &str) -> Result<Self, TaskError> {
+    pub(crate) fn from_text(spec: &FileSpec, path: &Path, text: &str) -> Result<Self, TaskError> {
         check_spec(spec)?;
         let path = path.to_path_buf();
         let records = parse_records(text, &path, spec.vocab_size)?;
@@ -99,14 +102,14 @@ fn check_spec(spec: &FileSpec) -> Result<(), TaskError> {
     let eval_fraction = spec.eval_fraction;
     if !(eval_fraction > 0.0 && eval_fraction < 1.0) {
         let expected = "0 < eval_fraction < 1".to_owned();
-        return Err(super::out_of_range(
+        return Err(crate::error::out_of_range(
             "eval_fraction",
             eval_fraction,
             expected,
         ));
     }
     if let Some(vocab_size) = spec.vocab_size {
-        super::check_size("vocab_size", vocab_size, 1)?;
+        crate::error::check_size("vocab_size", vocab_size, 1)?;
     }
     Ok(())
 }
@@ -202,7 +205,7 @@ fn check_vocab(
 fn check_id_bound(record: &Example, path: &Path, line: usize) -> Result<(), TaskError> {
     // Ids size the embedding and the output layer: an id of 4e9 (a typo, say) would ask
     // for a table of 4e9 rows. They stay within the generators' bound.
-    let max = super::MAX_SIZE;
+    let max = crate::error::MAX_SIZE;
     let input_at = record.input.iter().position(|&t| t as usize >= max);
     let target_at = record
         .target
@@ -244,7 +247,7 @@ fn split(records: Vec<Example>, eval_fraction: f64) -> (Vec<Example>, Vec<Exampl
     (strip(train), strip(eval))
 }
 
-impl TaskImpl for FileTask {
+impl Generator for FileTask {
     fn input_vocab(&self) -> usize {
         self.input_vocab
     }

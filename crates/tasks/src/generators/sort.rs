@@ -1,12 +1,12 @@
 //! The sort task: the target is the input sorted ascending. No single attention pattern solves
 //! it, so it lists none.
 
-use super::AttentionPattern;
 use super::sequence::{SequenceRule, positions_of};
+use crate::pattern::AttentionPattern;
 
 /// The target is the input in ascending order.
 #[derive(Debug, Clone)]
-pub(super) struct SortRule;
+pub(crate) struct SortRule;
 
 impl SequenceRule for SortRule {
     fn target(&self, input: &[u32], _vocab: u32) -> Vec<u32> {
@@ -36,7 +36,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use crate::tasks::{Example, SequenceSpec, Task, TaskConfig};
+    use crate::{Example, SequenceSpec, Task, TaskConfig};
 
     fn task() -> Task {
         let spec = SequenceSpec {

@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::sequence::SequenceSpec;
 use super::sequence::{SequenceRule, SequenceTask};
-use super::{AttentionPattern, SequenceSpec, TaskError};
+use crate::error::TaskError;
+use crate::pattern::AttentionPattern;
 
 /// Size of the shift task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +37,7 @@ impl Default for ShiftSpec {
 
 impl ShiftSpec {
     /// The task this spec describes, once `shift` fits the sequence.
-    pub(super) fn task(&self) -> Result<SequenceTask<ShiftRule>, TaskError> {
+    pub(crate) fn task(&self) -> Result<SequenceTask<ShiftRule>, TaskError> {
         let ShiftSpec {
             seq_len,
             vocab_size,
@@ -48,7 +50,7 @@ impl ShiftSpec {
         let task = SequenceTask::new(&sizes, ShiftRule { shift })?;
         if shift == 0 || shift >= seq_len {
             let expected = format!("1 <= shift < seq_len ({seq_len})");
-            return Err(super::out_of_range("shift", shift, expected));
+            return Err(crate::error::out_of_range("shift", shift, expected));
         }
         Ok(task)
     }
@@ -57,7 +59,7 @@ impl ShiftSpec {
 /// The target is the input delayed by `shift`; the input vocabulary size is the blank class
 /// for positions with nothing `shift` positions before them.
 #[derive(Debug, Clone)]
-pub(super) struct ShiftRule {
+pub(crate) struct ShiftRule {
     shift: usize,
 }
 
@@ -103,7 +105,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
-    use crate::tasks::{Example, Task, TaskConfig};
+    use crate::{Example, Task, TaskConfig};
 
     fn build(spec: ShiftSpec) -> Result<Task, TaskError> {
         TaskConfig::Shift(spec).build(Path::new("."))

@@ -14,7 +14,7 @@ use model::Encoder;
 use serde::{Deserialize, Serialize};
 
 use crate::atomic::{create_dir_atomic, remove_dir_atomic};
-use crate::run_dir::RunDir;
+use crate::dir::RunDir;
 
 /// What a checkpoint records besides tensors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,12 +1,12 @@
 //! The copy task: the target at every position is the input token there, so a head attending
 //! to its own position solves it.
 
-use super::AttentionPattern;
 use super::sequence::SequenceRule;
+use crate::pattern::AttentionPattern;
 
 /// The target is the input itself.
 #[derive(Debug, Clone)]
-pub(super) struct CopyRule;
+pub(crate) struct CopyRule;
 
 impl SequenceRule for CopyRule {
     fn target(&self, input: &[u32], _vocab: u32) -> Vec<u32> {
@@ -30,7 +30,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use crate::tasks::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
+    use crate::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
 
     fn task(seq_len: usize, vocab_size: usize) -> Task {
         let spec = SequenceSpec {

@@ -7,7 +7,8 @@ use model::{AttentionMask, EncoderInput};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::tasks::{Example, Task};
+use crate::example::Example;
+use crate::task::Task;
 
 /// Sequences per evaluation forward pass: bounds the memory of evaluating a large set.
 pub const EVAL_CHUNK: usize = 256;

@@ -6,8 +6,11 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::pairs::{MAX_TRIES, MinimalPair, PairKind};
-use super::{AttentionPattern, Example, TaskError, TaskImpl};
+use crate::error::TaskError;
+use crate::example::Example;
+use crate::generator::Generator;
+use crate::pairs::{MAX_TRIES, MinimalPair, PairKind};
+use crate::pattern::AttentionPattern;
 
 /// Size of a task over plain random sequences.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,16 +34,16 @@ impl Default for SequenceSpec {
 impl SequenceSpec {
     /// Returns the vocabulary size as a token bound once both sizes are accepted.
     fn validate(&self) -> Result<u32, TaskError> {
-        super::check_size("seq_len", self.seq_len, 1)?;
+        crate::error::check_size("seq_len", self.seq_len, 1)?;
         // A single token would make every target constant.
-        super::check_size("vocab_size", self.vocab_size, 2)?;
-        Ok(super::to_id(self.vocab_size))
+        crate::error::check_size("vocab_size", self.vocab_size, 2)?;
+        Ok(crate::error::to_id(self.vocab_size))
     }
 }
 
 /// What makes one sequence task its own: the target of an input, and the attention that
 /// solves it. The input is always uniform random tokens, drawn by [`SequenceTask`].
-pub(super) trait SequenceRule {
+pub(crate) trait SequenceRule {
     /// The class at every position of `input`, whose tokens are below `vocab`.
     fn target(&self, input: &[u32], vocab: u32) -> Vec<u32>;
 
@@ -60,14 +63,14 @@ pub(super) trait SequenceRule {
 /// Uniform random sequences of `seq_len` tokens below `vocab`, every position scored with
 /// the target its rule gives.
 #[derive(Debug, Clone)]
-pub(super) struct SequenceTask<R> {
+pub(crate) struct SequenceTask<R> {
     seq_len: usize,
     vocab: u32,
     rule: R,
 }
 
 impl<R: SequenceRule> SequenceTask<R> {
-    pub(super) fn new(spec: &SequenceSpec, rule: R) -> Result<Self, TaskError> {
+    pub(crate) fn new(spec: &SequenceSpec, rule: R) -> Result<Self, TaskError> {
         let vocab = spec.validate()?;
         Ok(Self {
             seq_len: spec.seq_len,
@@ -77,7 +80,7 @@ impl<R: SequenceRule> SequenceTask<R> {
     }
 }
 
-impl<R: SequenceRule> TaskImpl for SequenceTask<R> {
+impl<R: SequenceRule> Generator for SequenceTask<R> {
     fn input_vocab(&self) -> usize {
         self.vocab as usize
     }
@@ -138,6 +141,6 @@ impl<R: SequenceRule> TaskImpl for SequenceTask<R> {
 }
 
 /// The positions of `input` holding `token`, ascending.
-pub(super) fn positions_of(input: &[u32], token: u32) -> Vec<usize> {
+pub(crate) fn positions_of(input: &[u32], token: u32) -> Vec<usize> {
     (0..input.len()).filter(|&j| input[j] == token).collect()
 }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Example;
+use crate::example::Example;
 
 /// How many draws a generator may try before it gives up on a pair (a rule whose answer the
 /// changed token does not move, say a sort with the token twice).

@@ -1,12 +1,12 @@
 //! The histogram task: the target at each position is how many positions (itself included)
 //! hold the same token, which a head attending to same-token positions can count.
 
-use super::AttentionPattern;
 use super::sequence::{SequenceRule, positions_of};
+use crate::pattern::AttentionPattern;
 
 /// The target counts each token's occurrences.
 #[derive(Debug, Clone)]
-pub(super) struct HistogramRule;
+pub(crate) struct HistogramRule;
 
 impl SequenceRule for HistogramRule {
     fn target(&self, input: &[u32], vocab: u32) -> Vec<u32> {
@@ -41,7 +41,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    use crate::tasks::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
+    use crate::{AttentionPattern, Example, SequenceSpec, Task, TaskConfig};
 
     fn task(seq_len: usize, vocab_size: usize) -> Task {
         let spec = SequenceSpec {

@@ -24,20 +24,20 @@ use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
 use model::seed_stack::{DropoutShape, LayerDropout, SeedStack, StackInput};
 
-use super::{
-    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
-    first_difference, optimizer, stop_requested,
-};
-use crate::backend::BackendKind;
-use crate::batch::{Batch, mix_seed, training_examples, weighted_log_likelihood};
-use crate::config::ResolvedRun;
-use crate::metrics::MetricsRecord;
 use crate::optim_stack::{self, ParamLayout};
 use crate::schedule::learning_rate;
 use crate::step::{StepGradients, scored_positions, shard_ranges, sharded_gradients};
-use crate::stop::StopSignal;
-use crate::tasks::Example;
-use crate::weights;
+use crate::trainer::{
+    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
+    first_difference, optimizer, stop_requested,
+};
+use run::backend::BackendKind;
+use run::config::ResolvedRun;
+use run::metrics::MetricsRecord;
+use run::stop::StopSignal;
+use run::weights;
+use tasks::Example;
+use tasks::batch::{Batch, mix_seed, training_examples, weighted_log_likelihood};
 
 /// Where and how to run a group.
 #[derive(Debug, Clone)]
@@ -425,7 +425,7 @@ fn build_stack(
 
 /// The AdamW of a seed stack: the run's, without gradient clipping, which is per seed
 /// ([`clip_per_seed`]) and must not see the stacked tensors as a whole.
-pub fn stack_optimizer(config: &crate::config::RunConfig) -> ModuleOptimizer {
+pub fn stack_optimizer(config: &run::config::RunConfig) -> ModuleOptimizer {
     AdamWConfig::new()
         .with_weight_decay(config.train.weight_decay as f32)
         .init()
@@ -434,7 +434,7 @@ pub fn stack_optimizer(config: &crate::config::RunConfig) -> ModuleOptimizer {
 /// Per seed `[seeds][shard][layer]`, the dropout masks its own run draws at `step`: the
 /// device's generator reseeded with the seed's stream, then each shard's blocks in order.
 fn draw_dropout(
-    config: &crate::config::RunConfig,
+    config: &run::config::RunConfig,
     seeds: &[u64],
     examples: &[Vec<Example>],
     ranges: &[Range<usize>],

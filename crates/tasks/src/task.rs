@@ -1,51 +1,26 @@
-//! Toy sequence tasks: seeded generators, a JSONL-file dataset, the `[task]` config section that
-//! selects one, and the attention patterns known to solve each task.
+//! The `[task]` config section ([`TaskConfig`], tagged by `kind`) and the ready task it
+//! builds ([`Task`]), which dispatches to one generator of [`crate::generators`].
 
-mod copy;
-mod dependency;
-mod file;
-mod grammar;
-mod histogram;
-mod neighbors;
-mod pairs;
-mod pattern;
-mod recall;
-mod reverse;
-mod sequence;
-mod shift;
-mod sort;
-
-use std::fmt::Display;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use self::dependency::{Arc, ParsedSentence, Relation};
-pub use self::file::FileSpec;
-pub use self::grammar::GrammarSpec;
-pub use self::grammar::ceiling::{ClassCeiling, Inflection, WordClass};
-pub use self::grammar::lexicon::{Lexicon, NounClass};
-pub use self::neighbors::{Combine, NeighborsSpec};
-pub use self::pairs::{MinimalPair, PairKind};
-pub use self::pattern::AttentionPattern;
-pub use self::recall::RecallSpec;
-pub use self::sequence::SequenceSpec;
-pub use self::shift::ShiftSpec;
-
-use self::sequence::SequenceTask;
-
-/// One training or evaluation example: input tokens and one target per position.
-/// `None` targets are ignored by the loss and by accuracy (e.g. non-query positions in recall).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Example {
-    /// Input token ids, each below the task's input vocabulary.
-    pub input: Vec<u32>,
-    /// One class id per input position, or `None` where the position is not scored.
-    pub target: Vec<Option<u32>>,
-}
+use crate::dependency::ParsedSentence;
+use crate::error::TaskError;
+use crate::example::Example;
+use crate::generator::Generator;
+use crate::generators::file::{self, FileSpec};
+use crate::generators::grammar::{self, GrammarSpec};
+use crate::generators::neighbors::{self, NeighborsSpec};
+use crate::generators::recall::{self, RecallSpec};
+use crate::generators::sequence::{SequenceSpec, SequenceTask};
+use crate::generators::shift::{self, ShiftSpec};
+use crate::generators::{copy, histogram, reverse, sort};
+use crate::pairs::{MinimalPair, PairKind};
+use crate::pattern::AttentionPattern;
+use crate::words::{ClassCeiling, Inflection, WordClass};
 
 /// The `[task]` section of a config file, tagged by `kind`:
 /// copy | reverse | shift | neighbors | sort | histogram | recall | grammar | file.
@@ -71,126 +46,6 @@ pub enum TaskConfig {
     Grammar(GrammarSpec),
     /// Examples read from a JSONL file.
     File(FileSpec),
-}
-
-/// Why a task config could not be turned into a task.
-#[derive(Debug, thiserror::Error)]
-pub enum TaskError {
-    /// A size or fraction in the `[task]` section is outside its accepted range.
-    #[error("task.{field} = {value} is out of range: expected {expected}")]
-    OutOfRange {
-        /// The offending key inside `[task]`.
-        field: &'static str,
-        /// The value found, as written.
-        value: String,
-        /// The accepted range, e.g. "1 <= shift < seq_len (12)".
-        expected: String,
-    },
-    /// The dataset file could not be opened or read as UTF-8 text.
-    #[error(
-        "cannot read task.path {path}: {error}; expected a JSONL file, one \
-         {{\"input\": [..], \"target\": [..]}} object per line (a relative path is resolved \
-         against the current directory)"
-    )]
-    Read {
-        /// The dataset file, after resolving it against the config's directory.
-        path: PathBuf,
-        /// What the operating system reported.
-        error: std::io::Error,
-    },
-    /// The dataset file holds no records (it is empty or only has blank lines).
-    #[error(
-        "{path} holds no records: expected one JSON object per line, \
-         like {{\"input\": [0, 1], \"target\": [1, null]}}"
-    )]
-    NoRecords {
-        /// The dataset file.
-        path: PathBuf,
-    },
-    /// A line is not a JSON object with exactly the fields `input` and `target`.
-    #[error(
-        "{path} line {line}, column {column}: {message}; expected an object with exactly the \
-         fields \"input\" (token ids) and \"target\" (class ids or null)"
-    )]
-    Parse {
-        /// The dataset file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// 1-based column within the line where parsing failed.
-        column: usize,
-        /// The JSON parser's description of the problem.
-        message: String,
-    },
-    /// A record's input and target differ in length.
-    #[error(
-        "{path} line {line}: input has {input_len} tokens but target has {target_len}; \
-         they must be the same length"
-    )]
-    LengthMismatch {
-        /// The dataset file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// Length of `input`.
-        input_len: usize,
-        /// Length of `target`.
-        target_len: usize,
-    },
-    /// A record has no tokens at all.
-    #[error("{path} line {line}: input is empty; every record needs at least one token")]
-    EmptySequence {
-        /// The dataset file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-    },
-    /// An input token is not below the configured `vocab_size`.
-    #[error(
-        "{path} line {line}: input token {token} at position {position} is out of range: \
-         expected tokens below task.vocab_size ({vocab_size})"
-    )]
-    TokenOutOfVocab {
-        /// The dataset file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// 0-based position of the token within the record.
-        position: usize,
-        /// The offending token id.
-        token: u32,
-        /// The configured vocabulary size.
-        vocab_size: usize,
-    },
-    /// An input token or target class id beyond what headlab accepts.
-    #[error(
-        "{path} line {line}: {what} {id} at position {position} is out of range: expected ids \
-         below {max}, which sizes the model's tables",
-        max = MAX_SIZE
-    )]
-    IdTooLarge {
-        /// The dataset file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// "input token" or "target class".
-        what: &'static str,
-        /// 0-based position within the record.
-        position: usize,
-        /// The offending id.
-        id: u32,
-    },
-    /// The file has a single record, leaving nothing to split into train and eval.
-    #[error(
-        "{path} holds only {count} record; at least 2 are needed so one can be held out \
-         for evaluation"
-    )]
-    TooFewRecords {
-        /// The dataset file.
-        path: PathBuf,
-        /// Number of records found.
-        count: usize,
-    },
 }
 
 impl TaskConfig {
@@ -307,7 +162,7 @@ enum TaskKind {
 }
 
 impl Task {
-    fn inner(&self) -> &dyn TaskImpl {
+    fn inner(&self) -> &dyn Generator {
         match &self.kind {
             TaskKind::Copy(task) => task,
             TaskKind::Reverse(task) => task,
@@ -385,7 +240,7 @@ impl Task {
     /// A name per input token id (`0..input_vocab`) for tasks whose tokens are words
     /// (`grammar`); `None` for tasks of numbers, whose ids are their names.
     pub fn token_names(&self) -> Option<Vec<String>> {
-        self.inner().token_names()
+        self.inner().words().map(|words| words.token_names())
     }
 
     /// `size` minimal pairs ([`MinimalPair`]) of `kind` drawn from a ChaCha8Rng seeded with
@@ -393,7 +248,7 @@ impl Task {
     /// (its [`Task::attention_targets`]) changed to another, for recall a queried key's value
     /// changed. Route pairs: recall's queried key swapped with another. Empty for tasks
     /// without pairs of that kind (`grammar` and `file` have none). Fewer than `size` only if
-    /// a generator found none in [`pairs::MAX_TRIES`] draws.
+    /// a generator found none in [`crate::pairs::MAX_TRIES`] draws.
     pub fn minimal_pairs(&self, kind: PairKind, size: usize, seed: u64) -> Vec<MinimalPair> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         (0..size)
@@ -405,104 +260,41 @@ impl Task {
     /// `seed`; empty for tasks without syntax (every task but `grammar`). For `grammar`,
     /// sentence i is example i of `eval_set(size, seed)` before masking.
     pub fn parsed_sentences(&self, size: usize, seed: u64) -> Vec<ParsedSentence> {
-        self.inner().parsed_sentences(size, seed)
+        self.inner()
+            .words()
+            .map_or_else(Vec::new, |words| words.parsed_sentences(size, seed))
     }
 
     /// For word tasks (`grammar`): the accuracy of the Bayes-optimal predictor (which knows
     /// the grammar) per class of masked word, on the examples of `eval_set(size, seed)`, the
     /// ceiling a model's accuracy is read against ([`ClassCeiling`]); empty for other tasks.
     pub fn ceiling(&self, size: usize, seed: u64) -> Vec<ClassCeiling> {
-        self.inner().ceiling(size, seed)
+        self.inner()
+            .words()
+            .map_or_else(Vec::new, |words| words.ceiling(size, seed))
     }
 
     /// The word class of token `id` for word tasks; `None` for other tasks and for
     /// `<pad>` and `<mask>`.
     pub fn word_class(&self, id: u32) -> Option<WordClass> {
-        self.inner().word_class(id)
+        self.inner().words()?.word_class(id)
     }
 
     /// For word tasks: a noun's or verb's number and its form in the other number
     /// ([`Inflection`]); `None` for other tokens and other tasks.
     pub fn inflection(&self, id: u32) -> Option<Inflection> {
-        self.inner().inflection(id)
+        self.inner().words()?.inflection(id)
     }
 
     /// The id of the mask token of word tasks (what a masked word reads as).
-    pub const MASK_TOKEN: u32 = 1;
-}
-
-/// What every task variant provides; [`Task`] dispatches to it.
-trait TaskImpl {
-    fn input_vocab(&self) -> usize;
-    fn output_vocab(&self) -> usize;
-    fn seq_len(&self) -> usize;
-    fn sample(&self, rng: &mut ChaCha8Rng) -> Example;
-    fn solving_patterns(&self) -> Vec<AttentionPattern>;
-    fn attention_targets(&self, input: &[u32]) -> Vec<Vec<usize>>;
-
-    fn token_names(&self) -> Option<Vec<String>> {
-        None
-    }
-
-    fn parsed_sentences(&self, _size: usize, _seed: u64) -> Vec<ParsedSentence> {
-        Vec::new()
-    }
-
-    fn ceiling(&self, _size: usize, _seed: u64) -> Vec<ClassCeiling> {
-        Vec::new()
-    }
-
-    fn word_class(&self, _id: u32) -> Option<WordClass> {
-        None
-    }
-
-    fn inflection(&self, _id: u32) -> Option<Inflection> {
-        None
-    }
-
-    fn minimal_pair(&self, _kind: PairKind, _rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
-        None
-    }
-
-    fn eval_set(&self, size: usize, seed: u64) -> Vec<Example> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        (0..size).map(|_| self.sample(&mut rng)).collect()
-    }
-}
-
-/// Largest accepted length or vocabulary size. Far beyond any toy task, it catches typos before
-/// they turn into huge allocations, and keeps every id exact in u32 and in f32.
-const MAX_SIZE: usize = 1 << 24;
-
-fn out_of_range(field: &'static str, value: impl Display, expected: String) -> TaskError {
-    TaskError::OutOfRange {
-        field,
-        value: value.to_string(),
-        expected,
-    }
-}
-
-/// Checks `min <= value <= MAX_SIZE` for the `[task]` key `field`.
-fn check_size(field: &'static str, value: usize, min: usize) -> Result<(), TaskError> {
-    if (min..=MAX_SIZE).contains(&value) {
-        Ok(())
-    } else {
-        Err(out_of_range(
-            field,
-            value,
-            format!("{min} <= {field} <= {MAX_SIZE}"),
-        ))
-    }
-}
-
-/// Converts a size already bounded by [`MAX_SIZE`] to a token id.
-fn to_id(size: usize) -> u32 {
-    u32::try_from(size).expect("sizes are validated against MAX_SIZE")
+    pub const MASK_TOKEN: u32 = crate::words::MASK_TOKEN;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::MAX_SIZE;
+    use crate::generators::neighbors::Combine;
 
     #[derive(Debug, Deserialize, Serialize)]
     struct Config {

@@ -1,170 +1,31 @@
-//! The `grammar` task: English sentences drawn from a small probabilistic grammar, each drawn
-//! together with its dependency parse, and trained as BERT-style masked-word prediction. The
-//! parses are not trained on; inspect scores heads against them ("does a head attend from a
-//! determiner to its noun?", Clark et al. 2019).
-//!
-//! # Vocabulary
-//!
-//! Id 0 is `<pad>`, id 1 is `<mask>`, then the eight determiners (`the`, `some`: either
-//! number; `a`, `every`, `this`: singular; `these`, `many`, `those`: plural), the relative
-//! pronoun `that` (never a determiner, so the word has one role), then the first `nouns`
-//! nouns (singular and plural form side by side: `dog`, `dogs`, ...), the first
-//! `transitive_verbs` transitive verbs (third person singular and plural: `sees`, `see`), the
-//! first `intransitive_verbs` intransitive verbs (`sleeps`, `sleep`), the first `adjectives`
-//! adjectives and the first `prepositions` prepositions of the built-in lists. With the
-//! defaults that is 2 + 9 + 24 + 16 + 12 + 8 + 6 = 77 tokens. The lists are ordered so that no
-//! word a default vocabulary reaches after `a` starts with a vowel; beyond the defaults
-//! "a old dog" can happen (the grammar has no `an`).
-//!
-//! # Grammar
-//!
-//! ```text
-//! S         -> NP(subject) VP
-//! NP        -> Det Adj{0,2} Noun [PP] [RelClause]
-//! VP        -> IntransVerb [PP] | TransVerb NP(object) [PP]
-//! PP        -> Prep NP                 the PP's NP takes no PP of its own
-//! RelClause -> "that" VP               only while the clause depth is below clause_depth
-//! ```
-//!
-//! Each NP draws its number (plural with `plural_prob`); its determiner and noun take that
-//! number, and so does the verb it is the subject of: the main verb agrees with the subject,
-//! a relative clause's verb with the noun the clause modifies. An NP takes a first adjective
-//! with `adjective_prob` and a second, different one with `adjective_prob` again; a PP with
-//! `pp_prob` (after a noun, or after a verb and its object); a relative clause with
-//! `relative_clause_prob`. A VP is transitive with `transitive_prob`. Recursion ends because
-//! a PP's NP has no PP and relative clauses nest at most `clause_depth` deep.
-//!
-//! # Parse
-//!
-//! The main verb is the root; every other word has exactly one arc, to a word of the same
-//! sentence: `det` (determiner -> noun), `amod` (adjective -> noun), `nsubj` (subject noun ->
-//! verb; `that` -> its clause's verb), `dobj` (object noun -> verb), `prep` (preposition ->
-//! the noun or verb its phrase attaches to), `pobj` (noun -> preposition), `relcl` (relative
-//! clause's verb -> the noun it modifies).
-//!
-//! # Examples
-//!
-//! Sentences outside `min_words..=max_words` are rejected and drawn again. Each word is then
-//! masked with probability `mask_fraction` (at least one per sentence): a masked position holds
-//! `<mask>` and its target is the word's id; every other position is unscored. Examples have
-//! the length of their sentence; [`TaskImpl::seq_len`] is `max_words`.
+//! The `grammar` task's `[task]` keys ([`GrammarSpec`]) and its generator ([`GrammarTask`]):
+//! the vocabulary built from a lexicon, sentences drawn with their parses, masking, and
+//! agreement pairs. The grammar itself is described in [`super`].
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub mod ceiling;
-pub mod lexicon;
+use crate::words::{ClassCeiling, Inflection, WordClass, Words};
 
-use self::ceiling::{ClassCeiling, Inflection, WordClass};
-
-use self::lexicon::{
+use super::lexicon::{
     CLASSED_DITRANSITIVE_VERBS, CLASSED_INTRANSITIVE_VERBS, CLASSED_NOUNS,
     CLASSED_TRANSITIVE_VERBS, CLASSES, Frame, Lexicon, NounClass,
 };
-use super::pairs::{MAX_TRIES as PAIR_TRIES, MinimalPair, PairKind};
-use super::{Arc, AttentionPattern, Example, ParsedSentence, Relation, TaskError, TaskImpl};
+use crate::dependency::Arc;
+use crate::dependency::ParsedSentence;
+use crate::dependency::Relation;
+use crate::error::TaskError;
+use crate::example::Example;
+use crate::generator::Generator;
+use crate::pairs::{MAX_TRIES as PAIR_TRIES, MinimalPair, PairKind};
+use crate::pattern::AttentionPattern;
 
-/// Nouns as (singular, plural). All animate, so that any noun can see, sleep or be seen.
-const NOUNS: [(&str, &str); 24] = [
-    ("dog", "dogs"),
-    ("cat", "cats"),
-    ("bird", "birds"),
-    ("horse", "horses"),
-    ("child", "children"),
-    ("teacher", "teachers"),
-    ("farmer", "farmers"),
-    ("king", "kings"),
-    ("queen", "queens"),
-    ("girl", "girls"),
-    ("boy", "boys"),
-    ("student", "students"),
-    ("doctor", "doctors"),
-    ("friend", "friends"),
-    ("writer", "writers"),
-    ("sailor", "sailors"),
-    ("fox", "foxes"),
-    ("wolf", "wolves"),
-    ("mouse", "mice"),
-    ("man", "men"),
-    ("woman", "women"),
-    ("baker", "bakers"),
-    ("painter", "painters"),
-    ("lawyer", "lawyers"),
-];
-
-/// Ditransitive verbs as (third person singular, plural): "gives the dog the bird".
-const DITRANSITIVE_VERBS: [(&str, &str); 6] = [
-    ("gives", "give"),
-    ("shows", "show"),
-    ("sends", "send"),
-    ("brings", "bring"),
-    ("hands", "hand"),
-    ("offers", "offer"),
-];
-
-/// Transitive verbs as (third person singular, plural).
-const TRANSITIVE_VERBS: [(&str, &str); 16] = [
-    ("sees", "see"),
-    ("likes", "like"),
-    ("follows", "follow"),
-    ("helps", "help"),
-    ("finds", "find"),
-    ("chases", "chase"),
-    ("knows", "know"),
-    ("watches", "watch"),
-    ("meets", "meet"),
-    ("loves", "love"),
-    ("visits", "visit"),
-    ("hears", "hear"),
-    ("trusts", "trust"),
-    ("calls", "call"),
-    ("pushes", "push"),
-    ("feeds", "feed"),
-];
-
-/// Intransitive verbs as (third person singular, plural).
-const INTRANSITIVE_VERBS: [(&str, &str); 12] = [
-    ("sleeps", "sleep"),
-    ("runs", "run"),
-    ("laughs", "laugh"),
-    ("sings", "sing"),
-    ("waits", "wait"),
-    ("smiles", "smile"),
-    ("jumps", "jump"),
-    ("swims", "swim"),
-    ("cries", "cry"),
-    ("dances", "dance"),
-    ("walks", "walk"),
-    ("falls", "fall"),
-];
-
-/// Adjectives; the vowel-initial ones last, so that defaults never write "a old".
-const ADJECTIVES: [&str; 16] = [
-    "big", "small", "happy", "sad", "tall", "quiet", "clever", "lazy", "brave", "young", "kind",
-    "proud", "tired", "strange", "angry", "old",
-];
-
-const PREPOSITIONS: [&str; 8] = [
-    "near", "with", "behind", "beside", "under", "above", "without", "beyond",
-];
-
-/// Determiners and the number of noun each goes with (`None`: either).
-const DETERMINERS: [(&str, Option<Number>); 8] = [
-    ("the", None),
-    ("some", None),
-    ("a", Some(Number::Singular)),
-    ("every", Some(Number::Singular)),
-    ("this", Some(Number::Singular)),
-    ("these", Some(Number::Plural)),
-    ("many", Some(Number::Plural)),
-    ("those", Some(Number::Plural)),
-];
-
-const RELATIVE_PRONOUN: &str = "that";
+use super::animate::{DITRANSITIVE_VERBS, INTRANSITIVE_VERBS, NOUNS, TRANSITIVE_VERBS};
+use super::common_words::{ADJECTIVES, DETERMINERS, Number, PREPOSITIONS, RELATIVE_PRONOUN};
 
 /// The token that fills a masked position.
-const MASK: u32 = super::Task::MASK_TOKEN;
+pub(crate) const MASK: u32 = crate::words::MASK_TOKEN;
 
 /// Longest accepted `max_words`: far beyond the defaults, and a bound on the model's positions.
 const MAX_WORDS: usize = 64;
@@ -174,7 +35,7 @@ const MAX_WORDS: usize = 64;
 const MAX_CLAUSE_DEPTH: usize = 3;
 
 /// Adjectives per noun at most, so that a noun phrase stays short.
-const MAX_ADJECTIVES: usize = 2;
+pub(crate) const MAX_ADJECTIVES: usize = 2;
 
 /// Draws per sentence before giving up on the length range (see [`GrammarTask::draw_sentence`]).
 const MAX_TRIES: usize = 1000;
@@ -189,23 +50,6 @@ const MIN_REACH_FRACTION: f64 = 0.05;
 
 /// Seeds the build-time reach check: fixed, so a config is accepted or refused every time.
 const REACH_SEED: u64 = 0x0067_7261_6d6d_6172; // "grammar" in ASCII
-
-/// Grammatical number of a noun, a verb form or a determiner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Number {
-    Singular,
-    Plural,
-}
-
-impl Number {
-    /// Index into a (singular, plural) pair.
-    fn index(self) -> usize {
-        match self {
-            Number::Singular => 0,
-            Number::Plural => 1,
-        }
-    }
-}
 
 /// The `[task]` keys of `kind = "grammar"`: how many words of each class, how long sentences
 /// are, and how often each optional part of the grammar is drawn.
@@ -302,35 +146,35 @@ impl Default for GrammarSpec {
 
 /// The grammar with its vocabulary laid out: ids of each word class, ready to draw from.
 #[derive(Debug, Clone)]
-pub(super) struct GrammarTask {
-    spec: GrammarSpec,
+pub(crate) struct GrammarTask {
+    pub(crate) spec: GrammarSpec,
     /// Every token's text, indexed by id.
-    names: Vec<&'static str>,
-    singular_determiners: Vec<u32>,
-    plural_determiners: Vec<u32>,
-    relative_pronoun: u32,
+    pub(crate) names: Vec<&'static str>,
+    pub(crate) singular_determiners: Vec<u32>,
+    pub(crate) plural_determiners: Vec<u32>,
+    pub(crate) relative_pronoun: u32,
     /// (singular, plural) ids per noun, likewise per verb.
-    nouns: Vec<[u32; 2]>,
-    transitive_verbs: Vec<[u32; 2]>,
-    intransitive_verbs: Vec<[u32; 2]>,
+    pub(crate) nouns: Vec<[u32; 2]>,
+    pub(crate) transitive_verbs: Vec<[u32; 2]>,
+    pub(crate) intransitive_verbs: Vec<[u32; 2]>,
     /// Each noun's class (classed lexicon; empty for the animate one).
-    noun_classes: Vec<NounClass>,
+    pub(crate) noun_classes: Vec<NounClass>,
     /// Each verb's frame, likewise.
-    transitive_frames: Vec<Frame>,
-    intransitive_frames: Vec<Frame>,
+    pub(crate) transitive_frames: Vec<Frame>,
+    pub(crate) intransitive_frames: Vec<Frame>,
     /// (singular, plural) ids per ditransitive verb (empty when `ditransitive_prob` is 0),
     /// and (classed lexicon) each one's frame (`object`: the direct object's classes) and
     /// its indirect object's classes.
-    ditransitive_verbs: Vec<[u32; 2]>,
-    ditransitive_frames: Vec<Frame>,
-    ditransitive_indirect: Vec<&'static [NounClass]>,
-    adjectives: Vec<u32>,
-    prepositions: Vec<u32>,
+    pub(crate) ditransitive_verbs: Vec<[u32; 2]>,
+    pub(crate) ditransitive_frames: Vec<Frame>,
+    pub(crate) ditransitive_indirect: Vec<&'static [NounClass]>,
+    pub(crate) adjectives: Vec<u32>,
+    pub(crate) prepositions: Vec<u32>,
 }
 
 /// How many objects a verb takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum VerbKind {
+pub(crate) enum VerbKind {
     Intransitive,
     Transitive,
     Ditransitive,
@@ -338,9 +182,9 @@ enum VerbKind {
 
 /// A verb chosen before it is written: its kind, and its index in that kind's list.
 #[derive(Debug, Clone, Copy)]
-struct VerbChoice {
-    kind: VerbKind,
-    index: usize,
+pub(crate) struct VerbChoice {
+    pub(crate) kind: VerbKind,
+    pub(crate) index: usize,
 }
 
 /// A sentence being drawn: words in order, and each one's head once it is known (a
@@ -394,7 +238,7 @@ fn check_count(field: &'static str, value: usize, available: usize) -> Result<()
         Ok(())
     } else {
         let expected = format!("1 <= {field} <= {available}, the length of the built-in list");
-        Err(super::out_of_range(field, value, expected))
+        Err(crate::error::out_of_range(field, value, expected))
     }
 }
 
@@ -402,7 +246,7 @@ fn check_probability(field: &'static str, value: f64) -> Result<(), TaskError> {
     if (0.0..=1.0).contains(&value) {
         Ok(())
     } else {
-        Err(super::out_of_range(
+        Err(crate::error::out_of_range(
             field,
             value,
             format!("0 <= {field} <= 1"),
@@ -431,7 +275,7 @@ fn check_word_counts(spec: &GrammarSpec) -> Result<(), TaskError> {
             "{} <= nouns <= {nouns} with lexicon = \"classes\", so that every class has a noun",
             CLASSES.len()
         );
-        return Err(super::out_of_range("nouns", spec.nouns, expected));
+        return Err(crate::error::out_of_range("nouns", spec.nouns, expected));
     }
     check_count("transitive_verbs", spec.transitive_verbs, transitive)?;
     check_count("intransitive_verbs", spec.intransitive_verbs, intransitive)?;
@@ -451,15 +295,23 @@ fn check_lengths(spec: &GrammarSpec) -> Result<(), TaskError> {
             "3 <= min_words <= {MAX_WORDS} (the shortest sentence, \"the dog sleeps\", has 3 \
              words)"
         );
-        return Err(super::out_of_range("min_words", spec.min_words, expected));
+        return Err(crate::error::out_of_range(
+            "min_words",
+            spec.min_words,
+            expected,
+        ));
     }
     if !(spec.min_words..=MAX_WORDS).contains(&spec.max_words) {
         let expected = format!("min_words ({}) <= max_words <= {MAX_WORDS}", spec.min_words);
-        return Err(super::out_of_range("max_words", spec.max_words, expected));
+        return Err(crate::error::out_of_range(
+            "max_words",
+            spec.max_words,
+            expected,
+        ));
     }
     if spec.clause_depth > MAX_CLAUSE_DEPTH {
         let expected = format!("0 <= clause_depth <= {MAX_CLAUSE_DEPTH}");
-        return Err(super::out_of_range(
+        return Err(crate::error::out_of_range(
             "clause_depth",
             spec.clause_depth,
             expected,
@@ -481,11 +333,15 @@ fn check_probabilities(spec: &GrammarSpec) -> Result<(), TaskError> {
         let expected = "selection = 0 with the animate lexicon, whose nouns all belong to one \
                         class; set lexicon = \"classes\" to give verbs something to select"
             .to_owned();
-        return Err(super::out_of_range("selection", spec.selection, expected));
+        return Err(crate::error::out_of_range(
+            "selection",
+            spec.selection,
+            expected,
+        ));
     }
     if !(spec.mask_fraction > 0.0 && spec.mask_fraction <= 1.0) {
         let expected = "0 < mask_fraction <= 1".to_owned();
-        return Err(super::out_of_range(
+        return Err(crate::error::out_of_range(
             "mask_fraction",
             spec.mask_fraction,
             expected,
@@ -497,7 +353,7 @@ fn check_probabilities(spec: &GrammarSpec) -> Result<(), TaskError> {
 impl GrammarTask {
     /// Validates every key, lays out the vocabulary, and checks that the grammar writes
     /// sentences within the length range often enough.
-    pub(super) fn new(spec: &GrammarSpec) -> Result<Self, TaskError> {
+    pub(crate) fn new(spec: &GrammarSpec) -> Result<Self, TaskError> {
         let task = Self::unchecked(spec)?;
         task.check_reach()?;
         Ok(task)
@@ -518,7 +374,7 @@ impl GrammarTask {
         let mut names = vec!["<pad>", "<mask>"];
         let mut add = |name: &'static str| {
             names.push(name);
-            super::to_id(names.len() - 1)
+            crate::error::to_id(names.len() - 1)
         };
         let mut singular_determiners = Vec::new();
         let mut plural_determiners = Vec::new();
@@ -665,7 +521,7 @@ impl GrammarTask {
              ({shorter} fewer, {longer} more; median {median}): {hint}",
             percent = MIN_REACH_FRACTION * 100.0,
         );
-        Err(super::out_of_range(field, value, expected))
+        Err(crate::error::out_of_range(field, value, expected))
     }
 
     fn number(&self, rng: &mut ChaCha8Rng) -> Number {
@@ -679,7 +535,7 @@ impl GrammarTask {
     /// A sentence of any length the grammar writes. With the classed lexicon the main verb
     /// is chosen first (written after its subject, as always), so that it can select its
     /// subject; the animate lexicon draws in the order it always has.
-    fn draw_unbounded(&self, rng: &mut ChaCha8Rng) -> ParsedSentence {
+    pub(crate) fn draw_unbounded(&self, rng: &mut ChaCha8Rng) -> ParsedSentence {
         let mut draft = Draft::default();
         let number = self.number(rng);
         let choice = self.classed().then(|| self.choose_verb(rng, None));
@@ -690,12 +546,12 @@ impl GrammarTask {
         draft.finish(verb)
     }
 
-    fn classed(&self) -> bool {
+    pub(crate) fn classed(&self) -> bool {
         self.spec.lexicon == Lexicon::Classes
     }
 
     /// The frame of a chosen verb (classed lexicon only).
-    fn frame(&self, choice: VerbChoice) -> Frame {
+    pub(crate) fn frame(&self, choice: VerbChoice) -> Frame {
         match choice.kind {
             VerbKind::Transitive => self.transitive_frames[choice.index],
             VerbKind::Intransitive => self.intransitive_frames[choice.index],
@@ -704,7 +560,7 @@ impl GrammarTask {
     }
 
     /// The verbs of `kind`, as (singular, plural) ids, and (classed lexicon) their frames.
-    fn verbs_of(&self, kind: VerbKind) -> (&[[u32; 2]], &[Frame]) {
+    pub(crate) fn verbs_of(&self, kind: VerbKind) -> (&[[u32; 2]], &[Frame]) {
         match kind {
             VerbKind::Transitive => (&self.transitive_verbs, &self.transitive_frames),
             VerbKind::Intransitive => (&self.intransitive_verbs, &self.intransitive_frames),
@@ -979,14 +835,14 @@ impl GrammarTask {
 
     /// One sentence and the example made of it. The one place both are drawn, so that
     /// `parsed_sentences` and `eval_set` consume the rng identically.
-    fn draw_example(&self, rng: &mut ChaCha8Rng) -> (ParsedSentence, Example) {
+    pub(crate) fn draw_example(&self, rng: &mut ChaCha8Rng) -> (ParsedSentence, Example) {
         let sentence = self.draw_sentence(rng);
         let example = self.mask(&sentence.words, rng);
         (sentence, example)
     }
 }
 
-impl TaskImpl for GrammarTask {
+impl Generator for GrammarTask {
     fn input_vocab(&self) -> usize {
         self.names.len()
     }
@@ -1013,8 +869,8 @@ impl TaskImpl for GrammarTask {
         vec![Vec::new(); input.len()]
     }
 
-    fn token_names(&self) -> Option<Vec<String>> {
-        Some(self.names.iter().map(|name| (*name).to_owned()).collect())
+    fn words(&self) -> Option<&dyn Words> {
+        Some(self)
     }
 
     /// Agreement pairs ([`GrammarTask::agreement_pair`]); no route pairs.
@@ -1023,6 +879,12 @@ impl TaskImpl for GrammarTask {
             PairKind::Answer => self.agreement_pair(rng),
             PairKind::Route => None,
         }
+    }
+}
+
+impl Words for GrammarTask {
+    fn token_names(&self) -> Vec<String> {
+        self.names.iter().map(|name| (*name).to_owned()).collect()
     }
 
     fn ceiling(&self, size: usize, seed: u64) -> Vec<ClassCeiling> {
@@ -1928,7 +1790,7 @@ mod tests {
         assert_eq!(task.input_vocab(), 77);
         assert_eq!(task.output_vocab(), 77);
         assert_eq!(task.seq_len(), 16);
-        let names = task.token_names().unwrap();
+        let names = task.token_names();
         assert_eq!(names.len(), 77);
         assert_eq!(names[..4], ["<pad>", "<mask>", "the", "some"]);
         assert_eq!(names[10], "that");
@@ -2112,7 +1974,7 @@ mod tests {
     fn parses_a_grammar_section() {
         #[derive(Debug, Deserialize)]
         struct Config {
-            task: super::super::TaskConfig,
+            task: crate::TaskConfig,
         }
         let text = "[task]\nkind = \"grammar\"\nnouns = 5\nmin_words = 5\nmax_words = 20\n\
                     pp_prob = 0.5\nclause_depth = 2\n";
@@ -2125,7 +1987,7 @@ mod tests {
             clause_depth: 2,
             ..GrammarSpec::default()
         };
-        assert_eq!(config.task, super::super::TaskConfig::Grammar(expected));
+        assert_eq!(config.task, crate::TaskConfig::Grammar(expected));
         let task = config.task.build(std::path::Path::new(".")).unwrap();
         assert_eq!((task.name(), task.seq_len()), ("grammar", 20));
         assert_eq!(task.input_vocab(), 77 - 2 * 7);
@@ -2134,7 +1996,7 @@ mod tests {
         // so configs of runs from before they existed read back the same.
         let text = "[task]\nkind = \"grammar\"\nlexicon = \"classes\"\nselection = 0.75\n";
         let config: Config = toml::from_str(text).unwrap();
-        let super::super::TaskConfig::Grammar(spec) = &config.task else {
+        let crate::TaskConfig::Grammar(spec) = &config.task else {
             panic!("{config:?}")
         };
         assert_eq!((spec.lexicon, spec.selection), (Lexicon::Classes, 0.75));
@@ -2157,7 +2019,7 @@ mod tests {
         let wrong =
             toml::from_str::<toml::Table>("kind = \"grammar\"\npp_prob = \"high\"\n").unwrap();
         assert_eq!(
-            super::super::TaskConfig::key_at_fault(&wrong).as_deref(),
+            crate::TaskConfig::key_at_fault(&wrong).as_deref(),
             Some("pp_prob")
         );
     }

@@ -8,7 +8,7 @@ use model::{EncoderConfig, EncoderIo};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendKind;
-use crate::tasks::{Task, TaskConfig};
+use tasks::{Example, Task, TaskConfig, mix_seed};
 
 /// A whole experiment: what to learn, with which model, how to train.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,7 +196,7 @@ pub enum ConfigError {
         /// The config file.
         path: PathBuf,
         /// Why (not a `source`, so the chain does not repeat it).
-        error: crate::tasks::TaskError,
+        error: tasks::TaskError,
     },
     /// The model section does not fit together.
     #[error("{path}: {error}")]
@@ -219,7 +219,17 @@ pub struct ResolvedRun {
     pub io: EncoderIo,
 }
 
+/// Stream of the evaluation set's seed, apart from the training batches' streams (their
+/// step numbers) and dropout's.
+const EVAL_STREAM: u64 = u64::MAX;
+
 impl RunConfig {
+    /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
+    /// measures ablations on.
+    pub fn eval_examples(&self, task: &Task) -> Vec<Example> {
+        task.eval_set(self.train.eval_size, mix_seed(self.seed, EVAL_STREAM))
+    }
+
     /// Reads `path`, applies `overrides` (`key.path=value`, TOML values; bare words are
     /// strings) and fills the name from the file stem when unset.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
@@ -518,7 +528,7 @@ fn largest_tensor_over_limit(
             "an evaluation chunk (min(256, train.eval_size) sequences",
         )
     };
-    let eval_rows = eval_sequences.min(crate::batch::EVAL_CHUNK);
+    let eval_rows = eval_sequences.min(tasks::batch::EVAL_CHUNK);
     let layer = product(&[4, d, h, dh]).saturating_add(product(&[2, d, ff]));
     let parameters = product(&[model.n_layers])
         .saturating_mul(layer)

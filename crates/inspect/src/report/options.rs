@@ -1,0 +1,29 @@
+//! What a report measures beyond the defaults ([`ReportOptions`]): `inspect`'s flags and a
+//! sweep's `[inspect]` section, read by [`super::measured`].
+
+use crate::interventions::pruning;
+
+/// What a report measures beyond the defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReportOptions {
+    /// Sequences in the probe batch.
+    pub probe_size: usize,
+    /// Accuracy a pruned model may lose and still count as solving the task (0.01: one
+    /// point).
+    pub prune_tolerance: f64,
+    /// Activation patching on the task's minimal pairs (`patching.json`).
+    pub patching: bool,
+    /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
+    pub svg: bool,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        Self {
+            probe_size: 64,
+            prune_tolerance: pruning::DEFAULT_TOLERANCE,
+            patching: true,
+            svg: false,
+        }
+    }
+}

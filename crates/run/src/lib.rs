@@ -1,0 +1,34 @@
+//! Everything a headlab run directory holds, and the process around a run. `train` writes
+//! runs through this crate, `inspect`, `compare`, `sweep` and `bench` read them through it,
+//! and none of them names a file of a run by hand.
+//!
+//! The map, lowest first (a file imports only from the ones above it):
+//! - [`atomic`]: the one writer of files (temporary name, flush, rename).
+//! - [`backend`]: a backend name ([`BackendKind`]) to a Burn device; the wgpu adapter.
+//! - [`config`]: `config.toml` and `--set` overrides ([`RunConfig`]), validated, resolved
+//!   into a task and a model ([`ResolvedRun`]); the run's evaluation set.
+//! - [`metrics`], [`tensor_file`]: `metrics.jsonl`; named f32 tensors in safetensors files.
+//! - [`snapshot`], [`weights`]: per-head weights under stable names; `model.safetensors`.
+//! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout.
+//! - [`checkpoint`]: `checkpoints/step-N/`, written whole or not at all.
+//! - [`stop`], [`cli`]: a signal as a clean stop; the conventions every binary shares.
+//!
+//! A new file in the run directory gets its name in [`dir`] (the one owner of the layout)
+//! and its writer here, beside the files it sits with.
+
+pub mod atomic;
+pub mod backend;
+pub mod checkpoint;
+pub mod cli;
+pub mod config;
+pub mod dir;
+pub mod metrics;
+pub mod snapshot;
+pub mod stop;
+pub mod tensor_file;
+pub mod weights;
+
+pub use backend::{BackendKind, WgpuAdapter, wgpu_adapter};
+pub use config::{ResolvedRun, RunConfig, TrainConfig};
+pub use dir::RunDir;
+pub use stop::StopSignal;
