@@ -221,8 +221,8 @@ fn implementations(
     }
 }
 
-/// The largest `--seeds` count: a bound on what one case allocates.
-const MAX_SEEDS: usize = 1024;
+/// The largest `--seeds` count: a bound on what one case allocates, the one train has.
+const MAX_SEEDS: usize = run::config::MAX_GROUP_SEEDS;
 
 /// The speed table: every case, `--rounds` times interleaved, then the medians.
 fn run_speed(

@@ -11,9 +11,12 @@ mod common;
 
 use burn::module::Param;
 use burn::prelude::*;
+use inspect::interventions::patching::Patching;
 use inspect::measures::heads::HeadRecord;
 use inspect::report::{ReportOptions, write_report};
 use model::Encoder;
+use run::tensor_file::HostTensor;
+use tasks::{Batch, Example};
 
 const SEQ: usize = 6;
 const VOCAB: usize = 5;
@@ -201,6 +204,46 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     assert!(patching.residual[1].by_position[0].unwrap().abs() < 1e-6);
     // One layer: no path to patch.
     assert!(patching.paths.is_empty() && patching.layer_paths.is_empty());
+    // patching.json carries its pairs: the logit differences recomputed from the recorded
+    // tokens alone, with no generator, are the ones it reports.
+    let written: Patching = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("report/patching.json")).unwrap(),
+    )
+    .unwrap();
+    let recorded = &written.answer.as_ref().unwrap().inputs;
+    assert_eq!(recorded.len(), patching.pairs);
+    let mean_logit_diff = |tokens: &dyn Fn(usize) -> Vec<u32>| {
+        let examples: Vec<Example> = (0..recorded.len())
+            .map(|i| Example {
+                target: vec![None; tokens(i).len()],
+                input: tokens(i),
+            })
+            .collect();
+        let batch = Batch::new(&examples, &loaded.device);
+        let logits = loaded.model.forward_input(batch.encoder_input()); // [pairs, seq, vocab]
+        let [_, seq, vocab] = logits.dims();
+        let values = HostTensor::of(logits).values;
+        let at = |i: usize, class: u32| {
+            values[(i * seq + recorded[i].position) * vocab + class as usize] as f64
+        };
+        (0..recorded.len())
+            .map(|i| at(i, recorded[i].clean_answer) - at(i, recorded[i].corrupted_answer))
+            .sum::<f64>()
+            / recorded.len() as f64
+    };
+    let clean = mean_logit_diff(&|i| recorded[i].clean.clone());
+    let corrupted = mean_logit_diff(&|i| recorded[i].corrupted.clone());
+    assert!((clean - patching.clean_logit_diff).abs() < 1e-5, "{clean}");
+    assert!(
+        (corrupted - patching.corrupted_logit_diff).abs() < 1e-5,
+        "{corrupted}"
+    );
+    for pair in recorded {
+        let differ: Vec<usize> = (0..pair.clean.len())
+            .filter(|&p| pair.clean[p] != pair.corrupted[p])
+            .collect();
+        assert_eq!(differ, pair.changed, "{pair:?}");
+    }
     let copier = head(&report.heads, 0);
     assert_eq!(copier.role, "previous_token", "{copier:?}");
     assert!(copier.pattern_scores["previous_token"] > 0.99, "{copier:?}");

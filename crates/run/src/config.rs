@@ -219,11 +219,29 @@ pub struct ResolvedRun {
     pub io: EncoderIo,
 }
 
+/// The most seeds one process trains together (`train --seeds`, a sweep's `group_seeds`,
+/// `bench --seeds`): a bound on what a seed group allocates.
+pub const MAX_GROUP_SEEDS: usize = 1024;
+
 /// Stream of the evaluation set's seed, apart from the training batches' streams (their
 /// step numbers) and dropout's.
 const EVAL_STREAM: u64 = u64::MAX;
 
 impl RunConfig {
+    /// The first top-level key or section where `self` and `other` differ; `None` when
+    /// they are equal.
+    pub fn first_difference(&self, other: &RunConfig) -> Option<String> {
+        let table = |c: &RunConfig| match toml::Value::try_from(c) {
+            Ok(toml::Value::Table(table)) => table,
+            _ => unreachable!("a run config serializes to a table"),
+        };
+        let (a, b) = (table(self), table(other));
+        a.keys()
+            .chain(b.keys())
+            .find(|key| a.get(*key) != b.get(*key))
+            .cloned()
+    }
+
     /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`
     /// measures ablations on.
     pub fn eval_examples(&self, task: &Task) -> Vec<Example> {
@@ -437,25 +455,9 @@ fn check_range(
     }
 }
 
-/// Longest run name, in bytes: a file name on every common file system.
-const MAX_NAME_BYTES: usize = 255;
-
-/// A run name is one directory name under `runs/`: not empty, no path separator, not `.` or
-/// `..`, no control characters. Anything else could put a run (or a `--force`) outside `runs/`.
+/// A config's run name must pass [`crate::name::problem`], the one rule for run names.
 fn check_name(name: &str) -> Result<(), ConfigError> {
-    let problem = if name.is_empty() {
-        Some("it is empty")
-    } else if name == "." || name == ".." {
-        Some("`.` and `..` name directories, not runs")
-    } else if name.contains(['/', '\\']) {
-        Some("it holds a path separator")
-    } else if name.chars().any(char::is_control) {
-        Some("it holds a control character")
-    } else if name.len() > MAX_NAME_BYTES {
-        Some("it is longer than 255 bytes")
-    } else {
-        None
-    };
+    let problem = crate::name::problem(name);
     match problem {
         None => Ok(()),
         Some(problem) => Err(ConfigError::Name {

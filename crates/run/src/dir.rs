@@ -424,6 +424,16 @@ impl RunDir {
         Ok(RunConfig::from_toml(&self.config_path())?)
     }
 
+    /// The first top-level key or section where the config this run was started with
+    /// differs from `config`, the backend aside (a run may resume on another backend);
+    /// `None` when `config` is this run's. The one rule by which `train --resume` and `sweep`
+    /// tell whether a directory holds the run a config asks for.
+    pub fn config_difference(&self, config: &RunConfig) -> Result<Option<String>, RunDirError> {
+        let mut saved = self.config()?;
+        saved.backend = config.backend;
+        Ok(saved.first_difference(config))
+    }
+
     /// The config with its task built, a file run's from the run's own copy of the dataset,
     /// so a run reads the same from any directory.
     pub fn resolve(&self) -> Result<ResolvedRun, RunDirError> {

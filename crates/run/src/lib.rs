@@ -3,7 +3,8 @@
 //! and none of them names a file of a run by hand.
 //!
 //! The map, lowest first (a file imports only from the ones above it):
-//! - [`atomic`]: the one writer of files (temporary name, flush, rename).
+//! - [`atomic`]: the one writer of files (temporary name, flush, rename); [`name`]: the one
+//!   rule for a run's name.
 //! - [`backend`]: a backend name ([`BackendKind`]) to a Burn device; the wgpu adapter.
 //! - [`config`]: `config.toml` and `--set` overrides ([`RunConfig`]), validated, resolved
 //!   into a task and a model ([`ResolvedRun`]); the run's evaluation set.
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod config;
 pub mod dir;
 pub mod metrics;
+pub mod name;
 pub mod snapshot;
 pub mod stop;
 pub mod tensor_file;

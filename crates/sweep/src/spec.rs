@@ -38,7 +38,7 @@ use serde::Deserialize;
 pub const MAX_RUNS: usize = 100_000;
 
 /// The largest `group_seeds`: `train --seeds` trains at most this many together.
-pub const MAX_GROUP_SEEDS: usize = 1024;
+pub const MAX_GROUP_SEEDS: usize = run::config::MAX_GROUP_SEEDS;
 
 /// The group size when `group_seeds` is left out and a grid point trains on wgpu. Measured
 /// (README, "Many seeds in one step"): where every op pays a dispatch, as on wgpu, a group
@@ -47,9 +47,6 @@ pub const MAX_GROUP_SEEDS: usize = 1024;
 /// On the CPU backends a group is no faster than separate runs (0.7x to 1.1x), so there the
 /// default is 1.
 pub const AUTO_GROUP_SEEDS_WGPU: usize = 16;
-
-/// Longest run name in bytes (a file name on every common file system).
-const MAX_NAME_BYTES: usize = 255;
 
 /// The sweep file as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -869,15 +866,10 @@ fn check_key(key: &str) -> Result<(), String> {
     }
 }
 
-/// A run or sweep name: one directory name of letters, digits, `-`, `_` and `.`, not starting
-/// with `.` or `_` (the sweep's own files live in `_sweep/`).
+/// A run or sweep name: a run name ([`run::name::problem`]), and besides one directory name of
+/// letters, digits, `-`, `_` and `.`, not starting with `.` or `_` (the sweep's own files
+/// live in `_sweep/`).
 pub fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("the name is empty".into());
-    }
-    if name.len() > MAX_NAME_BYTES {
-        return Err("the name is longer than 255 bytes".into());
-    }
     if name.starts_with(['.', '_']) {
         return Err(format!(
             "`{}` starts with `.` or `_`; those are kept for headlab's own files",
@@ -890,6 +882,14 @@ pub fn check_name(name: &str) -> Result<(), String> {
     {
         return Err(format!(
             "`{}` holds {c:?}; a name is one directory name of letters, digits, `-`, `_` and `.`",
+            run::config::excerpt(name, 60)
+        ));
+    }
+    // Then the rule every run name keeps (empty, too long, ...), which the above is stricter
+    // than in all but those.
+    if let Some(problem) = run::name::problem(name) {
+        return Err(format!(
+            "`{}` is no run name: {problem}",
             run::config::excerpt(name, 60)
         ));
     }

@@ -164,20 +164,19 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
     RunState::Done
 }
 
-/// The run's own config must be the one the sweep would give it: a sweep file edited after
-/// the run started must not resume a run of another config or count it as this one.
+/// The run's own config must be the one the sweep would give it ([`RunDir::config_difference`],
+/// the rule `train --resume` uses too): a sweep file edited after the run started must not
+/// resume a run of another config or count it as this one.
 fn same_config(dir: &RunDir, run: &PlannedRun) -> Result<(), String> {
     let planned = run.resolved_config().map_err(|e| e.to_string())?;
-    let actual = dir.config().map_err(|e| e.to_string())?;
-    if planned.to_toml() == actual.to_toml() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} holds a run of another config than the sweep's (was the sweep file or a base \
-             config edited?); it was left as it is: move it away to train it again, or restore \
-             the sweep file",
+    match dir.config_difference(&planned).map_err(|e| e.to_string())? {
+        None => Ok(()),
+        Some(key) => Err(format!(
+            "{} holds a run of another config than the sweep's (`{key}` differs: was the \
+             sweep file or a base config edited?); it was left as it is: move it away to train \
+             it again, or restore the sweep file",
             dir.root().display()
-        ))
+        )),
     }
 }
 

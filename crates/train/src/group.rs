@@ -29,7 +29,7 @@ use crate::schedule::learning_rate;
 use crate::step::{StepGradients, scored_positions, shard_ranges, sharded_gradients};
 use crate::trainer::{
     DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
-    first_difference, optimizer, stop_requested,
+    optimizer, stop_requested,
 };
 use run::backend::BackendKind;
 use run::config::ResolvedRun;
@@ -141,7 +141,7 @@ fn check_same_but_seed(runs: &[ResolvedRun]) -> Result<(), TrainError> {
     for run in &runs[1..] {
         let mut config = run.config.clone();
         config.seed = first.config.seed;
-        if let Some(key) = first_difference(&first.config, &config) {
+        if let Some(key) = first.config.first_difference(&config) {
             return Err(TrainError::GroupDiffers { key });
         }
     }

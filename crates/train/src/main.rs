@@ -265,7 +265,7 @@ fn parse_seeds(text: &str) -> Result<Seeds, String> {
 }
 
 /// The most seeds one process trains together: a bound on what `--seeds` allocates.
-const MAX_GROUP: usize = 1024;
+const MAX_GROUP: usize = run::config::MAX_GROUP_SEEDS;
 
 /// Each seed's run directory: `{seed}` in `out` replaced, or `-s<seed>` appended.
 fn seed_run_dir(out: &std::path::Path, seed: u64) -> PathBuf {

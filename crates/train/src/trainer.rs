@@ -289,10 +289,7 @@ pub(crate) fn claim_run_dir(
     if checkpoint::list(&dir).is_empty() {
         return Err(TrainError::NothingToResume(dir.root().to_path_buf()));
     }
-    // The backend may change on resume; nothing else may.
-    let mut saved = dir.config()?;
-    saved.backend = run.config.backend;
-    if let Some(key) = first_difference(&saved, &run.config) {
+    if let Some(key) = dir.config_difference(&run.config)? {
         return Err(TrainError::ConfigChanged {
             dir: dir.root().to_path_buf(),
             key,
@@ -310,19 +307,6 @@ pub(crate) fn claim_run_dir(
         let _ = run::atomic::remove_temporaries(&path);
     }
     Ok((dir, lock))
-}
-
-/// The first top-level key or section where two configs differ.
-pub(crate) fn first_difference(a: &RunConfig, b: &RunConfig) -> Option<String> {
-    let table = |c: &RunConfig| match toml::Value::try_from(c) {
-        Ok(toml::Value::Table(table)) => table,
-        _ => unreachable!("a run config serializes to a table"),
-    };
-    let (a, b) = (table(a), table(b));
-    a.keys()
-        .chain(b.keys())
-        .find(|key| a.get(*key) != b.get(*key))
-        .cloned()
 }
 
 /// The state of a run in progress: model, optimizer, where it is, and what it has written.

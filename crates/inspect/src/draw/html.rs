@@ -12,6 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use model::HeadId;
 
+use super::embed::escape_html as escape;
 use crate::measures::heads::HeadRecord;
 use crate::measures::relations::{BestHead, Relations};
 
@@ -39,14 +40,6 @@ pub struct Page<'a> {
     pub config_toml: &'a str,
     /// Report files with a description each.
     pub files: Vec<(String, &'a str)>,
-}
-
-/// `&`, `<`, `>` and `"` escaped for HTML text and attributes.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;\

@@ -67,6 +67,42 @@ pub struct PairPatching {
     /// How well attribution patching (each head's record's `attribution`) agrees with the
     /// exact values.
     pub attribution: AttributionAgreement,
+    /// The pairs patched, in order, as the model read them: every number above can be
+    /// recomputed from these without headlab's random number generator. Empty in a report
+    /// written before they were recorded.
+    #[serde(default)]
+    pub inputs: Vec<PairInputs>,
+}
+
+/// One patched pair as the model read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairInputs {
+    /// The clean input's tokens.
+    pub clean: Vec<u32>,
+    /// The corrupted input's tokens (the clean ones with `changed` changed).
+    pub corrupted: Vec<u32>,
+    /// The position whose logits are scored.
+    pub position: usize,
+    /// The positions where the two inputs differ, ascending.
+    pub changed: Vec<usize>,
+    /// The clean answer at `position`: the logit difference is `logit[clean_answer] -
+    /// logit[corrupted_answer]` there.
+    pub clean_answer: u32,
+    /// The corrupted answer at `position`.
+    pub corrupted_answer: u32,
+}
+
+impl From<&MinimalPair> for PairInputs {
+    fn from(pair: &MinimalPair) -> Self {
+        Self {
+            clean: pair.clean.input.clone(),
+            corrupted: pair.corrupted.input.clone(),
+            position: pair.position,
+            changed: pair.changed.clone(),
+            clean_answer: pair.clean_answer,
+            corrupted_answer: pair.corrupted_answer,
+        }
+    }
 }
 
 /// Patching of every kind of minimal pair `task` makes (seeded from `seed`); `None` for
@@ -101,5 +137,6 @@ pub fn patch_pairs(
         layer_paths: layer_paths(&runs),
         attribution,
         heads,
+        inputs: pairs.iter().map(PairInputs::from).collect(),
     })
 }

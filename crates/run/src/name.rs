@@ -1,0 +1,26 @@
+//! The one rule for a run's name: one directory name under `runs/` (or a sweep's
+//! directory), where `train` puts the run and `--force` may later remove it. The config
+//! checks it, and `sweep` adds its own, stricter rule on top (its names become CSV columns,
+//! file names and Slurm arguments).
+
+/// Longest run name, in bytes: a file name on every common file system.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// What is wrong with `name` as a run name, if anything: empty, `.` or `..`, a path
+/// separator, a control character, or longer than [`MAX_NAME_BYTES`]. Anything of these
+/// could put a run (or a `--force`) outside its parent directory.
+pub fn problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("`.` and `..` name directories, not runs")
+    } else if name.contains(['/', '\\']) {
+        Some("it holds a path separator")
+    } else if name.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else if name.len() > MAX_NAME_BYTES {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    }
+}
