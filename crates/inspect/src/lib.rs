@@ -33,17 +33,8 @@ pub mod load;
 pub mod measures;
 pub mod report;
 
-/// flex has one random generator for all threads: the unit tests that seed it and draw (a
-/// model's initial weights, random parameters) take turns, or their draws interleave and a
-/// test gets another model than its seed says.
+/// The unit tests that seed the device and draw take turns ([`model::init::take_rng_turn`]).
 #[cfg(test)]
 pub(crate) mod test_rng {
-    use std::sync::{Mutex, MutexGuard};
-
-    static DEVICE_RNG: Mutex<()> = Mutex::new(());
-
-    /// Held while a test seeds the device and draws.
-    pub fn take_turns() -> MutexGuard<'static, ()> {
-        DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    pub use model::init::take_rng_turn as take_turns;
 }

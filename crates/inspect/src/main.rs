@@ -80,13 +80,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         "{} ({}), eval token accuracy {:.2}%",
         args.run.display(),
         loaded.weights.display(),
-        report.eval_token_acc * 100.0
+        report.measured.eval_token_acc * 100.0
     );
     println!("{}", inspect::report::table(&report));
     for file in &report.files {
         println!("wrote {}", file.display());
     }
-    let pruning = &report.pruning;
+    let pruning = &report.measured.pruning;
     println!(
         "pruning: {} of {} heads can go with accuracy within {:.1} points of {:.2}% (greedy; \
          {} in single-head-drop order)",
@@ -96,7 +96,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         pruning.base_token_acc * 100.0,
         pruning.ranked.removable
     );
-    if report.divergence.is_empty() {
+    if report.measured.divergence.is_empty() {
         println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
     }
     println!(

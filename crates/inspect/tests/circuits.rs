@@ -216,8 +216,8 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
             assert_eq!(record[key], circuit[key], "{key}");
         }
     }
-    assert_eq!(report.heads[3].copying_score, -1.0);
-    assert_eq!(report.circuits.composition.len(), 1);
+    assert_eq!(report.measured.heads[3].copying_score, -1.0);
+    assert_eq!(report.measured.circuits.composition.len(), 1);
 
     // Rollout of probe sequence 0 after each layer: [n_layers][seq][seq], rows summing to 1.
     let rollout: Vec<Vec<Vec<f64>>> = serde_json::from_value(circuits["rollout"].clone()).unwrap();
@@ -229,7 +229,7 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
             assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{row:?}");
         }
     }
-    let returned = report.circuits.rollout.iter().flatten().flatten();
+    let returned = report.measured.circuits.rollout.iter().flatten().flatten();
     for (a, b) in returned.zip(rollout.iter().flatten().flatten()) {
         assert!((a - b).abs() < 1e-12, "the report returns what it wrote");
     }

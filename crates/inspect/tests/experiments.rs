@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use inspect::compare::compare;
 use inspect::load::probe::Probe;
@@ -43,13 +42,11 @@ checkpoint_every = 1000
 snapshot_every = 200
 "#;
 
-/// One training at a time: the device RNG that draws the initial weights is shared by every
-/// thread, and a run training beside another could start from other weights.
-static DEVICE_RNG: Mutex<()> = Mutex::new(());
-
 /// Trains `config_text` (with `overrides`) in a temporary directory and inspects it.
 fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
-    let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    // One training at a time: the device RNG that draws the initial weights is shared by
+    // every thread, and a run training beside another could start from other weights.
+    let _rng = model::init::take_rng_turn();
     let tmp = tempfile::tempdir().unwrap();
     let config_path = tmp.path().join("config.toml");
     std::fs::write(&config_path, config_text).unwrap();
@@ -70,8 +67,12 @@ fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
 #[test]
 fn neighbors_difference_heads_split_the_two_neighbours() {
     let report = train_and_inspect(NEIGHBORS_DIFFERENCE, &[]);
-    assert!(report.eval_token_acc > 0.99, "{}", report.eval_token_acc);
-    let score = |h: usize, pattern: &str| report.heads[h].pattern_scores[pattern];
+    assert!(
+        report.measured.eval_token_acc > 0.99,
+        "{}",
+        report.measured.eval_token_acc
+    );
+    let score = |h: usize, pattern: &str| report.measured.heads[h].pattern_scores[pattern];
     // One head looks mostly left, the other mostly right (which is which depends on the seed).
     let left = (0..2)
         .max_by(|&a, &b| score(a, "previous_token").total_cmp(&score(b, "previous_token")))
@@ -81,16 +82,16 @@ fn neighbors_difference_heads_split_the_two_neighbours() {
         score(left, "previous_token") > 0.45
             && score(left, "previous_token") > 2.0 * score(left, "next_token"),
         "{:?}",
-        report.heads[left]
+        report.measured.heads[left]
     );
     assert!(
         score(right, "next_token") > 0.4
             && score(right, "next_token") > 1.5 * score(right, "previous_token"),
         "{:?}",
-        report.heads[right]
+        report.measured.heads[right]
     );
     // Both are needed: masking either costs at least a third of the accuracy.
-    for head in &report.heads {
+    for head in &report.measured.heads {
         assert!(head.ablation_drop > 0.33, "{head:?}");
     }
 }
@@ -111,20 +112,25 @@ fn with_dropout_the_heads_become_a_previous_and_a_next_token_head() {
                 &init,
             ],
         );
-        let mut roles: Vec<&str> = report.heads.iter().map(|h| h.role.as_str()).collect();
+        let mut roles: Vec<&str> = report
+            .measured
+            .heads
+            .iter()
+            .map(|h| h.role.as_str())
+            .collect();
         roles.sort();
         assert_eq!(
             roles,
             ["next_token", "previous_token"],
             "{init}: {:?}",
-            report.heads
+            report.measured.heads
         );
     }
     let without = train_and_inspect(NEIGHBORS_DIFFERENCE, &["seed=1", "train.snapshot_every=0"]);
     assert!(
-        without.heads.iter().all(|h| h.role == "mixed"),
+        without.measured.heads.iter().all(|h| h.role == "mixed"),
         "{:?}",
-        without.heads
+        without.measured.heads
     );
 }
 
@@ -132,16 +138,16 @@ fn with_dropout_the_heads_become_a_previous_and_a_next_token_head() {
 fn symmetric_heads_without_dropout_stay_identical_through_training() {
     let report = train_and_inspect(NEIGHBORS_DIFFERENCE, &["model.init=symmetric"]);
     assert_eq!(
-        report.divergence.len(),
+        report.measured.divergence.len(),
         11,
         "snapshots at 0, 200, ..., 2000"
     );
-    for point in &report.divergence {
+    for point in &report.measured.divergence {
         assert!(point.qk_cosine > 1.0 - 1e-6, "{point:?}");
         assert!(point.ov_cosine > 1.0 - 1e-6, "{point:?}");
         assert!(point.pattern_js < 1e-3, "{point:?}");
     }
-    let [a, b] = &report.heads[..] else {
+    let [a, b] = &report.measured.heads[..] else {
         panic!("two heads")
     };
     assert_eq!(a.pattern_scores, b.pattern_scores);
@@ -157,7 +163,9 @@ fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
     std::fs::write(&config_path, NEIGHBORS_DIFFERENCE).unwrap();
     let runs: Vec<LoadedRun> = (0..3)
         .map(|seed| {
-            let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
+            // One training at a time: the device RNG that draws the initial weights is shared by
+            // every thread, and a run training beside another could start from other weights.
+            let _rng = model::init::take_rng_turn();
             let run_dir = tmp.path().join(format!("seed-{seed}"));
             let seed = format!("seed={seed}");
             common::train_run(&config_path, &[&seed, "train.snapshot_every=0"], &run_dir);

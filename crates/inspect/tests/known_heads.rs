@@ -143,12 +143,12 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     // Position 0 has nothing to copy and is scored wrong; the other 5 of 6 are right.
     let expected_accuracy = (SEQ - 1) as f64 / SEQ as f64;
     assert!(
-        (report.eval_token_acc - expected_accuracy).abs() < 1e-9,
+        (report.measured.eval_token_acc - expected_accuracy).abs() < 1e-9,
         "accuracy {}",
-        report.eval_token_acc
+        report.measured.eval_token_acc
     );
     // The logit lens: the embedding, then the one block, whose reading is the model itself.
-    let lens = &report.logit_lens.points;
+    let lens = &report.measured.logit_lens.points;
     assert_eq!(lens.len(), 2);
     assert_eq!((lens[0].after_layer, lens[1].after_layer), (None, Some(0)));
     assert!(
@@ -165,7 +165,11 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     // everywhere restores all of it; put back at one position it restores exactly the pairs
     // whose answer sits there, so the positions add up to the whole; the idle head writes 0
     // in both runs and restores nothing.
-    let sections = report.patching.as_ref().expect("shift has minimal pairs");
+    let sections = report
+        .measured
+        .patching
+        .as_ref()
+        .expect("shift has minimal pairs");
     assert!(sections.route.is_none(), "only recall has route pairs");
     let patching = sections.answer.as_ref().expect("shift has answer pairs");
     assert_eq!(patching.pairs, 64);
@@ -244,7 +248,7 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
             .collect();
         assert_eq!(differ, pair.changed, "{pair:?}");
     }
-    let copier = head(&report.heads, 0);
+    let copier = head(&report.measured.heads, 0);
     assert_eq!(copier.role, "previous_token", "{copier:?}");
     assert!(copier.pattern_scores["previous_token"] > 0.99, "{copier:?}");
     assert!(copier.confidence > 0.9, "{copier:?}");
@@ -254,7 +258,7 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         "{copier:?}"
     );
 
-    let idle = head(&report.heads, 1);
+    let idle = head(&report.measured.heads, 1);
     assert_eq!(idle.role, "mixed", "{idle:?}");
     assert!(
         (idle.entropy - (SEQ as f64).ln()).abs() < 1e-4,
@@ -275,8 +279,11 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
 
     // The two heads share nothing: the idle head's circuits are zero, and their patterns
     // are far apart.
-    let layer = &report.similarity[0];
+    let layer = &report.measured.similarity[0];
     assert_eq!(layer.qk_cosine[0][1], 0.0);
     assert!(layer.pattern_js[0][1] > 0.7, "{layer:?}");
-    assert!(report.divergence.is_empty(), "no snapshots, no curve");
+    assert!(
+        report.measured.divergence.is_empty(),
+        "no snapshots, no curve"
+    );
 }

@@ -190,22 +190,28 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
     );
 
     // serde_json parses a float to within one unit in the last place, not always exactly.
-    assert_close(&dir.read_json::<Vec<HeadRecord>>().unwrap(), &report.heads);
-    assert_close(&dir.read_json::<Summary>().unwrap(), &report.summary);
+    assert_close(
+        &dir.read_json::<Vec<HeadRecord>>().unwrap(),
+        &report.measured.heads,
+    );
+    assert_close(
+        &dir.read_json::<Summary>().unwrap(),
+        &report.measured.summary,
+    );
     assert_eq!(
         dir.read_json::<Pruning>().unwrap().greedy.removable,
-        report.pruning.greedy.removable
+        report.measured.pruning.greedy.removable
     );
     let circuits = dir.read_json::<Circuits>().unwrap();
-    assert_eq!(circuits.heads.len(), report.circuits.heads.len());
+    assert_eq!(circuits.heads.len(), report.measured.circuits.heads.len());
     let trajectories = dir.read_json::<Trajectories>().unwrap();
     assert_eq!(
         trajectories.heads.len(),
-        report.trajectories.as_ref().unwrap().heads.len()
+        report.measured.trajectories.as_ref().unwrap().heads.len()
     );
     let divergence = dir.read_divergence().unwrap();
-    assert_eq!(divergence.len(), report.divergence.len());
-    for (read, measured) in divergence.iter().zip(&report.divergence) {
+    assert_eq!(divergence.len(), report.measured.divergence.len());
+    for (read, measured) in divergence.iter().zip(&report.measured.divergence) {
         assert_eq!((read.step, read.layer), (measured.step, measured.layer));
         assert!((read.qk_cosine - measured.qk_cosine).abs() <= 5e-7);
     }

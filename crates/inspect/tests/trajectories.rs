@@ -38,7 +38,7 @@ fn the_last_point_of_each_trajectory_is_the_final_head() {
 
     let written: Trajectories =
         serde_json::from_slice(&std::fs::read(out.join("trajectories.json")).unwrap()).unwrap();
-    let trajectories = report.trajectories.as_ref().unwrap();
+    let trajectories = report.measured.trajectories.as_ref().unwrap();
     // What was written reads back, up to the last digit serde_json prints.
     for (read, kept) in written.heads.iter().zip(&trajectories.heads) {
         assert_eq!((&read.steps, &read.roles), (&kept.steps, &kept.roles));
@@ -58,8 +58,8 @@ fn the_last_point_of_each_trajectory_is_the_final_head() {
         (written.snapshots_available, written.snapshots_used),
         (5, 4)
     );
-    assert_eq!(trajectories.heads.len(), report.heads.len());
-    for (trajectory, head) in trajectories.heads.iter().zip(&report.heads) {
+    assert_eq!(trajectories.heads.len(), report.measured.heads.len());
+    for (trajectory, head) in trajectories.heads.iter().zip(&report.measured.heads) {
         assert_eq!((trajectory.layer, trajectory.head), (head.layer, head.head));
         // Snapshots at 0..15, then the final model at step 20 (its snapshot is the same
         // weights and is left out).
@@ -88,7 +88,7 @@ fn the_last_point_of_each_trajectory_is_the_final_head() {
 #[test]
 fn a_run_without_snapshots_has_no_trajectories() {
     let (_tmp, out, report) = trained_report(&["train.snapshot_every=0"]);
-    assert_eq!(report.trajectories, None);
+    assert_eq!(report.measured.trajectories, None);
     assert!(!out.join("trajectories.json").exists());
     assert!(!out.join("figures").join("trajectories.png").exists());
 }

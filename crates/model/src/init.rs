@@ -75,3 +75,13 @@ fn map_param<const D: usize>(
         Tensor::from_data(f(value.detach()).into_data(), &device).set_require_grad(require_grad)
     })
 }
+
+/// The lock around a backend's random generator. flex and ndarray each keep one generator
+/// for all threads: code that seeds it and then draws (a model's initial weights, dropout
+/// masks) from several threads at once gets its draws interleaved with another thread's, and
+/// so other numbers than its seed says. Whoever seeds and draws beside other threads holds
+/// this while it does; every test that seeds the device does.
+pub fn take_rng_turn() -> std::sync::MutexGuard<'static, ()> {
+    static DEVICE_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::sync::Mutex;
-
 use burn::prelude::*;
 use common::*;
 use model::fused::runs_fused;
@@ -81,14 +79,10 @@ fn run(case: Case, fused: bool) -> (Tensor<3>, Tensor<3>, Tensor<2>) {
     (context.detach(), x_grad, w_grad)
 }
 
-/// Burn's random stream is one per process: tests running at once would draw from it in
-/// turn, and the two paths of a comparison would start from different weights.
-static RANDOM_STREAM: Mutex<()> = Mutex::new(());
-
 fn assert_paths_agree(case: Case) {
-    let _stream = RANDOM_STREAM
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Burn's random stream is one per process: tests running at once would draw from it in
+    // turn, and the two paths of a comparison would start from different weights.
+    let _stream = model::init::take_rng_turn();
     let (fused_context, fused_x_grad, fused_w_grad) = run(case, true);
     let (context, x_grad, w_grad) = run(case, false);
     let diffs = [
@@ -186,9 +180,9 @@ fn fused_and_composed_agree_on_odd_sizes_and_every_layout() {
 /// included through the context.
 #[test]
 fn fused_inference_matches_the_composed_ops() {
-    let _stream = RANDOM_STREAM
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Burn's random stream is one per process: tests running at once would draw from it in
+    // turn, and the two paths of a comparison would start from different weights.
+    let _stream = model::init::take_rng_turn();
     let device = device();
     let attention = MultiHeadAttentionConfig::new(8, 2).init(&device).unwrap();
     let x = random([2, 5, 8], &device);

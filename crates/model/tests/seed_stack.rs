@@ -17,13 +17,8 @@ use model::{
     InitScheme, LayerDropout, NormPlacement, PositionalKind, SeedStack, StackInput,
 };
 
-/// flex and ndarray each have one random generator for all threads: tests that seed it and
-/// draw take turns, or their draws interleave.
-static DEVICE_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn take_turns() -> std::sync::MutexGuard<'static, ()> {
-    DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// Tests that seed the device and draw take turns ([`model::init::take_rng_turn`]).
+use model::init::take_rng_turn as take_turns;
 
 const IO: EncoderIo = EncoderIo {
     vocab_size: 7,

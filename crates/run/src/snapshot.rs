@@ -1,6 +1,7 @@
-//! Per-head weights under stable names, `layers.{l}.heads.{h}.{q,k,v,q_bias,k_bias,v_bias,o}`
-//! (and `.qk`, `.ov` when circuits are asked for): what a snapshot during training holds and
-//! what `inspect` dumps.
+//! Per-head weights, typed ([`HeadTensorsByLayer`], what analyses read) and under stable names
+//! in files, `layers.{l}.heads.{h}.{q,k,v,q_bias,k_bias,v_bias,o}` (and `.qk`, `.ov` when
+//! circuits are asked for; [`head_tensor_name`] is the one place that writes such a name):
+//! what a snapshot during training holds and what `inspect` dumps.
 //!
 //! A snapshot (`snapshots/step-N.safetensors`) also holds every parameter of the model under
 //! `model.{module path}`, so `inspect` can rebuild the model at that step and run the probe
@@ -19,28 +20,159 @@ use crate::tensor_file::{HostTensor, TensorFileError, read_tensors, write_tensor
 /// Prefix of the full model's parameters inside a snapshot.
 pub const MODEL_PREFIX: &str = "model.";
 
-/// Every head's weights, by name. Shapes: `q`, `k`, `v`: `[d_model, d_head]`; biases:
-/// `[d_head]`; `o`: `[d_head, d_model]`; `qk`, `ov`: `[d_model, d_model]`.
-pub fn head_tensors(model: &Encoder, circuits: bool) -> BTreeMap<String, HostTensor> {
-    let mut tensors = BTreeMap::new();
-    for (l, block) in model.blocks.iter().enumerate() {
-        for h in 0..block.attention.n_heads {
-            let w = block.attention.head_weights(h);
-            let name = |part: &str| format!("layers.{l}.heads.{h}.{part}");
-            if circuits {
-                tensors.insert(name("qk"), HostTensor::of(w.qk()));
-                tensors.insert(name("ov"), HostTensor::of(w.ov()));
-            }
-            tensors.insert(name("q"), HostTensor::of(w.q));
-            tensors.insert(name("k"), HostTensor::of(w.k));
-            tensors.insert(name("v"), HostTensor::of(w.v));
-            tensors.insert(name("q_bias"), HostTensor::of(w.q_bias));
-            tensors.insert(name("k_bias"), HostTensor::of(w.k_bias));
-            tensors.insert(name("v_bias"), HostTensor::of(w.v_bias));
-            tensors.insert(name("o"), HostTensor::of(w.o));
+/// One part of a head's weights: how its tensor's name ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadPart {
+    /// The query projection, `[d_model, d_head]`.
+    Q,
+    /// The key projection, `[d_model, d_head]`.
+    K,
+    /// The value projection, `[d_model, d_head]`.
+    V,
+    /// The query bias, `[d_head]`.
+    QBias,
+    /// The key bias, `[d_head]`.
+    KBias,
+    /// The value bias, `[d_head]`.
+    VBias,
+    /// The head's rows of the output projection, `[d_head, d_model]`.
+    O,
+    /// The QK circuit `q k^T`, `[d_model, d_model]`.
+    Qk,
+    /// The OV circuit `v o`, `[d_model, d_model]`.
+    Ov,
+}
+
+impl HeadPart {
+    /// The name's last part: `q`, `k`, `v`, `q_bias`, `k_bias`, `v_bias`, `o`, `qk`, `ov`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeadPart::Q => "q",
+            HeadPart::K => "k",
+            HeadPart::V => "v",
+            HeadPart::QBias => "q_bias",
+            HeadPart::KBias => "k_bias",
+            HeadPart::VBias => "v_bias",
+            HeadPart::O => "o",
+            HeadPart::Qk => "qk",
+            HeadPart::Ov => "ov",
         }
     }
-    tensors
+}
+
+/// The one formatter of per-head tensor names: `layers.{layer}.heads.{head}.{part}`, as in
+/// snapshots and `weights.safetensors`.
+pub fn head_tensor_name(layer: usize, head: usize, part: HeadPart) -> String {
+    format!("layers.{layer}.heads.{head}.{}", part.name())
+}
+
+/// One head's weights on the host, shaped as [`HeadPart`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadTensors {
+    /// `[d_model, d_head]`.
+    pub q: HostTensor,
+    /// `[d_model, d_head]`.
+    pub k: HostTensor,
+    /// `[d_model, d_head]`.
+    pub v: HostTensor,
+    /// `[d_head]`.
+    pub q_bias: HostTensor,
+    /// `[d_head]`.
+    pub k_bias: HostTensor,
+    /// `[d_head]`.
+    pub v_bias: HostTensor,
+    /// `[d_head, d_model]`.
+    pub o: HostTensor,
+    /// The QK and OV circuits, `[d_model, d_model]` each, when they were asked for.
+    pub circuits: Option<(HostTensor, HostTensor)>,
+}
+
+impl HeadTensors {
+    /// The QK circuit.
+    ///
+    /// # Panics
+    /// If the circuits were not asked for ([`HeadTensorsByLayer::of`] with `circuits`).
+    pub fn qk(&self) -> &HostTensor {
+        &self.circuits.as_ref().expect("circuits were asked for").0
+    }
+
+    /// The OV circuit; panics as [`HeadTensors::qk`] does.
+    pub fn ov(&self) -> &HostTensor {
+        &self.circuits.as_ref().expect("circuits were asked for").1
+    }
+
+    /// Every part present, with its [`HeadPart`].
+    fn parts(&self) -> Vec<(HeadPart, &HostTensor)> {
+        let mut parts = vec![
+            (HeadPart::Q, &self.q),
+            (HeadPart::K, &self.k),
+            (HeadPart::V, &self.v),
+            (HeadPart::QBias, &self.q_bias),
+            (HeadPart::KBias, &self.k_bias),
+            (HeadPart::VBias, &self.v_bias),
+            (HeadPart::O, &self.o),
+        ];
+        if let Some((qk, ov)) = &self.circuits {
+            parts.extend([(HeadPart::Qk, qk), (HeadPart::Ov, ov)]);
+        }
+        parts
+    }
+}
+
+/// Every head's weights on the host, layer-major: `layers[l][h]`. What analyses read (typed,
+/// never by name), and what [`HeadTensorsByLayer::named`] writes into files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadTensorsByLayer {
+    /// One list per layer, one entry per head.
+    pub layers: Vec<Vec<HeadTensors>>,
+}
+
+impl HeadTensorsByLayer {
+    /// Every head of `model`, with the QK and OV circuits when `circuits`.
+    pub fn of(model: &Encoder, circuits: bool) -> Self {
+        let layers = model
+            .blocks
+            .iter()
+            .map(|block| {
+                (0..block.attention.n_heads)
+                    .map(|h| {
+                        let w = block.attention.head_weights(h);
+                        let circuits =
+                            circuits.then(|| (HostTensor::of(w.qk()), HostTensor::of(w.ov())));
+                        HeadTensors {
+                            q: HostTensor::of(w.q),
+                            k: HostTensor::of(w.k),
+                            v: HostTensor::of(w.v),
+                            q_bias: HostTensor::of(w.q_bias),
+                            k_bias: HostTensor::of(w.k_bias),
+                            v_bias: HostTensor::of(w.v_bias),
+                            o: HostTensor::of(w.o),
+                            circuits,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Self { layers }
+    }
+
+    /// Head `head` of layer `layer`.
+    pub fn head(&self, layer: usize, head: usize) -> &HeadTensors {
+        &self.layers[layer][head]
+    }
+
+    /// Every tensor under its name ([`head_tensor_name`]), for a file.
+    pub fn named(&self) -> BTreeMap<String, HostTensor> {
+        let mut named = BTreeMap::new();
+        for (l, heads) in self.layers.iter().enumerate() {
+            for (h, head) in heads.iter().enumerate() {
+                for (part, tensor) in head.parts() {
+                    named.insert(head_tensor_name(l, h, part), tensor.clone());
+                }
+            }
+        }
+        named
+    }
 }
 
 /// Every parameter of `model`, named `model.{module path}` (e.g. `model.blocks.0.ff_in.weight`).
@@ -65,7 +197,7 @@ pub fn write_snapshot(path: &Path, model: &Encoder, step: usize) -> Result<(), T
     let metadata = [("step".to_string(), step.to_string())]
         .into_iter()
         .collect();
-    let mut tensors = head_tensors(model, false);
+    let mut tensors = HeadTensorsByLayer::of(model, false).named();
     tensors.extend(model_tensors(model));
     write_tensors(path, &tensors, Some(metadata))
 }
@@ -200,7 +332,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("step-0.safetensors");
         let model = tiny_model(1, &device);
-        write_tensors(&path, &head_tensors(&model, false), None).unwrap();
+        write_tensors(&path, &HeadTensorsByLayer::of(&model, false).named(), None).unwrap();
         let err = load_snapshot(&path, model).unwrap_err().to_string();
         assert!(
             err.contains("step-0.safetensors") && err.contains("retrain"),

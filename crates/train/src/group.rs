@@ -25,7 +25,7 @@ use burn::prelude::*;
 use model::seed_stack::{DropoutShape, LayerDropout, SeedStack, StackInput};
 
 use crate::optim_stack::{self, ParamLayout};
-use crate::schedule::learning_rate;
+use crate::schedule::{StepEvents, learning_rate};
 use crate::step::{StepGradients, scored_positions, shard_ranges, sharded_gradients};
 use crate::trainer::{
     DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
@@ -156,6 +156,24 @@ struct Member<'a> {
     error: Option<TrainError>,
 }
 
+/// What every member's end of a step reads ([`GroupLoop::finish_members`]).
+struct FinishedStep<'s> {
+    /// Steps trained.
+    done: usize,
+    /// The step's learning rate.
+    lr: f64,
+    /// What the schedule asks of this step's end.
+    due: StepEvents,
+    /// The stop that came during the step, if one did.
+    stop: Option<&'s Outcome>,
+    /// Each active member's loss, when read.
+    losses: Option<&'s [f32]>,
+    /// Positions (in `active`) whose loss is not finite.
+    failed: &'s [usize],
+    /// Whether the run takes snapshots (`snapshot_every > 0`).
+    snapshots_on: bool,
+}
+
 /// The stacked model of the members still training, at one step.
 struct GroupLoop<'m, 'a> {
     members: &'m mut [Member<'a>],
@@ -193,106 +211,51 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
             let done = self.step + 1;
             let is_last = done == train.steps;
             let stop = stop_requested(&options.stop, options.stop_at_step, done, is_last);
-            let eval_due = done.is_multiple_of(train.eval_every) || is_last;
-            let checkpoint_due =
-                done.is_multiple_of(train.checkpoint_every) || is_last || stop.is_some();
-            let log_due = done.is_multiple_of(train.log_every) || eval_due;
-            let snapshot_due =
-                train.snapshot_every > 0 && (done.is_multiple_of(train.snapshot_every) || is_last);
-            let read = log_due || checkpoint_due || config.backend.is_deterministic();
+            let due = StepEvents::after(&train, done, stop.is_some());
+            let read = due.log || due.checkpoint || config.backend.is_deterministic();
             let losses: Option<Vec<f32>> = read.then(|| {
                 loss.into_data()
                     .convert::<f32>()
                     .try_into_vec::<f32>()
                     .expect("f32 losses")
             });
-
             // A seed whose loss is not finite fails alone, before the update.
-            let mut failed = Vec::new();
-            if let Some(losses) = &losses {
-                for (position, value) in losses.iter().enumerate() {
-                    if !value.is_finite() {
-                        failed.push(position);
-                    }
-                }
-            }
+            let failed: Vec<usize> = losses
+                .iter()
+                .flatten()
+                .enumerate()
+                .filter(|(_, value)| !value.is_finite())
+                .map(|(position, _)| position)
+                .collect();
             self.stack = self.optim.step(lr, self.stack.clone(), grads);
             self.step = done;
 
             // Bring every member's model (and for checkpoints its optimizer) up to date
             // when something reads it. Evaluation can end a seed, which writes its run.
-            let writes = eval_due || checkpoint_due || snapshot_due || !failed.is_empty();
+            let writes = due.eval || due.checkpoint || due.snapshot || !failed.is_empty();
             if writes {
                 self.sync_models();
                 self.sync_optimizers()?;
             }
-            let mut leaving = Vec::new();
-            let mut group_records = Vec::new();
-            for (position, &index) in self.active.iter().enumerate() {
-                let member = &mut self.members[index];
-                let trainer = &mut member.trainer;
-                if failed.contains(&position) {
-                    let value = losses.as_ref().map_or(f32::NAN, |l| l[position]);
-                    member.error = Some(trainer.non_finite(value)); // names step `done`
-                    leaving.push(position);
-                    continue;
-                }
-                trainer.step = done;
-                let loss = losses.as_ref().map(|l| l[position]);
-                let result: Result<(), TrainError> = (|| {
-                    let mut target_hit = false;
-                    if log_due {
-                        let record = trainer.log(loss, lr, eval_due)?;
-                        group_records.push((record, trainer.last_eval));
-                        if eval_due && trainer.target_reached() {
-                            target_hit = true;
-                            member.ended = Some(Outcome::TargetReached);
-                        }
-                    }
-                    if let Some(stop) = &stop {
-                        member.ended = Some(stop.clone());
-                    }
-                    if train.snapshot_every > 0 && (snapshot_due || target_hit) {
-                        trainer.snapshot()?;
-                    }
-                    if checkpoint_due || member.ended.is_some() {
-                        trainer.checkpoint()?;
-                    }
-                    Ok(())
-                })();
-                if let Err(error) = result {
-                    member.error = Some(error);
-                }
-                if member.ended.is_some() || member.error.is_some() {
-                    leaving.push(position);
-                }
-            }
-            if log_due {
+            let step = FinishedStep {
+                done,
+                lr,
+                due,
+                stop: stop.as_ref(),
+                losses: losses.as_deref(),
+                failed: &failed,
+                snapshots_on: train.snapshot_every > 0,
+            };
+            let (leaving, group_records) = self.finish_members(&step);
+            if due.log {
                 let (record, eval) = mean_record(&group_records, done);
                 display.update(&record, eval);
             }
             if let Some(stop) = &stop {
                 display.note(stop, done);
             }
-            if !leaving.is_empty() {
-                if !writes {
-                    // A write failed in a step that synced nothing: the others' models and
-                    // optimizer states must be current before the stack is rebuilt.
-                    self.sync_models();
-                    self.sync_optimizers()?;
-                }
-                self.active = self
-                    .active
-                    .iter()
-                    .enumerate()
-                    .filter(|(position, _)| !leaving.contains(position))
-                    .map(|(_, &index)| index)
-                    .collect();
-                if self.active.is_empty() {
-                    break;
-                }
-                let (stack, optim, layout) = build_stack(self.members, &self.active)?;
-                (self.stack, self.optim, self.layout) = (stack, optim, layout);
+            if !leaving.is_empty() && !self.drop_members(&leaving, writes)? {
+                break;
             }
         }
         // Every member still here finished its steps: bring its model up to date for the
@@ -301,6 +264,79 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
             self.sync_models();
         }
         Ok(())
+    }
+
+    /// Each active member's end of `step`: its record, and the evaluation, snapshot and
+    /// checkpoint due; a member that fails, reaches its target or stops leaves. Returns the
+    /// positions (in `active`) that leave, and the records logged.
+    fn finish_members(&mut self, step: &FinishedStep) -> (Vec<usize>, Vec<Logged>) {
+        let mut leaving = Vec::new();
+        let mut group_records = Vec::new();
+        for (position, &index) in self.active.iter().enumerate() {
+            let member = &mut self.members[index];
+            let trainer = &mut member.trainer;
+            if step.failed.contains(&position) {
+                let value = step.losses.map_or(f32::NAN, |l| l[position]);
+                member.error = Some(trainer.non_finite(value)); // names step `done`
+                leaving.push(position);
+                continue;
+            }
+            trainer.step = step.done;
+            let loss = step.losses.map(|l| l[position]);
+            let result: Result<(), TrainError> = (|| {
+                let mut target_hit = false;
+                if step.due.log {
+                    let record = trainer.log(loss, step.lr, step.due.eval)?;
+                    group_records.push((record, trainer.last_eval));
+                    if step.due.eval && trainer.target_reached() {
+                        target_hit = true;
+                        member.ended = Some(Outcome::TargetReached);
+                    }
+                }
+                if let Some(stop) = step.stop {
+                    member.ended = Some(stop.clone());
+                }
+                if step.due.snapshot || (step.snapshots_on && target_hit) {
+                    trainer.snapshot()?;
+                }
+                if step.due.checkpoint || member.ended.is_some() {
+                    trainer.checkpoint()?;
+                }
+                Ok(())
+            })();
+            if let Err(error) = result {
+                member.error = Some(error);
+            }
+            if member.ended.is_some() || member.error.is_some() {
+                leaving.push(position);
+            }
+        }
+        (leaving, group_records)
+    }
+
+    /// Takes the members at `leaving` (positions in `active`) out and restacks the rest;
+    /// `synced`: whether this step already brought every model and optimizer up to date.
+    /// Returns whether any member is left.
+    fn drop_members(&mut self, leaving: &[usize], synced: bool) -> Result<bool, TrainError> {
+        if !synced {
+            // A write failed in a step that synced nothing: the others' models and
+            // optimizer states must be current before the stack is rebuilt.
+            self.sync_models();
+            self.sync_optimizers()?;
+        }
+        self.active = self
+            .active
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| !leaving.contains(position))
+            .map(|(_, &index)| index)
+            .collect();
+        if self.active.is_empty() {
+            return Ok(false);
+        }
+        let (stack, optim, layout) = build_stack(self.members, &self.active)?;
+        (self.stack, self.optim, self.layout) = (stack, optim, layout);
+        Ok(true)
     }
 
     /// Every active member's model, unstacked with its own parameter ids.

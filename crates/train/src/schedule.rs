@@ -1,5 +1,6 @@
-//! The learning rate as a pure function of the step: linear warmup, then constant or cosine
-//! decay (Loshchilov & Hutter 2017). Being stateless, a resumed run gets the same rates.
+//! The schedule as pure functions of the step: the learning rate (linear warmup, then
+//! constant or cosine decay, Loshchilov & Hutter 2017) and what the end of each step writes
+//! ([`StepEvents`]). Being stateless, a resumed run gets the same rates and the same files.
 
 use run::config::{Schedule, TrainConfig};
 
@@ -16,6 +17,40 @@ pub fn learning_rate(train: &TrainConfig, step: usize) -> f64 {
             let progress = ((step - train.warmup_steps) as f64 / decay_steps as f64).min(1.0);
             let min_lr = train.lr * train.min_lr_ratio;
             min_lr + 0.5 * (train.lr - min_lr) * (1.0 + (std::f64::consts::PI * progress).cos())
+        }
+    }
+}
+
+/// What the end of a step does, by the `[train]` schedule: the one rule both training loops
+/// (one model, a seed group) follow. A stop (a signal, `--stop-at`) adds a checkpoint and
+/// nothing else: an evaluation, a metrics record or a snapshot that the uninterrupted run does
+/// not make would make the resumed run another run (an evaluation can even end it early at
+/// the target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepEvents {
+    /// An evaluation (every `eval_every` steps, and the last).
+    pub eval: bool,
+    /// A checkpoint (every `checkpoint_every` steps, the last, and at a stop).
+    pub checkpoint: bool,
+    /// A metrics record (every `log_every` steps, and at every evaluation).
+    pub log: bool,
+    /// A snapshot (every `snapshot_every` steps and the last, when snapshots are on; a run
+    /// that reaches its target takes one too, which the loops add).
+    pub snapshot: bool,
+}
+
+impl StepEvents {
+    /// The events after step `done` (1-based: the number of steps trained), `stop` when a
+    /// stop came during it.
+    pub fn after(train: &TrainConfig, done: usize, stop: bool) -> Self {
+        let last = done == train.steps;
+        let eval = done.is_multiple_of(train.eval_every) || last;
+        Self {
+            eval,
+            checkpoint: done.is_multiple_of(train.checkpoint_every) || last || stop,
+            log: done.is_multiple_of(train.log_every) || eval,
+            snapshot: train.snapshot_every > 0
+                && (done.is_multiple_of(train.snapshot_every) || last),
         }
     }
 }
@@ -56,5 +91,37 @@ mod tests {
         let c = config(Schedule::Constant);
         assert!((learning_rate(&c, 50) - 1.0).abs() < 1e-12);
         assert!((learning_rate(&c, 109) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn step_events_follow_the_schedule_and_a_stop_adds_only_a_checkpoint() {
+        let train = TrainConfig {
+            steps: 100,
+            eval_every: 20,
+            checkpoint_every: 50,
+            log_every: 10,
+            snapshot_every: 25,
+            ..TrainConfig::default()
+        };
+        let events = |done, stop| {
+            let e = StepEvents::after(&train, done, stop);
+            (e.eval, e.checkpoint, e.log, e.snapshot)
+        };
+        assert_eq!(events(7, false), (false, false, false, false));
+        assert_eq!(events(10, false), (false, false, true, false));
+        assert_eq!(events(20, false), (true, false, true, false));
+        assert_eq!(events(25, false), (false, false, false, true));
+        assert_eq!(events(50, false), (false, true, true, true));
+        // The last step does everything.
+        assert_eq!(events(100, false), (true, true, true, true));
+        // A stop adds a checkpoint and nothing else.
+        assert_eq!(events(7, true), (false, true, false, false));
+        assert_eq!(events(20, true), (true, true, true, false));
+        // Snapshots off: none, not even at the last step.
+        let off = TrainConfig {
+            snapshot_every: 0,
+            ..train.clone()
+        };
+        assert!(!StepEvents::after(&off, 100, false).snapshot);
     }
 }

@@ -190,12 +190,8 @@ mod tests {
         }
     }
 
-    /// flex has one random generator for all threads: tests that seed it and draw must
-    /// take turns, or their draws interleave.
-    static DEVICE_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
     fn gradients(shards: usize, parallel: bool) -> (Vec<Vec<f32>>, f32) {
-        let _rng = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
+        let _rng = model::init::take_rng_turn();
         let device = Device::flex().autodiff();
         device.seed(3);
         let task = TaskConfig::Reverse(SequenceSpec {

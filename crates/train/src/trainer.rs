@@ -18,7 +18,7 @@ use burn::prelude::*;
 use indicatif::{ProgressBar, ProgressStyle};
 use model::Encoder;
 
-use crate::schedule::learning_rate;
+use crate::schedule::{StepEvents, learning_rate};
 use crate::step::{StepGradients, step_gradients};
 use run::backend::{BackendKind, NoAdapter};
 use run::checkpoint::{self, CheckpointError, CheckpointState};
@@ -196,22 +196,21 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
         let lr = learning_rate(train, trainer.step);
         let StepGradients { grads, loss } = trainer.gradients();
         let done = trainer.step + 1;
-        let is_last = done == train.steps;
-        let stop = stop_requested(&options.stop, options.stop_at_step, done, is_last);
-        // A stop (a signal, `--stop-at`) adds a checkpoint and nothing else: an evaluation,
-        // a metrics record or a snapshot that the uninterrupted run does not make would make
-        // the resumed run another run (an evaluation can even end it early at the target).
-        let eval_due = done % train.eval_every == 0 || is_last;
-        let checkpoint_due = done % train.checkpoint_every == 0 || is_last || stop.is_some();
-        let log_due = done % train.log_every == 0 || eval_due;
-        let loss = trainer.read_loss(loss, log_due || checkpoint_due)?;
+        let stop = stop_requested(
+            &options.stop,
+            options.stop_at_step,
+            done,
+            done == train.steps,
+        );
+        let due = StepEvents::after(train, done, stop.is_some());
+        let loss = trainer.read_loss(loss, due.log || due.checkpoint)?;
         trainer.update(lr, grads);
 
         let mut target_hit = false;
-        if log_due {
-            let record = trainer.log(loss, lr, eval_due)?;
+        if due.log {
+            let record = trainer.log(loss, lr, due.eval)?;
             display.update(&record, trainer.last_eval);
-            if eval_due && trainer.target_reached() {
+            if due.eval && trainer.target_reached() {
                 target_hit = true;
                 ended = Some(Outcome::TargetReached);
             }
@@ -220,11 +219,10 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
             display.note(&stop, done);
             ended = Some(stop);
         }
-        let snapshot_due = train.snapshot_every > 0 && done % train.snapshot_every == 0;
-        if train.snapshot_every > 0 && (snapshot_due || is_last || target_hit) {
+        if due.snapshot || (train.snapshot_every > 0 && target_hit) {
             trainer.snapshot()?;
         }
-        if checkpoint_due || ended.is_some() {
+        if due.checkpoint || ended.is_some() {
             trainer.checkpoint()?;
         }
     }

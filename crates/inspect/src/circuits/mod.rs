@@ -12,10 +12,9 @@ pub mod linalg;
 pub mod rank;
 pub mod rollout;
 
-use std::collections::BTreeMap;
-
 use burn::prelude::*;
 use model::Encoder;
+use run::snapshot::{HeadTensors, HeadTensorsByLayer};
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 
@@ -40,26 +39,22 @@ pub struct HeadCircuit {
 }
 
 impl HeadCircuit {
-    /// Head `head` of layer `layer`, from tensors named as in `weights.safetensors`.
+    /// One head's circuit from its weights.
     ///
     /// # Panics
-    /// If a tensor is missing or not a matrix.
-    pub fn from_weights(weights: &BTreeMap<String, HostTensor>, layer: usize, head: usize) -> Self {
-        let matrix = |part: &str| {
-            let name = format!("layers.{layer}.heads.{head}.{part}");
-            let tensor = weights
-                .get(&name)
-                .unwrap_or_else(|| panic!("{name} is among the head tensors"));
+    /// If a projection is not a matrix.
+    pub fn from_weights(head: &HeadTensors) -> Self {
+        let matrix = |tensor: &HostTensor| {
             let [rows, cols] = tensor.shape[..] else {
-                panic!("{name} is a matrix, not {:?}", tensor.shape);
+                panic!("a head's projection is a matrix, not {:?}", tensor.shape);
             };
             Matrix::from_f32(rows, cols, &tensor.values)
         };
         Self {
-            q: matrix("q"),
-            k: matrix("k"),
-            v: matrix("v"),
-            o: matrix("o"),
+            q: matrix(&head.q),
+            k: matrix(&head.k),
+            v: matrix(&head.v),
+            o: matrix(&head.o),
         }
     }
 
@@ -177,18 +172,12 @@ pub struct CircuitError {
 }
 
 impl Circuits {
-    /// Every measure of `model`'s heads, whose weights `weights` holds as named in
-    /// `weights.safetensors` ([`run::snapshot::head_tensors`]).
-    pub fn of_model(
-        model: &Encoder,
-        weights: &BTreeMap<String, HostTensor>,
-    ) -> Result<Self, CircuitError> {
-        let heads: Vec<Vec<HeadCircuit>> = (0..model.n_layers())
-            .map(|l| {
-                (0..model.n_heads())
-                    .map(|h| HeadCircuit::from_weights(weights, l, h))
-                    .collect()
-            })
+    /// Every measure of `model`'s heads, whose weights `weights` holds.
+    pub fn of_model(model: &Encoder, weights: &HeadTensorsByLayer) -> Result<Self, CircuitError> {
+        let heads: Vec<Vec<HeadCircuit>> = weights
+            .layers
+            .iter()
+            .map(|layer| layer.iter().map(HeadCircuit::from_weights).collect())
             .collect();
         let host = |tensor: Tensor<2>| {
             let [rows, cols] = tensor.dims();

@@ -15,12 +15,11 @@ use model::HeadId;
 use serde::{Deserialize, Serialize};
 use tasks::{Task, TaskConfig};
 
-use crate::draw::compare_page::{
-    self, ComparePageInput, HeadMeasures, PageRunInput, measure_layer,
-};
+use crate::draw::compare_page::{self, ComparePageInput, PageRunInput};
 use crate::draw::figures::{self, FigureError};
 use crate::load::probe::{LayerProbe, Probe, ProbeSizeError};
 use crate::load::run::{LoadedRun, RunError};
+use crate::measures::heads::{HeadMeasures, measure_layer};
 use crate::measures::matching::{LayerMatch, match_layers};
 
 /// One compared run, heads listed in the reference's slot order.

@@ -17,72 +17,17 @@
 //! is always embedded). The measures are `heads.json`'s pattern measures
 //! ([`crate::measures::patterns`], [`crate::measures::heads::head_roles`]), on the shared probe.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-use tasks::Task;
 
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, script_json, thousandths};
 use crate::draw::explore::{MAX_PATTERN_VALUES, sequences_to_embed};
 use crate::load::probe::LayerProbe;
-use crate::measures::heads::head_roles;
+use crate::measures::heads::HeadMeasures;
 use crate::measures::matching::{LayerMatch, pattern_similarity};
-use crate::measures::patterns::{HeadPattern, task_target_score};
 
 const STYLE: &str = include_str!("compare_page/compare.css");
 const SCRIPT: &str = include_str!("compare_page/compare.js");
 const BODY: &str = include_str!("compare_page/body.html");
-
-/// One head's measures on the shared probe, as `heads.json` names them. `compare` takes its
-/// roles from here, so the page and `matching.json` agree.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeadMeasures {
-    /// The best pattern if its score reaches the role threshold, else "mixed".
-    pub role: String,
-    /// Mean entropy of the attention rows, in nats.
-    pub entropy: f64,
-    /// Mean largest attention probability.
-    pub confidence: f64,
-    /// Mean |query - key| weighted by attention.
-    pub mean_distance: f64,
-    /// Mean attention on the task's exact targets; None for tasks without any (`file`).
-    pub task_target_score: Option<f64>,
-    /// Mean attention mass on each named pattern.
-    pub pattern_scores: BTreeMap<String, f64>,
-}
-
-/// Every head of `layer` measured on the probe (`tokens`: `[batch * seq]`; `targets`: per
-/// sequence, the task's attention targets), with the functions `inspect` uses for
-/// `heads.json`.
-pub fn measure_layer(
-    task: &Task,
-    layer: &LayerProbe,
-    tokens: &[u32],
-    targets: &[Vec<Vec<usize>>],
-) -> Vec<HeadMeasures> {
-    let (batch, _, seq) = layer.dims();
-    head_roles(task, layer, tokens)
-        .into_iter()
-        .enumerate()
-        .map(|(h, (pattern_scores, role))| {
-            let probs = layer.head_pattern(h);
-            let head = HeadPattern {
-                probs: &probs,
-                tokens,
-                batch,
-                seq,
-            };
-            HeadMeasures {
-                role,
-                entropy: head.entropy(),
-                confidence: head.confidence(),
-                mean_distance: head.mean_distance(),
-                task_target_score: task_target_score(&head, targets),
-                pattern_scores,
-            }
-        })
-        .collect()
-}
 
 /// Everything the page shows, serialized into it.
 #[derive(Debug, Clone, Serialize)]
@@ -171,7 +116,7 @@ pub struct PageRunInput<'a> {
     pub layers: &'a [LayerProbe],
     /// Per layer, its matching to the reference (identity for the reference).
     pub matches: &'a [LayerMatch],
-    /// `[layer][own head]`, from [`measure_layer`].
+    /// `[layer][own head]`, from [`crate::measures::heads::measure_layer`].
     pub measures: &'a [Vec<HeadMeasures>],
 }
 
@@ -383,10 +328,11 @@ mod tests {
     use std::path::Path;
 
     use run::tensor_file::HostTensor;
-    use tasks::{SequenceSpec, TaskConfig};
+    use tasks::{SequenceSpec, Task, TaskConfig};
 
     use super::*;
     use crate::draw::explore::EXPLORE_SEQUENCES;
+    use crate::measures::heads::measure_layer;
     use crate::measures::matching::match_layers;
 
     fn reverse() -> Task {

@@ -8,7 +8,7 @@ use burn::prelude::*;
 use model::Encoder;
 use serde::{Deserialize, Serialize};
 use tasks::batch::mix_seed;
-use tasks::{MinimalPair, PairKind, Task};
+use tasks::{MinimalPair, PairKind};
 
 use super::activation_patching::{
     HeadPatching, ResidualPatching, head_patching, residual_patching,
@@ -16,6 +16,7 @@ use super::activation_patching::{
 use super::attribution_patching::{AttributionAgreement, attribution_patching};
 use super::pair_runs::PairRuns;
 use super::path_patching::{LayerPathPatching, PathPatching, head_paths, layer_paths};
+use crate::load::context::MeasureContext;
 
 /// Pairs patched per kind per report.
 pub const PATCHING_PAIRS: usize = 64;
@@ -107,7 +108,13 @@ impl From<&MinimalPair> for PairInputs {
 
 /// Patching of every kind of minimal pair `task` makes (seeded from `seed`); `None` for
 /// tasks without pairs.
-pub fn patching(model: &Encoder, task: &Task, seed: u64, device: &Device) -> Option<Patching> {
+pub fn patching(context: MeasureContext) -> Option<Patching> {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
     let section = |kind: PairKind, counter: u64| {
         let pairs =
             task.minimal_pairs(kind, PATCHING_PAIRS, mix_seed(seed, PAIRS_STREAM - counter));

@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use burn::prelude::*;
 use model::{Encoder, HeadId, HeadPatch};
 use tasks::batch::mix_seed;
-use tasks::{Example, ParsedSentence, Task};
+use tasks::{Example, ParsedSentence};
 
 use crate::interventions::ablation::rolled;
 use crate::interventions::activation_patching::head_weight;
+use crate::load::context::MeasureContext;
 use crate::measures::masked::{masked_targets, right_answers_with};
 use crate::measures::relations::{Relations, category_names};
 
@@ -27,13 +28,13 @@ const RELATION_ABLATION_STREAM: u64 = u64::MAX - 6;
 
 /// Fills every best head's drops in `relations`, zeroing each best head of `model` in turn
 /// on `task`'s masked examples (seeded from `seed`).
-pub fn add_relation_ablation(
-    relations: &mut Relations,
-    task: &Task,
-    model: &Encoder,
-    seed: u64,
-    device: &Device,
-) {
+pub fn add_relation_ablation(relations: &mut Relations, context: MeasureContext) {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
     let seed = mix_seed(seed, RELATION_ABLATION_STREAM);
     let examples = task.eval_set(RELATION_ABLATION_EXAMPLES, seed);
     // Sentence i is example i unmasked: its arcs say what each masked word is.

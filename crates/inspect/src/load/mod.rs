@@ -1,6 +1,8 @@
-//! Loading: a run directory opened for measuring ([`run`]) and the probe batch every
-//! measure reads, with each layer's attention on it ([`probe`]). Imports nothing else of
+//! Loading: a run directory opened for measuring ([`run`]), the probe batch every
+//! measure reads, with each layer's attention on it ([`probe`]), and what a seeded measure
+//! runs on ([`context`]). Imports nothing else of
 //! this crate.
 
+pub mod context;
 pub mod probe;
 pub mod run;

@@ -12,8 +12,7 @@
 //! `same` number as the subject, or `different`. Word accuracy (the most probable word is the
 //! verb itself) is given beside it.
 
-use burn::prelude::*;
-use model::Encoder;
+use crate::load::context::MeasureContext;
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
@@ -132,7 +131,13 @@ pub fn agreement_items(task: &Task, sentence: &ParsedSentence) -> Vec<AgreementI
 
 /// Agreement per kind of attractor on `task`'s sentences seeded from `seed`; `None` for
 /// tasks without a parse.
-pub fn agreement(model: &Encoder, task: &Task, seed: u64, device: &Device) -> Option<Agreement> {
+pub fn agreement(context: MeasureContext) -> Option<Agreement> {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
     let sentences = task.parsed_sentences(AGREEMENT_SENTENCES, mix_seed(seed, AGREEMENT_STREAM));
     if sentences.is_empty() {
         return None;

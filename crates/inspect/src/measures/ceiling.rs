@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use tasks::batch::mix_seed;
 use tasks::{Example, Task, WordClass};
 
+use crate::load::context::MeasureContext;
 use crate::measures::masked::{masked_targets, right_answers};
 
 /// Masked examples the ceiling is measured on: about 1400 masked words with the default
@@ -57,7 +58,13 @@ pub struct ClassAgainstCeiling {
 
 /// The model against the ceiling on `task`'s masked examples seeded from `seed`; `None`
 /// for tasks without a ceiling (every task but `grammar`).
-pub fn ceiling(model: &Encoder, task: &Task, seed: u64, device: &Device) -> Option<Ceiling> {
+pub fn ceiling(context: MeasureContext) -> Option<Ceiling> {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
     let seed = mix_seed(seed, CEILING_STREAM);
     let bayes = task.ceiling(CEILING_EXAMPLES, seed);
     if bayes.is_empty() {

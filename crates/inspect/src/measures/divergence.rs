@@ -3,7 +3,7 @@
 //! the probe batch. Heads that start identical (symmetric init) stay at cosine 1, distance 0
 //! unless something breaks the symmetry; random init starts apart and moves.
 
-use run::snapshot::{SnapshotError, head_tensors, list_snapshots};
+use run::snapshot::{HeadTensorsByLayer, SnapshotError, list_snapshots};
 use std::fmt::Write as _;
 
 use crate::load::probe::Probe;
@@ -34,7 +34,7 @@ pub fn divergence(
     let mut points = vec![];
     for (step, path) in list_snapshots(&loaded.dir.snapshots_dir()) {
         let model = loaded.snapshot_model(&path)?;
-        let weights = head_tensors(&model, true);
+        let weights = HeadTensorsByLayer::of(&model, true);
         for (layer, layer_probe) in probe.run(&model).iter().enumerate() {
             let similarity = LayerSimilarity::measure(layer, &weights, layer_probe, false);
             points.push(DivergencePoint {

@@ -127,16 +127,8 @@ pub fn measure_heads(
 
     let mut heads = vec![];
     for (l, layer) in layers.iter().enumerate() {
-        let (batch, _, seq) = layer.dims();
-        let roles = head_roles(task, layer, &tokens);
-        for (h, (pattern_scores, role)) in roles.into_iter().enumerate() {
-            let probs = layer.head_pattern(h);
-            let head = HeadPattern {
-                probs: &probs,
-                tokens: &tokens,
-                batch,
-                seq,
-            };
+        let measured = measure_layer(task, layer, &tokens, &targets);
+        for (h, pattern) in measured.into_iter().enumerate() {
             let id = HeadId::new(l, h);
             let mask = model.head_mask_keeping(|other| other != id, device);
             let (_, ablated) = evaluate(model, eval, device, Some(mask));
@@ -145,12 +137,12 @@ pub fn measure_heads(
             heads.push(HeadRecord {
                 layer: l,
                 head: h,
-                entropy: head.entropy(),
-                confidence: head.confidence(),
-                mean_distance: head.mean_distance(),
-                pattern_scores,
+                entropy: pattern.entropy,
+                confidence: pattern.confidence,
+                mean_distance: pattern.mean_distance,
+                pattern_scores: pattern.pattern_scores,
                 ablation_drop: base.token_accuracy() - ablated.token_accuracy(),
-                role,
+                role: pattern.role,
                 copying_score: circuit.copying_score,
                 full_copying_score: circuit.full_copying_score,
                 qk_effective_rank: circuit.qk_effective_rank,
@@ -160,7 +152,7 @@ pub fn measure_heads(
                 mean_value_norm: norms.mean_value_norm,
                 mean_weighted_norm: norms.mean_weighted_norm,
                 norm_weight_correlation: norms.norm_weight_correlation,
-                task_target_score: task_target_score(&head, &targets),
+                task_target_score: pattern.task_target_score,
                 relation_scores: relations.map(|r| r.head_scores(l, h)),
                 mean_ablation_drop: None,
                 resample_ablation_drop: None,
@@ -168,6 +160,58 @@ pub fn measure_heads(
         }
     }
     (heads, base.token_accuracy())
+}
+
+/// One head's pattern measures on the probe, as `heads.json` names them: part of each
+/// [`HeadRecord`], and what `compare` shows and takes its roles from, so the page,
+/// `matching.json` and `heads.json` agree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadMeasures {
+    /// The best pattern if its score reaches the role threshold, else "mixed".
+    pub role: String,
+    /// Mean entropy of the attention rows, in nats.
+    pub entropy: f64,
+    /// Mean largest attention probability.
+    pub confidence: f64,
+    /// Mean |query - key| weighted by attention.
+    pub mean_distance: f64,
+    /// Mean attention on the task's exact targets; None for tasks without any (`file`).
+    pub task_target_score: Option<f64>,
+    /// Mean attention mass on each named pattern.
+    pub pattern_scores: BTreeMap<String, f64>,
+}
+
+/// Every head of `layer` measured on the probe (`tokens`: `[batch * seq]`; `targets`: per
+/// sequence, the task's attention targets), with the functions `inspect` uses for
+/// `heads.json`.
+pub fn measure_layer(
+    task: &Task,
+    layer: &LayerProbe,
+    tokens: &[u32],
+    targets: &[Vec<Vec<usize>>],
+) -> Vec<HeadMeasures> {
+    let (batch, _, seq) = layer.dims();
+    head_roles(task, layer, tokens)
+        .into_iter()
+        .enumerate()
+        .map(|(h, (pattern_scores, role))| {
+            let probs = layer.head_pattern(h);
+            let head = HeadPattern {
+                probs: &probs,
+                tokens,
+                batch,
+                seq,
+            };
+            HeadMeasures {
+                role,
+                entropy: head.entropy(),
+                confidence: head.confidence(),
+                mean_distance: head.mean_distance(),
+                task_target_score: task_target_score(&head, targets),
+                pattern_scores,
+            }
+        })
+        .collect()
 }
 
 /// Each head's mean attention on every pattern (the generic ones and the task's solving

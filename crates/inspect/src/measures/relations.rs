@@ -27,12 +27,11 @@
 
 use std::collections::BTreeMap;
 
-use burn::prelude::*;
-use model::Encoder;
+use crate::load::context::MeasureContext;
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
-use tasks::{Arc, Example, ParsedSentence, Relation, Task};
+use tasks::{Arc, Example, ParsedSentence, Relation};
 
 /// Sentences scored per report: enough arcs of every relation for fractions to about two
 /// points (a relation on a quarter of 512 sentences still has over 100 arcs).
@@ -299,12 +298,13 @@ pub fn score_relations(patterns: &[HostTensor], sentences: &[ParsedSentence]) ->
 /// Runs `model` on [`RELATION_SENTENCES`] of `task`'s parsed sentences (seeded from the
 /// run's `seed`, apart from the probe) and scores every head; `None` for tasks without
 /// parses.
-pub fn measure_relations(
-    task: &Task,
-    model: &Encoder,
-    seed: u64,
-    device: &Device,
-) -> Option<Relations> {
+pub fn measure_relations(context: MeasureContext) -> Option<Relations> {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
     let sentences = task.parsed_sentences(RELATION_SENTENCES, mix_seed(seed, RELATION_STREAM));
     if sentences.is_empty() {
         return None;

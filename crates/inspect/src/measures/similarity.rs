@@ -3,9 +3,7 @@
 //! linear CKA of their outputs (Kornblith et al. 2019). Plain f32 slices in; the
 //! [`LayerSimilarity`] matrices of `similarity.json` on top.
 
-use std::collections::BTreeMap;
-
-use run::tensor_file::HostTensor;
+use run::snapshot::HeadTensorsByLayer;
 use serde::{Deserialize, Serialize};
 
 use crate::load::probe::LayerProbe;
@@ -136,23 +134,17 @@ pub struct LayerSimilarity {
 }
 
 impl LayerSimilarity {
-    /// Every matrix of layer `layer`: circuits from `weights` (named as in
-    /// `weights.safetensors`, with `qk` and `ov`), patterns and outputs from `probe`.
+    /// Every matrix of layer `layer`: circuits from `weights` (with the circuits), patterns
+    /// and outputs from `probe`.
     /// `with_outputs: false` skips CKA (the slowest), leaving that matrix empty.
     pub fn measure(
         layer: usize,
-        weights: &BTreeMap<String, HostTensor>,
+        weights: &HeadTensorsByLayer,
         probe: &LayerProbe,
         with_outputs: bool,
     ) -> Self {
         let (_, n_heads, seq) = probe.dims();
-        let circuit = |h: usize, part: &str| -> &[f32] {
-            let name = format!("layers.{layer}.heads.{h}.{part}");
-            &weights
-                .get(&name)
-                .unwrap_or_else(|| panic!("{name} is among the head tensors"))
-                .values
-        };
+        let heads = &weights.layers[layer];
         let patterns: Vec<Vec<f32>> = (0..n_heads).map(|h| probe.head_pattern(h)).collect();
         let output_cka = if with_outputs {
             let outputs: Vec<Vec<f32>> = (0..n_heads).map(|h| probe.head_output(h)).collect();
@@ -162,8 +154,12 @@ impl LayerSimilarity {
         };
         Self {
             layer,
-            qk_cosine: pairwise(n_heads, |i, j| cosine(circuit(i, "qk"), circuit(j, "qk"))),
-            ov_cosine: pairwise(n_heads, |i, j| cosine(circuit(i, "ov"), circuit(j, "ov"))),
+            qk_cosine: pairwise(n_heads, |i, j| {
+                cosine(&heads[i].qk().values, &heads[j].qk().values)
+            }),
+            ov_cosine: pairwise(n_heads, |i, j| {
+                cosine(&heads[i].ov().values, &heads[j].ov().values)
+            }),
             pattern_js: pairwise(n_heads, |i, j| js_distance(&patterns[i], &patterns[j], seq)),
             output_cka,
         }

@@ -2,17 +2,15 @@
 //! the probe, relation scores, every head's record, similarity, pruning, the summary, and
 //! the heads followed through the run's snapshots.
 
-use std::collections::BTreeMap;
-
 use burn::module::Module;
-use run::snapshot::head_tensors;
-use run::tensor_file::HostTensor;
+use run::snapshot::HeadTensorsByLayer;
 
 use crate::circuits::{Circuits, rollout};
 use crate::interventions::ablation::ablation_drops;
 use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
 use crate::interventions::relation_ablation;
+use crate::load::context::MeasureContext;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;
 use crate::measures::agreement::{self, Agreement};
@@ -30,9 +28,10 @@ use crate::report::options::ReportOptions;
 use crate::report::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 
 /// Everything the report measures.
+#[derive(Debug, Clone)]
 pub struct Measured {
-    /// Per-head weights and circuits, named as in `weights.safetensors`.
-    pub weights: BTreeMap<String, HostTensor>,
+    /// Per-head weights and circuits (`weights.safetensors`).
+    pub weights: HeadTensorsByLayer,
     /// Each layer's attention on the probe batch.
     pub layers: Vec<LayerProbe>,
     /// One record per head, layer-major.
@@ -93,13 +92,14 @@ pub fn measure(
         &loaded.model,
         &loaded.device,
     );
-    let weights = head_tensors(model, true);
+    let weights = HeadTensorsByLayer::of(model, true);
     let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
-    let mut relations = relations::measure_relations(task, model, config.seed, device);
+    let context = MeasureContext::of_run(loaded);
+    let mut relations = relations::measure_relations(context);
     if let Some(relations) = relations.as_mut() {
-        relation_ablation::add_relation_ablation(relations, task, model, config.seed, device);
+        relation_ablation::add_relation_ablation(relations, context);
     }
     let eval = config.eval_examples(task);
     let (mut heads, eval_token_acc) =
@@ -136,12 +136,9 @@ pub fn measure(
         ablation_pruning_spearman: spearman(&drops, &removal_steps),
     };
     let logit_lens = logit_lens(model, &eval, device);
-    let patching = options
-        .patching
-        .then(|| patching(model, task, config.seed, device))
-        .flatten();
-    let ceiling = ceiling::ceiling(model, task, config.seed, device);
-    let agreement = agreement::agreement(model, task, config.seed, device);
+    let patching = options.patching.then(|| patching(context)).flatten();
+    let ceiling = ceiling::ceiling(context);
+    let agreement = agreement::agreement(context);
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {

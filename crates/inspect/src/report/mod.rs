@@ -20,47 +20,18 @@ use std::path::{Path, PathBuf};
 
 use run::tensor_file::{HostTensor, write_tensors};
 
-use crate::circuits::Circuits;
-use crate::interventions::patching::Patching;
-use crate::interventions::pruning::Pruning;
 use crate::load::probe::Probe;
 use crate::load::run::LoadedRun;
-use crate::measures::divergence::DivergencePoint;
-use crate::measures::heads::HeadRecord;
-use crate::measures::logit_lens::LogitLens;
-use crate::measures::relations::Relations;
-use crate::measures::similarity::LayerSimilarity;
-use crate::measures::trajectories::Trajectories;
 use crate::report::dir::{ACTIVATIONS, ReportDir, WEIGHTS, WriteError};
 use crate::report::error::ReportError;
 use crate::report::measured::{Measured, measure};
-use crate::report::summary::{SimilarityFile, Summary};
+use crate::report::summary::SimilarityFile;
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// One record per head, layer-major.
-    pub heads: Vec<HeadRecord>,
-    /// Composition, copying and ranks read from the weights.
-    pub circuits: Circuits,
-    /// Head-by-head similarity matrices, one per layer.
-    pub similarity: Vec<LayerSimilarity>,
-    /// The divergence curves (empty when the run took no snapshots).
-    pub divergence: Vec<DivergencePoint>,
-    /// Every final head's role through the snapshots (`None` when the run took none).
-    pub trajectories: Option<Trajectories>,
-    /// Accuracy as heads are removed.
-    pub pruning: Pruning,
-    /// Each head's dependency-relation scores (`None` for tasks without parses).
-    pub relations: Option<Relations>,
-    /// `summary.json`.
-    pub summary: Summary,
-    /// Eval token accuracy with every head on.
-    pub eval_token_acc: f64,
-    /// The logit lens.
-    pub logit_lens: LogitLens,
-    /// Activation patching (`None` for tasks without minimal pairs, or when turned off).
-    pub patching: Option<Patching>,
+    /// Everything measured: what the files written hold.
+    pub measured: Measured,
     /// The files written.
     pub files: Vec<PathBuf>,
 }
@@ -99,34 +70,7 @@ pub fn write_report(
         &dir, loaded, &probe, &measured, &figures,
     )?);
 
-    let Measured {
-        heads,
-        eval_token_acc,
-        circuits,
-        similarity,
-        pruning,
-        relations,
-        summary,
-        divergence,
-        trajectories,
-        logit_lens,
-        patching,
-        ..
-    } = measured;
-    Ok(Report {
-        heads,
-        circuits,
-        similarity,
-        divergence,
-        trajectories,
-        pruning,
-        relations,
-        summary,
-        eval_token_acc,
-        logit_lens,
-        patching,
-        files,
-    })
+    Ok(Report { measured, files })
 }
 
 /// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer
@@ -137,7 +81,7 @@ fn write_tensor_files(
     measured: &Measured,
 ) -> Result<Vec<PathBuf>, ReportError> {
     let weights_path = dir.path(WEIGHTS);
-    write_tensors(&weights_path, &measured.weights, None)?;
+    write_tensors(&weights_path, &measured.weights.named(), None)?;
 
     let mut activations = BTreeMap::new();
     activations.insert(
@@ -196,7 +140,7 @@ pub fn table(report: &Report) -> String {
         "{:>5} {:>4}  {:<16} {:>7} {:>10} {:>8} {:>9}",
         "layer", "head", "role", "entropy", "confidence", "distance", "ablation"
     )];
-    for h in &report.heads {
+    for h in &report.measured.heads {
         lines.push(format!(
             "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>8.2}%",
             h.layer,

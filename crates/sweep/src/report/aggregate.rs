@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
 use inspect::compare::{Comparison, Slot};
+use inspect::load::context::MeasureContext;
 use inspect::load::probe::Probe;
 use inspect::measures::heads::head_roles;
 use inspect::measures::relations::{BestHead, BestHeads, Relations, measure_relations};
@@ -341,13 +342,12 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
                 *untrained[layer].entry(role).or_default() += 1;
             }
         }
-        let config = &run.run.config;
-        untrained_relations.extend(measure_relations(
-            &run.run.task,
-            &model,
-            config.seed,
-            &device,
-        ));
+        untrained_relations.extend(measure_relations(MeasureContext {
+            model: &model,
+            task: &run.run.task,
+            seed: run.run.config.seed,
+            device: &device,
+        }));
     }
     Ok(Matched {
         comparison,

@@ -1,0 +1,346 @@
+//! What every figure is drawn with: the canvas ([`render`], PNG or SVG, size-checked), the
+//! embedded font, the colour scale, token labels, and the two shapes most figures are made of
+//! (a labelled heatmap and a line chart).
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::RangedCoordi32;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{FontStyle, FontTransform, register_font};
+
+use crate::draw::backend::FigureBackend;
+
+/// What a drawing step returns; plotters' errors are boxed.
+pub type DrawResult = Result<(), Box<dyn Error>>;
+
+/// The drawing area a figure draws on: a bitmap or an SVG document ([`FigureBackend`]).
+pub type Area<'a> = DrawingArea<FigureBackend<'a>, Shift>;
+
+/// The embedded font's family name, for text styles.
+pub const FONT: &str = "sans-serif";
+
+/// Most pixels a figure may have: 2^28 (768 MiB of RGB), e.g. 16384 x 16384. Grids grow
+/// with layers, heads and (in `compare`) runs; past this they have too many panels to read,
+/// and the buffer alone would take gigabytes.
+pub const MAX_FIGURE_PIXELS: u64 = 1 << 28;
+
+/// A figure that could not be drawn or written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw {path}: {message}")]
+pub struct FigureError {
+    /// The figure.
+    pub path: PathBuf,
+    /// Why.
+    pub message: String,
+}
+
+/// Registers the embedded font once per process.
+pub(crate) fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (style, bytes) in [
+            (FontStyle::Normal, dejavu::sans::regular()),
+            (FontStyle::Bold, dejavu::sans::bold()),
+        ] {
+            register_font(FONT, style, bytes)
+                .unwrap_or_else(|_| panic!("the embedded DejaVu font parses"));
+        }
+    });
+}
+
+/// Draws a `width` x `height` figure with `draw` and writes it to `path` (atomically): as SVG
+/// when `path` ends in `.svg`, else as PNG.
+pub fn render(
+    path: &Path,
+    (width, height): (u32, u32),
+    draw: impl FnOnce(&Area) -> DrawResult,
+) -> Result<(), FigureError> {
+    register_fonts();
+    let fail = |message: String| FigureError {
+        path: path.to_path_buf(),
+        message,
+    };
+    if u64::from(width) * u64::from(height) > MAX_FIGURE_PIXELS {
+        return Err(fail(format!(
+            "{width} x {height} pixels is over the {MAX_FIGURE_PIXELS} pixels a figure may \
+             have: too many panels (layers, heads or runs) to draw"
+        )));
+    }
+    let paint = |backend: FigureBackend| -> DrawResult {
+        let root = backend.into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(&root)?;
+        root.present()?;
+        Ok(())
+    };
+    let bytes = if path.extension().is_some_and(|e| e == "svg") {
+        let mut svg = String::new();
+        paint(FigureBackend::Svg(SVGBackend::with_string(
+            &mut svg,
+            (width, height),
+        )))
+        .map_err(|e| fail(e.to_string()))?;
+        svg.into_bytes()
+    } else {
+        let mut rgb = vec![0u8; width as usize * height as usize * 3];
+        paint(FigureBackend::Bitmap(BitMapBackend::with_buffer(
+            &mut rgb,
+            (width, height),
+        )))
+        .map_err(|e| fail(e.to_string()))?;
+        let mut png_bytes = vec![];
+        let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(|e| fail(e.to_string()))?;
+        writer
+            .write_image_data(&rgb)
+            .map_err(|e| fail(e.to_string()))?;
+        writer.finish().map_err(|e| fail(e.to_string()))?;
+        png_bytes
+    };
+    run::atomic::write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
+}
+
+/// Viridis colour of `value` in `[lo, hi]` (clamped).
+pub(crate) fn viridis(value: f64, lo: f64, hi: f64) -> RGBColor {
+    let t = ((value - lo) / (hi - lo)).clamp(0.0, 1.0);
+    ViridisRGB.get_color(t as f32)
+}
+
+/// Width of one character of a 12 px label, rounded up, for sizing label areas.
+pub(crate) const LABEL_CHAR_PX: u32 = 7;
+
+/// Axis labels for a sequence of token `ids`: the task's word for each id when it names
+/// them ([`tasks::Task::token_names`]), else the id itself (and for ids past the
+/// names). The one place figures turn tokens into labels.
+pub fn token_labels(ids: &[u32], names: Option<&[String]>) -> Vec<String> {
+    ids.iter()
+        .map(|&id| {
+            names
+                .and_then(|names| names.get(id as usize))
+                .cloned()
+                .unwrap_or_else(|| id.to_string())
+        })
+        .collect()
+}
+
+/// A heatmap of `rows` x `cols` cells, row 0 at the top, with labelled rows and columns.
+pub(crate) struct Heatmap<'a> {
+    pub(crate) caption: String,
+    pub(crate) values: &'a dyn Fn(usize, usize) -> f64,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) row_labels: Vec<String>,
+    pub(crate) col_labels: Vec<String>,
+    pub(crate) range: (f64, f64),
+    /// Write each cell's value in it (small matrices only).
+    pub(crate) annotate: bool,
+    pub(crate) x_desc: &'a str,
+    pub(crate) y_desc: &'a str,
+}
+
+/// The chart a [`Heatmap`] draws on: one segment per cell across and down.
+pub(crate) type HeatmapChart<'a, 'b> = ChartContext<
+    'a,
+    FigureBackend<'b>,
+    Cartesian2d<SegmentedCoord<RangedCoordi32>, SegmentedCoord<RangedCoordi32>>,
+>;
+
+/// How a heatmap's labels are laid out.
+pub(crate) struct LabelLayout {
+    /// Height of the column labels' area, in pixels.
+    pub(crate) x_area: u32,
+    /// Width of the row labels' area, in pixels.
+    pub(crate) y_area: u32,
+    /// Whether the column labels run downwards.
+    pub(crate) rotate: bool,
+}
+
+impl Heatmap<'_> {
+    /// Draws the heatmap on `area`, its caption on top.
+    pub(crate) fn draw(&self, area: &Area) -> DrawResult {
+        let (rows, cols) = (self.rows as i32, self.cols as i32);
+        let layout = self.label_layout(area);
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.caption, (FONT, 15))
+            .margin(6)
+            .x_label_area_size(layout.x_area)
+            .y_label_area_size(layout.y_area)
+            // A segmented `0..n` has n + 1 segments; `0..n - 1` has one per cell.
+            .build_cartesian_2d(
+                (0..cols - 1).into_segmented(),
+                (0..rows - 1).into_segmented(),
+            )?;
+        self.draw_axes(&mut chart, layout.rotate)?;
+        self.draw_cells(&mut chart)
+    }
+
+    /// The label areas' sizes on `area`, and whether the column labels must turn.
+    fn label_layout(&self, area: &Area) -> LabelLayout {
+        // Label areas grow with the labels (words, relation names); the axis description
+        // shares the area.
+        let longest = |labels: &[String]| labels.iter().map(|l| l.chars().count() as u32).max();
+        let y_area = (20 + LABEL_CHAR_PX * longest(&self.row_labels).unwrap_or(0)).max(38);
+        // Column labels too wide for their cells are turned to run downwards.
+        let col_chars = longest(&self.col_labels).unwrap_or(0);
+        let cell = (area.dim_in_pixel().0.saturating_sub(y_area + 12)) / self.cols.max(1) as u32;
+        let rotate = LABEL_CHAR_PX * col_chars + 4 > cell;
+        let x_area = if rotate {
+            24 + LABEL_CHAR_PX * col_chars
+        } else {
+            34
+        };
+        LabelLayout {
+            x_area,
+            y_area,
+            rotate,
+        }
+    }
+
+    /// The axes: a label per row and column (the column labels turned when `rotate`) and
+    /// the axis descriptions; no mesh.
+    fn draw_axes(&self, chart: &mut HeatmapChart, rotate: bool) -> DrawResult {
+        let rows = self.rows as i32;
+        let label = |labels: &[String], v: &SegmentValue<i32>, flip: bool| match v {
+            SegmentValue::CenterOf(i) => {
+                let i = if flip { rows - 1 - i } else { *i };
+                labels.get(i as usize).cloned().unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(self.cols)
+            .y_labels(self.rows)
+            .x_label_formatter(&|v| {
+                let text = label(&self.col_labels, v, false);
+                if rotate {
+                    // plotters centres x labels on their tick whatever their rotation, so a
+                    // turned label would reach up into the plot: leading spaces (about as
+                    // wide as the word) move the word below the tick.
+                    format!("{}{text}", " ".repeat(2 * text.chars().count()))
+                } else {
+                    text
+                }
+            })
+            .y_label_formatter(&|v| label(&self.row_labels, v, true))
+            .x_desc(self.x_desc)
+            .y_desc(self.y_desc)
+            .label_style((FONT, 12))
+            .x_label_style(if rotate {
+                TextStyle::from((FONT, 12).into_font()).transform(FontTransform::Rotate90)
+            } else {
+                TextStyle::from((FONT, 12).into_font())
+            })
+            .axis_desc_style((FONT, 12))
+            .draw()?;
+        Ok(())
+    }
+
+    /// Every cell filled with its value's colour, row 0 at the top, and its value written in
+    /// it when `annotate`.
+    fn draw_cells(&self, chart: &mut HeatmapChart) -> DrawResult {
+        let rows = self.rows as i32;
+        let (lo, hi) = self.range;
+        let cells = (0..self.rows).flat_map(|i| (0..self.cols).map(move |j| (i, j)));
+        chart.draw_series(cells.clone().map(|(i, j)| {
+            let y = rows - 1 - i as i32;
+            let x = j as i32;
+            let color = viridis((self.values)(i, j), lo, hi);
+            Rectangle::new(
+                [
+                    (SegmentValue::Exact(x), SegmentValue::Exact(y)),
+                    (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1)),
+                ],
+                color.filled(),
+            )
+        }))?;
+        if self.annotate {
+            chart.draw_series(cells.map(|(i, j)| {
+                let value = (self.values)(i, j);
+                let dark = (value - lo) / (hi - lo) < 0.6;
+                let style = TextStyle::from((FONT, 12).into_font())
+                    .color(if dark { &WHITE } else { &BLACK })
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                let at = (
+                    SegmentValue::CenterOf(j as i32),
+                    SegmentValue::CenterOf(rows - 1 - i as i32),
+                );
+                Text::new(format!("{value:.2}"), at, style)
+            }))?;
+        }
+        Ok(())
+    }
+}
+
+/// The colour range of a restored-fraction heatmap: from the smallest value (or 0) to the
+/// largest (or 1).
+pub(crate) fn value_range(
+    rows: usize,
+    cols: usize,
+    value: &dyn Fn(usize, usize) -> f64,
+) -> (f64, f64) {
+    let values = (0..rows).flat_map(|i| (0..cols).map(move |j| value(i, j)));
+    values.fold((0.0, 1.0), |(lo, hi), v| (f64::min(lo, v), f64::max(hi, v)))
+}
+
+/// A line chart of `series` (name, points) on `area`.
+pub(crate) fn line_chart(
+    area: &Area,
+    caption: &str,
+    (x_desc, y_desc): (&str, &str),
+    series: &[(String, Vec<(f64, f64)>)],
+    y_range: Option<(f64, f64)>,
+    legend_at: SeriesLabelPosition,
+) -> DrawResult {
+    let points = series.iter().flat_map(|(_, p)| p.iter());
+    let finite: Vec<&(f64, f64)> = points.filter(|(_, y)| y.is_finite()).collect();
+    let x_max = finite.iter().map(|p| p.0).fold(1.0, f64::max);
+    let (y_lo, y_hi) = y_range.unwrap_or_else(|| {
+        let lo = finite.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let hi = finite.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() && hi > lo {
+            (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+        } else {
+            (0.0, 1.0)
+        }
+    });
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 15))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0.0..x_max, y_lo..y_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_desc(y_desc)
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 12))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    for (i, (name, points)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let finite = points.iter().copied().filter(|(_, y)| y.is_finite());
+        chart
+            .draw_series(LineSeries::new(finite, color.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_at)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! The causal figures from `patching.json`: head patching (`patching.png`) and path
+//! patching laid out as the composition figure (`paths.png`).
+
+use std::path::Path;
+
+use model::HeadId;
+use tasks::PairKind;
+
+use crate::interventions::patching::{PairPatching, Patching};
+use crate::interventions::path_patching::PathChannel;
+
+use super::canvas::{FONT, FigureError, Heatmap, render, value_range};
+
+/// `patching.png`: per kind of minimal pair (one panel each), per head (rows) and position
+/// (columns), the fraction of the clean answer's logit difference restored when the head's
+/// clean output is put back at that position, with the whole head (every position) as the
+/// last column; one colour scale per panel from the smallest value (or 0) to the largest
+/// (or 1).
+pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
+    let sections: Vec<(PairKind, &PairPatching)> = patching.sections().collect();
+    let first = sections.first().map(|(_, s)| *s);
+    let positions = first
+        .and_then(|s| s.heads.first())
+        .map_or(0, |h| h.by_position.len());
+    let rows = first.map_or(0, |s| s.heads.len());
+    let cols = positions + 1;
+    let width = (140 + 44 * cols as u32).max(520);
+    let panel_height = (120 + 30 * rows as u32).max(240);
+    render(
+        path,
+        (width, panel_height * sections.len().max(1) as u32),
+        |root| {
+            let panels = root.split_evenly((sections.len().max(1), 1));
+            for ((kind, section), panel) in sections.iter().zip(&panels) {
+                let value = |i: usize, j: usize| {
+                    let head = &section.heads[i];
+                    let restored = if j < positions {
+                        head.by_position.get(j).copied().flatten()
+                    } else {
+                        head.restored
+                    };
+                    restored.unwrap_or(0.0)
+                };
+                let (lo, hi) = value_range(rows, cols, &value);
+                let mut col_labels: Vec<String> = (0..positions).map(|p| p.to_string()).collect();
+                col_labels.push("all".to_string());
+                Heatmap {
+                    caption: format!(
+                        "Restored logit difference, clean head output patched in ({} {} pairs)",
+                        section.pairs,
+                        kind.name()
+                    ),
+                    values: &value,
+                    rows,
+                    cols,
+                    row_labels: section
+                        .heads
+                        .iter()
+                        .map(|h| HeadId::new(h.layer, h.head).to_string())
+                        .collect(),
+                    col_labels,
+                    range: (lo, hi),
+                    annotate: cols <= 32,
+                    x_desc: "position patched",
+                    y_desc: "head",
+                }
+                .draw(panel)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// `paths.png`: per kind of pair and pair of layers (rows of panels), path patching from each
+/// earlier head (rows) to each later head (columns) through its query, key and value (one
+/// panel each), laid out as `composition.png` so the two can be read side by side; each
+/// row's title gives the layer-to-layer values of every channel.
+pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
+    // (kind, section, sender layer, receiver layer), one row of panels each.
+    let mut rows: Vec<(PairKind, &PairPatching, usize, usize)> = Vec::new();
+    for (kind, section) in patching.sections() {
+        let mut layer_pairs: Vec<(usize, usize)> = section
+            .layer_paths
+            .iter()
+            .map(|p| (p.sender_layer, p.receiver_layer))
+            .collect();
+        layer_pairs.dedup();
+        rows.extend(layer_pairs.into_iter().map(|(a, b)| (kind, section, a, b)));
+    }
+    let n_heads = rows.first().map_or(1, |(_, s, a, _)| {
+        s.heads.iter().filter(|h| h.layer == *a).count()
+    });
+    let panel = (180 + 40 * n_heads as u32).min(520);
+    render(
+        path,
+        (panel * 3, (panel + 24) * rows.len().max(1) as u32 + 30),
+        |root| {
+            let (title, grid) = root.split_vertically(30);
+            title.titled(
+                "Path patching: restored fraction through one input of one later head",
+                (FONT, 16),
+            )?;
+            let bands = grid.split_evenly((rows.len().max(1), 1));
+            let labels: Vec<String> = (0..n_heads).map(|h| format!("H{h}")).collect();
+            for ((kind, section, a, b), band) in rows.iter().zip(&bands) {
+                let (heading, panels) = band.split_vertically(24);
+                let layer_level: Vec<String> = section
+                    .layer_paths
+                    .iter()
+                    .filter(|p| p.sender_layer == *a && p.receiver_layer == *b)
+                    .map(|p| format!("{} {}", p.channel.short(), fmt_restored(p.restored)))
+                    .collect();
+                heading.titled(
+                    &format!(
+                        "{} pairs, all of L{a} -> all of L{b}: {}",
+                        kind.name(),
+                        layer_level.join(", ")
+                    ),
+                    (FONT, 13),
+                )?;
+                let panels = panels.split_evenly((1, 3));
+                for (c, channel) in [PathChannel::Query, PathChannel::Key, PathChannel::Value]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let value = |i: usize, j: usize| {
+                        section
+                            .paths
+                            .iter()
+                            .find(|p| {
+                                p.sender == HeadId::new(*a, i)
+                                    && p.receiver_layer == *b
+                                    && p.receiver_head == Some(j)
+                                    && p.channel == channel
+                            })
+                            .and_then(|p| p.restored)
+                            .unwrap_or(0.0)
+                    };
+                    let range = value_range(n_heads, n_heads, &value);
+                    Heatmap {
+                        caption: format!(
+                            "through {}, L{a} -> L{b}",
+                            channel.short().to_uppercase()
+                        ),
+                        values: &value,
+                        rows: n_heads,
+                        cols: n_heads,
+                        row_labels: labels.clone(),
+                        col_labels: labels.clone(),
+                        range,
+                        annotate: n_heads <= 8,
+                        x_desc: "later head (receives)",
+                        y_desc: "earlier head (sends)",
+                    }
+                    .draw(&panels[c])?;
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// A restored fraction to two decimals, `-` when undefined.
+pub(crate) fn fmt_restored(restored: Option<f64>) -> String {
+    restored.map_or_else(|| "-".to_string(), |r| format!("{r:.2}"))
+}

@@ -1,0 +1,84 @@
+//! `relations.png`: each head's score on each dependency relation, both directions.
+
+use std::path::Path;
+
+use model::HeadId;
+
+use crate::measures::relations::{HeadRelationScore, Relations};
+
+use super::canvas::{FONT, FigureError, Heatmap, LABEL_CHAR_PX, render};
+
+/// One direction's score of a head on a relation (a panel of `relations.png`).
+pub(crate) type RelationScore = fn(&HeadRelationScore) -> f64;
+
+/// `relations.png`: per dependency relation (rows, labelled with the best fixed offset and
+/// its score) and head (columns, `L0H0`...), the fraction of the relation's arcs the head
+/// finds, dependent to head (top panel) and head to dependent (bottom), annotated.
+pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> {
+    let rows = relations.relations.len().max(1);
+    let heads: Vec<String> = relations
+        .relations
+        .first()
+        .map(|r| {
+            r.heads
+                .iter()
+                .map(|h| HeadId::new(h.layer, h.head).to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let cols = heads.len().max(1);
+    let row_labels: Vec<String> = relations
+        .relations
+        .iter()
+        .map(|r| {
+            format!(
+                "{} (offset {:+}: {:.2})",
+                r.relation, r.baseline.offset, r.baseline.score
+            )
+        })
+        .collect();
+    let label_width = row_labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let width = (60 + LABEL_CHAR_PX * label_width + 46 * cols as u32).max(520);
+    let panel_height = 90 + 30 * rows as u32;
+    let panels: [(&str, RelationScore); 2] = [
+        (
+            "dependent -> head: the dependent's most-attended word is its head",
+            |h| h.dependent_to_head,
+        ),
+        (
+            "head -> dependent: the head word's most-attended word is the dependent",
+            |h| h.head_to_dependent,
+        ),
+    ];
+    render(path, (width, 2 * panel_height + 30), |root| {
+        let (title, grid) = root.split_vertically(30);
+        title.titled(
+            &format!(
+                "Dependency relations over {} sentences (row: relation, best fixed offset)",
+                relations.sentences
+            ),
+            (FONT, 16),
+        )?;
+        let areas = grid.split_evenly((2, 1));
+        for ((caption, score), area) in panels.into_iter().zip(&areas) {
+            Heatmap {
+                caption: caption.to_string(),
+                values: &|i, j| score(&relations.relations[i].heads[j]),
+                rows: relations.relations.len(),
+                cols: heads.len(),
+                row_labels: row_labels.clone(),
+                col_labels: heads.clone(),
+                range: (0.0, 1.0),
+                annotate: cols <= 32,
+                x_desc: "head",
+                y_desc: "relation",
+            }
+            .draw(area)?;
+        }
+        Ok(())
+    })
+}
