@@ -596,7 +596,7 @@ fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::load::probe::L
             values: pattern,
             shape: vec![batch, heads, seq, seq],
         },
-        head_out: HostTensor {
+        head_outputs: HostTensor {
             values: vec![0.0; batch * seq * heads * 4],
             shape: vec![batch, seq, heads, 4],
         },

@@ -2,7 +2,9 @@
 //! downwards (the order in the README's workspace section), inspect's folders import only
 //! downwards (the order in `src/lib.rs`), no crate of the workspace has an import circle
 //! between its files, and no file imports from a module above it in its own folder tree
-//! (its parent `mod.rs`), which is how a circle hides from the circle check.
+//! (its parent `mod.rs`), which is how a circle hides from the circle check. And the rooms
+//! stay small: no source file over 1,000 lines before its tests, no function over 80 lines
+//! unless it is a numerical kernel whose comment says why it is kept in one piece.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -329,6 +331,112 @@ fn no_file_imports_from_its_parent_module() {
         wrong.is_empty(),
         "files that import from their parent module (move what they need into a sibling \
          file, or below): {wrong:#?}"
+    );
+}
+
+/// Longest source file, in lines before its `#[cfg(test)]` module.
+const MAX_FILE_LINES: usize = 1000;
+/// Longest function, in lines, unless its comment says "Kept in one piece" and why.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// Each function of `text` (outside its tests) longer than [`MAX_FUNCTION_LINES`] whose
+/// comment does not say it is kept in one piece: its name and length.
+fn long_functions(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.split("#[cfg(test)]").next().unwrap().lines().collect();
+    let mut long = vec![];
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let signature = [
+            "fn ",
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "const fn ",
+        ]
+        .iter()
+        .any(|start| trimmed.starts_with(start));
+        if !signature {
+            i += 1;
+            continue;
+        }
+        // A declaration without a body (in a trait) ends at its `;`.
+        let mut end = i;
+        while end < lines.len() && !lines[end].trim_end().ends_with('{') {
+            if lines[end].trim_end().ends_with(';') {
+                break;
+            }
+            end += 1;
+        }
+        if end < lines.len() && lines[end].trim_end().ends_with(';') {
+            i = end + 1;
+            continue;
+        }
+        let close = format!("{indent}}}");
+        while end < lines.len() && lines[end] != close {
+            end += 1;
+        }
+        let length = end - i + 1;
+        // The comment above it, its lines' words joined (a phrase may wrap).
+        let mut comment_lines: Vec<&str> = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| {
+                let t = l.trim_start();
+                t.starts_with("//") || t.starts_with("#[")
+            })
+            .copied()
+            .collect();
+        comment_lines.reverse();
+        let comment: Vec<&str> = comment_lines
+            .iter()
+            .flat_map(|l| l.trim_start().trim_start_matches('/').split_whitespace())
+            .collect();
+        let comment = comment.join(" ");
+        if length > MAX_FUNCTION_LINES && !comment.contains("Kept in one piece") {
+            let name = trimmed.split("fn ").nth(1).unwrap_or("");
+            let name = name.split(['(', '<']).next().unwrap_or(name);
+            long.push((name.to_string(), length));
+        }
+        i = end + 1;
+    }
+    long
+}
+
+#[test]
+fn files_and_functions_stay_small() {
+    let mut wrong = vec![];
+    for entry in std::fs::read_dir(crates_dir()).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        for file in rust_files(&src) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let before_tests = text.split("#[cfg(test)]").next().unwrap().lines().count();
+            if before_tests > MAX_FILE_LINES {
+                wrong.push(format!("{}: {before_tests} lines", file.display()));
+            }
+            for (name, length) in long_functions(&text) {
+                wrong.push(format!("{}: fn {name}, {length} lines", file.display()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "rooms too large: {wrong:#?}");
+}
+
+#[test]
+fn the_size_checker_measures_functions() {
+    let body = "    x += 1;\n".repeat(MAX_FUNCTION_LINES);
+    let text = format!(
+        "fn short() {{\n}}\n\ntrait T {{\n    fn declared(&self);\n}}\n\nfn long() {{\n{body}}}\n\n\
+         // Kept in one piece: a kernel.\nfn kernel() {{\n{body}}}\n"
+    );
+    assert_eq!(
+        long_functions(&text),
+        [("long".to_string(), MAX_FUNCTION_LINES + 2)]
     );
 }
 

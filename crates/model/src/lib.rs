@@ -13,6 +13,7 @@
 //! - [`linear`]: linear layers over all positions as one matrix product.
 //! - [`memory`]: the activations of one forward pass, the one memory estimate.
 //! - [`seed_stack`]: S encoders of one configuration as one batched model (a seed axis).
+//! - [`error`]: why a model configuration was refused, naming the config key.
 //!
 //! The crate picks no backend: build a model on any [`burn::prelude::Device`].
 

@@ -6,7 +6,7 @@
 //! run stands from its run directory; [`exec`] brings one run to done (train or resume, then
 //! inspect, as child processes); [`local`] runs the plan on a worker pool and [`slurm`]
 //! submits it as a job array whose tasks call [`exec`] too; [`report`] collects the finished
-//! runs into tables and [`figures`].
+//! runs into tables and [`figures`], with the means and 95% intervals of [`stats`].
 
 pub mod exec;
 pub mod figures;

@@ -273,16 +273,10 @@ fn threads_per_run(sweep: &Sweep) -> usize {
     (cores / default_workers(sweep)).max(1)
 }
 
-fn submit(
-    target: &Target,
-    sweep: &Sweep,
-    out: &SweepOut,
-    options: &SlurmOptions,
-    dry_run: bool,
-) -> anyhow::Result<ExitCode> {
-    // One array task per group of seeds trained together (per run with group_seeds = 1),
-    // indexed by the group's first run; a group is submitted when any of its runs needs work.
-    let indices: Vec<usize> = sweep
+/// One Slurm array task per group of seeds trained together (per run with group_seeds = 1),
+/// indexed by the group's first run; a group is submitted when any of its runs needs work.
+fn array_indices(sweep: &Sweep, out: &SweepOut) -> Vec<usize> {
+    sweep
         .groups()
         .iter()
         .filter(|group| {
@@ -291,7 +285,17 @@ fn submit(
                 .any(|run| run_state(out, run, sweep.inspect.enabled).needs_work())
         })
         .map(|group| group[0].index)
-        .collect();
+        .collect()
+}
+
+fn submit(
+    target: &Target,
+    sweep: &Sweep,
+    out: &SweepOut,
+    options: &SlurmOptions,
+    dry_run: bool,
+) -> anyhow::Result<ExitCode> {
+    let indices = array_indices(sweep, out);
     if indices.is_empty() {
         println!(
             "every run of {} is done or running; nothing to submit",

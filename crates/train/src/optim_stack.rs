@@ -193,31 +193,16 @@ pub fn join(
             .map(|(i, id)| (id.val(), i))
             .collect();
         let (tensors, scalars, _) = read(optim)?;
-        let mut by_key = BTreeMap::new();
-        for tensor in tensors {
-            let (name, dtype, shape, _, bytes) =
-                tensor.into_parts().map_err(|e| error(format!("{e:?}")))?;
-            let (id, rest) = split_key(&name).ok_or_else(|| error(format!("tensor {name}")))?;
-            let i = *index.get(&id).ok_or_else(|| {
-                error(format!(
-                    "seed {s}: tensor {name} belongs to none of its parameters"
-                ))
-            })?;
-            by_key.insert(
-                (i, rest.to_string()),
-                (dtype, shape.as_slice().to_vec(), bytes),
-            );
-        }
-        let mut scalar_by_key = BTreeMap::new();
-        for (key, value) in scalars {
-            let (id, rest) = split_key(&key).ok_or_else(|| error(format!("scalar {key}")))?;
-            let i = *index.get(&id).ok_or_else(|| {
-                error(format!(
-                    "seed {s}: scalar {key} belongs to none of its parameters"
-                ))
-            })?;
-            scalar_by_key.insert((i, rest.to_string()), value);
-        }
+        let tensors = tensors
+            .into_iter()
+            .map(|tensor| {
+                let (name, dtype, shape, _, bytes) =
+                    tensor.into_parts().map_err(|e| error(format!("{e:?}")))?;
+                Ok((name, (dtype, shape.as_slice().to_vec(), bytes)))
+            })
+            .collect::<Result<Vec<_>, OptimStackError>>()?;
+        let by_key = by_parameter(s, &index, "tensor", tensors)?;
+        let scalar_by_key = by_parameter(s, &index, "scalar", scalars)?;
         tensors_by_seed.push(by_key);
         scalars_by_seed.push(scalar_by_key);
     }
@@ -266,6 +251,28 @@ pub fn join(
         metadata.insert(stack_id.to_string(), stack_layout.paths[*i].clone());
     }
     load(fresh(), tensors, scalars, metadata)
+}
+
+/// Seed `s`'s record items keyed by (index of their parameter in the seed's layout, the rest
+/// of their key), `index` mapping parameter ids to those indices; `kind` names the items in
+/// messages.
+fn by_parameter<T>(
+    s: usize,
+    index: &HashMap<u64, usize>,
+    kind: &str,
+    items: impl IntoIterator<Item = (String, T)>,
+) -> Result<BTreeMap<(usize, String), T>, OptimStackError> {
+    let mut by_key = BTreeMap::new();
+    for (key, item) in items {
+        let (id, rest) = split_key(&key).ok_or_else(|| error(format!("{kind} {key}")))?;
+        let i = *index.get(&id).ok_or_else(|| {
+            error(format!(
+                "seed {s}: {kind} {key} belongs to none of its parameters"
+            ))
+        })?;
+        by_key.insert((i, rest.to_string()), item);
+    }
+    Ok(by_key)
 }
 
 /// `optim` with the state the tensors, scalars and metadata describe.

@@ -119,7 +119,7 @@ mod tests {
                 shape: vec![2, 2, 2, 2],
                 values,
             },
-            head_out: HostTensor {
+            head_outputs: HostTensor {
                 shape: vec![2, 2, 2, 1],
                 values: vec![0.0; 8],
             },

@@ -366,7 +366,7 @@ mod tests {
                 values: pattern,
                 shape: vec![batch, heads, seq, seq],
             },
-            head_out: zeros(vec![batch, seq, heads, 2]),
+            head_outputs: zeros(vec![batch, seq, heads, 2]),
         }
     }
 

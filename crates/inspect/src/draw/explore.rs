@@ -376,7 +376,7 @@ mod tests {
                 values: vec![1.0 / 3.0; batch * heads * seq * seq],
                 shape: vec![batch, heads, seq, seq],
             },
-            head_out: HostTensor {
+            head_outputs: HostTensor {
                 values: vec![0.0; batch * seq * heads * 2],
                 shape: vec![batch, seq, heads, 2],
             },

@@ -152,7 +152,7 @@ impl Probe {
             .map(|layer| LayerProbe {
                 attn_input: HostTensor::of(layer.attn_input),
                 pattern: HostTensor::of(layer.pattern),
-                head_out: HostTensor::of(layer.head_outputs),
+                head_outputs: HostTensor::of(layer.head_outputs),
             })
             .collect()
     }
@@ -217,7 +217,7 @@ pub struct LayerProbe {
     /// Softmax probabilities, `[batch, heads, seq, seq]`.
     pub pattern: HostTensor,
     /// Per-head outputs, `[batch, seq, heads, d_head]`.
-    pub head_out: HostTensor,
+    pub head_outputs: HostTensor,
 }
 
 impl LayerProbe {
@@ -242,7 +242,7 @@ impl LayerProbe {
                 values: pattern,
                 shape: vec![1, heads, seq, seq],
             },
-            head_out: zeros(vec![1, seq, heads, 2]),
+            head_outputs: zeros(vec![1, seq, heads, 2]),
         }
     }
 
@@ -269,20 +269,22 @@ impl LayerProbe {
 
     /// Head `h`'s outputs, `[batch * seq, d_head]` row-major.
     pub fn head_output(&self, h: usize) -> Vec<f32> {
-        let [batch, seq, heads, d_head] = self.head_out.shape[..] else {
+        let [batch, seq, heads, d_head] = self.head_outputs.shape[..] else {
             unreachable!("head outputs are 4-D")
         };
         (0..batch * seq)
             .flat_map(|row| {
                 let start = (row * heads + h) * d_head;
-                self.head_out.values[start..start + d_head].iter().copied()
+                self.head_outputs.values[start..start + d_head]
+                    .iter()
+                    .copied()
             })
             .collect()
     }
 
     /// `d_head`.
     pub fn d_head(&self) -> usize {
-        self.head_out.shape[3]
+        self.head_outputs.shape[3]
     }
 }
 

@@ -184,7 +184,7 @@ fn patterns_only(layers: Vec<LayerProbe>) -> Vec<LayerProbe> {
         .into_iter()
         .map(|layer| LayerProbe {
             attn_input: empty(),
-            head_out: empty(),
+            head_outputs: empty(),
             ..layer
         })
         .collect()

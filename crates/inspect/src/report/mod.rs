@@ -91,7 +91,7 @@ fn write_tensor_files(
     for (l, layer) in measured.layers.iter().enumerate() {
         activations.insert(format!("layers.{l}.attn_input"), layer.attn_input.clone());
         activations.insert(format!("layers.{l}.pattern"), layer.pattern.clone());
-        activations.insert(format!("layers.{l}.head_out"), layer.head_out.clone());
+        activations.insert(format!("layers.{l}.head_out"), layer.head_outputs.clone());
     }
     let activations_path = dir.path(ACTIVATIONS);
     write_tensors(&activations_path, &activations, None)?;

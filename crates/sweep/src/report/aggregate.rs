@@ -395,14 +395,8 @@ fn relations_across_seeds(
             let best: Vec<BestHead> = seeds.iter().map(|r| pick(&r.best)).collect();
             let scores: Vec<f64> = best.iter().map(|b| b.score).collect();
             let baselines: Vec<f64> = seeds.iter().map(|r| r.baseline.score).collect();
-            let mut offsets: BTreeMap<i64, usize> = BTreeMap::new();
-            for r in &seeds {
-                *offsets.entry(r.baseline.offset).or_default() += 1;
-            }
-            let mut best_layers: BTreeMap<usize, usize> = BTreeMap::new();
-            for b in &best {
-                *best_layers.entry(b.layer).or_default() += 1;
-            }
+            let offsets = counts(seeds.iter().map(|r| r.baseline.offset));
+            let best_layers = counts(best.iter().map(|b| b.layer));
             let (Some(best_score), Some(baseline)) =
                 (Estimate::of(&scores), Estimate::of(&baselines))
             else {
@@ -424,47 +418,35 @@ fn relations_across_seeds(
                         .filter(|r| pick(&r.best).beats_baseline)
                         .count()
                 }),
-                untrained_best_score: Estimate::of(
-                    &nulls
-                        .iter()
-                        .map(|r| pick(&r.best).score)
-                        .collect::<Vec<_>>(),
-                )
-                .map(Into::into),
-                drop_on_relation: Estimate::of(
-                    &best
-                        .iter()
-                        .filter_map(|b| b.drop_on_relation)
-                        .collect::<Vec<_>>(),
-                )
-                .map(Into::into),
-                drop_elsewhere: Estimate::of(
-                    &best
-                        .iter()
-                        .filter_map(|b| b.drop_elsewhere)
-                        .collect::<Vec<_>>(),
-                )
-                .map(Into::into),
-                resample_drop_on_relation: Estimate::of(
-                    &best
-                        .iter()
-                        .filter_map(|b| b.resample_drop_on_relation)
-                        .collect::<Vec<_>>(),
-                )
-                .map(Into::into),
-                resample_drop_elsewhere: Estimate::of(
-                    &best
-                        .iter()
-                        .filter_map(|b| b.resample_drop_elsewhere)
-                        .collect::<Vec<_>>(),
-                )
-                .map(Into::into),
+                untrained_best_score: estimate(nulls.iter().map(|r| pick(&r.best).score)),
+                drop_on_relation: estimate(best.iter().filter_map(|b| b.drop_on_relation)),
+                drop_elsewhere: estimate(best.iter().filter_map(|b| b.drop_elsewhere)),
+                resample_drop_on_relation: estimate(
+                    best.iter().filter_map(|b| b.resample_drop_on_relation),
+                ),
+                resample_drop_elsewhere: estimate(
+                    best.iter().filter_map(|b| b.resample_drop_elsewhere),
+                ),
                 of: seeds.len(),
                 best_layers,
             });
         }
     }
     out
+}
+
+/// The mean and interval of `values` for a report; `None` without any.
+fn estimate(values: impl Iterator<Item = f64>) -> Option<EstimateJson> {
+    Estimate::of(&values.collect::<Vec<_>>()).map(Into::into)
+}
+
+/// How often each value occurs.
+fn counts<K: Ord>(values: impl Iterator<Item = K>) -> BTreeMap<K, usize> {
+    let mut counts = BTreeMap::new();
+    for value in values {
+        *counts.entry(value).or_default() += 1;
+    }
+    counts
 }
 
 impl From<Estimate> for EstimateJson {

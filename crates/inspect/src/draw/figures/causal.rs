@@ -76,17 +76,7 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
 /// panel each), laid out as `composition.png` so the two can be read side by side; each
 /// row's title gives the layer-to-layer values of every channel.
 pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
-    // (kind, section, sender layer, receiver layer), one row of panels each.
-    let mut rows: Vec<(PairKind, &PairPatching, usize, usize)> = Vec::new();
-    for (kind, section) in patching.sections() {
-        let mut layer_pairs: Vec<(usize, usize)> = section
-            .layer_paths
-            .iter()
-            .map(|p| (p.sender_layer, p.receiver_layer))
-            .collect();
-        layer_pairs.dedup();
-        rows.extend(layer_pairs.into_iter().map(|(a, b)| (kind, section, a, b)));
-    }
+    let rows = path_rows(patching);
     let n_heads = rows.first().map_or(1, |(_, s, a, _)| {
         s.heads.iter().filter(|h| h.layer == *a).count()
     });
@@ -158,6 +148,22 @@ pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
             Ok(())
         },
     )
+}
+
+/// The rows of `paths.png`: (kind, section, sender layer, receiver layer), one row of panels
+/// each, in the order of the sections and their layer paths.
+fn path_rows(patching: &Patching) -> Vec<(PairKind, &PairPatching, usize, usize)> {
+    let mut rows = Vec::new();
+    for (kind, section) in patching.sections() {
+        let mut layer_pairs: Vec<(usize, usize)> = section
+            .layer_paths
+            .iter()
+            .map(|p| (p.sender_layer, p.receiver_layer))
+            .collect();
+        layer_pairs.dedup();
+        rows.extend(layer_pairs.into_iter().map(|(a, b)| (kind, section, a, b)));
+    }
+    rows
 }
 
 /// A restored fraction to two decimals, `-` when undefined.

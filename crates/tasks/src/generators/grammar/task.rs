@@ -144,6 +144,86 @@ impl Default for GrammarSpec {
     }
 }
 
+/// The vocabulary as it is laid out: every token's text, ids handed out in order of adding.
+struct Vocabulary {
+    names: Vec<&'static str>,
+}
+
+impl Vocabulary {
+    /// Adds `name`; its id.
+    fn add(&mut self, name: &'static str) -> u32 {
+        self.names.push(name);
+        crate::error::to_id(self.names.len() - 1)
+    }
+
+    /// Adds each (singular, plural) pair, singular first; their ids.
+    fn add_pairs(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'static str, &'static str)>,
+    ) -> Vec<[u32; 2]> {
+        pairs
+            .into_iter()
+            .map(|(singular, plural)| [self.add(singular), self.add(plural)])
+            .collect()
+    }
+
+    /// Adds the determiners; their ids by the number of noun each goes with (one that goes
+    /// with either is in both).
+    fn add_determiners(&mut self) -> (Vec<u32>, Vec<u32>) {
+        let (mut singular, mut plural) = (Vec::new(), Vec::new());
+        for (name, number) in DETERMINERS {
+            let id = self.add(name);
+            if number != Some(Number::Plural) {
+                singular.push(id);
+            }
+            if number != Some(Number::Singular) {
+                plural.push(id);
+            }
+        }
+        (singular, plural)
+    }
+
+    /// Adds the first `count` ditransitive verbs of the classed lexicon (with their frames
+    /// and their indirect objects' classes) or of the animate one (neither).
+    fn add_ditransitive_verbs(
+        &mut self,
+        classed: bool,
+        count: usize,
+    ) -> (Vec<[u32; 2]>, Vec<Frame>, Vec<&'static [NounClass]>) {
+        let (mut verbs, mut frames, mut indirect) = (Vec::new(), Vec::new(), Vec::new());
+        for index in 0..count {
+            let (singular, plural) = if classed {
+                let (s, p, frame, classes) = CLASSED_DITRANSITIVE_VERBS[index];
+                frames.push(frame);
+                indirect.push(classes);
+                (s, p)
+            } else {
+                DITRANSITIVE_VERBS[index]
+            };
+            verbs.push([self.add(singular), self.add(plural)]);
+        }
+        (verbs, frames, indirect)
+    }
+
+    /// Adds the first `count` verbs of the classed list (with their frames) when there is
+    /// one, else of the animate list (no frames).
+    fn add_verbs(
+        &mut self,
+        classed: Option<&[(&'static str, &'static str, Frame)]>,
+        animate: &[(&'static str, &'static str)],
+        count: usize,
+    ) -> (Vec<[u32; 2]>, Vec<Frame>) {
+        match classed {
+            Some(list) => {
+                let list = &list[..count];
+                let ids = self.add_pairs(list.iter().map(|&(s, p, _)| (s, p)));
+                (ids, list.iter().map(|&(_, _, frame)| frame).collect())
+            }
+            None => (self.add_pairs(animate[..count].iter().copied()), Vec::new()),
+        }
+    }
+}
+
 /// The grammar with its vocabulary laid out: ids of each word class, ready to draw from.
 #[derive(Debug, Clone)]
 pub(crate) struct GrammarTask {
@@ -371,79 +451,39 @@ impl GrammarTask {
     /// module documents: `<pad>`, `<mask>`, determiners, `that`, nouns, verbs, adjectives,
     /// prepositions, then the ditransitive verbs when `ditransitive_prob` > 0.
     fn with_vocabulary(spec: &GrammarSpec) -> Self {
-        let mut names = vec!["<pad>", "<mask>"];
-        let mut add = |name: &'static str| {
-            names.push(name);
-            crate::error::to_id(names.len() - 1)
+        let mut vocabulary = Vocabulary {
+            names: vec!["<pad>", "<mask>"],
         };
-        let mut singular_determiners = Vec::new();
-        let mut plural_determiners = Vec::new();
-        for (name, number) in DETERMINERS {
-            let id = add(name);
-            if number != Some(Number::Plural) {
-                singular_determiners.push(id);
-            }
-            if number != Some(Number::Singular) {
-                plural_determiners.push(id);
-            }
-        }
-        let relative_pronoun = add(RELATIVE_PRONOUN);
-        let mut pairs = |list: &[(&'static str, &'static str)]| {
-            list.iter()
-                .map(|&(singular, plural)| [add(singular), add(plural)])
-                .collect::<Vec<_>>()
-        };
+        let (singular_determiners, plural_determiners) = vocabulary.add_determiners();
+        let relative_pronoun = vocabulary.add(RELATIVE_PRONOUN);
         let classed = spec.lexicon == Lexicon::Classes;
-        let words = |list: &[(&'static str, &'static str, Frame)], count: usize| {
-            list[..count]
-                .iter()
-                .map(|&(s, p, _)| (s, p))
-                .collect::<Vec<_>>()
-        };
-        let frames = |list: &[(&str, &str, Frame)], count: usize| {
-            list[..count]
-                .iter()
-                .map(|&(_, _, frame)| frame)
-                .collect::<Vec<_>>()
-        };
         let (nouns, noun_classes) = if classed {
             let list = &CLASSED_NOUNS[..spec.nouns];
-            let words: Vec<_> = list.iter().map(|&(s, p, _)| (s, p)).collect();
-            (pairs(&words), list.iter().map(|&(_, _, c)| c).collect())
-        } else {
-            (pairs(&NOUNS[..spec.nouns]), Vec::new())
-        };
-        let (transitive_verbs, transitive_frames) = if classed {
-            let list = words(&CLASSED_TRANSITIVE_VERBS, spec.transitive_verbs);
-            (
-                pairs(&list),
-                frames(&CLASSED_TRANSITIVE_VERBS, spec.transitive_verbs),
-            )
+            let pairs = vocabulary.add_pairs(list.iter().map(|&(s, p, _)| (s, p)));
+            (pairs, list.iter().map(|&(_, _, class)| class).collect())
         } else {
             (
-                pairs(&TRANSITIVE_VERBS[..spec.transitive_verbs]),
+                vocabulary.add_pairs(NOUNS[..spec.nouns].iter().copied()),
                 Vec::new(),
             )
         };
-        let (intransitive_verbs, intransitive_frames) = if classed {
-            let list = words(&CLASSED_INTRANSITIVE_VERBS, spec.intransitive_verbs);
-            (
-                pairs(&list),
-                frames(&CLASSED_INTRANSITIVE_VERBS, spec.intransitive_verbs),
-            )
-        } else {
-            (
-                pairs(&INTRANSITIVE_VERBS[..spec.intransitive_verbs]),
-                Vec::new(),
-            )
-        };
+        let (transitive_verbs, transitive_frames) = vocabulary.add_verbs(
+            classed.then_some(&CLASSED_TRANSITIVE_VERBS[..]),
+            &TRANSITIVE_VERBS,
+            spec.transitive_verbs,
+        );
+        let (intransitive_verbs, intransitive_frames) = vocabulary.add_verbs(
+            classed.then_some(&CLASSED_INTRANSITIVE_VERBS[..]),
+            &INTRANSITIVE_VERBS,
+            spec.intransitive_verbs,
+        );
         let adjectives = ADJECTIVES[..spec.adjectives]
             .iter()
-            .map(|&name| add(name))
+            .map(|&name| vocabulary.add(name))
             .collect();
         let prepositions = PREPOSITIONS[..spec.prepositions]
             .iter()
-            .map(|&name| add(name))
+            .map(|&name| vocabulary.add(name))
             .collect();
         // Last, and only when drawn: every other word keeps the id it always had.
         let count = if spec.ditransitive_prob > 0.0 {
@@ -451,22 +491,11 @@ impl GrammarTask {
         } else {
             0
         };
-        let (mut ditransitive_verbs, mut ditransitive_frames, mut ditransitive_indirect) =
-            (Vec::new(), Vec::new(), Vec::new());
-        for index in 0..count {
-            let (singular, plural) = if classed {
-                let (s, p, frame, indirect) = CLASSED_DITRANSITIVE_VERBS[index];
-                ditransitive_frames.push(frame);
-                ditransitive_indirect.push(indirect);
-                (s, p)
-            } else {
-                DITRANSITIVE_VERBS[index]
-            };
-            ditransitive_verbs.push([add(singular), add(plural)]);
-        }
+        let (ditransitive_verbs, ditransitive_frames, ditransitive_indirect) =
+            vocabulary.add_ditransitive_verbs(classed, count);
         Self {
             spec: spec.clone(),
-            names,
+            names: vocabulary.names,
             singular_determiners,
             plural_determiners,
             relative_pronoun,
