@@ -99,11 +99,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     if report.measured.divergence.is_empty() {
         println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
     }
-    println!(
-        "open {} in a browser to see the report",
-        inspect::report::dir::ReportDir::new(&out)
-            .path(inspect::report::dir::INDEX)
-            .display()
+    // The path and a file:// URL to paste into a browser: on a headless machine nothing
+    // opens one, and a terminal turns the URL into a link.
+    let index = inspect::report::dir::ReportDir::new(&out).path(inspect::report::dir::INDEX);
+    let url = std::path::absolute(&index).map_or_else(
+        |_| String::new(),
+        |absolute| format!(" (file://{})", absolute.display()),
     );
+    println!("the report: {}{url}; open it in a browser", index.display());
     Ok(())
 }

@@ -113,6 +113,16 @@ fn a_trained_run_gets_every_report_file() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("layer head  role"), "{stdout}");
+    // The report's path and a URL to open it by, on a machine where nothing opens a browser.
+    let index = run.join("inspect/index.html");
+    assert!(
+        stdout.contains(&format!(
+            "the report: {} (file://{}); open it in a browser",
+            index.display(),
+            std::path::absolute(&index).unwrap().display()
+        )),
+        "{stdout}"
+    );
 
     let report = run.join("inspect");
     let heads: Vec<serde_json::Value> =

@@ -18,7 +18,7 @@
   // Shared with the other page (embed/page.js, loaded first).
   var reportError = headlabPage.reportError;
   var sizeCanvas = headlabPage.sizeCanvas;
-  var blues = headlabPage.blues;
+  var viridis = headlabPage.viridis;
 
   // Token labels are drawn beside a heatmap only while a row is at least this many pixels
   // tall; longer sequences get position ticks, and the hovered token is named in the title.
@@ -62,7 +62,7 @@
   }
 
   function patternPixels(values, n) {
-    return pixels(n, function (i) { return blues(values[i] / 1000); });
+    return pixels(n, function (i) { return viridis(values[i] / 1000); });
   }
 
   function format(value) {

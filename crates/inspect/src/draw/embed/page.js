@@ -28,10 +28,18 @@ var headlabPage = (function () {
     return context;
   }
 
-  // White to dark blue for 0..1.
-  function blues(v) {
-    return [Math.round(247 - 239 * v), Math.round(251 - 203 * v), Math.round(255 - 148 * v)];
+  // Viridis for 0..1 (dark purple to yellow: brighter is more), the scale of the report's
+  // figures (plotters' ViridisRGB, the same stops, linearly between them).
+  var VIRIDIS = [[68, 1, 84], [70, 50, 127], [54, 92, 141], [39, 127, 143], [31, 162, 136],
+    [74, 194, 110], [160, 219, 57], [254, 232, 37]];
+  function viridis(v) {
+    var t = Math.min(1, Math.max(0, v)) * (VIRIDIS.length - 1);
+    var i = Math.min(VIRIDIS.length - 2, Math.floor(t));
+    var f = t - i;
+    return [0, 1, 2].map(function (c) {
+      return Math.round(VIRIDIS[i][c] + f * (VIRIDIS[i + 1][c] - VIRIDIS[i][c]));
+    });
   }
 
-  return { reportError: reportError, sizeCanvas: sizeCanvas, blues: blues };
+  return { reportError: reportError, sizeCanvas: sizeCanvas, viridis: viridis };
 })();

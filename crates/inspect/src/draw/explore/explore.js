@@ -26,7 +26,7 @@
   // Shared with the other page (embed/page.js, loaded first).
   var reportError = headlabPage.reportError;
   var sizeCanvas = headlabPage.sizeCanvas;
-  var blues = headlabPage.blues;
+  var viridis = headlabPage.viridis;
 
   var data;
   // What is shown: probe sequence (index into data.sequences), layer, selected heads and
@@ -195,7 +195,7 @@
         var values = sequence.patterns[l][h];
         var image = sourceContext.createImageData(n, n);
         for (var i = 0; i < n * n; i++) {
-          var rgb = blues(values[i] / 1000);
+          var rgb = viridis(values[i] / 1000);
           image.data[4 * i] = rgb[0];
           image.data[4 * i + 1] = rgb[1];
           image.data[4 * i + 2] = rgb[2];

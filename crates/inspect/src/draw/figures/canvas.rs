@@ -291,14 +291,15 @@ pub(crate) fn value_range(
     values.fold((0.0, 1.0), |(lo, hi), v| (f64::min(lo, v), f64::max(hi, v)))
 }
 
-/// A line chart of `series` (name, points) on `area`.
+/// A line chart of `series` (name, points) on `area`, its legend in a strip below the plot
+/// so it never covers a line ([`legend_below`]); a series of one point is drawn as a dot.
+/// `y_range` fixes the y axis; `None` fits it to the data.
 pub(crate) fn line_chart(
     area: &Area,
     caption: &str,
     (x_desc, y_desc): (&str, &str),
     series: &[(String, Vec<(f64, f64)>)],
     y_range: Option<(f64, f64)>,
-    legend_at: SeriesLabelPosition,
 ) -> DrawResult {
     let points = series.iter().flat_map(|(_, p)| p.iter());
     let finite: Vec<&(f64, f64)> = points.filter(|(_, y)| y.is_finite()).collect();
@@ -308,11 +309,22 @@ pub(crate) fn line_chart(
         let hi = finite.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
         if lo.is_finite() && hi > lo {
             (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+        } else if lo.is_finite() {
+            (lo - 0.5, lo + 0.5) // one value: centred
         } else {
             (0.0, 1.0)
         }
     });
-    let mut chart = ChartBuilder::on(area)
+    let colors: Vec<RGBAColor> = (0..series.len())
+        .map(|i| Palette99::pick(i).to_rgba())
+        .collect();
+    let legend: Vec<(String, RGBAColor)> = series
+        .iter()
+        .zip(&colors)
+        .map(|((name, _), color)| (name.clone(), *color))
+        .collect();
+    let plot = legend_below(area, &legend)?;
+    let mut chart = ChartBuilder::on(&plot)
         .caption(caption, (FONT, 15))
         .margin(10)
         .x_label_area_size(36)
@@ -327,20 +339,76 @@ pub(crate) fn line_chart(
         .axis_desc_style((FONT, 12))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    for (i, (name, points)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let finite = points.iter().copied().filter(|(_, y)| y.is_finite());
-        chart
-            .draw_series(LineSeries::new(finite, color.stroke_width(2)))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    for ((_, points), color) in series.iter().zip(&colors) {
+        let finite: Vec<(f64, f64)> = points
+            .iter()
+            .copied()
+            .filter(|(_, y)| y.is_finite())
+            .collect();
+        draw_line(&mut chart, &finite, *color)?;
     }
-    chart
-        .configure_series_labels()
-        .position(legend_at)
-        .label_font((FONT, 12))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()?;
     Ok(())
+}
+
+/// `points` as a line in `color`, or as a dot when there is only one (a line needs two).
+pub(crate) fn draw_line<X, Y>(
+    chart: &mut ChartContext<'_, FigureBackend<'_>, Cartesian2d<X, Y>>,
+    points: &[(f64, f64)],
+    color: RGBAColor,
+) -> DrawResult
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    if let [point] = points {
+        chart.draw_series(std::iter::once(Circle::new(*point, 4, color.filled())))?;
+    } else {
+        chart.draw_series(LineSeries::new(
+            points.iter().copied(),
+            color.stroke_width(2),
+        ))?;
+    }
+    Ok(())
+}
+
+/// Height of one row of a legend strip, in pixels.
+const LEGEND_ROW_PX: u32 = 18;
+
+/// Draws a legend of `entries` (name, colour) in a strip at the bottom of `area`, as many
+/// rows as the names need, and returns the part above it for the chart: the legend sits off
+/// the data wherever the lines run.
+pub(crate) fn legend_below<'a>(
+    area: &Area<'a>,
+    entries: &[(String, RGBAColor)],
+) -> Result<Area<'a>, Box<dyn Error>> {
+    if entries.is_empty() {
+        return Ok(area.clone());
+    }
+    let (width, height) = area.dim_in_pixel();
+    // Each entry: a short line, a gap, the name, a gap to the next; wrapped at the width.
+    let mut places = Vec::with_capacity(entries.len());
+    let (mut x, mut row) = (60u32, 0u32);
+    for (name, _) in entries {
+        let entry = 24 + LABEL_CHAR_PX * name.chars().count() as u32 + 20;
+        if x > 60 && x + entry > width {
+            (x, row) = (60, row + 1);
+        }
+        places.push((x, row));
+        x += entry;
+    }
+    let strip = (row + 1) * LEGEND_ROW_PX + 6;
+    let (plot, legend) = area.split_vertically(height.saturating_sub(strip));
+    for ((name, color), (x, row)) in entries.iter().zip(places) {
+        let (x, y) = (x as i32, (row * LEGEND_ROW_PX + LEGEND_ROW_PX / 2) as i32);
+        legend.draw(&PathElement::new(
+            [(x, y), (x + 18, y)],
+            color.stroke_width(2),
+        ))?;
+        legend.draw(&Text::new(
+            name.clone(),
+            (x + 24, y),
+            TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    Ok(plot)
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use model::HeadId;
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 use run::metrics::MetricsRecord;
 
@@ -12,7 +13,7 @@ use crate::measures::divergence::DivergencePoint;
 use crate::measures::heads::HeadRecord;
 use crate::measures::trajectories::Trajectories;
 
-use super::canvas::{FONT, FigureError, line_chart, render};
+use super::canvas::{FONT, FigureError, draw_line, legend_below, line_chart, render};
 
 /// `divergence.png`: per layer, mean pairwise QK cosine, OV cosine and pattern JS distance
 /// over the training snapshots.
@@ -38,7 +39,6 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
             ("step", "cosine"),
             &curve(|p| p.qk_cosine),
             Some((-0.1, 1.05)),
-            SeriesLabelPosition::UpperRight,
         )?;
         line_chart(
             &panels[1],
@@ -46,7 +46,6 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
             ("step", "cosine"),
             &curve(|p| p.ov_cosine),
             Some((-0.1, 1.05)),
-            SeriesLabelPosition::UpperRight,
         )?;
         line_chart(
             &panels[2],
@@ -54,7 +53,6 @@ pub fn divergence(path: &Path, points: &[DivergencePoint]) -> Result<(), FigureE
             ("step", "JS distance"),
             &curve(|p| p.pattern_js),
             Some((0.0, 1.0)),
-            SeriesLabelPosition::UpperRight,
         )
     })
 }
@@ -102,16 +100,8 @@ pub fn trajectories(
             ("step", "mean attention"),
             &scores,
             Some((0.0, 1.05)),
-            SeriesLabelPosition::LowerRight,
         )?;
-        line_chart(
-            &panels[1],
-            "Training loss",
-            ("step", "loss"),
-            &loss,
-            None,
-            SeriesLabelPosition::UpperRight,
-        )
+        line_chart(&panels[1], "Training loss", ("step", "loss"), &loss, None)
     })
 }
 
@@ -224,9 +214,43 @@ pub fn pruning(path: &Path, pruning: &Pruning) -> Result<(), FigureError> {
             ("heads removed", "eval token accuracy (%)"),
             &series,
             Some((0.0, 101.0)),
-            SeriesLabelPosition::LowerLeft,
         )
     })
+}
+
+/// Tick values for a log axis over `lo..hi`: the 1, 2, 5 of each decade when at least three
+/// fall inside, else every 1..9 (and the halves) of the decades, thinned to at most eight;
+/// never two ticks that print the same ([`tick_label`]).
+pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let in_range = |mantissas: &[f64]| -> Vec<f64> {
+        let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        (first..=last)
+            .flat_map(|k| mantissas.iter().map(move |m| m * 10f64.powi(k)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    let mut ticks = in_range(&[1.0, 2.0, 5.0]);
+    if ticks.len() < 3 {
+        ticks = in_range(&[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        let step = ticks.len().div_ceil(8).max(1);
+        ticks = ticks.into_iter().step_by(step).collect();
+    }
+    ticks.dedup_by(|a, b| tick_label(*a) == tick_label(*b));
+    ticks
+}
+
+/// A tick value to three significant digits, trailing zeros dropped: 0.8, 1.25, 20.
+pub(crate) fn tick_label(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let decimals = (2 - value.abs().log10().floor() as i32).max(0) as usize;
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 /// `training.png`: training and eval loss (log scale), and eval accuracy, by step.
@@ -257,38 +281,37 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
         } else {
             (1e-3, 10.0)
         };
-        let mut chart = ChartBuilder::on(&panels[0])
+        let colors = [Palette99::pick(0).to_rgba(), Palette99::pick(1).to_rgba()];
+        let legend: Vec<(String, RGBAColor)> = loss
+            .iter()
+            .zip(colors)
+            .map(|((name, _), color)| (name.clone(), color))
+            .collect();
+        let plot = legend_below(&panels[0], &legend)?;
+        let mut chart = ChartBuilder::on(&plot)
             .caption("Loss", (FONT, 15))
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(60)
-            .build_cartesian_2d(0.0..x_max, (lo..hi).log_scale())?;
+            .build_cartesian_2d(
+                0.0..x_max,
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+            )?;
         chart
             .configure_mesh()
             .x_desc("step")
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_desc("cross-entropy (log scale)")
-            .y_label_formatter(&|v| format!("{v:.3}"))
+            .y_label_formatter(&|v| tick_label(*v))
             .label_style((FONT, 12))
             .axis_desc_style((FONT, 12))
             .light_line_style(WHITE.mix(0.0))
             .draw()?;
-        for (i, (name, points)) in loss.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let points = points.iter().copied().filter(|(_, y)| *y > 0.0);
-            chart
-                .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+        for ((_, points), color) in loss.iter().zip(colors) {
+            let points: Vec<(f64, f64)> =
+                points.iter().copied().filter(|(_, y)| *y > 0.0).collect();
+            draw_line(&mut chart, &points, color)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()?;
         line_chart(
             &panels[1],
             "Eval accuracy",
@@ -298,7 +321,6 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
                 series("sequence accuracy", |r| r.eval_seq_acc),
             ],
             Some((0.0, 1.02)),
-            SeriesLabelPosition::LowerRight,
         )
     })
 }
@@ -361,5 +383,66 @@ mod tests {
             "{error}"
         );
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn log_ticks_are_round_distinct_and_inside() {
+        // Four decades: the 1, 2, 5 of each.
+        let labels =
+            |lo, hi| -> Vec<String> { log_ticks(lo, hi).into_iter().map(tick_label).collect() };
+        assert_eq!(
+            labels(0.01, 20.0),
+            [
+                "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20"
+            ]
+        );
+        // Less than a decade (a short run's loss): finer steps, still round and distinct.
+        assert_eq!(labels(1.3, 2.9), ["1.5", "2", "2.5"]);
+        let labels: Vec<String> = log_ticks(0.8, 1.25).into_iter().map(tick_label).collect();
+        assert!(labels.len() >= 2, "{labels:?}");
+        let mut distinct = labels.clone();
+        distinct.dedup();
+        assert_eq!(distinct, labels);
+        assert_eq!(
+            [0.8, 1.25, 20.0, 0.0123].map(tick_label),
+            ["0.8", "1.25", "20", "0.0123"]
+        );
+    }
+
+    #[test]
+    fn a_run_with_one_evaluation_gets_a_dot_above_the_legend() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("training.png");
+        let record = MetricsRecord {
+            step: 10,
+            loss: 1.5,
+            lr: 1e-3,
+            tokens_per_s: 0.0,
+            elapsed_s: 0.0,
+            eval_loss: Some(1.4),
+            eval_token_acc: Some(0.5),
+            eval_seq_acc: Some(0.1),
+        };
+        training(&path, &[record]).unwrap();
+        let mut reader =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()))
+                .read_info()
+                .unwrap();
+        let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut pixels).unwrap();
+        let (width, height) = (info.width as usize, info.height as usize);
+        let token = Palette99::pick(0).to_rgba();
+        // The accuracy panel (right half), above its legend strip (the bottom 30 pixels).
+        let dot = (0..height - 30)
+            .flat_map(|y| (width / 2..width).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                let at = (y * width + x) * 3;
+                pixels[at..at + 3] == [token.0, token.1, token.2]
+            })
+            .count();
+        assert!(
+            dot >= 9,
+            "the one token-accuracy point is drawn: {dot} pixels"
+        );
     }
 }
