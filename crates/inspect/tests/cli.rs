@@ -296,6 +296,18 @@ fn a_trained_run_gets_every_report_file() {
     );
     assert!(html.contains("<th>role</th>") && html.contains("kind = &quot;reverse&quot;"));
     assert!(html.contains("href=\"explore.html\""));
+    // The three ablations side by side, in one unit (points), as in heads.json x 100.
+    assert!(
+        html.contains("<th>zero drop (points)</th><th>mean drop</th><th>resample drop</th>"),
+        "{html}"
+    );
+    let heads: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(report.join("heads.json")).unwrap()).unwrap();
+    let mean_points = heads[0]["mean_ablation_drop"].as_f64().unwrap() * 100.0;
+    assert!(
+        html.contains(&format!("<td>{mean_points:.2}</td>")),
+        "{html}"
+    );
     check_in_chromium(
         &report.join("index.html"),
         &format!("data-figures=\"ok {}\"", figures.len()),

@@ -92,8 +92,9 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
     let _ = write!(
         w,
         "<h2>Heads</h2>\n<p>Role: the pattern that gets at least half of the head's attention \
-         on the probe batch, else <em>mixed</em>. Ablation: eval token accuracy lost when only \
-         this head is masked. Copying: sum(&lambda;) / sum(|&lambda;|) of the OV circuit's \
+         on the probe batch, else <em>mixed</em>. Zero, mean, resample: eval token accuracy lost, \
+         in points, when only this head's output is set to 0, to its mean, or to its output on \
+         another sequence (&ndash; where not measured). Copying: sum(&lambda;) / sum(|&lambda;|) of the OV circuit's \
          eigenvalues (1 writes back what the head reads). Ranks: effective rank of the QK and \
          OV circuits, at most d_head (<code>circuits.json</code> has the rest). Task target: \
          mean attention on the exact positions the task says solve each query (1: the head \
@@ -101,7 +102,7 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
          &ndash; where the task names none).</p>\n<table>\n\
          <tr><th>layer</th><th>head</th><th>role</th>\
          <th>entropy (nats)</th><th>confidence</th><th>mean distance</th>\
-         <th>ablation drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
+         <th>zero drop (points)</th><th>mean drop</th><th>resample drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
          <th>task target</th><th>pattern scores</th></tr>\n"
     );
     for head in heads {
@@ -113,7 +114,7 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
         let _ = writeln!(
             w,
             "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
-             <td>{:.2}</td><td>{:.2}%</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
+             <td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
              <td style=\"text-align:left\">{}</td></tr>",
             head.layer,
             head.head,
@@ -122,6 +123,8 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
             head.confidence,
             head.mean_distance,
             head.ablation_drop * 100.0,
+            points(head.mean_ablation_drop),
+            points(head.resample_ablation_drop),
             head.copying_score,
             head.qk_effective_rank,
             head.ov_effective_rank,
@@ -131,6 +134,11 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
         );
     }
     let _ = writeln!(w, "</table>");
+}
+
+/// An accuracy drop (a fraction) in points to two decimals, `&ndash;` where not measured.
+fn points(drop: Option<f64>) -> String {
+    drop.map_or_else(|| "&ndash;".to_string(), |d| format!("{:.2}", d * 100.0))
 }
 
 /// Every figure embedded as base64 PNG with its caption, read from its file.

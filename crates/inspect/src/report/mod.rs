@@ -137,20 +137,28 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
 /// The head table printed on the terminal.
 pub fn table(report: &Report) -> String {
     let mut lines = vec![format!(
-        "{:>5} {:>4}  {:<16} {:>7} {:>10} {:>8} {:>9}",
-        "layer", "head", "role", "entropy", "confidence", "distance", "ablation"
+        "{:>5} {:>4}  {:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>9}",
+        "layer", "head", "role", "entropy", "confidence", "distance", "zero", "mean", "resample"
     )];
+    let points =
+        |drop: Option<f64>| drop.map_or_else(|| "-".to_string(), |d| format!("{:.2}", d * 100.0));
     for h in &report.measured.heads {
         lines.push(format!(
-            "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>8.2}%",
+            "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>9.2} {:>9} {:>9}",
             h.layer,
             h.head,
             h.role,
             h.entropy,
             h.confidence,
             h.mean_distance,
-            h.ablation_drop * 100.0
+            h.ablation_drop * 100.0,
+            points(h.mean_ablation_drop),
+            points(h.resample_ablation_drop),
         ));
     }
+    lines.push(
+        "(zero, mean, resample: eval token accuracy lost, in points, when one head is ablated)"
+            .to_string(),
+    );
     lines.join("\n")
 }
