@@ -32,9 +32,3 @@ pub mod interventions;
 pub mod load;
 pub mod measures;
 pub mod report;
-
-/// The unit tests that seed the device and draw take turns ([`model::init::take_rng_turn`]).
-#[cfg(test)]
-pub(crate) mod test_rng {
-    pub use model::init::take_rng_turn as take_turns;
-}

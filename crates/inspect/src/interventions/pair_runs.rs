@@ -133,7 +133,7 @@ pub(crate) mod testing {
     /// A seeded random encoder of `n_layers` blocks (d_model 16, 2 heads) on recall, with
     /// 16 of recall's pairs of `kind`.
     pub fn recall_model(n_layers: usize, kind: PairKind) -> (Encoder, Vec<MinimalPair>, Device) {
-        let _turn = crate::test_rng::take_turns();
+        let _turn = model::init::take_rng_turn();
         let device = Device::flex();
         device.seed(3);
         let task = TaskConfig::Recall(RecallSpec::default())

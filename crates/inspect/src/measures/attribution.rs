@@ -177,7 +177,7 @@ mod tests {
     use super::*;
 
     fn tiny(norm: NormPlacement, n_layers: usize, seed: u64) -> (Encoder, Tensor<2, Int>) {
-        let _turn = crate::test_rng::take_turns();
+        let _turn = model::init::take_rng_turn();
         let device = Device::flex();
         device.seed(seed);
         let io = EncoderIo {

@@ -190,11 +190,10 @@ pub fn measure_layer(
     tokens: &[u32],
     targets: &[Vec<Vec<usize>>],
 ) -> Vec<HeadMeasures> {
-    let (batch, _, seq) = layer.dims();
-    head_roles(task, layer, tokens)
-        .into_iter()
-        .enumerate()
-        .map(|(h, (pattern_scores, role))| {
+    let patterns = scored_patterns(task);
+    let (batch, n_heads, seq) = layer.dims();
+    (0..n_heads)
+        .map(|h| {
             let probs = layer.head_pattern(h);
             let head = HeadPattern {
                 probs: &probs,
@@ -202,6 +201,7 @@ pub fn measure_layer(
                 batch,
                 seq,
             };
+            let (pattern_scores, role) = scores_and_role(&head, &patterns);
             HeadMeasures {
                 role,
                 entropy: head.entropy(),
@@ -222,12 +222,7 @@ pub fn head_roles(
     layer: &LayerProbe,
     tokens: &[u32],
 ) -> Vec<(BTreeMap<String, f64>, String)> {
-    let mut scored_patterns: Vec<AttentionPattern> = AttentionPattern::generic().to_vec();
-    for pattern in task.solving_patterns() {
-        if !scored_patterns.contains(&pattern) {
-            scored_patterns.push(pattern);
-        }
-    }
+    let patterns = scored_patterns(task);
     let (batch, n_heads, seq) = layer.dims();
     (0..n_heads)
         .map(|h| {
@@ -238,18 +233,39 @@ pub fn head_roles(
                 batch,
                 seq,
             };
-            let pattern_scores: BTreeMap<String, f64> = scored_patterns
-                .iter()
-                .map(|p| (p.name(), head.pattern_score(*p)))
-                .collect();
-            let role = pattern_scores
-                .iter()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .filter(|(_, score)| **score >= ROLE_THRESHOLD)
-                .map_or_else(|| "mixed".to_string(), |(name, _)| name.clone());
-            (pattern_scores, role)
+            scores_and_role(&head, &patterns)
         })
         .collect()
+}
+
+/// The patterns every head is scored on: the generic ones, then the task's solving patterns
+/// not among them.
+fn scored_patterns(task: &Task) -> Vec<AttentionPattern> {
+    let mut patterns: Vec<AttentionPattern> = AttentionPattern::generic().to_vec();
+    for pattern in task.solving_patterns() {
+        if !patterns.contains(&pattern) {
+            patterns.push(pattern);
+        }
+    }
+    patterns
+}
+
+/// `head`'s mean attention on each of `patterns`, and its role: the best pattern if it
+/// reaches [`ROLE_THRESHOLD`], else "mixed".
+fn scores_and_role(
+    head: &HeadPattern,
+    patterns: &[AttentionPattern],
+) -> (BTreeMap<String, f64>, String) {
+    let pattern_scores: BTreeMap<String, f64> = patterns
+        .iter()
+        .map(|p| (p.name(), head.pattern_score(*p)))
+        .collect();
+    let role = pattern_scores
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .filter(|(_, score)| **score >= ROLE_THRESHOLD)
+        .map_or_else(|| "mixed".to_string(), |(name, _)| name.clone());
+    (pattern_scores, role)
 }
 
 #[cfg(test)]

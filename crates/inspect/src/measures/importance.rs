@@ -119,7 +119,7 @@ mod tests {
     }
 
     fn model_and_examples() -> (Encoder, Vec<Example>) {
-        let _turn = crate::test_rng::take_turns();
+        let _turn = model::init::take_rng_turn();
         let device = Device::flex();
         device.seed(5);
         let io = EncoderIo {

@@ -282,11 +282,7 @@ fn slot_report(slot: &Slot, comparison: &Comparison, rows: &[&RunRow]) -> SlotRe
             numbers.insert(key.to_string(), e.into());
         }
     }
-    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
-    for role in slot.roles.iter().filter(|r| *r != "mixed") {
-        *counts.entry(role).or_default() += 1;
-    }
-    let (role, count) = counts
+    let (role, count) = counts(slot.roles.iter().filter(|r| *r != "mixed"))
         .into_iter()
         .max_by_key(|(_, count)| *count)
         .map_or(("mixed".to_string(), 0), |(r, c)| (r.clone(), c));
