@@ -23,5 +23,5 @@ cargo build --release --workspace --bins
 out=runs/bench
 mkdir -p "$out"
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
-"$CARGO_TARGET_DIR/release/bench" --out "$out/bench-$stamp.md" --json "$out/bench-$stamp.json" "$@"
+"$CARGO_TARGET_DIR/release/headlab" bench --out "$out/bench-$stamp.md" --json "$out/bench-$stamp.json" "$@"
 echo "table: $out/bench-$stamp.md; figures: $out/bench-$stamp.json" >&2

@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --release -q -p train
-TRAIN="$CARGO_TARGET_DIR/release/train"
+cargo build --release -q -p headlab
+HEADLAB="$CARGO_TARGET_DIR/release/headlab"
 STEPS="${1:-200}"
 shift || true
 SIZES=("${@:-1 4 16}")
@@ -24,9 +24,9 @@ seconds() { local start end; start=$(date +%s.%N); "$@" > /dev/null; end=$(date 
 
 printf "%-28s %4s %14s %14s %8s\n" config S "separate s*st/s" "group s*st/s" speedup
 for config in configs/experiments/symmetry-random.toml configs/experiments/specialise-difference.toml configs/recall.toml; do
-  one=$(seconds "$TRAIN" "$config" --out "$WORK/one" --force "${SETS[@]}")
+  one=$(seconds "$HEADLAB" train "$config" --out "$WORK/one" --force "${SETS[@]}")
   for s in "${SIZES[@]}"; do
-    group=$(seconds "$TRAIN" "$config" --seeds "0-$((s - 1))" --out "$WORK/g{seed}" --force "${SETS[@]}")
+    group=$(seconds "$HEADLAB" train "$config" --seeds "0-$((s - 1))" --out "$WORK/g{seed}" --force "${SETS[@]}")
     awk -v name="$(basename "$config" .toml)" -v s="$s" -v steps="$STEPS" -v one="$one" -v group="$group" \
       'BEGIN { separate = steps / one; grouped = s * steps / group;
                printf "%-28s %4d %14.0f %14.0f %7.2fx\n", name, s, separate, grouped, grouped / separate }'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one-build check: after a build of the whole workspace, building any one package alone
-# (what `cargo run -p train`, `cargo test -p model`, `cargo run --bin compare` do) must compile
+# (what `cargo run -p headlab`, `cargo test -p model`, `cargo test -p inspect` do) must compile
 # no crate from outside the workspace. If one does, the package asked for other dependency
 # features than the workspace, and a user would wait for Burn to compile a second time.
 #
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(model tasks run train inspect bench sweep)
+packages=(model tasks run train inspect bench sweep headlab)
 
 echo "one-build check: building the workspace (tests included)"
 cargo build --release --workspace --all-targets --quiet

@@ -34,9 +34,9 @@ for sweep in "$@"; do
     file="configs/sweeps/$sweep.toml"
     echo "== $sweep"
     start=$(date +%s)
-    "$bin/sweep" run "$file" "${workers[@]}"
+    "$bin/headlab" sweep run "$file" "${workers[@]}"
     echo "== $sweep: $(($(date +%s) - start)) s"
-    "$bin/sweep" report "$file" >/dev/null
+    "$bin/headlab" sweep report "$file" >/dev/null
     report="runs/$sweep/_sweep/report"
     cp "$report/report.md" "$docs/$sweep.md"
     for figure in "$report"/figures/*.png "$report"/figures/*.svg; do

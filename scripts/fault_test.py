@@ -62,7 +62,7 @@ def parse_args():
                              "in which a killed runner's children must stop)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="runs/fault-test", help="working directory")
-    parser.add_argument("--bin", required=True, help="directory of the release binaries")
+    parser.add_argument("--bin", required=True, help="directory of the release build (its headlab binary)")
     parser.add_argument("--slurm", action="store_true",
                         help="submit the sweep to Slurm (sweep submit --slurm) instead")
     return parser.parse_args()
@@ -109,7 +109,7 @@ probe = 8
 
     def runner(self, ulimit_blocks=None):
         """Starts `sweep run` in its own session, so that a fault reaches only it."""
-        command = [str(self.bin / "sweep"), "run", str(self.sweep_file), "--out",
+        command = [str(self.bin / "headlab"), "sweep", "run", str(self.sweep_file), "--out",
                    str(self.work), "--workers", str(self.args.workers), "--quiet"]
         if ulimit_blocks is not None:
             # SIGXFSZ ignored (inherited through exec): writes past the limit fail with
@@ -195,7 +195,7 @@ probe = 8
         return found
 
     def children_of(self, pid):
-        """`train` and `inspect` processes whose parent is `pid`."""
+        """`headlab train` and `headlab inspect` processes whose parent is `pid`."""
         children = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -206,7 +206,7 @@ probe = 8
                 parent = int(stat.rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError):
                 continue
-            if parent == pid and comm in ("train", "inspect"):
+            if parent == pid and comm == "headlab":
                 children.append(int(entry.name))
         return children
 
@@ -271,7 +271,7 @@ probe = 8
     def submit(self):
         """`sweep submit --slurm`: the job id, or None when nothing was left to submit."""
         output = subprocess.run(
-            [str(self.bin / "sweep"), "submit", str(self.sweep_file), "--slurm", "--out",
+            [str(self.bin / "headlab"), "sweep", "submit", str(self.sweep_file), "--slurm", "--out",
              str(self.work), "--max-parallel", str(self.args.workers), "--cpus-per-task", "1",
              "--time", "10"], capture_output=True, text=True)
         if output.returncode != 0:
@@ -308,7 +308,7 @@ probe = 8
                 cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"task" in cmdline and needle in cmdline:
+            if b"sweep" in cmdline and b"task" in cmdline and needle in cmdline:
                 found.append(int(entry.name))
         return found
 

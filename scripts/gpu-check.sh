@@ -60,7 +60,7 @@ if [ "$local_mode" -eq 1 ]; then
     bin="${CARGO_TARGET_DIR:-$PWD/target}/release"
     say "local mode: binaries from $bin (software Vulkan, CPU PyTorch)"
     torch_device=cpu
-    if [ ! -x "$bin/bench" ]; then
+    if [ ! -x "$bin/headlab" ]; then
         say "building the release binaries"
         cargo build --release --workspace --bins --quiet || exit 1
     fi
@@ -164,22 +164,22 @@ if [ "$quick" -eq 1 ]; then
 fi
 
 speed() { # speed SIZE: headlab, Burn and PyTorch side by side at SIZE
-    step "bench-$1" "$limit" "$bin/bench" --backends wgpu,flex --sizes "$1" "${budget[@]}" \
+    step "bench-$1" "$limit" "$bin/headlab" bench --backends wgpu,flex --sizes "$1" "${budget[@]}" \
         "${speed_impl[@]}" --json "$work/bench-$1.json" --out "$work/bench-$1.md"
 }
 stack() { # stack SIZE: the seed stack at SIZE
-    step "seeds-$1" "$limit" "$bin/bench" --seeds "$seeds" --backends wgpu --sizes "$1" \
+    step "seeds-$1" "$limit" "$bin/headlab" bench --seeds "$seeds" --backends wgpu --sizes "$1" \
         "${budget[@]}" "${stack_impl[@]}" --json "$work/seeds-$1.json" --out "$work/seeds-$1.md"
 }
-step train-wgpu "$limit" "$bin/train" configs/reverse.toml --backend wgpu \
+step train-wgpu "$limit" "$bin/headlab" train configs/reverse.toml --backend wgpu \
     --out "$work/reverse-wgpu" "${train_set[@]}"
 speed "${sizes[0]}"
 stack "${sizes[0]}"
-step to-accuracy "$limit" "$bin/bench" --backends wgpu "${accuracy_args[@]}" "${stack_impl[@]}" \
+step to-accuracy "$limit" "$bin/headlab" bench --backends wgpu "${accuracy_args[@]}" "${stack_impl[@]}" \
     --json "$work/accuracy.json" --out "$work/accuracy.md"
-step train-flex "$limit" "$bin/train" configs/reverse.toml --backend flex \
+step train-flex "$limit" "$bin/headlab" train configs/reverse.toml --backend flex \
     --out "$work/reverse-flex" "${train_set[@]}"
-step inspect "$limit" "$bin/inspect" "$work/reverse-wgpu"
+step inspect "$limit" "$bin/headlab" inspect "$work/reverse-wgpu"
 for size in "${sizes[@]:1}"; do
     speed "$size"
     stack "$size"
@@ -191,9 +191,9 @@ group_set=(--set "train.steps=$group_steps" --set train.snapshot_every=0
            --set train.target_accuracy=1.0 --set train.log_every=10 --quiet --backend wgpu)
 for config in "${group_configs[@]}"; do
     name=$(basename "$config" .toml)
-    step "groups-$name-alone" "$limit" "$bin/train" "$config" --out "$work/groups/$name-alone" \
+    step "groups-$name-alone" "$limit" "$bin/headlab" train "$config" --out "$work/groups/$name-alone" \
         "${group_set[@]}"
-    step "groups-$name-$group_size" "$limit" "$bin/train" "$config" \
+    step "groups-$name-$group_size" "$limit" "$bin/headlab" train "$config" \
         --seeds "0-$((group_size - 1))" --out "$work/groups/$name-s{seed}" "${group_set[@]}"
 done
 

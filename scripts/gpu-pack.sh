@@ -24,7 +24,7 @@ done
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 limit_mib=64
 # The binaries gpu-check.sh runs.
-binaries=(train inspect bench)
+binaries=(headlab)
 # The Vulkan loader, and the GL vendor-neutral dispatch libraries that NVIDIA's driver
 # (its Vulkan ICD lives in libGLX_nvidia) links against. Small: about 1 MiB together.
 packages=(libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2)

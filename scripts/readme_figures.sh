@@ -8,8 +8,8 @@ out="${1:-runs/readme}"
 cargo build --release --workspace --bins
 bin="${CARGO_TARGET_DIR:-target}/release"
 
-"$bin/train" configs/neighbors.toml --out "$out/neighbors" --force --quiet
-"$bin/inspect" "$out/neighbors"
+"$bin/headlab" train configs/neighbors.toml --out "$out/neighbors" --force --quiet
+"$bin/headlab" inspect "$out/neighbors"
 mkdir -p docs/inspect
 for figure in attention divergence; do
     cp "$out/neighbors/inspect/figures/$figure.png" "docs/inspect/neighbors-$figure.png"

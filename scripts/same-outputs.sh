@@ -44,7 +44,7 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 echo "made by scripts/same-outputs.sh" > "$dir/$marker"
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
-for b in train inspect compare sweep; do
+for b in headlab; do
     [ -x "$bin/$b" ] || {
         echo "no $bin/$b: run cargo build --release --workspace --bins first" >&2
         exit 1
@@ -63,15 +63,15 @@ produce() {
     for config in configs/*.toml configs/experiments/*.toml; do
         name=$(basename "$config" .toml)
         echo "  train + inspect $name"
-        "$bin/train" "$config" --out "$work/runs/$name" "${short[@]}" > /dev/null
-        "$bin/inspect" "$work/runs/$name" --probe 16 > "$work/runs/$name.inspect.txt"
+        "$bin/headlab" train "$config" --out "$work/runs/$name" "${short[@]}" > /dev/null
+        "$bin/headlab" inspect "$work/runs/$name" --probe 16 > "$work/runs/$name.inspect.txt"
     done
     echo "  inspect a checkpoint"
-    "$bin/inspect" "$work/runs/recall" --checkpoint step-20 --probe 16 \
+    "$bin/headlab" inspect "$work/runs/recall" --checkpoint step-20 --probe 16 \
         --out "$work/runs/recall-step-20" > "$work/runs/recall-step-20.txt"
     echo "  compare two seeds"
-    "$bin/train" configs/copy.toml --out "$work/runs/copy-s1" --set seed=1 "${short[@]}" > /dev/null
-    "$bin/compare" "$work/runs/copy" "$work/runs/copy-s1" --out "$work/compare" --probe 16 \
+    "$bin/headlab" train configs/copy.toml --out "$work/runs/copy-s1" --set seed=1 "${short[@]}" > /dev/null
+    "$bin/headlab" compare "$work/runs/copy" "$work/runs/copy-s1" --out "$work/compare" --probe 16 \
         > "$work/compare.txt"
     echo "  a tiny sweep"
     cat > "$work/tiny.toml" <<EOF
@@ -93,8 +93,8 @@ seeds = [0, 1]
 [inspect]
 probe = 8
 EOF
-    "$bin/sweep" run "$work/tiny.toml" --out "$work/sweep" --workers 2 --quiet > /dev/null
-    "$bin/sweep" report "$work/tiny.toml" --out "$work/sweep" > "$work/sweep-report.txt"
+    "$bin/headlab" sweep run "$work/tiny.toml" --out "$work/sweep" --workers 2 --quiet > /dev/null
+    "$bin/headlab" sweep report "$work/tiny.toml" --out "$work/sweep" > "$work/sweep-report.txt"
 }
 
 # Blanks the wall-clock fields of every file that has them, in place.

@@ -6,8 +6,19 @@
 # - Chromium, which the tests use to check that inspect's index.html loads (headless);
 # - chromium-driver (chromedriver), through which the browser tests (tests/browser) drive
 #   Chromium over WebDriver.
+# - mdbook, from crates.io (a pinned version), which builds the book in docs/
+#   (scripts/check-docs.sh).
 # Safe to run again; installs only what is missing.
 set -euo pipefail
+
+# mdbook: only when that version is not on PATH already. Built outside the project's target
+# directory (env -u CARGO_TARGET_DIR), so it never waits on the project's build lock.
+MDBOOK_VERSION=0.5.4
+if [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+    echo "setup: installing mdbook $MDBOOK_VERSION (cargo install)"
+    env -u CARGO_TARGET_DIR cargo install mdbook --version "$MDBOOK_VERSION" --locked \
+        --no-default-features --features search --quiet
+fi
 
 missing=()
 if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then

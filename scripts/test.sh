@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 
+echo "== scripts/check-docs.sh (the book builds; every link and anchor of README.md and docs/ resolves)"
+scripts/check-docs.sh
+
 echo "== cargo test --workspace --release $*"
 cargo test --workspace --release "$@"
 

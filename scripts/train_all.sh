@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-runs/all}"
 cargo build --release --workspace --bins
-bin="${CARGO_TARGET_DIR:-target}/release/train"
+bin="${CARGO_TARGET_DIR:-target}/release/headlab"
 
 echo "| config | steps run | eval token acc | eval seq acc | seconds |"
 echo "| --- | --- | --- | --- | --- |"
@@ -16,7 +16,7 @@ failed=0
 for config in configs/*.toml; do
     name=$(basename "$config" .toml)
     start=$(date +%s)
-    "$bin" "$config" --out "$out/$name" --force --quiet > /dev/null
+    "$bin" train "$config" --out "$out/$name" --force --quiet > /dev/null
     seconds=$(( $(date +%s) - start ))
     want=0.99
     case "$name" in grammar*) want=0.15 ;; esac

@@ -3,7 +3,7 @@
 //! against a PyTorch reference of the same model ([`pytorch`], optional: only when torch is
 //! importable); and the time to a token accuracy ([`accuracy`]).
 //!
-//! The `bench` binary runs every [`case::Case`] in a child process of its own, so that peak
+//! `headlab bench` ([`cli`]) runs every [`case::Case`] in a child process of its own, so that peak
 //! memory is per case and thread pools start fresh, and prints a markdown table
 //! ([`table::markdown`]); `--rounds` repeats the cases interleaved and reports medians
 //! ([`rounds`]). `scripts/bench.sh` builds and runs it.
@@ -11,10 +11,11 @@
 //! The map: [`case`] (one case and its measurement), [`reference`] (Burn's built-in encoder
 //! at the same sizes), [`pytorch`] (the PyTorch reference), [`accuracy`] (time to a token
 //! accuracy), [`machine`] (what it ran on: CPU, threads, peak memory), [`rounds`] (repeats,
-//! medians), [`table`] (the markdown table).
+//! medians), [`table`] (the markdown table), [`cli`] (the command).
 
 pub mod accuracy;
 pub mod case;
+pub mod cli;
 pub mod machine;
 pub mod pytorch;
 pub mod reference;

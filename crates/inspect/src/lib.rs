@@ -24,8 +24,10 @@
 //! - [`draw`]: figures, `index.html`, `explore.html`, `compare.html`.
 //! - [`report`]: one run's report directory ([`report::ReportDir`]) and `inspect`'s
 //!   [`report::write_report`]; [`compare`]: heads matched across runs, `compare`'s output.
+//! - [`cli`]: the `headlab inspect` and `headlab compare` commands.
 
 pub mod circuits;
+pub mod cli;
 pub mod compare;
 pub mod draw;
 pub mod interventions;

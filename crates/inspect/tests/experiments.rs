@@ -1,8 +1,8 @@
-//! The README's experiment claims, checked on models small enough to train in a test:
-//! heads on the asymmetric neighbors rule split the two neighbours between them, with
-//! dropout into a clean previous-token and next-token pair, heads that start identical (no
-//! dropout) are still identical after training, and heads matched across seeds do the same
-//! job. The full-size runs are the sweeps of `scripts/experiments.sh`.
+//! The book's experiment claims (docs/experiment-*.md), checked on models small enough to train in
+//! a test: heads on the asymmetric neighbors rule split the two neighbours between them, with
+//! dropout into a clean previous-token and next-token pair, heads that start identical (no dropout)
+//! are still identical after training, and heads matched across seeds do the same job. The
+//! full-size runs are the sweeps of `scripts/experiments.sh`.
 
 mod common;
 

@@ -1,5 +1,5 @@
-//! `ReportDir` and its table of files: the README's file table lists exactly the table's
-//! files in its order and says when each conditional one is written; a written report holds
+//! `ReportDir` and its table of files: the book's file table (docs/inspect.md) lists exactly
+//! the table's files in its order and says when each conditional one is written; a written report holds
 //! exactly the files the table says it should, reads back as the values written, and is
 //! complete only with all of them.
 
@@ -21,18 +21,22 @@ const TINY: &str = concat!(
     "/../train/tests/fixtures/tiny.toml"
 );
 
-/// The rows of the README's table of `inspect`'s files: (file, contents).
-fn readme_report_rows() -> Vec<(String, String)> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let section = readme
-        .split("\n## The `inspect` command")
+/// The rows of the table of `inspect`'s files in the book's inspect chapter
+/// (docs/inspect.md, section "The files of a report"): (file, contents).
+fn book_report_rows() -> Vec<(String, String)> {
+    let chapter = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/inspect.md"
+    ))
+    .expect("the book has an inspect chapter, docs/inspect.md");
+    let section = chapter
+        .split("\n## The files of a report")
         .nth(1)
-        .expect("README has a section on the inspect command");
+        .expect("docs/inspect.md has a section \"The files of a report\"");
     let table = section
         .split("| file | contents |\n| --- | --- |\n")
         .nth(1)
-        .expect("the inspect section has a file table");
+        .expect("the section \"The files of a report\" of docs/inspect.md has a file table");
     table
         .lines()
         .take_while(|line| line.starts_with('|'))
@@ -45,19 +49,19 @@ fn readme_report_rows() -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_readme_file_table_is_the_report_table() {
-    let rows = readme_report_rows();
-    let readme_names: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
+fn the_book_file_table_is_the_report_table() {
+    let rows = book_report_rows();
+    let book_names: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
     let table_names: Vec<&str> = FILES.iter().map(|f| f.name).collect();
     assert_eq!(
-        readme_names, table_names,
-        "README's inspect file table and report::dir::FILES list other files or another order"
+        book_names, table_names,
+        "docs/inspect.md's file table and report::dir::FILES list other files or another order"
     );
     for (file, (name, contents)) in FILES.iter().zip(&rows) {
-        if let Some(words) = file.presence.readme_words() {
+        if let Some(words) = file.presence.book_words() {
             assert!(
                 contents.contains(words),
-                "README's row for {name} does not say when it is written ({words:?})"
+                "docs/inspect.md's row for {name} does not say when it is written ({words:?})"
             );
         }
     }

@@ -1,4 +1,4 @@
-//! Command-line conventions the headlab binaries share.
+//! Command-line conventions of the `headlab` command and its subcommands.
 
 use std::process::ExitCode;
 
@@ -6,7 +6,7 @@ use clap::Parser;
 
 /// Parses the command line as `A`. `--help` and `--version` print to stdout and exit as clap
 /// does; a usage error prints clap's message as one paragraph (without its blank lines, like
-/// every other error of the binaries) and returns exit status 2 for `main` to return.
+/// every other error of the command) and returns exit status 2 for `main` to return.
 pub fn parse_args<A: Parser>() -> Result<A, ExitCode> {
     match A::try_parse() {
         Ok(args) => Ok(args),

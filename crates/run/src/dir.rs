@@ -145,7 +145,7 @@ pub enum RunDirError {
     FileNotRun(PathBuf),
     /// Reading a run that is not one.
     #[error(
-        "{0} is not a headlab run directory: it has no {MARKER} (train writes one when it \
+        "{0} is not a headlab run directory: it has no {MARKER} (headlab train writes one when it \
          creates a run; check the path, or train the run again)"
     )]
     NotARun(PathBuf),
@@ -569,7 +569,7 @@ pub fn holds_nothing_yet(root: &Path) -> bool {
 fn file_not_run(path: &Path) -> String {
     if path.extension().is_some_and(|e| e == "toml") {
         format!(
-            "{0} is a config file, not a run directory: train it first (train {0}), then give \
+            "{0} is a config file, not a run directory: train it first (headlab train {0}), then give \
              the run directory it prints",
             path.display()
         )

@@ -1,5 +1,5 @@
 //! `model.safetensors`: a finished run's weights, under their module paths (documented in the
-//! README), loadable from Python with `safetensors`. Written like every other file of a run:
+//! book's docs/run-directory.md), loadable from Python with `safetensors`. Written like every other file of a run:
 //! to a temporary name, then renamed, so a reader never finds half of it.
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,5 @@
-//! Running one run of a sweep: `train` (new, resumed or restarted as the run's state says),
-//! then `inspect`, as child processes of the `train` and `inspect` binaries installed beside
-//! `sweep`. A child runs in its own process group, so a Ctrl-C at the terminal reaches only
+//! Running one run of a sweep: `headlab train` (new, resumed or restarted as the run's state
+//! says), then `headlab inspect`, as child processes of the running `headlab` binary. A child runs in its own process group, so a Ctrl-C at the terminal reaches only
 //! `sweep`, which passes exactly one SIGTERM on: `train` then checkpoints and exits, and
 //! the next `sweep run` (or `submit`) resumes it. Both the local pool and a Slurm array task
 //! run a run through [`execute`].
@@ -26,35 +25,28 @@ use run::dir::EXIT_RUN_IN_USE;
 use crate::spec::{InspectStep, PlannedRun};
 use crate::state::{RunState, SweepOut, directory_state};
 
-/// The `train` and `inspect` binaries a sweep runs.
+/// The `headlab` binary a sweep runs its children with (`headlab train ...`, `headlab
+/// inspect ...`): the one running `headlab sweep`, so a sweep's children are always of the
+/// same build as the sweep.
 #[derive(Debug, Clone)]
-pub struct Binaries {
-    /// `train`.
-    pub train: PathBuf,
-    /// `inspect`.
-    pub inspect: PathBuf,
+pub struct Headlab {
+    /// The binary's path.
+    pub path: PathBuf,
 }
 
-impl Binaries {
-    /// The binaries in the directory of the running `sweep` (cargo builds them side by side).
-    pub fn beside_current_exe() -> Result<Binaries, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the sweep binary's own path: {e}"))?;
-        let dir = exe.parent().unwrap_or(Path::new("."));
-        let binaries = Binaries {
-            train: dir.join("train"),
-            inspect: dir.join("inspect"),
-        };
-        for path in [&binaries.train, &binaries.inspect] {
-            if !path.is_file() {
-                return Err(format!(
-                    "{} is missing: sweep runs the train and inspect binaries built beside it; \
-                     build all three with `cargo build --release --workspace --bins`",
-                    path.display()
-                ));
-            }
-        }
-        Ok(binaries)
+impl Headlab {
+    /// The running binary.
+    pub fn current() -> Result<Headlab, String> {
+        let path = std::env::current_exe()
+            .map_err(|e| format!("cannot find the headlab binary's own path: {e}"))?;
+        Ok(Headlab { path })
+    }
+
+    /// `headlab SUBCOMMAND`, to add arguments to.
+    pub fn command(&self, subcommand: &str) -> Command {
+        let mut command = Command::new(&self.path);
+        command.arg(subcommand);
+        command
     }
 }
 
@@ -78,8 +70,8 @@ pub enum Attempt {
 pub struct RunContext<'a> {
     /// The sweep's output directory.
     pub out: &'a SweepOut,
-    /// The binaries.
-    pub binaries: &'a Binaries,
+    /// The binary the children run.
+    pub headlab: &'a Headlab,
     /// The inspect step.
     pub inspect: &'a InspectStep,
     /// Threads each child may use (`RAYON_NUM_THREADS`).
@@ -157,7 +149,7 @@ pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(Planned
 fn train_together(runs: &[&PlannedRun], mode: &str, context: &RunContext) {
     let first = runs[0];
     let seeds: Vec<String> = runs.iter().map(|r| r.seed.to_string()).collect();
-    let mut command = Command::new(&context.binaries.train);
+    let mut command = context.headlab.command("train");
     command.arg(&first.config).arg("--quiet").arg(mode);
     command.arg("--seeds").arg(seeds.join(","));
     for run in runs {
@@ -270,7 +262,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
 }
 
 fn train_command(run: &PlannedRun, context: &RunContext, mode: Option<&str>) -> Command {
-    let mut command = Command::new(&context.binaries.train);
+    let mut command = context.headlab.command("train");
     command
         .arg(&run.config)
         .arg("--out")
@@ -286,7 +278,7 @@ fn train_command(run: &PlannedRun, context: &RunContext, mode: Option<&str>) -> 
 }
 
 fn inspect_command(run: &PlannedRun, context: &RunContext) -> Command {
-    let mut command = Command::new(&context.binaries.inspect);
+    let mut command = context.headlab.command("inspect");
     command
         .arg(context.out.run_dir(run))
         .args(context.inspect.args());

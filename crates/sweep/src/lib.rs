@@ -6,8 +6,10 @@
 //! run stands from its run directory; [`exec`] brings one run to done (train or resume, then
 //! inspect, as child processes); [`local`] runs the plan on a worker pool and [`slurm`]
 //! submits it as a job array whose tasks call [`exec`] too; [`report`] collects the finished
-//! runs into tables and [`figures`], with the means and 95% intervals of [`stats`].
+//! runs into tables and [`figures`], with the means and 95% intervals of [`stats`]. [`cli`] is
+//! the `headlab sweep` command.
 
+pub mod cli;
 pub mod exec;
 pub mod figures;
 pub mod local;

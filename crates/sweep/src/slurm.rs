@@ -1,9 +1,9 @@
-//! `sweep submit --slurm`: the runs that are not done, as one Slurm job array. Each array
-//! task runs `sweep task FILE --out OUT --index I`, which trains (or resumes) and inspects the
-//! plan's run I exactly as a local worker would. The batch script asks for SIGTERM 60 s before
-//! the time limit (`--signal=B:TERM@60`) and `sweep task` passes it to `train`, which
-//! checkpoints; preempted tasks are requeued (`--requeue`), and a task that ran out of time is
-//! resumed by the next `submit`, which submits only the runs still left.
+//! `headlab sweep submit --slurm`: the runs that are not done, as one Slurm job array. Each
+//! array task runs `headlab sweep task FILE --out OUT --index I`, which trains (or resumes)
+//! and inspects the plan's run I exactly as a local worker would. The batch script asks for
+//! SIGTERM 60 s before the time limit (`--signal=B:TERM@60`) and `sweep task` passes it to
+//! `train`, which checkpoints; preempted tasks are requeued (`--requeue`), and a task that ran
+//! out of time is resumed by the next `submit`, which submits only the runs still left.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,8 +29,8 @@ pub struct SlurmOptions {
 pub struct BatchJob<'a> {
     /// Job name.
     pub name: &'a str,
-    /// The `sweep` binary (absolute).
-    pub sweep_binary: &'a Path,
+    /// The `headlab` binary (absolute).
+    pub headlab: &'a Path,
     /// The sweep file (absolute).
     pub sweep_file: &'a Path,
     /// The output directory (absolute).
@@ -99,13 +99,13 @@ pub fn batch_script(job: &BatchJob, options: &SlurmOptions) -> String {
     }
     let _ = writeln!(
         script,
-        "# Written by `sweep submit`: one task per run of {}.",
+        "# Written by `headlab sweep submit`: one task per run of {}.",
         job.sweep_file.display()
     );
     let _ = writeln!(
         script,
-        "exec {} task {} --out {} --index \"$SLURM_ARRAY_TASK_ID\"",
-        shell_word(&job.sweep_binary.display().to_string()),
+        "exec {} sweep task {} --out {} --index \"$SLURM_ARRAY_TASK_ID\"",
+        shell_word(&job.headlab.display().to_string()),
         shell_word(&job.sweep_file.display().to_string()),
         shell_word(&job.out.display().to_string()),
     );
@@ -202,7 +202,7 @@ mod tests {
     fn the_script_runs_sweep_task_per_index() {
         let job = BatchJob {
             name: "demo",
-            sweep_binary: Path::new("/opt/headlab/sweep"),
+            headlab: Path::new("/opt/headlab/headlab"),
             sweep_file: Path::new("/home/me/it's.toml"),
             out: Path::new("/scratch/runs/demo"),
             slurm_dir: Path::new("/scratch/runs/demo/_sweep/slurm"),
@@ -225,7 +225,7 @@ mod tests {
             "#SBATCH --time=01:00:00",
             "#SBATCH --mem=4G",
             "#SBATCH --output=/scratch/runs/demo/_sweep/slurm/%A_%a.txt",
-            "exec '/opt/headlab/sweep' task '/home/me/it'\\''s.toml' --out '/scratch/runs/demo' \
+            "exec '/opt/headlab/headlab' sweep task '/home/me/it'\\''s.toml' --out '/scratch/runs/demo' \
              --index \"$SLURM_ARRAY_TASK_ID\"",
         ] {
             assert!(

@@ -41,7 +41,7 @@ pub const MAX_RUNS: usize = 100_000;
 pub const MAX_GROUP_SEEDS: usize = run::config::MAX_GROUP_SEEDS;
 
 /// The group size when `group_seeds` is left out and a grid point trains on wgpu. Measured
-/// (README, "Many seeds in one step"): where every op pays a dispatch, as on wgpu, a group
+/// (docs/performance.md, "Many seeds as one model"): where every op pays a dispatch, as on wgpu, a group
 /// amortises it (16 seeds 2.2x the seed-steps of separate runs on wgpu over lavapipe, 4 seeds
 /// 2.0x); a small model's parameters and activations times 16 are a few hundred MB at most.
 /// On the CPU backends a group is no faster than separate runs (0.7x to 1.1x), so there the

@@ -463,7 +463,7 @@ mod tests {
         }
     }
 
-    /// Runs, resumes and the README's numbers rest on this: the same seed draws the same
+    /// Runs, resumes and the book's numbers rest on this: the same seed draws the same
     /// examples, for every kind. The file task's eval set is its held-out split, whatever the
     /// seed, so only the generators' eval sets must change with it.
     #[test]

@@ -1,5 +1,5 @@
 //! Training headlab encoders: the loop for one model, the loop for a seed group trained as
-//! one stack, and the `train` binary. The tasks come from the `tasks` crate and everything a
+//! one stack, and the `headlab train` command. The tasks come from the `tasks` crate and everything a
 //! run directory holds (config, weights, checkpoints, metrics) from the `run` crate.
 //!
 //! A run goes: [`run::RunConfig::load`] (TOML plus `--set` overrides) ->
@@ -13,7 +13,9 @@
 //! - [`optim_stack`]: AdamW over a seed stack's parameters.
 //! - [`trainer`]: the training loop and its errors.
 //! - [`group`]: a seed group's loop, the group trained as one stack.
+//! - [`cli`]: the `headlab train` command: its arguments and what it prints.
 
+pub mod cli;
 pub mod group;
 pub mod optim_stack;
 pub mod schedule;

@@ -17,7 +17,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
-/// Where the headlab binaries are: `HEADLAB_BIN_DIR`, else `$CARGO_TARGET_DIR/release`, else
+/// Where the `headlab` binary is: `HEADLAB_BIN_DIR`, else `$CARGO_TARGET_DIR/release`, else
 /// the repository's `target/release`.
 pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("HEADLAB_BIN_DIR") {
@@ -34,28 +34,29 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The path of the built headlab binary `name`; panics, saying how to build it, if missing.
-pub fn bin(name: &str) -> PathBuf {
-    let path = bin_dir().join(name);
+/// The path of the built `headlab` binary; panics, saying how to build it, if missing.
+pub fn headlab() -> PathBuf {
+    let path = bin_dir().join("headlab");
     assert!(
         path.is_file(),
-        "{} is missing: build headlab's binaries first (`cargo build --release --workspace \
-         --bins` in the repository root, with the same CARGO_TARGET_DIR), or point \
-         HEADLAB_BIN_DIR at them",
+        "{} is missing: build headlab first (`cargo build --release --workspace --bins` in \
+         the repository root, with the same CARGO_TARGET_DIR), or point HEADLAB_BIN_DIR at \
+         its directory",
         path.display()
     );
     path
 }
 
-/// Runs a headlab binary and panics with its output if it fails.
-pub fn run_bin(name: &str, args: &[&std::ffi::OsStr]) {
-    let output = Command::new(bin(name))
+/// Runs `headlab SUBCOMMAND ARGS` and panics with its output if it fails.
+pub fn run_headlab(subcommand: &str, args: &[&std::ffi::OsStr]) {
+    let output = Command::new(headlab())
+        .arg(subcommand)
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("{name} does not start: {e}"));
+        .unwrap_or_else(|e| panic!("headlab {subcommand} does not start: {e}"));
     assert!(
         output.status.success(),
-        "{name} {args:?} failed ({}):\n{}\n{}",
+        "headlab {subcommand} {args:?} failed ({}):\n{}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
@@ -138,13 +139,13 @@ pub fn train(dir: &Path, name: &str, config: &str, overrides: &[&str]) -> PathBu
         args.push("--set".as_ref());
         args.push(value.as_ref());
     }
-    run_bin("train", &args);
+    run_headlab("train", &args);
     run
 }
 
 /// Runs `inspect` on a run and returns the path of its `explore.html`.
 pub fn inspect(run: &Path) -> PathBuf {
-    run_bin("inspect", &[run.as_os_str()]);
+    run_headlab("inspect", &[run.as_os_str()]);
     let page = run.join("inspect/explore.html");
     assert!(page.is_file(), "inspect wrote no {}", page.display());
     page
@@ -155,7 +156,7 @@ pub fn compare(runs: &[&Path], out: &Path) {
     let mut args: Vec<&std::ffi::OsStr> = runs.iter().map(|r| r.as_os_str()).collect();
     args.push("--out".as_ref());
     args.push(out.as_os_str());
-    run_bin("compare", &args);
+    run_headlab("compare", &args);
 }
 
 /// The first of `names` found on the PATH.

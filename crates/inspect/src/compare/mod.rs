@@ -79,7 +79,8 @@ pub enum CompareError {
     /// `compare`.
     #[error(
         "{run} has not finished training ({weights} is missing), and compare matches final \
-         weights: let it finish (train's --resume continues it from its newest checkpoint){}",
+         weights: let it finish (`headlab train {run} --resume` continues it from its newest \
+         checkpoint){}",
         checkpoint_advice(.run, .available)
     )]
     Unfinished {
@@ -129,7 +130,7 @@ fn checkpoint_advice(run: &Path, available: &str) -> String {
         String::new()
     } else {
         format!(
-            ", or inspect one of its checkpoints alone with `inspect {} --checkpoint step-N` \
+            ", or inspect one of its checkpoints alone with `headlab inspect {} --checkpoint step-N` \
              (available: {available})",
             run.display()
         )

@@ -72,7 +72,7 @@ pub enum RunError {
     /// No final weights.
     #[error(
         "{0} is missing: the run has not finished; inspect a checkpoint with --checkpoint step-N \
-         (available: {1}), or finish it with train --resume"
+         (available: {1}), or finish it with headlab train RUN --resume"
     )]
     NoFinalWeights(PathBuf, String),
     /// A run still training that has written no checkpoint yet.

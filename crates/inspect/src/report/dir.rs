@@ -2,8 +2,8 @@
 //! ([`FILES`]) names every file a report may hold, with what it holds and when it is
 //! written; [`ReportDir`] writes and reads each of them as a typed value, and knows when a
 //! report is complete. `inspect` writes through it, `sweep` reads through it, the page's
-//! list of files and the README's file table come from the same table (a test keeps the
-//! README in step).
+//! list of files and the book's file table (docs/inspect.md) come from the same table (a test,
+//! crates/inspect/tests/report_dir.rs, keeps the book in step).
 //!
 //! ```text
 //! REPORT/weights.safetensors, activations.safetensors   tensors
@@ -99,8 +99,9 @@ impl Presence {
         }
     }
 
-    /// The words the README's file table uses for the condition (none for `Always`).
-    pub fn readme_words(self) -> Option<&'static str> {
+    /// The words the book's file table (docs/inspect.md) uses for the condition (none for
+    /// `Always`).
+    pub fn book_words(self) -> Option<&'static str> {
         match self {
             Presence::Always => None,
             Presence::WordTask => Some("word tasks"),

@@ -1,11 +1,11 @@
-//! What the `inspect` tests share: training a run through the `train` library, the one way
-//! they start this crate's binaries, and the check that a page loads in headless Chromium.
+//! What the `inspect` tests share (and the `headlab inspect` and `compare` tests in
+//! crates/headlab): training a run through the `train` library, a hand-built run, and the check
+//! that a page loads in headless Chromium.
 // Each test file compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
-use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use run::RunConfig;
 use train::{Progress, TrainOptions};
@@ -26,21 +26,6 @@ pub fn train_run(config: &Path, overrides: &[&str], run_dir: &Path) {
         stop_at_step: None,
     };
     train::train(&run, &options).unwrap();
-}
-
-/// `bin`, one of this crate's binaries (`env!("CARGO_BIN_EXE_inspect")` or
-/// `env!("CARGO_BIN_EXE_compare")`), with `args`, to adjust further or to run.
-pub fn bin_cmd<S: AsRef<OsStr>>(bin: &str, args: &[S]) -> Command {
-    let mut command = Command::new(bin);
-    command.args(args);
-    command
-}
-
-/// Runs [`bin_cmd`] to its end and collects its output.
-pub fn run_bin<S: AsRef<OsStr>>(bin: &str, args: &[S]) -> Output {
-    bin_cmd(bin, args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"))
 }
 
 /// A run in `dir` with the model of `config_text` set by hand with `wire` (never trained),

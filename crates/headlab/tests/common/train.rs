@@ -1,0 +1,56 @@
+//! Helpers shared by the `headlab train` tests: the one way they start it, and the tiny run
+//! they start it on.
+// Each test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `headlab` binary Cargo built for these tests.
+pub const HEADLAB: &str = env!("CARGO_BIN_EXE_headlab");
+
+/// A config that trains in about a second on two cores.
+pub const TINY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../train/tests/fixtures/tiny.toml"
+);
+
+/// `headlab train` with `args`, to adjust further or to spawn. XDG_RUNTIME_DIR is kept, or set to
+/// /tmp where it is unset: graphics drivers probed by the wgpu backend complain on stderr
+/// without it, and the tests read stderr.
+pub fn train_cmd<S: AsRef<OsStr>>(args: &[S]) -> Command {
+    let mut command = Command::new(HEADLAB);
+    command.arg("train").args(args).env(
+        "XDG_RUNTIME_DIR",
+        std::env::var_os("XDG_RUNTIME_DIR").unwrap_or("/tmp".into()),
+    );
+    command
+}
+
+/// Runs `headlab train` with `args` to its end and collects its output.
+pub fn run_train<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    train_cmd(args).output().expect("the headlab binary runs")
+}
+
+/// The final weights of a run, tensor by tensor, sorted by name: safetensors' header order
+/// is not fixed, so runs are compared by their tensors, not their file bytes.
+pub fn final_tensors(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut tensors: Vec<(String, Vec<u8>)> = file
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| (name, view.data().to_vec()))
+        .collect();
+    tensors.sort();
+    tensors
+}
+
+/// The complete checkpoints of the run in `dir`, newest first; none when `dir` is not (yet)
+/// a run that opens.
+pub fn checkpoints(dir: &Path) -> Vec<(usize, PathBuf)> {
+    run::RunDir::open(dir)
+        .map(|run| run::checkpoint::list(&run))
+        .unwrap_or_default()
+}

@@ -1,0 +1,55 @@
+//! `headlab compare`: match the heads of several runs of one task (for example one config trained
+//! with several seeds) and show which roles every run has.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Match the heads of several runs of one task and show which roles every run has.
+///
+/// The runs must share the task and the model shape. Every run is probed on the first run's probe
+/// sequences; per layer, its heads are paired with the first run's by the permutation that
+/// maximises attention-pattern similarity (Hungarian algorithm). Prints one row per head of the
+/// first run with the matched head's role in every run, and writes matching.json,
+/// matched-attention.png and the interactive compare.html into --out.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Run directories written by `train`; the first is the reference.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<PathBuf>,
+    /// Output directory. Default: FIRST_RUN/compare.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Sequences in the shared probe batch; at least 1, at most what keeps the probe's
+    /// activations of all runs within 1 GiB.
+    // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
+    // as an unknown flag.
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true,
+          value_parser = crate::load::probe::parse_size)]
+    probe: usize,
+    /// Write matched-attention also as SVG (matched-attention.svg), for papers.
+    #[arg(long)]
+    svg: bool,
+}
+
+/// Runs `headlab compare` as `args` say: errors from the runs exit with 1 (usage errors,
+/// clap's, with 2 before this is called).
+pub fn main(args: Args) -> ExitCode {
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let loaded = crate::compare::load_runs(&args.runs)?;
+    let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
+    let comparison = crate::compare::compare(&loaded, &out, args.probe, args.svg)?;
+    println!("{}", crate::compare::table(&comparison));
+    for file in &comparison.files {
+        println!("wrote {}", file.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! `headlab inspect`: measure every attention head of a trained run and write a report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Measure every attention head of a trained run and write a report (index.html).
+///
+/// Writes into RUN/inspect (or --out): weights.safetensors, activations.safetensors, heads.json,
+/// circuits.json, similarity.json, pruning.json, summary.json, logit_lens.json, divergence.csv and
+/// trajectories.json (from the run's snapshots), patching.json (tasks with minimal pairs),
+/// relations.json, ceiling.json and agreement.json (word tasks), figures/*.png, explore.html and
+/// index.html, and prints one line per head with its role, entropy, confidence, attention distance
+/// and ablation drop.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The run directory written by `train`, e.g. runs/reverse.
+    run: PathBuf,
+    /// Report directory. Default: RUN/inspect.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Inspect a checkpoint (e.g. step-500) instead of the final weights.
+    #[arg(long, value_name = "step-N")]
+    checkpoint: Option<String>,
+    /// Sequences in the probe batch (drawn from the run's task with a fixed seed); at least
+    /// 1, at most what keeps the probe's activations within 1 GiB for this run.
+    // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
+    // as an unknown flag.
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true,
+          value_parser = crate::load::probe::parse_size)]
+    probe: usize,
+    /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
+    /// task counts as failed; in [0, 1].
+    #[arg(long, default_value_t = crate::interventions::pruning::DEFAULT_TOLERANCE,
+          allow_negative_numbers = true, value_parser = crate::interventions::pruning::parse_tolerance)]
+    prune_tolerance: f64,
+    /// Skip the causal tests on the task's minimal pairs (patching.json, figures/patching.png,
+    /// figures/paths.png).
+    #[arg(long)]
+    no_patching: bool,
+    /// Write every figure also as SVG (figures/NAME.svg), for papers.
+    #[arg(long)]
+    svg: bool,
+}
+
+/// Runs `headlab inspect` as `args` say: errors from the run exit with 1 (usage errors, clap's,
+/// with 2 before this is called).
+pub fn main(args: Args) -> ExitCode {
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let loaded = crate::load::run::load(&args.run, args.checkpoint.as_deref())?;
+    if let Some(note) = &loaded.note {
+        eprintln!("note: {note}");
+    }
+    let out = args.out.unwrap_or_else(|| loaded.dir.report_dir());
+    let options = crate::report::ReportOptions {
+        probe_size: args.probe,
+        prune_tolerance: args.prune_tolerance,
+        patching: !args.no_patching,
+        svg: args.svg,
+    };
+    let report = crate::report::write_report(&loaded, &out, &options)?;
+    println!(
+        "{} ({}), eval token accuracy {:.2}%",
+        args.run.display(),
+        loaded.weights.display(),
+        report.measured.eval_token_acc * 100.0
+    );
+    println!("{}", crate::report::table(&report));
+    for file in &report.files {
+        println!("wrote {}", file.display());
+    }
+    let pruning = &report.measured.pruning;
+    println!(
+        "pruning: {} of {} heads can go with accuracy within {:.1} points of {:.2}% (greedy; \
+         {} in single-head-drop order)",
+        pruning.greedy.removable,
+        pruning.total_heads,
+        pruning.tolerance * 100.0,
+        pruning.base_token_acc * 100.0,
+        pruning.ranked.removable
+    );
+    if report.measured.divergence.is_empty() {
+        println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
+    }
+    // The path and a file:// URL to paste into a browser: on a headless machine nothing
+    // opens one, and a terminal turns the URL into a link.
+    let index = crate::report::dir::ReportDir::new(&out).path(crate::report::dir::INDEX);
+    let url = std::path::absolute(&index).map_or_else(
+        |_| String::new(),
+        |absolute| format!(" (file://{})", absolute.display()),
+    );
+    println!("the report: {}{url}; open it in a browser", index.display());
+    Ok(())
+}

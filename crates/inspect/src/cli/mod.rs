@@ -1,0 +1,5 @@
+//! The command line of the `headlab` binary's `inspect` and `compare` subcommands: each
+//! file holds one subcommand's arguments and the `main` that runs them.
+
+pub mod compare;
+pub mod inspect;
