@@ -13,13 +13,20 @@ faults has been injected. Faults:
   efbig          `sweep run` started under `ulimit -f` with SIGXFSZ ignored, so that a
                  checkpoint or report write of its children fails with EFBIG
 
+Then, in the last round's finished sweep, it damages finished runs at random (--corrupt of
+them, one at a time): one file of the run or of its report, listed in their manifests (the
+manifests too), cut short, deleted or with a byte flipped. After each it asserts that
+`sweep report` does not count the run as done, then that `sweep run` repairs it and
+`sweep verify` passes, and compares the run with the reference again.
+
 Then it prints one table: faults injected by kind; runs whose final weights, metrics (their
 wall-clock fields `tokens_per_s` and `elapsed_s` left out), snapshots and `inspect` report
 equal the reference run's byte for byte; runs lost or redone from step 0 after a checkpoint
 existed (watched while the sweep runs); spurious failure records (one that blames another
 process's lock, or one still there when its run is done); and processes left running (a
 `train`, `inspect` or `sweep` of the test still alive 3 s after its runner ended). It exits
-1 unless every run equals the reference and the other three counts are 0.
+1 unless every run equals the reference, every damaged run was kept out of the report and
+repaired, and the other three counts are 0.
 
 Standard library only.
 """
@@ -63,6 +70,8 @@ def parse_args():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="runs/fault-test", help="working directory")
     parser.add_argument("--bin", required=True, help="directory of the release build (its headlab binary)")
+    parser.add_argument("--corrupt", type=int, default=10,
+                        help="finished runs damaged at random at the end (default 10)")
     parser.add_argument("--slurm", action="store_true",
                         help="submit the sweep to Slurm (sweep submit --slurm) instead")
     return parser.parse_args()
@@ -84,6 +93,7 @@ class Test:
         self.left_commands = []  # (round, fault, command line) of each process left
         self.last_kind = None
         self.compared = []  # (round, run, equal, why)
+        self.corrupted = []  # (run, file, how, reported as done, repaired to the reference)
 
     # ---------------------------------------------------------------- the sweep
     def write_sweep(self):
@@ -123,9 +133,9 @@ probe = 8
         return [f"{self.args.config}-s{seed}" for seed in range(self.args.runs)]
 
     def done(self):
-        """Every run trained and inspected (the report's index.html, written last)."""
-        return all((self.work / name / "inspect" / "index.html").is_file()
-                   and (self.work / name / "model.safetensors").is_file()
+        """Every run trained and inspected: both manifests, each written last, are there."""
+        return all((self.work / name / "inspect" / "manifest.json").is_file()
+                   and (self.work / name / "manifest.json").is_file()
                    for name in self.run_names())
 
     # ---------------------------------------------------------------- watching
@@ -383,7 +393,10 @@ probe = 8
         files = {}
         paths = [run_dir / "model.safetensors", run_dir / "metrics.jsonl", run_dir / "config.toml"]
         paths += sorted((run_dir / "snapshots").glob("*.safetensors"))
-        paths += sorted(p for p in (run_dir / "inspect").rglob("*") if p.is_file())
+        # The report's manifest holds hashes of these files: equal when they are, and
+        # checked by `sweep verify` in the corruption phase.
+        paths += sorted(p for p in (run_dir / "inspect").rglob("*")
+                        if p.is_file() and p.name != "manifest.json")
         for path in paths:
             key = str(path.relative_to(run_dir))
             if not path.is_file():
@@ -414,6 +427,52 @@ probe = 8
                 shutil.copytree(self.work / name, kept / name, symlinks=True)
                 shutil.copytree(self.work / "_sweep", kept / "_sweep", symlinks=True,
                                 dirs_exist_ok=True)
+
+    # ---------------------------------------------------------------- damaged results
+    def sweep(self, *args):
+        command = [str(self.bin / "headlab"), "sweep", *args, str(self.sweep_file), "--out",
+                   str(self.work)]
+        return subprocess.run(command, capture_output=True, text=True)
+
+    def corrupt_one(self, reference):
+        """Damages one file of a finished run; checks the report leaves the run out, then
+        that `sweep run` repairs it to the reference."""
+        name = self.rng.choice(self.run_names())
+        run = self.work / name
+        files = ["manifest.json", "inspect/manifest.json"]
+        for part in ["", "inspect/"]:
+            manifest = json.loads((run / part / "manifest.json").read_text())
+            files += [part + f for f in manifest["files"]]
+        target = self.rng.choice(sorted(files))
+        path = run / target
+        # run.json is never deleted here: without its marker a directory is not provably a
+        # run, and a sweep never deletes one (it fails the run for the user to move away).
+        how = self.rng.choice(["truncate", "flip"] if target == "run.json"
+                              else ["truncate", "delete", "flip"])
+        data = path.read_bytes()
+        if how == "delete":
+            path.unlink()
+        elif how == "truncate":
+            path.write_bytes(data[:len(data) // 2])
+        else:
+            flipped = bytearray(data)
+            flipped[self.rng.randrange(len(flipped))] ^= 1 << self.rng.randrange(8)
+            path.write_bytes(bytes(flipped))
+        report = self.sweep("report")
+        if report.returncode != 0:
+            sys.exit(f"fault test: sweep report failed:\n{report.stdout}{report.stderr}")
+        rows = json.loads((self.work / "_sweep" / "report" / "report.json").read_text())["runs"]
+        counted = any(row["name"] == name and row["state"] == "done" for row in rows)
+        repair = self.sweep("run", "--quiet")
+        verify = self.sweep("verify")
+        got = self.fingerprint(run)
+        want = reference[name]
+        same = (repair.returncode == 0 and verify.returncode == 0
+                and all(got.get(k) == want.get(k) for k in set(got) | set(want)))
+        self.corrupted.append((name, target, how, counted, same))
+        if not same:
+            print(f"fault test: {name}: {target} ({how}) not repaired:\n{repair.stdout}"
+                  f"{repair.stderr}{verify.stdout}{verify.stderr}", flush=True)
 
     # ---------------------------------------------------------------- main
     def main(self):
@@ -450,6 +509,15 @@ probe = 8
             self.compare_round(reference)
             print(f"fault test: round {self.round} done, {total} of {self.args.faults} faults",
                   flush=True)
+        if self.args.corrupt and self.round == 0:
+            self.round = 1  # damage needs a finished sweep of its own
+            self.run_round(0)
+            self.compare_round(reference)
+        for _ in range(self.args.corrupt):
+            self.corrupt_one(reference)
+        if self.args.corrupt:
+            print(f"fault test: {self.args.corrupt} finished runs damaged and repaired",
+                  flush=True)
         return self.report()
 
     def report(self):
@@ -462,7 +530,11 @@ probe = 8
                   f"| runs equal to the reference | {equal} of {len(self.compared)} |",
                   f"| runs lost or redone from step 0 after a checkpoint | {len(self.redone)} |",
                   f"| spurious failure records | {len(self.spurious)} |",
-                  f"| processes left running | {self.left_running} |"]
+                  f"| processes left running | {self.left_running} |",
+                  f"| damaged runs counted as done by the report | "
+                  f"{sum(1 for c in self.corrupted if c[3])} of {len(self.corrupted)} |",
+                  f"| damaged runs repaired to the reference | "
+                  f"{sum(1 for c in self.corrupted if c[4])} of {len(self.corrupted)} |"]
         print("\n".join(lines))
         for round_, name, same, why in self.compared:
             if not same:
@@ -473,8 +545,14 @@ probe = 8
             print(f"round {round_}: left running after {kind or 'no fault'}: {command}")
         for round_, name, why in sorted(self.spurious):
             print(f"round {round_}: spurious failure record for {name}: {why}")
+        for name, target, how, counted, same in self.corrupted:
+            if counted or not same:
+                print(f"{name}: {target} ({how}): "
+                      + ("counted as done by the report; " if counted else "")
+                      + ("not repaired to the reference" if not same else "repaired"))
         ok = (equal == len(self.compared) and not self.redone and not self.spurious
-              and self.left_running == 0)
+              and self.left_running == 0
+              and all(not counted and same for _, _, _, counted, same in self.corrupted))
         print("fault test: " + ("passed" if ok else "FAILED"))
         return 0 if ok else 1
 

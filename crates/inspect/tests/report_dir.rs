@@ -187,10 +187,24 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
         .map(|p| p.strip_prefix(&out).unwrap().display().to_string())
         .collect();
     assert_eq!(written, expected, "Report::files names every file written");
+    let last_two: Vec<_> = report.files[report.files.len() - 2..]
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(
-        report.files.last().unwrap().file_name().unwrap(),
-        "index.html",
-        "index.html is written last"
+        last_two,
+        ["index.html", "manifest.json"],
+        "index.html is written last but for the manifest, which seals the report"
+    );
+    // The manifest lists every other file, and the report checks as intact to the byte.
+    let manifest = run::manifest::read(&out).unwrap().unwrap();
+    let sealed: BTreeSet<String> = manifest.files.keys().cloned().collect();
+    let mut others = expected.clone();
+    others.remove("manifest.json");
+    assert_eq!(sealed, others);
+    assert_eq!(
+        dir.verify(run::manifest::Depth::Contents),
+        run::manifest::Verdict::Intact
     );
 
     // serde_json parses a float to within one unit in the last place, not always exactly.

@@ -29,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::atomic::{remove_dir_atomic, write_atomic};
 use crate::config::{ConfigError, ResolvedRun, RunConfig};
+use crate::manifest::{Depth, MANIFEST, Verdict};
 use crate::metrics::{self, MetricsRecord};
 use tasks::TaskConfig;
 
@@ -46,12 +47,15 @@ const VOCAB: &str = "vocab.txt";
 const METRICS: &str = "metrics.jsonl";
 const CHECKPOINTS: &str = "checkpoints";
 const SNAPSHOTS: &str = "snapshots";
-const FINAL_WEIGHTS: &str = "model.safetensors";
-const REPORT: &str = "inspect";
+/// The final weights, at the top of a run directory.
+pub const FINAL_WEIGHTS: &str = "model.safetensors";
+/// The default report directory inside a run directory.
+pub const REPORT: &str = "inspect";
 
 /// Every name headlab writes at the top of a run directory: what `--force` may delete.
-/// The lock is not among them: it must outlive the deletion it guards.
-const LAYOUT: [&str; 9] = [
+/// The lock is not among them: it must outlive the deletion it guards. Removed last to first:
+/// the manifest first (the run stops counting as complete), the marker last.
+const LAYOUT: [&str; 10] = [
     MARKER,
     CONFIG,
     DATASET,
@@ -61,6 +65,7 @@ const LAYOUT: [&str; 9] = [
     SNAPSHOTS,
     FINAL_WEIGHTS,
     REPORT,
+    MANIFEST,
 ];
 
 /// Version of the layout written into the marker; a newer one is refused rather than misread.
@@ -357,14 +362,14 @@ impl RunDir {
             root: root.to_path_buf(),
             marker,
         };
-        dir.verify(
+        dir.check_hash(
             &dir.config_path(),
             &dir.marker.config_sha256.clone(),
             "restore it, or \
              train the run again (a run's config cannot change under its weights)",
         )?;
         if let Some(dataset) = &dir.marker.dataset {
-            dir.verify(
+            dir.check_hash(
                 &dir.dataset_path(),
                 &dataset.sha256,
                 "it is the data the run was \
@@ -375,7 +380,12 @@ impl RunDir {
     }
 
     /// Checks that `path` still hashes to `expected`.
-    fn verify(&self, path: &Path, expected: &str, advice: &'static str) -> Result<(), RunDirError> {
+    fn check_hash(
+        &self,
+        path: &Path,
+        expected: &str,
+        advice: &'static str,
+    ) -> Result<(), RunDirError> {
         let bytes = match fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound && path == self.config_path() => {
@@ -524,6 +534,46 @@ impl RunDir {
     /// `inspect/`: where `inspect` writes its report unless told otherwise.
     pub fn report_dir(&self) -> PathBuf {
         self.root.join(REPORT)
+    }
+
+    /// Records what the finished run consists of in `manifest.json` ([`crate::manifest`]):
+    /// the marker, the config, the dataset and vocabulary where the run has them,
+    /// `metrics.jsonl`, `model.safetensors` and every snapshot. Call it after the final weights
+    /// are written; until then the run is not complete.
+    pub fn seal(&self) -> Result<(), RunDirError> {
+        let mut files: Vec<String> = [MARKER, CONFIG, DATASET, VOCAB, METRICS, FINAL_WEIGHTS]
+            .into_iter()
+            .filter(|name| self.root.join(name).is_file())
+            .map(String::from)
+            .collect();
+        let snapshots = self.snapshots_dir();
+        if snapshots.is_dir() {
+            let mut names = vec![];
+            for entry in fs::read_dir(&snapshots).map_err(io_error("list", &snapshots))? {
+                let name = entry.map_err(io_error("list", &snapshots))?.file_name();
+                let name = name.to_string_lossy();
+                // Hidden names are a writer's temporaries, never part of the run.
+                if name.ends_with(".safetensors") && !name.starts_with('.') {
+                    names.push(format!("{SNAPSHOTS}/{name}"));
+                }
+            }
+            names.sort();
+            files.extend(names);
+        }
+        crate::manifest::seal(&self.root, &files).map_err(io_error("seal", &self.root))?;
+        Ok(())
+    }
+
+    /// The run against its manifest, to `depth`: [`Verdict::Unsealed`] for a run that has not
+    /// finished (or was cut short between its final weights and its manifest).
+    pub fn verify(&self, depth: Depth) -> Verdict {
+        crate::manifest::check(&self.root, depth)
+    }
+
+    /// Removes the manifest: the run is about to change (resumed to write its final weights
+    /// again) and must not count as complete meanwhile.
+    pub fn unseal(&self) -> Result<(), RunDirError> {
+        crate::manifest::unseal(&self.root).map_err(io_error("unseal", &self.root))
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! The map, lowest first (a file imports only from the ones above it):
 //! - [`atomic`]: the one writer of files (temporary name, flush, rename); [`name`]: the one
-//!   rule for a run's name.
+//!   rule for a run's name; [`manifest`]: what a finished directory consists of (sizes and
+//!   hashes), and the checks that tell a complete one from a damaged one.
 //! - [`backend`]: a backend name ([`BackendKind`]) to a Burn device; the wgpu adapter.
 //! - [`config`]: `config.toml` and `--set` overrides ([`RunConfig`]), validated, resolved
 //!   into a task and a model ([`ResolvedRun`]); the run's evaluation set.
@@ -23,6 +24,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod dir;
+pub mod manifest;
 pub mod metrics;
 pub mod name;
 pub mod snapshot;

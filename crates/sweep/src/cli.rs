@@ -7,7 +7,7 @@ use crate::exec::{Attempt, Headlab, RunContext, execute_group};
 use crate::local::{Display, default_workers, run_pool};
 use crate::slurm::{self, BatchJob, SlurmOptions};
 use crate::spec::Sweep;
-use crate::state::{RunState, SweepOut, run_state};
+use crate::state::{RunState, SweepOut, record_damage, run_state, verify_run};
 use anyhow::Context;
 use clap::Subcommand;
 use run::StopSignal;
@@ -91,6 +91,12 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Check every finished run and report to the last byte against its manifest (what
+    /// `status` checks by file sizes only); exits 1 when any is damaged.
+    Verify {
+        #[command(flatten)]
+        target: Target,
+    },
     /// Run one run of the plan (what each Slurm array task calls).
     #[command(hide = true)]
     Task {
@@ -143,6 +149,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             submit(&target, &sweep, &out, &options, dry_run)
         }
         Command::Status { target } => status(&target),
+        Command::Verify { target } => verify(&target),
         Command::Report { target } => {
             let (sweep, out) = load(&target)?;
             let report = crate::report::write_report(&sweep, &out)?;
@@ -359,6 +366,47 @@ fn submit(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sweep verify`: every run the sweep counts as done (or trained, without inspection),
+/// read to the last byte against its manifests.
+fn verify(target: &Target) -> anyhow::Result<ExitCode> {
+    let (sweep, out) = load(target)?;
+    let mut checked = 0;
+    let mut damaged = 0;
+    for run in &sweep.runs {
+        let damage = match run_state(&out, run, sweep.inspect.enabled) {
+            RunState::Done | RunState::Trained => {
+                checked += 1;
+                verify_run(&out, run, sweep.inspect.enabled)
+            }
+            RunState::Damaged(found) => Some(found),
+            _ => continue,
+        };
+        if let Some(found) = damage {
+            record_damage(&out, run, &found);
+            damaged += 1;
+            println!("  damaged     {}: {}", run.name, found.describe());
+        }
+    }
+    println!(
+        "{}: {checked} finished runs read to the last byte against their manifests, {damaged} \
+         damaged{}",
+        sweep.name,
+        if damaged > 0 {
+            format!(
+                "; `headlab sweep run {}` trains or inspects them again",
+                target.file.display()
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(if damaged > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 fn status(target: &Target) -> anyhow::Result<ExitCode> {
     let (sweep, out) = load(target)?;
     let mut by_label: std::collections::BTreeMap<&'static str, Vec<(String, Option<String>)>> =
@@ -369,6 +417,7 @@ fn status(target: &Target) -> anyhow::Result<ExitCode> {
             RunState::Failed(why) | RunState::Conflict(why) | RunState::Running(why) => {
                 Some(why.clone())
             }
+            RunState::Damaged(damaged) => Some(damaged.describe()),
             _ => None,
         };
         by_label
@@ -379,18 +428,26 @@ fn status(target: &Target) -> anyhow::Result<ExitCode> {
     let count = |label: &str| by_label.get(label).map_or(0, Vec::len);
     println!(
         "{}: {} runs: {} done, {} running, {} interrupted, {} trained (not inspected), {} \
-         failed, {} conflict, {} left",
+         damaged, {} failed, {} conflict, {} left",
         sweep.name,
         sweep.runs.len(),
         count("done"),
         count("running"),
         count("interrupted"),
         count("trained"),
+        count("damaged"),
         count("failed"),
         count("conflict"),
         count("left"),
     );
-    for label in ["running", "failed", "conflict", "interrupted", "trained"] {
+    for label in [
+        "running",
+        "damaged",
+        "failed",
+        "conflict",
+        "interrupted",
+        "trained",
+    ] {
         for (name, detail) in by_label.get(label).into_iter().flatten() {
             match detail {
                 Some(detail) => println!("  {label:<11} {name}: {detail}"),

@@ -23,7 +23,7 @@ use run::StopSignal;
 use run::dir::EXIT_RUN_IN_USE;
 
 use crate::spec::{InspectStep, PlannedRun};
-use crate::state::{RunState, SweepOut, directory_state};
+use crate::state::{Damaged, Part, RunState, SweepOut, directory_state};
 
 /// The `headlab` binary a sweep runs its children with (`headlab train ...`, `headlab
 /// inspect ...`): the one running `headlab sweep`, so a sweep's children are always of the
@@ -208,6 +208,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
         let command = match directory_state(out, run, context.inspect.enabled) {
             RunState::Done => {
                 let _ = fs::remove_file(&failure);
+                let _ = fs::remove_file(out.damage_path(run));
                 return if ran {
                     Attempt::Done
                 } else {
@@ -220,6 +221,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
             RunState::Unfinished => train_command(run, context, Some("--force")),
             RunState::Interrupted => train_command(run, context, Some("--resume")),
             RunState::Trained => inspect_command(run, context),
+            RunState::Damaged(damaged) => repair_command(&damaged, run, context, &mut log),
         };
         ran = true;
         match run_child(command, &mut log, context) {
@@ -259,6 +261,31 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
         &failure,
         "train and inspect succeeded but the run is still not done; see its log".to_string(),
     )
+}
+
+/// The child that repairs a damaged run, said in its log: the report inspected again; only
+/// the final weights written again from the last step's checkpoint (`--resume`, no training);
+/// anything else of the run trained again from the start (`--force`: a checkpoint does not
+/// record the metrics and snapshots before it).
+fn repair_command(
+    damaged: &Damaged,
+    run: &PlannedRun,
+    context: &RunContext,
+    log: &mut File,
+) -> Command {
+    let (repair, command) = match damaged.part {
+        Part::Report => ("inspecting it again", inspect_command(run, context)),
+        Part::Run if damaged.only_final_weights() => (
+            "writing the final weights again from the last step's checkpoint",
+            train_command(run, context, Some("--resume")),
+        ),
+        Part::Run => (
+            "training it again from the start",
+            train_command(run, context, Some("--force")),
+        ),
+    };
+    let _ = writeln!(log, "# damaged: {}; {repair}", damaged.describe());
+    command
 }
 
 fn train_command(run: &PlannedRun, context: &RunContext, mode: Option<&str>) -> Command {

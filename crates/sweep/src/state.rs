@@ -1,14 +1,16 @@
 //! Where each run of a sweep stands, read from its run directory and the sweep's own records
 //! (`OUT/_sweep/`), so that `sweep run`, `sweep submit` and `sweep status` agree without a
 //! database: a run is done when its report is complete, running while `train` or `inspect`
-//! holds its lock, interrupted when it has checkpoints but no final weights.
+//! holds its lock, interrupted when it has checkpoints but no final weights, damaged when a
+//! file differs from what its manifest recorded ([`run::manifest`]).
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use inspect::report::dir::ReportDir;
 use run::RunDir;
 use run::dir::{RunDirError, holds_nothing_yet};
+use run::manifest::{Damage, Depth, Verdict};
 
 use crate::spec::PlannedRun;
 
@@ -52,6 +54,14 @@ impl SweepOut {
             .join(format!("{}.txt", run.name))
     }
 
+    /// `_sweep/damaged/NAME.txt`: damage that only reading every byte finds (a changed byte),
+    /// found by `sweep verify` or `sweep report`; the run is read again while it is there.
+    pub fn damage_path(&self, run: &PlannedRun) -> PathBuf {
+        self.sweep_dir()
+            .join("damaged")
+            .join(format!("{}.txt", run.name))
+    }
+
     /// `_sweep/claims/NAME.lock`: held by the worker that is bringing the run to done.
     pub fn claim_path(&self, run: &PlannedRun) -> PathBuf {
         self.sweep_dir()
@@ -84,6 +94,53 @@ pub enum RunState {
     Failed(String),
     /// The directory is not this run: another config, not a run, unreadable. Never touched.
     Conflict(String),
+    /// A finished run or report whose files are not what its manifest recorded: never
+    /// counted in a report; `sweep run` trains or inspects it again.
+    Damaged(Damaged),
+}
+
+/// What is damaged in a run: which part, and each file's damage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Damaged {
+    /// The run's own files, or its report's.
+    pub part: Part,
+    /// Each file not as recorded, its path relative to the part's directory.
+    pub damages: Vec<Damage>,
+}
+
+/// The two sealed parts of a run directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// What `train` wrote (manifest.json at the top of the run directory).
+    Run,
+    /// What `inspect` wrote (inspect/manifest.json).
+    Report,
+}
+
+impl Damaged {
+    /// One line: every damaged file with what is wrong, paths from the run directory.
+    pub fn describe(&self) -> String {
+        let prefix = match self.part {
+            Part::Run => "",
+            Part::Report => "inspect/",
+        };
+        let files: Vec<String> = self
+            .damages
+            .iter()
+            .map(|d| format!("{prefix}{d}"))
+            .collect();
+        files.join("; ")
+    }
+
+    /// Whether only the final weights are damaged: the newest checkpoint (the run's last
+    /// step) writes them again exactly, without training.
+    pub fn only_final_weights(&self) -> bool {
+        self.part == Part::Run
+            && self
+                .damages
+                .iter()
+                .all(|d| d.file == run::dir::FINAL_WEIGHTS)
+    }
 }
 
 impl RunState {
@@ -97,6 +154,7 @@ impl RunState {
             RunState::Running(_) => "running",
             RunState::Failed(_) => "failed",
             RunState::Conflict(_) => "conflict",
+            RunState::Damaged(_) => "damaged",
         }
     }
 
@@ -109,6 +167,7 @@ impl RunState {
                 | RunState::Interrupted
                 | RunState::Trained
                 | RunState::Failed(_)
+                | RunState::Damaged(_)
         )
     }
 }
@@ -125,7 +184,9 @@ pub fn run_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
     state
 }
 
-/// [`run_state`] from the run directory alone, without the failure record.
+/// [`run_state`] from the run directory alone, without the failure record. The manifests are
+/// checked to [`Depth::Sizes`] (a `stat` per file): a truncated, grown or deleted file shows;
+/// [`verify_run`] reads the contents too.
 pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
     let path = out.run_dir(run);
     match fs::symlink_metadata(&path) {
@@ -143,7 +204,11 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
         Err(RunDirError::Unfinished(_)) => return RunState::Unfinished,
         // Empty, or only the lock a `train` took before the disk filled: nothing to lose.
         Err(RunDirError::NotARun(_)) if holds_nothing_yet(&path) => return RunState::NotStarted,
-        Err(error) => return RunState::Conflict(error.to_string()),
+        // A finished run whose marker or config was damaged does not open: say so.
+        Err(error) => {
+            return damaged_part(&path, Part::Run, Depth::Sizes)
+                .map_or_else(|| RunState::Conflict(error.to_string()), RunState::Damaged);
+        }
     };
     if let Err(holder) = dir.lock_for_reading() {
         return RunState::Running(holder.0);
@@ -151,17 +216,73 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
     if let Err(message) = same_config(&dir, run) {
         return RunState::Conflict(message);
     }
-    if !dir.final_weights_path().exists() {
+    let sealed = match dir.verify(Depth::Sizes) {
+        Verdict::Damaged(damages) => {
+            return RunState::Damaged(Damaged {
+                part: Part::Run,
+                damages,
+            });
+        }
+        Verdict::Intact => true,
+        Verdict::Unsealed => false,
+    };
+    // Not sealed: not finished, or cut short between its final weights and its manifest
+    // (the newest checkpoint, of the last step, writes both again).
+    if !sealed {
         return if has_checkpoint(&dir) {
             RunState::Interrupted
         } else {
             RunState::Unfinished
         };
     }
-    if inspect && !ReportDir::of_run(&dir).is_complete() {
-        return RunState::Trained;
+    if inspect {
+        let report = ReportDir::of_run(&dir);
+        if let Some(damaged) = damaged_part(report.root(), Part::Report, Depth::Sizes) {
+            return RunState::Damaged(damaged);
+        }
+        if !report.is_complete() {
+            return RunState::Trained;
+        }
+    }
+    // Damage found by reading every byte (`verify`, `report`): checked again to the byte,
+    // so that `sweep run` repairs it, and a file restored by hand counts as done again.
+    if out.damage_path(run).exists()
+        && let Some(damaged) = verify_run(out, run, inspect)
+    {
+        return RunState::Damaged(damaged);
     }
     RunState::Done
+}
+
+/// Records damage that [`verify_run`] found, so that `status` and `run` see it without
+/// reading every byte themselves. Best effort: without the record the damage is found again
+/// by the next `verify` or `report`.
+pub fn record_damage(out: &SweepOut, run: &PlannedRun, damaged: &Damaged) {
+    let path = out.damage_path(run);
+    if let Some(dir) = path.parent() {
+        let _ = fs::create_dir_all(dir);
+    }
+    let _ = run::atomic::write_atomic(&path, format!("{}\n", damaged.describe()).as_bytes());
+}
+
+/// The damage of the part at `root` against its manifest, to `depth`; none when it is intact
+/// or unsealed.
+fn damaged_part(root: &Path, part: Part, depth: Depth) -> Option<Damaged> {
+    match run::manifest::check(root, depth) {
+        Verdict::Damaged(damages) => Some(Damaged { part, damages }),
+        Verdict::Intact | Verdict::Unsealed => None,
+    }
+}
+
+/// A done run checked to the last byte ([`Depth::Contents`]): its own files, then its report's
+/// (when the sweep inspects). What `sweep verify` and `sweep report` ask of every done run.
+pub fn verify_run(out: &SweepOut, run: &PlannedRun, inspect: bool) -> Option<Damaged> {
+    let root = out.run_dir(run);
+    damaged_part(&root, Part::Run, Depth::Contents).or_else(|| {
+        inspect
+            .then(|| damaged_part(&root.join(run::dir::REPORT), Part::Report, Depth::Contents))
+            .flatten()
+    })
 }
 
 /// The run's own config must be the one the sweep would give it ([`RunDir::config_difference`],

@@ -122,6 +122,8 @@ pub fn train_group(
             let trainer = member.trainer;
             if matches!(outcome, Outcome::Finished | Outcome::TargetReached) {
                 weights::write(&trainer.dir.final_weights_path(), &trainer.model)?;
+                // Last: the manifest makes the run complete (run::manifest).
+                trainer.dir.seal()?;
             }
             Ok(RunSummary {
                 outcome,

@@ -230,6 +230,8 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     let outcome = ended.unwrap_or(Outcome::Finished);
     if matches!(outcome, Outcome::Finished | Outcome::TargetReached) {
         weights::write(&dir.final_weights_path(), &trainer.model)?;
+        // Last: the manifest makes the run complete (run::manifest).
+        dir.seal()?;
     }
     display.finish();
     Ok(RunSummary {
@@ -294,6 +296,9 @@ pub(crate) fn claim_run_dir(
         });
     }
     dir.check_dataset_unchanged(run)?;
+    // A resumed run changes (its metrics are cut back, its final weights written again): it
+    // stops counting as complete until it is sealed again.
+    dir.unseal()?;
     // A process killed while writing leaves hidden temporaries (a half-written checkpoint
     // directory, say). They are never read; clear them so kills do not pile up disk. Best
     // effort: a directory that refuses is reported by the first real write.

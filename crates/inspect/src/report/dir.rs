@@ -16,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
+use run::manifest::{Depth, MANIFEST, Verdict};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -164,7 +165,7 @@ const fn file(name: &'static str, presence: Presence, description: &'static str)
 }
 
 /// Every file of a report, in the order of `index.html`'s list of files and then of its
-/// figures, `index.html` last (it is written last).
+/// figures, then `index.html` and the manifest (written last, in that order).
 pub const FILES: &[ReportFile] = &[
     file(
         WEIGHTS,
@@ -386,6 +387,13 @@ pub const FILES: &[ReportFile] = &[
         "one self-contained page: the summary, the head table, every figure with how to \
          read it, the list of files and the run's config.toml",
     ),
+    file(
+        MANIFEST,
+        Presence::Always,
+        "every other file of the report with its size and SHA-256, written last: a report \
+         without it is unfinished, one whose files differ from it is damaged (`headlab sweep` \
+         inspects both again and leaves them out of its reports)",
+    ),
 ];
 
 /// The entry of [`FILES`] named `name`.
@@ -520,16 +528,43 @@ impl ReportDir {
                 error,
             })?;
         }
+        // The report is about to be rewritten: it is not complete until sealed again.
+        run::manifest::unseal(&self.root).map_err(|error| WriteError {
+            path: self.path(MANIFEST),
+            error,
+        })?;
         Ok(())
     }
 
-    /// Whether the report is complete: `index.html`, which `inspect` writes last, is
-    /// there, and so is every file every report has.
-    pub fn is_complete(&self) -> bool {
-        FILES
+    /// Records every file of the finished report (`written`, paths under this directory) in
+    /// `manifest.json` with its size and hash ([`run::manifest`]). Called last.
+    pub fn seal(&self, written: &[PathBuf]) -> Result<PathBuf, WriteError> {
+        let names: Vec<String> = written
             .iter()
-            .filter(|f| f.presence == Presence::Always)
-            .all(|f| self.path(f.name).is_file())
+            .filter_map(|path| path.strip_prefix(&self.root).ok())
+            .map(|relative| relative.to_string_lossy().into_owned())
+            .collect();
+        run::manifest::seal(&self.root, &names).map_err(|error| WriteError {
+            path: self.path(MANIFEST),
+            error,
+        })?;
+        Ok(self.path(MANIFEST))
+    }
+
+    /// The report against its manifest, to `depth`: [`Verdict::Unsealed`] while `inspect`
+    /// has not finished it.
+    pub fn verify(&self, depth: Depth) -> Verdict {
+        run::manifest::check(&self.root, depth)
+    }
+
+    /// Whether the report is complete: sealed by `inspect` (which seals last), every sealed
+    /// file there at its size, and every file every report has among them.
+    pub fn is_complete(&self) -> bool {
+        self.verify(Depth::Sizes) == Verdict::Intact
+            && FILES
+                .iter()
+                .filter(|f| f.presence == Presence::Always)
+                .all(|f| self.path(f.name).is_file())
     }
 
     /// The files a report of a run like `contents` should hold but this one lacks.

@@ -69,6 +69,9 @@ pub fn write_report(
     files.push(pages::write_page(
         &dir, loaded, &probe, &measured, &figures,
     )?);
+    // Last: the manifest makes the report complete (run::manifest).
+    let manifest = dir.seal(&files)?;
+    files.push(manifest);
 
     Ok(Report { measured, files })
 }

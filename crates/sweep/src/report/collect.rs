@@ -24,7 +24,7 @@ use serde::Serialize;
 use tasks::WordClass;
 
 use crate::spec::{PlannedRun, Sweep};
-use crate::state::{RunState, SweepOut, run_state};
+use crate::state::{RunState, SweepOut, record_damage, run_state, verify_run};
 
 /// Eval token accuracy that counts as solving the task in "steps to 99%".
 const SOLVED: f64 = 0.99;
@@ -34,8 +34,11 @@ const SOLVED: f64 = 0.99;
 pub struct RunRow {
     /// Run name.
     pub name: String,
-    /// Its state (`done`, `failed`, ...).
+    /// Its state (`done`, `failed`, `damaged`, ...).
     pub state: String,
+    /// For a damaged run: every file that is not as its manifest recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damage: Option<String>,
     /// Base config's stem.
     pub config: String,
     /// Seed.
@@ -159,6 +162,7 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
     let mut row = RunRow {
         name: run.name.clone(),
         state: state.label().to_string(),
+        damage: None,
         config: run.config_stem.clone(),
         seed: run.seed,
         grid: run.grid.clone(),
@@ -167,7 +171,17 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         relations: None,
         head_numbers: BTreeMap::new(),
     };
-    if !matches!(state, RunState::Done | RunState::Trained) {
+    // Read to the last byte before a number is taken: a damaged run never reaches a report.
+    let damaged = match &state {
+        RunState::Damaged(damaged) => Some(damaged.clone()),
+        RunState::Done => verify_run(out, run, sweep.inspect.enabled),
+        RunState::Trained => verify_run(out, run, false),
+        _ => return row,
+    };
+    if let Some(damaged) = damaged {
+        record_damage(out, run, &damaged);
+        row.state = "damaged".to_string();
+        row.damage = Some(damaged.describe());
         return row;
     }
     let Ok(dir) = RunDir::open(&out.run_dir(run)) else {

@@ -118,6 +118,19 @@ pub fn markdown(report: &SweepReport) -> String {
          accuracy.\n",
         report.runs.len()
     );
+    let damaged: Vec<&RunRow> = report.runs.iter().filter(|r| r.damage.is_some()).collect();
+    if !damaged.is_empty() {
+        let _ = writeln!(
+            md,
+            "Left out, damaged (files not as their manifests recorded; `headlab sweep run` \
+             trains or inspects them again):\n"
+        );
+        for row in damaged {
+            let damage = row.damage.as_deref().unwrap_or_default();
+            let _ = writeln!(md, "- `{}`: {damage}", row.name);
+        }
+        let _ = writeln!(md);
+    }
     estimates_markdown(&mut md, report);
     let _ = writeln!(
         md,
