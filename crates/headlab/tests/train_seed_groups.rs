@@ -344,6 +344,52 @@ fn bad_seed_lists_are_refused() {
     }
 }
 
+/// BERT's model options, which the seed stack does not implement, are refused by their key
+/// before any run directory is made; one seed alone trains with them.
+#[test]
+fn bert_options_are_refused_in_a_group_by_key() {
+    let root = tempfile::tempdir().unwrap();
+    for set in [
+        "model.token_types=2",
+        "model.embedding_norm=true",
+        "model.final_norm=false",
+        "model.norm_epsilon=1e-12",
+    ] {
+        let out = root.path().join("group");
+        let output = run_train(&[
+            TINY,
+            "--seeds",
+            "0-1",
+            "--out",
+            out.to_str().unwrap(),
+            "--set",
+            set,
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{set}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let key = set.split('=').next().unwrap();
+        assert!(
+            stderr.contains(&format!("{key} is set: a seed group")),
+            "{set}: {stderr}"
+        );
+        assert!(
+            !root.path().join("group-s0").exists(),
+            "{set}: a run was made"
+        );
+    }
+    let alone = root.path().join("alone");
+    let output = run_train(&[
+        TINY,
+        "--out",
+        alone.to_str().unwrap(),
+        "--set",
+        "model.token_types=2",
+        "--set",
+        "model.final_norm=false",
+    ]);
+    assert_success(&output);
+}
+
 /// A group paused with `--stop-at` leaves each seed a checkpoint that a run of that seed
 /// alone resumes (model and AdamW state cut from the stack) to the run it writes unpaused.
 #[test]

@@ -14,13 +14,17 @@ use crate::cache::LayerCache;
 use crate::error::ConfigError;
 use crate::linear::linear_over_rows;
 
-/// The layer norms' epsilon (Burn's default), named because the fused layer norm needs it
-/// and Burn keeps a norm's own private.
+/// The layer norms' default epsilon (Burn's), named because the fused layer norm needs it
+/// and Burn keeps a norm's own private; a model keeps its own (`model.norm_epsilon`).
 pub const LAYER_NORM_EPSILON: f64 = 1e-5;
 
-/// `layer_norm(x)`, fused under autodiff on flex (crate::fused).
-pub(crate) fn norm<const D: usize>(layer_norm: &LayerNorm, x: Tensor<D>) -> Tensor<D> {
-    crate::fused::layer_norm(x, layer_norm, LAYER_NORM_EPSILON)
+/// `layer_norm(x)` with `epsilon`, fused under autodiff on flex (crate::fused).
+pub(crate) fn norm<const D: usize>(
+    layer_norm: &LayerNorm,
+    x: Tensor<D>,
+    epsilon: f64,
+) -> Tensor<D> {
+    crate::fused::layer_norm(x, layer_norm, epsilon)
 }
 
 /// Where the layer norms sit.
@@ -45,6 +49,8 @@ pub struct EncoderBlockConfig {
     pub dropout: f64,
     /// Where the layer norms sit.
     pub norm: NormPlacement,
+    /// The layer norms' epsilon.
+    pub norm_epsilon: f64,
 }
 
 impl EncoderBlockConfig {
@@ -60,15 +66,16 @@ impl EncoderBlockConfig {
         Ok(EncoderBlock {
             attention,
             norm_attention: LayerNormConfig::new(d_model)
-                .with_epsilon(LAYER_NORM_EPSILON)
+                .with_epsilon(self.norm_epsilon)
                 .init(device),
             norm_ff: LayerNormConfig::new(d_model)
-                .with_epsilon(LAYER_NORM_EPSILON)
+                .with_epsilon(self.norm_epsilon)
                 .init(device),
             ff_in: LinearConfig::new(d_model, self.d_ff).init(device),
             ff_out: LinearConfig::new(self.d_ff, d_model).init(device),
             dropout: DropoutConfig::new(self.dropout).init(),
             norm: self.norm,
+            norm_epsilon: self.norm_epsilon,
         })
     }
 }
@@ -172,6 +179,9 @@ pub struct EncoderBlock {
     /// Where the norms sit.
     #[module(skip)]
     pub norm: NormPlacement,
+    /// The norms' epsilon.
+    #[module(skip)]
+    pub norm_epsilon: f64,
 }
 
 impl EncoderBlock {
@@ -221,18 +231,18 @@ impl EncoderBlock {
         let resid_mid = skip + self.dropout.forward(attention.context);
         let resid_mid = match self.norm {
             NormPlacement::Pre => resid_mid,
-            NormPlacement::Post => norm(&self.norm_attention, resid_mid),
+            NormPlacement::Post => norm(&self.norm_attention, resid_mid, self.norm_epsilon),
         };
 
         let ff_input = match self.norm {
-            NormPlacement::Pre => norm(&self.norm_ff, resid_mid.clone()),
+            NormPlacement::Pre => norm(&self.norm_ff, resid_mid.clone(), self.norm_epsilon),
             NormPlacement::Post => resid_mid.clone(),
         };
         let ff = self.feed_forward(ff_input);
         let resid_post = resid_mid.clone() + ff;
         let resid_post = match self.norm {
             NormPlacement::Pre => resid_post,
-            NormPlacement::Post => norm(&self.norm_ff, resid_post),
+            NormPlacement::Post => norm(&self.norm_ff, resid_post, self.norm_epsilon),
         };
 
         let cache = match (attention.pattern, attention.head_outputs, attn_out) {
@@ -254,7 +264,7 @@ impl EncoderBlock {
     /// pre-norm, the stream itself in post-norm.
     fn attention_input(&self, resid: Tensor<3>) -> Tensor<3> {
         match self.norm {
-            NormPlacement::Pre => norm(&self.norm_attention, resid),
+            NormPlacement::Pre => norm(&self.norm_attention, resid, self.norm_epsilon),
             NormPlacement::Post => resid,
         }
     }

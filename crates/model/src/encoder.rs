@@ -1,6 +1,11 @@
 //! The encoder: token embedding, positions, a stack of [`EncoderBlock`]s, a final norm and
 //! a per-position output head. [`EncoderConfig`] is the `[model]` section of a headlab
 //! config file.
+//!
+//! BERT's encoder is the same machine with four options set: token-type embeddings, a layer
+//! norm on the embeddings, post-norm blocks without a final norm, and its checkpoints' norm
+//! epsilon (`run::hf` sets them when it imports a Hugging Face checkpoint). The toy tasks
+//! leave them at their defaults, so a trained and an imported model share every code path.
 
 use burn::module::{ModuleVisitor, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
@@ -43,6 +48,38 @@ pub struct EncoderConfig {
     pub positional: PositionalKind,
     /// Head initialisation: random or symmetric. Default: random.
     pub init: InitScheme,
+    /// Epsilon of every layer norm, in (0, 1). Default: 1e-5 (BERT's checkpoints: 1e-12).
+    #[serde(skip_serializing_if = "is_default_epsilon")]
+    pub norm_epsilon: f64,
+    /// Token-type (segment) embeddings added to the input, as BERT's (2); 0 for none, at most
+    /// [`MAX_TOKEN_TYPES`]. Default: 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub token_types: usize,
+    /// A layer norm on the sum of the embeddings, before the first block, as BERT's.
+    /// Default: false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub embedding_norm: bool,
+    /// The layer norm before the output head. Default: true (BERT, post-norm, has none).
+    #[serde(skip_serializing_if = "is_true")]
+    pub final_norm: bool,
+}
+
+/// The most token types [`EncoderConfig::token_types`] allocates a table for (BERT uses 2).
+pub const MAX_TOKEN_TYPES: usize = 1024;
+
+// Keys at their default stay out of a written config, so a toy run's config.toml does not
+// list BERT's options.
+fn is_default_epsilon(value: &f64) -> bool {
+    *value == crate::block::LAYER_NORM_EPSILON
+}
+fn is_zero(value: &usize) -> bool {
+    *value == 0
+}
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 impl Default for EncoderConfig {
@@ -58,6 +95,10 @@ impl Default for EncoderConfig {
             norm: NormPlacement::Pre,
             positional: PositionalKind::Sinusoidal,
             init: InitScheme::Random,
+            norm_epsilon: crate::block::LAYER_NORM_EPSILON,
+            token_types: 0,
+            embedding_norm: false,
+            final_norm: true,
         }
     }
 }
@@ -105,6 +146,20 @@ impl EncoderConfig {
             }
         }
         self.attention(io).validate()?;
+        if !(self.norm_epsilon > 0.0 && self.norm_epsilon < 1.0) {
+            return Err(ConfigError::OutOfRange {
+                field: "model.norm_epsilon",
+                value: self.norm_epsilon.to_string(),
+                accepted: "above 0 and below 1 (1e-5 by default, 1e-12 in BERT)",
+            });
+        }
+        if self.token_types > MAX_TOKEN_TYPES {
+            return Err(ConfigError::OutOfRange {
+                field: "model.token_types",
+                value: self.token_types.to_string(),
+                accepted: "0 (none) to 1024 (BERT uses 2)",
+            });
+        }
         if self.positional == PositionalKind::Sinusoidal && !self.d_model.is_multiple_of(2) {
             return Err(ConfigError::OddSinusoidalWidth {
                 d_model: self.d_model,
@@ -122,6 +177,12 @@ impl EncoderConfig {
             d_ff: self.d_ff,
             dropout: self.dropout,
             norm: self.norm,
+            norm_epsilon: self.norm_epsilon,
+        };
+        let layer_norm = || {
+            LayerNormConfig::new(self.d_model)
+                .with_epsilon(self.norm_epsilon)
+                .init(device)
         };
         let blocks = (0..self.n_layers)
             .map(|_| {
@@ -141,12 +202,14 @@ impl EncoderConfig {
                 self.d_model,
                 device,
             ),
+            token_types: (self.token_types > 0)
+                .then(|| EmbeddingConfig::new(self.token_types, self.d_model).init(device)),
+            embedding_norm: self.embedding_norm.then(layer_norm),
             blocks,
-            final_norm: LayerNormConfig::new(self.d_model)
-                .with_epsilon(crate::block::LAYER_NORM_EPSILON)
-                .init(device),
+            final_norm: self.final_norm.then(layer_norm),
             output: LinearConfig::new(self.d_model, io.n_outputs).init(device),
             max_seq_len: io.max_seq_len,
+            norm_epsilon: self.norm_epsilon,
         };
         // Burn draws a parameter's initial values when it is first read, from the device's
         // RNG at that moment. Read every one now, in module order: otherwise the weights
@@ -173,14 +236,21 @@ pub struct Encoder {
     pub embedding: Embedding,
     /// Absolute positions (sinusoidal or learned); rotary lives in the attention layers.
     pub positions: AbsolutePositions,
+    /// Token-type embeddings `[token_types, d_model]`, added to the input (BERT's segments).
+    pub token_types: Option<Embedding>,
+    /// Norm of the embeddings' sum, before the first block (BERT's).
+    pub embedding_norm: Option<LayerNorm>,
     /// The blocks, input first.
     pub blocks: Vec<EncoderBlock>,
-    /// Norm before the output head.
-    pub final_norm: LayerNorm,
+    /// Norm before the output head (none in BERT).
+    pub final_norm: Option<LayerNorm>,
     /// Output head `[d_model, n_outputs]`, applied at every position.
     pub output: Linear,
     /// Longest sequence the position tables cover.
     pub max_seq_len: usize,
+    /// Epsilon of every layer norm.
+    #[module(skip)]
+    pub norm_epsilon: f64,
 }
 
 /// Input of the encoder's forward passes.
@@ -188,6 +258,9 @@ pub struct Encoder {
 pub struct EncoderInput {
     /// `[batch, seq]` token ids.
     pub tokens: Tensor<2, Int>,
+    /// `[batch, seq]` token types (segments), for a model with token-type embeddings; none
+    /// reads as type 0 everywhere, as in BERT.
+    pub token_types: Option<Tensor<2, Int>>,
     /// Keys to ignore, shared by every layer.
     pub mask: AttentionMask,
     /// `[n_layers, n_heads]`: 1 keeps a head, 0 ablates it.
@@ -205,11 +278,18 @@ impl EncoderInput {
     pub fn new(tokens: Tensor<2, Int>) -> Self {
         Self {
             tokens,
+            token_types: None,
             mask: AttentionMask::default(),
             head_mask: None,
             head_patches: Vec::new(),
             input_patches: Vec::new(),
         }
+    }
+
+    /// Sets the token types, `[batch, seq]`.
+    pub fn token_types(mut self, token_types: Tensor<2, Int>) -> Self {
+        self.token_types = Some(token_types);
+        self
     }
 
     /// Sets the key masks.
@@ -276,7 +356,37 @@ impl Encoder {
     /// # Shapes
     /// - `residual`: `[batch, seq, d_model]` -> `[batch, seq, n_outputs]`
     pub fn unembed(&self, residual: Tensor<3>) -> Tensor<3> {
-        linear_over_rows(&self.output, crate::block::norm(&self.final_norm, residual))
+        linear_over_rows(&self.output, self.final_norm(residual))
+    }
+
+    /// The final norm of `x`, or `x` itself in a model without one.
+    ///
+    /// # Shapes
+    /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, d_model]`
+    pub fn final_norm(&self, x: Tensor<3>) -> Tensor<3> {
+        match &self.final_norm {
+            Some(norm) => crate::block::norm(norm, x, self.norm_epsilon),
+            None => x,
+        }
+    }
+
+    /// The input of the first block: token embeddings, positions, token types (type 0
+    /// where `token_types` is none), and the embedding norm where the model has them.
+    ///
+    /// # Shapes
+    /// - `tokens`, `token_types`: `[batch, seq]` -> `[batch, seq, d_model]`
+    pub fn embed(&self, tokens: Tensor<2, Int>, token_types: Option<Tensor<2, Int>>) -> Tensor<3> {
+        let mut x = self
+            .positions
+            .forward(self.embedding.forward(tokens.clone())); // [batch, seq, d_model]
+        if let Some(table) = &self.token_types {
+            let types = token_types.unwrap_or_else(|| tokens.zeros_like()); // [batch, seq]
+            x = x + table.forward(types);
+        }
+        match &self.embedding_norm {
+            Some(norm) => crate::block::norm(norm, x, self.norm_epsilon),
+            None => x,
+        }
     }
 
     /// Number of attention heads per layer.
@@ -305,7 +415,7 @@ impl Encoder {
             );
         }
 
-        let embeddings = self.positions.forward(self.embedding.forward(input.tokens)); // [batch, seq, d_model]
+        let embeddings = self.embed(input.tokens, input.token_types); // [batch, seq, d_model]
         let mut x = embeddings.clone();
         let mut layers = Vec::with_capacity(if capture { n_layers } else { 0 });
         for (index, block) in self.blocks.iter().enumerate() {
@@ -321,7 +431,7 @@ impl Encoder {
             x = out;
             layers.extend(layer);
         }
-        let final_hidden = crate::block::norm(&self.final_norm, x);
+        let final_hidden = self.final_norm(x);
         let logits = linear_over_rows(&self.output, final_hidden.clone()); // [batch, seq, n_outputs]
         let cache = capture.then(|| ActivationCache {
             embeddings,

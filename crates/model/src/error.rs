@@ -69,6 +69,17 @@ pub enum ConfigError {
         /// The value given.
         value: f64,
     },
+
+    /// Another value out of its range.
+    #[error("{field} = {value} is out of range: it must be {accepted}")]
+    OutOfRange {
+        /// The config key, e.g. `model.norm_epsilon`.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        accepted: &'static str,
+    },
 }
 
 /// The divisors of `n`, ascending; used to suggest head counts that would work. Pairs up

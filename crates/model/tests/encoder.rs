@@ -407,6 +407,27 @@ fn bad_configs_are_refused_with_the_key_named() {
             },
             "even head size",
         ),
+        (
+            EncoderConfig {
+                norm_epsilon: 0.0,
+                ..EncoderConfig::default()
+            },
+            "model.norm_epsilon = 0 is out of range: it must be above 0 and below 1",
+        ),
+        (
+            EncoderConfig {
+                norm_epsilon: f64::NAN,
+                ..EncoderConfig::default()
+            },
+            "model.norm_epsilon = NaN",
+        ),
+        (
+            EncoderConfig {
+                token_types: 1025,
+                ..EncoderConfig::default()
+            },
+            "model.token_types = 1025 is out of range: it must be 0 (none) to 1024",
+        ),
     ];
     for (config, expected) in cases {
         let err = config.init(&IO, &device).unwrap_err();
@@ -422,6 +443,29 @@ fn bad_configs_are_refused_with_the_key_named() {
         ..EncoderConfig::default()
     };
     assert!(ok.init(&IO, &device).is_ok());
+    // BERT's options build BERT's parts, and a toy config written out does not list them.
+    let bert = EncoderConfig {
+        norm: NormPlacement::Post,
+        norm_epsilon: 1e-12,
+        token_types: 2,
+        embedding_norm: true,
+        final_norm: false,
+        ..EncoderConfig::default()
+    };
+    let model = bert.init(&IO, &device).unwrap();
+    assert_eq!(model.token_types.as_ref().unwrap().weight.dims(), [2, 64]);
+    assert!(model.embedding_norm.is_some() && model.final_norm.is_none());
+    assert_eq!(model.blocks[0].norm_epsilon, 1e-12);
+    let written = toml::to_string(&EncoderConfig::default()).unwrap();
+    for key in [
+        "norm_epsilon",
+        "token_types",
+        "embedding_norm",
+        "final_norm",
+    ] {
+        assert!(!written.contains(key), "{key} in {written}");
+    }
+    assert!(toml::to_string(&bert).unwrap().contains("token_types = 2"));
     assert!(matches!(
         EncoderConfig::default().validate(&EncoderIo {
             vocab_size: 0,

@@ -13,6 +13,7 @@
 //! - [`snapshot`], [`weights`]: per-head weights under stable names; `model.safetensors`.
 //! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout.
 //! - [`checkpoint`]: `checkpoints/step-N/`, written whole or not at all.
+//! - [`hf`]: a Hugging Face BERT checkpoint opened as a headlab encoder.
 //! - [`stop`], [`cli`]: a signal as a clean stop; the conventions every binary shares.
 //!
 //! A new file in the run directory gets its name in [`dir`] (the one owner of the layout)
@@ -24,6 +25,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod dir;
+pub mod hf;
 pub mod manifest;
 pub mod metrics;
 pub mod name;

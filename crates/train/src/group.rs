@@ -140,6 +140,9 @@ fn check_same_but_seed(runs: &[ResolvedRun]) -> Result<(), TrainError> {
     let Some(first) = runs.first() else {
         return Ok(());
     };
+    if let Some(key) = model::seed_stack::unsupported_option(&first.config.model) {
+        return Err(TrainError::GroupUnsupported { key });
+    }
     for run in &runs[1..] {
         let mut config = run.config.clone();
         config.seed = first.config.seed;

@@ -129,6 +129,16 @@ pub enum TrainError {
         /// The first differing section.
         key: String,
     },
+    /// A model option the seed stack does not implement (BERT's, for imported models).
+    #[error(
+        "{key} is set: a seed group (--seeds, or a sweep's group_seeds) trains headlab's own \
+         encoder, without BERT's options (model.norm_epsilon, token_types, embedding_norm, \
+         final_norm); train these seeds one at a time"
+    )]
+    GroupUnsupported {
+        /// The config key.
+        key: &'static str,
+    },
     /// The optimizer state of a seed group could not be split into the seeds' or joined.
     #[error(transparent)]
     OptimStack(#[from] crate::optim_stack::OptimStackError),

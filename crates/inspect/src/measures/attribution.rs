@@ -20,7 +20,7 @@
 //!   head does through later heads and feed-forward layers is not counted, and the parts do
 //!   not add up to the logits.
 
-use burn::nn::{LayerNorm, LayerNormConfig};
+use burn::nn::LayerNorm;
 use burn::prelude::*;
 use model::{ActivationCache, Encoder, EncoderInput, NormPlacement};
 use run::tensor_file::HostTensor;
@@ -40,7 +40,7 @@ pub fn direct_logits(model: &Encoder, tokens: Tensor<2, Int>) -> Vec<Tensor<3>> 
             let layer = index / n_heads;
             let mut x = write;
             for (norm, input) in direct_path(model, layer, &path_inputs) {
-                x = frozen_norm(norm, input.clone(), x);
+                x = frozen_norm(norm, input.clone(), x, model.norm_epsilon);
             }
             unembed(model, x)
         })
@@ -118,7 +118,9 @@ fn direct_path<'a>(
         path.push((&block.norm_attention, attention_in));
         path.push((&block.norm_ff, ff_in));
     }
-    path.push((&model.final_norm, &inputs.last));
+    if let Some(final_norm) = &model.final_norm {
+        path.push((final_norm, &inputs.last));
+    }
     path
 }
 
@@ -142,16 +144,15 @@ fn head_writes(model: &Encoder, cache: &ActivationCache) -> Vec<Tensor<3>> {
     writes
 }
 
-/// `norm` applied to the part `x` of its input `input`, with its scale frozen at `input`'s:
+/// `norm` (of epsilon `epsilon`, the model's) applied to the part `x` of its input `input`,
+/// with its scale frozen at `input`'s:
 /// `(x - mean(x)) / sigma(input) * gamma`, no `beta`. Linear in `x`; on `x = input` it
 /// is `norm(input) - beta`.
 ///
 /// # Shapes
 /// - `input`, `x`: `[batch, seq, d_model]` -> `[batch, seq, d_model]`
-fn frozen_norm(norm: &LayerNorm, input: Tensor<3>, x: Tensor<3>) -> Tensor<3> {
+fn frozen_norm(norm: &LayerNorm, input: Tensor<3>, x: Tensor<3>, epsilon: f64) -> Tensor<3> {
     let [.., d_model] = input.dims();
-    // The model's norms keep LayerNormConfig's default epsilon (checked in the tests).
-    let epsilon = LayerNormConfig::new(d_model).epsilon;
     let centered = input.clone() - input.mean_dim(2);
     let sigma = (centered.powi_scalar(2).mean_dim(2) + epsilon).sqrt(); // [batch, seq, 1]
     let x = x.clone() - x.mean_dim(2);
@@ -204,12 +205,13 @@ mod tests {
                 ));
             }
         }
-        model.final_norm.gamma = Param::from_tensor(Tensor::random(
+        let final_norm = model.final_norm.as_mut().unwrap();
+        final_norm.gamma = Param::from_tensor(Tensor::random(
             [8],
             burn::tensor::Distribution::Uniform(0.5, 1.5),
             &device,
         ));
-        model.final_norm.beta = Some(Param::from_tensor(Tensor::random(
+        final_norm.beta = Some(Param::from_tensor(Tensor::random(
             [8],
             burn::tensor::Distribution::Uniform(-0.5, 0.5),
             &device,
@@ -232,10 +234,11 @@ mod tests {
         let (model, tokens) = tiny(NormPlacement::Pre, 1, 1);
         let (_, cache) = model.forward_with_cache(EncoderInput::new(tokens));
         let input = cache.layers[0].resid_post.clone();
-        let beta = model.final_norm.beta.as_ref().unwrap().val();
+        let final_norm = model.final_norm.as_ref().unwrap();
+        let beta = final_norm.beta.as_ref().unwrap().val();
         close(
-            frozen_norm(&model.final_norm, input.clone(), input.clone()),
-            model.final_norm.forward(input) - beta.reshape([1, 1, 8]),
+            frozen_norm(final_norm, input.clone(), input.clone(), model.norm_epsilon),
+            final_norm.forward(input) - beta.reshape([1, 1, 8]),
             1e-5,
         );
     }
@@ -252,16 +255,14 @@ mod tests {
         let rest = head_writes(&model, &cache)
             .into_iter()
             .fold(last.clone(), |rest, write| rest - write);
-        let beta = model
-            .final_norm
-            .beta
-            .as_ref()
-            .unwrap()
-            .val()
-            .reshape([1, 1, 8]);
+        let final_norm = model.final_norm.as_ref().unwrap();
+        let beta = final_norm.beta.as_ref().unwrap().val().reshape([1, 1, 8]);
         let bias = model.output.bias.as_ref().unwrap().val().reshape([1, 1, 4]);
         let rebuilt = heads.into_iter().fold(
-            unembed(&model, frozen_norm(&model.final_norm, last, rest) + beta),
+            unembed(
+                &model,
+                frozen_norm(final_norm, last, rest, model.norm_epsilon) + beta,
+            ),
             |sum, h| sum + h,
         ) + bias;
         close(rebuilt, logits, 1e-4);
@@ -314,7 +315,8 @@ mod tests {
         let ff = block.feed_forward(layer.resid_mid.clone());
         let ff_in = host(layer.resid_mid.clone() + ff);
         let final_in = host(layer.resid_post.clone());
-        let gammas: Vec<Vec<f32>> = [&block.norm_attention, &block.norm_ff, &model.final_norm]
+        let final_norm = model.final_norm.as_ref().unwrap();
+        let gammas: Vec<Vec<f32>> = [&block.norm_attention, &block.norm_ff, final_norm]
             .iter()
             .map(|n| HostTensor::of(n.gamma.val()).values)
             .collect();

@@ -36,7 +36,8 @@ pub use layers::{
 };
 
 use crate::attention::AttentionMask;
-use crate::encoder::Encoder;
+use crate::block::LAYER_NORM_EPSILON;
+use crate::encoder::{Encoder, EncoderConfig};
 use layers::{stack_param, unstack_param};
 
 /// S encoders of one configuration, trained as one batched model.
@@ -83,6 +84,14 @@ impl SeedStack {
     pub fn stack(encoders: &[&Encoder]) -> Self {
         assert!(!encoders.is_empty(), "a stack needs at least one encoder");
         let first = encoders[0];
+        assert!(
+            first.token_types.is_none()
+                && first.embedding_norm.is_none()
+                && first.final_norm.is_some()
+                && first.norm_epsilon == LAYER_NORM_EPSILON,
+            "the seed stack implements headlab's own encoder, not BERT's options \
+             (unsupported_option says which)"
+        );
         for (index, encoder) in encoders.iter().enumerate() {
             assert_eq!(
                 param_shapes(*encoder),
@@ -104,7 +113,10 @@ impl SeedStack {
                 SeedBlock::stack(&blocks)
             })
             .collect();
-        let final_norms: Vec<_> = encoders.iter().map(|e| &e.final_norm).collect();
+        let final_norms: Vec<_> = encoders
+            .iter()
+            .map(|e| e.final_norm.as_ref().expect("checked above"))
+            .collect();
         let outputs: Vec<_> = encoders.iter().map(|e| &e.output).collect();
         Self {
             embedding: stack_param(&embeddings),
@@ -140,7 +152,9 @@ impl SeedStack {
             .zip(&self.blocks)
             .map(|(block, stacked)| stacked.unstack(seed, block))
             .collect();
-        template.final_norm = self.final_norm.unstack(seed, template.final_norm);
+        template.final_norm = template
+            .final_norm
+            .map(|norm| self.final_norm.unstack(seed, norm));
         template.output = self.output.unstack(seed, template.output);
         template
     }
@@ -209,6 +223,22 @@ impl SeedStack {
         self.output
             .forward(self.final_norm.forward(x)) // [seeds, batch * seq, n_outputs]
             .reshape([seeds, batch, seq, n_outputs])
+    }
+}
+
+/// The first option of `config` the seed stack does not implement (BERT's, set by an
+/// import), by its config key; none for headlab's own encoders.
+pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
+    if config.norm_epsilon != LAYER_NORM_EPSILON {
+        Some("model.norm_epsilon")
+    } else if config.token_types > 0 {
+        Some("model.token_types")
+    } else if config.embedding_norm {
+        Some("model.embedding_norm")
+    } else if !config.final_norm {
+        Some("model.final_norm")
+    } else {
+        None
     }
 }
 

