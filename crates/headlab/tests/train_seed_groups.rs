@@ -390,6 +390,30 @@ fn bert_options_are_refused_in_a_group_by_key() {
     assert_success(&output);
 }
 
+/// BERT's masked-LM prediction transform is for imported checkpoints: a config to train is
+/// refused with the key and what is accepted (inspect reads a trained head as linear).
+#[test]
+fn the_prediction_transform_is_refused_for_training() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("run");
+    let output = run_train(&[
+        TINY,
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "model.output_transform=true",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "model.output_transform = true is out of range: it must be false in a config to train"
+        ),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
 /// A group paused with `--stop-at` leaves each seed a checkpoint that a run of that seed
 /// alone resumes (model and AdamW state cut from the stack) to the run it writes unpaused.
 #[test]

@@ -30,6 +30,7 @@ pub struct ActivationCache {
     pub embeddings: Tensor<3>,
     /// One entry per block, in order.
     pub layers: Vec<LayerCache>,
-    /// `[batch, seq, d_model]`: after the final norm, what the output head reads.
+    /// `[batch, seq, d_model]`: after the final norm (where the model has one), what the
+    /// output head reads (through the prediction transform, in a model with one).
     pub final_hidden: Tensor<3>,
 }

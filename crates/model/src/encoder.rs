@@ -62,6 +62,10 @@ pub struct EncoderConfig {
     /// The layer norm before the output head. Default: true (BERT, post-norm, has none).
     #[serde(skip_serializing_if = "is_true")]
     pub final_norm: bool,
+    /// A dense layer, GELU and a layer norm between the last hidden state and the output
+    /// head: BERT's masked-LM prediction transform. Default: false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub output_transform: bool,
 }
 
 /// The most token types [`EncoderConfig::token_types`] allocates a table for (BERT uses 2).
@@ -99,6 +103,7 @@ impl Default for EncoderConfig {
             token_types: 0,
             embedding_norm: false,
             final_norm: true,
+            output_transform: false,
         }
     }
 }
@@ -207,6 +212,10 @@ impl EncoderConfig {
             embedding_norm: self.embedding_norm.then(layer_norm),
             blocks,
             final_norm: self.final_norm.then(layer_norm),
+            output_transform: self.output_transform.then(|| OutputTransform {
+                dense: LinearConfig::new(self.d_model, self.d_model).init(device),
+                norm: layer_norm(),
+            }),
             output: LinearConfig::new(self.d_model, io.n_outputs).init(device),
             max_seq_len: io.max_seq_len,
             norm_epsilon: self.norm_epsilon,
@@ -244,6 +253,8 @@ pub struct Encoder {
     pub blocks: Vec<EncoderBlock>,
     /// Norm before the output head (none in BERT).
     pub final_norm: Option<LayerNorm>,
+    /// BERT's masked-LM prediction transform, between the last hidden state and the head.
+    pub output_transform: Option<OutputTransform>,
     /// Output head `[d_model, n_outputs]`, applied at every position.
     pub output: Linear,
     /// Longest sequence the position tables cover.
@@ -251,6 +262,15 @@ pub struct Encoder {
     /// Epsilon of every layer norm.
     #[module(skip)]
     pub norm_epsilon: f64,
+}
+
+/// BERT's masked-LM prediction transform: `norm(gelu(dense(x)))`.
+#[derive(Module, Debug)]
+pub struct OutputTransform {
+    /// `[d_model, d_model]`.
+    pub dense: Linear,
+    /// The norm after the GELU.
+    pub norm: LayerNorm,
 }
 
 /// Input of the encoder's forward passes.
@@ -356,7 +376,24 @@ impl Encoder {
     /// # Shapes
     /// - `residual`: `[batch, seq, d_model]` -> `[batch, seq, n_outputs]`
     pub fn unembed(&self, residual: Tensor<3>) -> Tensor<3> {
-        linear_over_rows(&self.output, self.final_norm(residual))
+        self.head(self.final_norm(residual))
+    }
+
+    /// The output head on what the final norm gave: through the prediction transform where
+    /// the model has one.
+    ///
+    /// # Shapes
+    /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, n_outputs]`
+    fn head(&self, x: Tensor<3>) -> Tensor<3> {
+        let x = match &self.output_transform {
+            Some(transform) => crate::block::norm(
+                &transform.norm,
+                crate::fused::gelu(linear_over_rows(&transform.dense, x)),
+                self.norm_epsilon,
+            ),
+            None => x,
+        };
+        linear_over_rows(&self.output, x)
     }
 
     /// The final norm of `x`, or `x` itself in a model without one.
@@ -432,7 +469,7 @@ impl Encoder {
             layers.extend(layer);
         }
         let final_hidden = self.final_norm(x);
-        let logits = linear_over_rows(&self.output, final_hidden.clone()); // [batch, seq, n_outputs]
+        let logits = self.head(final_hidden.clone()); // [batch, seq, n_outputs]
         let cache = capture.then(|| ActivationCache {
             embeddings,
             layers,

@@ -36,7 +36,7 @@ pub use attention::{
 };
 pub use block::{EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement};
 pub use cache::{ActivationCache, LayerCache};
-pub use encoder::{Encoder, EncoderConfig, EncoderInput, EncoderIo};
+pub use encoder::{Encoder, EncoderConfig, EncoderInput, EncoderIo, OutputTransform};
 pub use error::ConfigError;
 pub use heads::{HeadId, HeadWeights, StackedWeights};
 pub use init::InitScheme;

@@ -450,11 +450,14 @@ fn bad_configs_are_refused_with_the_key_named() {
         token_types: 2,
         embedding_norm: true,
         final_norm: false,
+        output_transform: true,
         ..EncoderConfig::default()
     };
     let model = bert.init(&IO, &device).unwrap();
     assert_eq!(model.token_types.as_ref().unwrap().weight.dims(), [2, 64]);
     assert!(model.embedding_norm.is_some() && model.final_norm.is_none());
+    let transform = model.output_transform.as_ref().unwrap();
+    assert_eq!(transform.dense.weight.dims(), [64, 64]);
     assert_eq!(model.blocks[0].norm_epsilon, 1e-12);
     let written = toml::to_string(&EncoderConfig::default()).unwrap();
     for key in [

@@ -10,10 +10,11 @@
 //! within each), where the checkpoint has three `[n_heads * d_head, d_model]` matrices; a
 //! rename cannot concatenate and transpose.
 //!
-//! Not yet (issue 38): `BertForMaskedLM`'s prediction transform (dense, GELU, norm before
-//! the decoder). The output layer of an imported model is the decoder alone (the word
-//! embeddings, tied, and the prediction bias where the checkpoint has one), so its hidden
-//! states and attention equal the reference's and its logits do not yet.
+//! A `BertForMaskedLM` keeps its prediction head: the transform (dense, GELU, norm) as the
+//! encoder's `output_transform` and the decoder (the word embeddings, tied, and the
+//! prediction bias) as its output layer, so its logits equal the reference's too. A
+//! `BertModel` has no head: its output layer is the tied word embeddings alone, with no
+//! bias (the unembedding), and no transform.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -167,6 +168,11 @@ impl BertConfig {
         Ok(())
     }
 
+    /// Whether the checkpoint is a `BertForMaskedLM` (it keeps its prediction head).
+    pub fn is_masked_lm(&self) -> bool {
+        self.architectures.iter().any(|a| a == "BertForMaskedLM")
+    }
+
     /// headlab's encoder config and sizes for this checkpoint.
     pub fn encoder(&self) -> (EncoderConfig, EncoderIo) {
         let config = EncoderConfig {
@@ -184,6 +190,7 @@ impl BertConfig {
             token_types: self.type_vocab_size,
             embedding_norm: true,
             final_norm: false,
+            output_transform: self.is_masked_lm(),
         };
         let io = EncoderIo {
             vocab_size: self.vocab_size,
@@ -356,6 +363,11 @@ impl<'a> Weights<'a> {
         for (index, block) in encoder.blocks.iter_mut().enumerate() {
             let layer = format!("encoder.layer.{index}");
             self.block(&layer, block, config)?;
+        }
+        if let Some(transform) = encoder.output_transform.as_mut() {
+            let prefix = "cls.predictions.transform";
+            self.linear(&format!("{prefix}.dense"), &mut transform.dense, d, d)?;
+            self.norm(&format!("{prefix}.LayerNorm"), &mut transform.norm, d)?;
         }
         // The decoder: the word embeddings (tied), and the prediction bias if there is one.
         encoder.output.weight = Param::from_tensor(word.transpose());

@@ -88,6 +88,7 @@ impl SeedStack {
             first.token_types.is_none()
                 && first.embedding_norm.is_none()
                 && first.final_norm.is_some()
+                && first.output_transform.is_none()
                 && first.norm_epsilon == LAYER_NORM_EPSILON,
             "the seed stack implements headlab's own encoder, not BERT's options \
              (unsupported_option says which)"
@@ -237,6 +238,8 @@ pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
         Some("model.embedding_norm")
     } else if !config.final_norm {
         Some("model.final_norm")
+    } else if config.output_transform {
+        Some("model.output_transform")
     } else {
         None
     }
