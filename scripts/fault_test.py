@@ -70,6 +70,9 @@ def parse_args():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default="runs/fault-test", help="working directory")
     parser.add_argument("--bin", required=True, help="directory of the release build (its headlab binary)")
+    parser.add_argument("--group-seeds", type=int, default=0,
+                        help="train the seeds in groups of this many (the sweep file's "
+                             "group_seeds; default 0: each seed alone), the reference too")
     parser.add_argument("--corrupt", type=int, default=10,
                         help="finished runs damaged at random at the end (default 10)")
     parser.add_argument("--slurm", action="store_true",
@@ -103,6 +106,7 @@ class Test:
 name = "fault"
 configs = ["{repo / 'configs' / (self.args.config + '.toml')}"]
 seeds = {{ from = 0, count = {self.args.runs} }}
+{f"group_seeds = {self.args.group_seeds}" if self.args.group_seeds else ""}
 
 [set]
 "train.steps" = {self.args.steps}
@@ -486,8 +490,10 @@ probe = 8
         self.out.mkdir(parents=True)
         marker.write_text("made by scripts/fault_test.py; deleted by its next run\n")
         self.write_sweep()
+        grouped = (f", in groups of {self.args.group_seeds}" if self.args.group_seeds
+                   else "")
         print(f"fault test: reference sweep ({self.args.runs} runs of {self.args.config}, "
-              f"{self.args.steps} steps)", flush=True)
+              f"{self.args.steps} steps{grouped})", flush=True)
         self.round = 0
         started = time.time()
         if self.args.slurm:

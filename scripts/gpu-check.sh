@@ -158,6 +158,12 @@ else
     speed_impl=(--impl headlab,burn)
     stack_impl=(--impl headlab)
 fi
+# The seed stack beside PyTorch's vmap only where PyTorch is on the GPU too: `bench` refuses
+# CPU PyTorch beside wgpu (a local run on a machine that has torch).
+seeds_impl=("${stack_impl[@]}")
+if [ "$torch_device" != cuda ]; then
+    seeds_impl=(--impl headlab)
+fi
 if [ "$quick" -eq 1 ]; then
     # The short form only proves that every step still runs: Burn's encoder adds nothing.
     speed_impl=("${speed_impl[@]/,burn/}")
@@ -169,7 +175,7 @@ speed() { # speed SIZE: headlab, Burn and PyTorch side by side at SIZE
 }
 stack() { # stack SIZE: the seed stack at SIZE
     step "seeds-$1" "$limit" "$bin/headlab" bench --seeds "$seeds" --backends wgpu --sizes "$1" \
-        "${budget[@]}" "${stack_impl[@]}" --json "$work/seeds-$1.json" --out "$work/seeds-$1.md"
+        "${budget[@]}" "${seeds_impl[@]}" --json "$work/seeds-$1.json" --out "$work/seeds-$1.md"
 }
 step train-wgpu "$limit" "$bin/headlab" train configs/reverse.toml --backend wgpu \
     --out "$work/reverse-wgpu" "${train_set[@]}"

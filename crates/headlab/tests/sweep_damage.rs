@@ -217,3 +217,40 @@ fn sweep_run_repairs_a_damaged_run_to_what_it_was() {
         );
     }
 }
+
+#[test]
+fn a_damaged_run_of_a_seed_group_is_repaired_with_its_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(
+        dir.path(),
+        "pair.toml",
+        "seeds = [3, 4]\ngroup_seeds = 2\n[inspect]\nprobe = 16\n",
+    );
+    let first = run_sweep(dir.path(), &["run", "pair.toml", "--quiet"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let out = dir.path().join("runs/pair");
+    let weights = |name: &str| fs::read(out.join(name).join("model.safetensors")).unwrap();
+    let before = [weights("tiny-s3"), weights("tiny-s4")];
+
+    // Its metrics cut short: the group trains again from the start, both seeds together, to
+    // the very weights it had (a seed retrained alone would differ in its last bits).
+    let metrics = out.join("tiny-s3/metrics.jsonl");
+    let text_before = fs::read(&metrics).unwrap();
+    fs::write(&metrics, &text_before[..text_before.len() / 2]).unwrap();
+    let repair = run_sweep(dir.path(), &["run", "pair.toml", "--quiet"]);
+    assert!(repair.status.success(), "{}", text(&repair));
+    assert!(
+        stdout(&repair).contains("2 done now, 0 done before"),
+        "{}",
+        text(&repair)
+    );
+    assert_eq!([weights("tiny-s3"), weights("tiny-s4")], before);
+    let log = fs::read_to_string(out.join("_sweep/logs/tiny-s4.log")).unwrap();
+    let trains = log
+        .lines()
+        .filter(|l| l.starts_with("$ ") && l.contains("\"train\""))
+        .count();
+    assert_eq!(trains, 2, "tiny-s4 trained with its group twice:\n{log}");
+    let verify = run_sweep(dir.path(), &["verify", "pair.toml"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+}

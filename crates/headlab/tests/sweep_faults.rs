@@ -1,8 +1,10 @@
 //! Faults of the runner itself: `sweep run` killed with SIGKILL leaves no child running (on
 //! Linux each child gets one SIGTERM when its parent dies, checkpoints and exits), and two
 //! `sweep run` of one sweep at once share the work: each run trained by one of them, once,
-//! and no run recorded as failed because the other held it. `scripts/fault-test.sh` injects
-//! these faults and more at random moments and compares every run with a fault-free one.
+//! and no run recorded as failed because the other held it; a seed group whose `train
+//! --seeds` is killed trains again as the group, to the very weights of a group never
+//! interrupted. `scripts/fault-test.sh` injects these faults and more at random moments and
+//! compares every run with a fault-free one.
 
 #[path = "common/sweep.rs"]
 mod common;
@@ -15,12 +17,18 @@ use common::*;
 
 /// A sweep of `seeds` tiny runs long enough (600 steps) to be caught in the middle.
 fn long_sweep(dir: &Path, seeds: &str) {
+    long_sweep_grouped(dir, seeds, 1);
+}
+
+/// [`long_sweep`] with its seeds trained in groups of `group`.
+fn long_sweep_grouped(dir: &Path, seeds: &str, group: usize) {
     write_sweep(
         dir,
         "long.toml",
         &format!(
             r#"
 seeds = {seeds}
+group_seeds = {group}
 [set]
 "train.steps" = 600
 "train.checkpoint_every" = 20
@@ -171,5 +179,65 @@ fn two_runners_of_one_sweep_share_it_and_train_each_run_once() {
             .filter(|l| l.starts_with("$ ") && l.contains("train\""))
             .count();
         assert_eq!(trains, 1, "tiny-s{seed} was trained once:\n{log}");
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_seed_group_whose_train_is_killed_trains_again_as_the_group() {
+    // The reference: the group never interrupted.
+    let reference = tempfile::tempdir().unwrap();
+    long_sweep_grouped(reference.path(), "[0, 1]", 2);
+    let done = run_sweep(reference.path(), &["run", "long.toml", "--quiet"]);
+    assert!(done.status.success(), "{}", text(&done));
+
+    let dir = tempfile::tempdir().unwrap();
+    long_sweep_grouped(dir.path(), "[0, 1]", 2);
+    let out = dir.path().join("runs/long");
+    let mut runner = sweep_cmd(dir.path(), &["run", "long.toml", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut trains = vec![];
+    wait_for(
+        Duration::from_secs(120),
+        "the group training with checkpoints",
+        || {
+            trains = children_running(runner.id(), &["train"]);
+            trains.len() == 1
+                && has_checkpoint(&out.join("tiny-s0"))
+                && has_checkpoint(&out.join("tiny-s1"))
+        },
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-9", &trains[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The runner trains the group again (resumed together), then inspects both.
+    let finished = runner.wait().unwrap();
+    assert!(finished.success(), "the runner ended with {finished}");
+    for name in ["tiny-s0", "tiny-s1"] {
+        assert_eq!(
+            fs::read(out.join(name).join("model.safetensors")).unwrap(),
+            fs::read(
+                reference
+                    .path()
+                    .join("runs/long")
+                    .join(name)
+                    .join("model.safetensors")
+            )
+            .unwrap(),
+            "{name}: the faulted group's weights differ from the group's never interrupted"
+        );
+        let log = fs::read_to_string(out.join(format!("_sweep/logs/{name}.log"))).unwrap();
+        let trains: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with("$ ") && l.contains("\"train\""))
+            .collect();
+        assert!(
+            trains.len() >= 2 && trains.iter().all(|l| l.contains("--seeds")),
+            "{name} trained only with its group, twice:\n{log}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! find their parameters again) and `state.json`. Each directory is written under a
 //! temporary name and renamed into place, so a listed checkpoint is always complete.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -107,6 +108,20 @@ pub fn list(run: &RunDir) -> Vec<(usize, PathBuf)> {
         .collect();
     found.sort_by_key(|c| std::cmp::Reverse(c.0));
     found
+}
+
+/// The newest step at which every run of `runs` has a complete checkpoint, if any: where a
+/// seed group resumes together.
+pub fn newest_common<'a>(runs: impl Iterator<Item = &'a RunDir>) -> Option<usize> {
+    let mut common: Option<BTreeSet<usize>> = None;
+    for run in runs {
+        let steps: BTreeSet<usize> = list(run).into_iter().map(|(step, _)| step).collect();
+        common = Some(match common {
+            None => steps,
+            Some(before) => before.intersection(&steps).copied().collect(),
+        });
+    }
+    common?.last().copied()
 }
 
 /// Whether `dir` holds a complete checkpoint (its `state.json`, written last).

@@ -93,17 +93,38 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
     execute_claimed(run, context)
 }
 
-/// Brings the runs of `group` (one grid point, different seeds) to done: the ones that need
-/// training train together as one batched model (`train --seeds`: new and unfinished runs in
-/// one command, interrupted ones resumed in another), then each goes on alone (inspect) as
-/// [`execute`] takes it. A group of one is [`execute`]. Returns each run's attempt.
+/// Brings the runs of `group` (one grid point, different seeds) to done: while any needs
+/// training, the whole group trains together as one batched model ([`group_training`]), so
+/// that a fault never leaves a seed to train alone or in a smaller stack (whose numbers would
+/// differ in their last bits); then each goes on alone (inspect) as [`execute`] takes it. A
+/// group of one is [`execute`]. Returns each run's attempt.
 pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(PlannedRun, Attempt)> {
     if group.len() == 1 {
         return vec![(group[0].clone(), execute(&group[0], context))];
     }
     let out = context.out;
+    // The group is claimed whole first: two runners never split a group between them.
+    let _group_claim = match claim_group(out, &group[0]) {
+        Ok(Some(claim)) => claim,
+        Ok(None) => {
+            return group
+                .iter()
+                .map(|run| (run.clone(), Attempt::Busy("another sweep runner".into())))
+                .collect();
+        }
+        Err(error) => {
+            return group
+                .iter()
+                .map(|run| {
+                    (
+                        run.clone(),
+                        record_failure(&out.failure_path(run), error.clone()),
+                    )
+                })
+                .collect();
+        }
+    };
     let mut results = Vec::new();
-    // Claim every run first; a run another runner holds is skipped as busy.
     let mut claimed = Vec::new();
     for run in group {
         match claim(out, run) {
@@ -114,26 +135,39 @@ pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(Planned
             }
         }
     }
-    let mut fresh = Vec::new();
-    let mut resumed = Vec::new();
-    for (run, _) in &claimed {
-        match directory_state(out, run, context.inspect.enabled) {
-            RunState::NotStarted | RunState::Failed(_) | RunState::Unfinished => fresh.push(*run),
-            RunState::Interrupted => resumed.push(*run),
-            _ => {}
-        }
-    }
-    for (runs, mode) in [(fresh, "--force"), (resumed, "--resume")] {
-        if runs.len() < 2 || context.stop.requested().is_some() {
-            continue; // one run trains alone below, as execute would
+    // A child killed by a fault leaves the group to train again, at most three times here.
+    let runs: Vec<&PlannedRun> = claimed.iter().map(|(run, _)| *run).collect();
+    let mut plan = GroupPlan::Nothing;
+    for _ in 0..3 {
+        plan = if claimed.len() == group.len() {
+            group_training(&runs, context)
+        } else {
+            GroupPlan::Blocked("another sweep runner holds a run of its seed group".into())
+        };
+        let GroupPlan::Train(mode) = plan else {
+            break;
+        };
+        if context.stop.requested().is_some() {
+            break;
         }
         train_together(&runs, mode, context);
     }
-    // Each run on its own now: trained ones are inspected, the rest (a failed group, a run
-    // that was alone in its kind) go through execute's own steps, with their logs.
+    // Each run on its own now: trained ones are inspected. One still to train is never
+    // trained alone (its numbers would differ from its group's in the last bits): it waits
+    // for its group, or fails with the group's log.
     for (run, _claim) in claimed {
         let attempt = if context.stop.requested().is_some() {
             Attempt::Interrupted
+        } else if directory_state(out, run, context.inspect.enabled).needs_training() {
+            match &plan {
+                GroupPlan::Blocked(why) => Attempt::Busy(why.clone()),
+                _ => record_failure(
+                    &out.failure_path(run),
+                    "its seed group trained together (train --seeds) did not finish it; see \
+                     its log"
+                        .to_string(),
+                ),
+            }
         } else {
             execute_claimed(run, context)
         };
@@ -141,6 +175,56 @@ pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(Planned
     }
     results.sort_by_key(|(run, _)| run.index);
     results
+}
+
+/// What a seed group's runs need of `train --seeds`.
+#[derive(Debug, Clone, PartialEq)]
+enum GroupPlan {
+    /// No run needs training.
+    Nothing,
+    /// A run is held elsewhere or in conflict: the group cannot train now.
+    Blocked(String),
+    /// The whole group trains with this mode.
+    Train(&'static str),
+}
+
+/// How the whole group trains now, if any of its runs needs training: `--resume` from the
+/// newest step every run has a checkpoint of (finished runs too: they train from there to
+/// the same result again), `--force` from the start when there is no such step or a run's
+/// own files are damaged beyond its final weights (a checkpoint does not restore what was
+/// written before it).
+fn group_training(runs: &[&PlannedRun], context: &RunContext) -> GroupPlan {
+    let out = context.out;
+    let mut needs_training = false;
+    let mut fresh_start = false;
+    for run in runs {
+        match directory_state(out, run, context.inspect.enabled) {
+            RunState::Running(holder) => return GroupPlan::Blocked(holder),
+            RunState::Conflict(why) => {
+                return GroupPlan::Blocked(format!("a run of its seed group: {why}"));
+            }
+            RunState::Damaged(damaged) if damaged.part == Part::Run => {
+                needs_training = true;
+                fresh_start |= !damaged.only_final_weights();
+            }
+            state => needs_training |= state.needs_training(),
+        }
+    }
+    if !needs_training {
+        return GroupPlan::Nothing;
+    }
+    let dirs: Vec<run::RunDir> = runs
+        .iter()
+        .filter_map(|run| run::RunDir::open(&out.run_dir(run)).ok())
+        .collect();
+    let common = (dirs.len() == runs.len())
+        .then(|| run::checkpoint::newest_common(dirs.iter()))
+        .flatten();
+    GroupPlan::Train(if common.is_some() && !fresh_start {
+        "--resume"
+    } else {
+        "--force"
+    })
 }
 
 /// `train --seeds` for `runs` (one grid point) with `mode` (`--force` or `--resume`), its
@@ -355,7 +439,19 @@ fn wait_forwarding_stop(child: &mut Child, stop: &StopSignal) -> io::Result<Exit
 /// Takes the claim on `run` (`_sweep/claims/NAME.lock`): `None` when another process holds
 /// it. The claim lasts as long as the returned file is open, and no longer than this process.
 fn claim(out: &SweepOut, run: &PlannedRun) -> Result<Option<File>, String> {
-    let path = out.claim_path(run);
+    lock_claim(out.claim_path(run))
+}
+
+/// The claim of the group whose first run is `first` (`_sweep/claims/groups/NAME.lock`),
+/// taken before its runs' own.
+fn claim_group(out: &SweepOut, first: &PlannedRun) -> Result<Option<File>, String> {
+    let run_claim = out.claim_path(first);
+    let dir = run_claim.parent().unwrap_or(Path::new(".")).join("groups");
+    lock_claim(dir.join(format!("{}.lock", first.name)))
+}
+
+/// Takes the advisory lock at `path`: the file, or none when another process holds it.
+fn lock_claim(path: PathBuf) -> Result<Option<File>, String> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;

@@ -88,8 +88,9 @@ pub fn run_pool(
     summary
 }
 
-/// The runs of `sweep` still to do, in groups that train together ([`Sweep::groups`]), in
-/// order; the done ones are counted in `summary`.
+/// The groups of `sweep` with a run still to do ([`Sweep::groups`]), in order, each whole:
+/// a group trains again as the group it was (its done runs too, when one of them must), so
+/// its numbers are the group's. Groups with nothing to do are counted in `summary`.
 fn unfinished_runs(
     sweep: &Sweep,
     out: &SweepOut,
@@ -97,16 +98,16 @@ fn unfinished_runs(
 ) -> VecDeque<Vec<PlannedRun>> {
     let mut queue = VecDeque::new();
     for group in sweep.groups() {
-        let mut left = Vec::new();
-        for run in group {
-            if run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done {
-                summary.already_done += 1;
-            } else {
-                left.push(run.clone());
-            }
-        }
-        if !left.is_empty() {
-            queue.push_back(left);
+        let done = group
+            .iter()
+            .filter(|run| {
+                run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done
+            })
+            .count();
+        if done == group.len() {
+            summary.already_done += done;
+        } else {
+            queue.push_back(group.into_iter().cloned().collect());
         }
     }
     queue

@@ -158,6 +158,21 @@ impl RunState {
         }
     }
 
+    /// Whether the run needs `train` (rather than `inspect` or nothing): not started,
+    /// interrupted, failed, or its own files damaged.
+    pub fn needs_training(&self) -> bool {
+        match self {
+            RunState::NotStarted
+            | RunState::Unfinished
+            | RunState::Interrupted
+            | RunState::Failed(_) => true,
+            RunState::Damaged(damaged) => damaged.part == Part::Run,
+            RunState::Trained | RunState::Done | RunState::Running(_) | RunState::Conflict(_) => {
+                false
+            }
+        }
+    }
+
     /// Whether `sweep run` and `sweep submit` have work to do on the run.
     pub fn needs_work(&self) -> bool {
         matches!(

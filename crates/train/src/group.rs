@@ -12,8 +12,11 @@
 //! A seed that reaches its target accuracy writes its run and leaves the stack, which is
 //! rebuilt from the others (its model and optimizer state sliced out), so no work is spent
 //! on it afterwards. A seed whose loss stops being finite fails alone; the others go on. A
-//! signal or `--stop-at` checkpoints every seed, and `--resume` continues each from its own
-//! newest checkpoint: seeds at different steps train as separate stacks, one after another.
+//! signal or `--stop-at` checkpoints every seed, and `--resume` continues the group from the
+//! newest step every seed has a checkpoint of (a finished seed too), so a group resumed after
+//! a fault computes what the group uninterrupted computed. Seeds with no common checkpoint
+//! continue each from its own newest one, at different steps as separate stacks, one after
+//! another.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -32,6 +35,7 @@ use crate::trainer::{
     optimizer, stop_requested,
 };
 use run::backend::BackendKind;
+use run::checkpoint;
 use run::config::ResolvedRun;
 use run::metrics::MetricsRecord;
 use run::stop::StopSignal;
@@ -81,10 +85,17 @@ pub fn train_group(
             .num_threads(threads)
             .build_global();
     }
+    // Resumed, the group goes on from the newest step every run has a checkpoint of: runs
+    // that went on alone (a fault, a seed left over) rejoin the group at that step, so the
+    // group's numbers are those of one that was never interrupted.
+    let common_step = options
+        .resume
+        .then(|| checkpoint::newest_common(claimed.iter().map(|(dir, _)| dir)))
+        .flatten();
     let mut members = Vec::with_capacity(runs.len());
     for (run, (dir, _)) in runs.iter().zip(&claimed) {
         members.push(Member {
-            trainer: Trainer::start(run, dir, options.resume, device.clone())?,
+            trainer: Trainer::start(run, dir, options.resume, common_step, device.clone())?,
             ended: None,
             error: None,
         });

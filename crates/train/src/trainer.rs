@@ -196,7 +196,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
             .num_threads(threads)
             .build_global();
     }
-    let mut trainer = Trainer::start(run, &dir, options.resume, device)?;
+    let mut trainer = Trainer::start(run, &dir, options.resume, None, device)?;
     let mut display = Display::new(options.progress, train.steps, trainer.step);
     // A run resumed from the checkpoint of the evaluation that reached the target (killed
     // before model.safetensors was written) must not train on.
@@ -345,12 +345,14 @@ pub(crate) struct Trainer<'a> {
 }
 
 impl<'a> Trainer<'a> {
-    /// A fresh model, or for `resume` the newest checkpoint that loads; the metrics log cut
-    /// back to the checkpoint; the step-0 snapshot of a new run.
+    /// A fresh model, or for `resume` the newest checkpoint that loads (of at most step
+    /// `resume_at_most`, when given: a seed group resumes from the newest step all its runs
+    /// have); the metrics log cut back to the checkpoint; the step-0 snapshot of a new run.
     pub(crate) fn start(
         run: &'a ResolvedRun,
         dir: &'a RunDir,
         resume: bool,
+        resume_at_most: Option<usize>,
         device: Device,
     ) -> Result<Self, TrainError> {
         let config = &run.config;
@@ -362,7 +364,8 @@ impl<'a> Trainer<'a> {
             .expect("the model config was validated when the run was resolved");
         let optim = optimizer(config);
         let (model, optim, state) = if resume {
-            let (model, optim, state) = load_newest_checkpoint(dir, config, model, optim)?;
+            let (model, optim, state) =
+                load_newest_checkpoint(dir, config, model, optim, resume_at_most)?;
             (model, optim, Some(state))
         } else {
             (model, optim, None)
@@ -544,9 +547,13 @@ fn load_newest_checkpoint(
     config: &RunConfig,
     model: Encoder,
     optim: ModuleOptimizer,
+    at_most: Option<usize>,
 ) -> Result<(Encoder, ModuleOptimizer, CheckpointState), TrainError> {
     let mut newest_error = None;
-    for (step, path) in checkpoint::list(dir) {
+    let checkpoints = checkpoint::list(dir)
+        .into_iter()
+        .filter(|(step, _)| at_most.is_none_or(|limit| *step <= limit));
+    for (step, path) in checkpoints {
         match checkpoint::load(dir, step, config.train.steps, model.clone(), optim.clone()) {
             Ok(loaded) => {
                 if let Some(error) = &newest_error {
