@@ -34,6 +34,7 @@ use crate::trainer::{
     DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
     optimizer, stop_requested,
 };
+use run::RunDir;
 use run::backend::BackendKind;
 use run::checkpoint;
 use run::config::ResolvedRun;
@@ -85,28 +86,8 @@ pub fn train_group(
             .num_threads(threads)
             .build_global();
     }
-    // Resumed, the group goes on from the newest step every run has a checkpoint of: runs
-    // that went on alone (a fault, a seed left over) rejoin the group at that step, so the
-    // group's numbers are those of one that was never interrupted.
-    let common_step = options
-        .resume
-        .then(|| checkpoint::newest_common(claimed.iter().map(|(dir, _)| dir)))
-        .flatten();
-    let mut members = Vec::with_capacity(runs.len());
-    for (run, (dir, _)) in runs.iter().zip(&claimed) {
-        members.push(Member {
-            trainer: Trainer::start(run, dir, options.resume, common_step, device.clone())?,
-            ended: None,
-            error: None,
-        });
-    }
-    // A run resumed from the checkpoint of the evaluation that reached its target must not
-    // train on; the others train in stacks of runs at the same step.
-    for member in &mut members {
-        if member.trainer.target_reached() {
-            member.ended = Some(Outcome::TargetReached);
-        }
-    }
+    let dirs: Vec<&RunDir> = claimed.iter().map(|(dir, _)| dir).collect();
+    let mut members = start_members(runs, &dirs, options.resume, &device)?;
     let mut by_step: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (index, member) in members.iter().enumerate() {
         if member.ended.is_none() && member.trainer.step < first.train.steps {
@@ -144,6 +125,32 @@ pub fn train_group(
             })
         })
         .collect())
+}
+
+/// Each run's trainer, new or resumed. Resumed, the group goes on from the newest step every
+/// run has a checkpoint of: runs that went on alone (a fault, a seed left over) rejoin the
+/// group at that step, so the group's numbers are those of one never interrupted. A run
+/// resumed from the checkpoint of the evaluation that reached its target does not train on.
+fn start_members<'a>(
+    runs: &'a [ResolvedRun],
+    dirs: &[&'a RunDir],
+    resume: bool,
+    device: &Device,
+) -> Result<Vec<Member<'a>>, TrainError> {
+    let common_step = resume
+        .then(|| checkpoint::newest_common(dirs.iter().copied()))
+        .flatten();
+    let mut members = Vec::with_capacity(runs.len());
+    for (run, dir) in runs.iter().zip(dirs) {
+        let trainer = Trainer::start(run, dir, resume, common_step, device.clone())?;
+        let ended = trainer.target_reached().then_some(Outcome::TargetReached);
+        members.push(Member {
+            trainer,
+            ended,
+            error: None,
+        });
+    }
+    Ok(members)
 }
 
 /// Refuses runs that differ in anything but their seed (they cannot share a stack).
