@@ -90,20 +90,15 @@ pub struct Cli {
     accuracy_child: bool,
 }
 
-/// Runs `headlab bench` as `cli` says. Call it from `main`'s thread before any other thread
+/// Runs `headlab bench` as `cli` says: the exit status, or the error for `headlab`'s `main`
+/// to print. Call it from `main`'s thread before any other thread
 /// starts: with wgpu it sets an environment variable.
-pub fn main(cli: Cli) -> ExitCode {
+pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
     if cli.backends.contains(&BackendKind::Wgpu) {
         // Before any thread starts; the cases' child processes inherit it.
         run::cli::give_graphics_a_runtime_dir();
     }
-    match run(cli) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run(cli)
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     };
     // Each subcommand's `main` runs on this thread before any other thread exists, as they
     // require (train and bench may set an environment variable for the graphics stack).
-    match cli.command {
+    let result = match cli.command {
         Command::Train(args) => train::cli::main(args),
         Command::Inspect(args) => inspect::cli::inspect::main(args),
         Command::Compare(args) => inspect::cli::compare::main(args),
@@ -61,7 +61,12 @@ fn main() -> ExitCode {
                 "headlab",
                 &mut std::io::stdout(),
             );
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-    }
+    };
+    // Every subcommand's error ends here: one line (its chain joined), status 1.
+    result.unwrap_or_else(|error| {
+        eprintln!("error: {error:#}");
+        ExitCode::FAILURE
+    })
 }

@@ -716,10 +716,7 @@ fn quote_name(name: &str) -> String {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::manifest::hex(&Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -282,11 +282,7 @@ impl<'a> Weights<'a> {
                 view.shape()
             )));
         }
-        let values: Vec<f32> = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let values = crate::tensor_file::f32_values(&view);
         Ok(Tensor::from_data(
             TensorData::new(values, shape.to_vec()),
             self.device,

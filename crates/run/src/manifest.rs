@@ -195,12 +195,12 @@ fn hash_file(path: &PathBuf) -> io::Result<(u64, String)> {
         hasher.update(&buffer[..read]);
         total += read as u64;
     }
-    let hex = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok((total, hex))
+    Ok((total, hex(&hasher.finalize())))
+}
+
+/// `bytes` as lowercase hex, the form every SHA-256 of headlab is written in.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -92,6 +92,15 @@ pub fn write_tensors(
     })
 }
 
+/// The values of an F32 tensor of a safetensors file (little-endian, row-major); the caller
+/// has checked its dtype.
+pub fn f32_values(view: &TensorView) -> Vec<f32> {
+    view.data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
 /// Reads every tensor of a safetensors file of f32 tensors.
 pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorFileError> {
     let bytes = std::fs::read(path).map_err(|source| TensorFileError::Io {
@@ -111,11 +120,7 @@ pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorF
                 view.dtype()
             )));
         }
-        let values = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let values = f32_values(&view);
         tensors.insert(
             name,
             HostTensor {

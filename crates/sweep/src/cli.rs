@@ -108,15 +108,10 @@ enum Command {
     },
 }
 
-/// Runs `headlab sweep` as `args` say.
-pub fn main(args: Args) -> ExitCode {
-    match run(args.command) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+/// Runs `headlab sweep` as `args` say: the exit status, or the error for `headlab`'s `main`
+/// to print.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    run(args.command)
 }
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {

@@ -251,12 +251,18 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
         };
     }
     if inspect {
+        // The report's manifest read once: damaged, not sealed yet, or complete.
         let report = ReportDir::of_run(&dir);
-        if let Some(damaged) = damaged_part(report.root(), Part::Report, Depth::Sizes) {
-            return RunState::Damaged(damaged);
-        }
-        if !report.is_complete() {
-            return RunState::Trained;
+        match report.verify(Depth::Sizes) {
+            Verdict::Damaged(damages) => {
+                return RunState::Damaged(Damaged {
+                    part: Part::Report,
+                    damages,
+                });
+            }
+            Verdict::Unsealed => return RunState::Trained,
+            Verdict::Intact if !report.has_every_report_file() => return RunState::Trained,
+            Verdict::Intact => {}
         }
     }
     // Damage found by reading every byte (`verify`, `report`): checked again to the byte,

@@ -51,19 +51,10 @@ pub struct Args {
     quiet: bool,
 }
 
-/// Runs `headlab train` as `args` say. Call it from `main`'s thread before any other thread
-/// starts: it may set an environment variable ([`pin_default_device`]).
-pub fn main(args: Args) -> ExitCode {
-    match run(args) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Runs `headlab train` as `args` say: the exit status, or the error for `headlab`'s `main`
+/// to print. Call it from `main`'s thread before any other thread starts: it may set an
+/// environment variable ([`pin_default_device`]).
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let args = run_dir_in_config_place(args)?;
     let mut config = RunConfig::load(&args.config, &args.overrides)?;
     if let Some(backend) = args.backend {

@@ -31,16 +31,10 @@ pub struct Args {
     svg: bool,
 }
 
-/// Runs `headlab compare` as `args` say: errors from the runs exit with 1 (usage errors,
-/// clap's, with 2 before this is called).
-pub fn main(args: Args) -> ExitCode {
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+/// Runs `headlab compare` as `args` say: the exit status, or the error for `headlab`'s `main`
+/// to print (usage errors, clap's, exit with 2 before this is called).
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    run(args).map(|()| ExitCode::SUCCESS)
 }
 
 fn run(args: Args) -> anyhow::Result<()> {

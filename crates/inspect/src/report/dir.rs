@@ -560,11 +560,15 @@ impl ReportDir {
     /// Whether the report is complete: sealed by `inspect` (which seals last), every sealed
     /// file there at its size, and every file every report has among them.
     pub fn is_complete(&self) -> bool {
-        self.verify(Depth::Sizes) == Verdict::Intact
-            && FILES
-                .iter()
-                .filter(|f| f.presence == Presence::Always)
-                .all(|f| self.path(f.name).is_file())
+        self.verify(Depth::Sizes) == Verdict::Intact && self.has_every_report_file()
+    }
+
+    /// Whether every file every report has is there (what a sealed report must also hold).
+    pub fn has_every_report_file(&self) -> bool {
+        FILES
+            .iter()
+            .filter(|f| f.presence == Presence::Always)
+            .all(|f| self.path(f.name).is_file())
     }
 
     /// The files a report of a run like `contents` should hold but this one lacks.
