@@ -5,6 +5,9 @@ Writes, under crates/model/tests/fixtures/ (committed, so CI needs no PyTorch):
 
   bert/NAME/config.json, model.safetensors   random tiny BertModel / BertForMaskedLM
                                              checkpoints, as `save_pretrained` writes them
+  bert/NAME/tokenizer.json                   a WordPiece tokenizer of the fixtures' 60 pieces
+                                             (TOKENIZER_VOCAB; BERT's normaliser, pre-tokenizer
+                                             and [CLS] ... [SEP] template), as tokenizers saves it
   bert/NAME/reference.safetensors            fixed inputs (input_ids, token_type_ids,
                                              attention_mask, int64) and the reference's
                                              outputs, float32: hidden_states.I (the
@@ -53,6 +56,17 @@ RANDOM_MODELS = [
      3, 8, 2),
 ]
 VOCAB = 60
+# The fixtures' WordPiece vocabulary, VOCAB pieces: BERT's five special tokens, words of the
+# grammar task, and continuation pieces, so that "barked" splits as "bark ##ed" and a word of
+# several pieces can be tested.
+TOKENIZER_VOCAB = (
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    + "the a dog cat man woman child horse sees chases likes sleeps runs who that near on "
+      "in under big small old red happy bark park farm ##er ##s ##ed ##ing ##ly quick "
+      "teacher gives book to and by walk ##ow fox ball letter read long mat sat he she it "
+      ". , ? play".split()
+)
+assert len(TOKENIZER_VOCAB) == VOCAB, len(TOKENIZER_VOCAB)
 MAX_POSITIONS = 16
 
 # Sentences for all-MiniLM-L6-v2: the grammar task's kind of English, and ordinary text.
@@ -127,7 +141,17 @@ def random_model(name, kind, overrides, batch, seq, padded, out):
     if kind == "BertForMaskedLM":
         tensors["logits"] = result.logits.float().contiguous()
     save_file(tensors, str(folder / "reference.safetensors"))
+    fixture_tokenizer(folder)
     print(f"wrote {folder} ({kind}, {sum(p.numel() for p in model.parameters())} parameters)")
+
+
+def fixture_tokenizer(folder):
+    """Writes folder/tokenizer.json: BERT's uncased WordPiece over TOKENIZER_VOCAB."""
+    from tokenizers import BertWordPieceTokenizer
+
+    vocab = {piece: i for i, piece in enumerate(TOKENIZER_VOCAB)}
+    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
+    tokenizer.save(str(folder / "tokenizer.json"))
 
 
 def minilm(out):

@@ -28,6 +28,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Train(train::cli::Args),
+    Import(run::import::cli::Args),
     Inspect(inspect::cli::inspect::Args),
     Compare(inspect::cli::compare::Args),
     Sweep(sweep::cli::Args),
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
     // require (train and bench may set an environment variable for the graphics stack).
     let result = match cli.command {
         Command::Train(args) => train::cli::main(args),
+        Command::Import(args) => run::import::cli::main(args),
         Command::Inspect(args) => inspect::cli::inspect::main(args),
         Command::Compare(args) => inspect::cli::compare::main(args),
         Command::Sweep(args) => sweep::cli::main(args),

@@ -8,8 +8,9 @@ mod headlab;
 
 use std::process::Command;
 
-const SUBCOMMANDS: [&str; 6] = [
+const SUBCOMMANDS: [&str; 7] = [
     "train",
+    "import",
     "inspect",
     "compare",
     "sweep",

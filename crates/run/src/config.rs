@@ -31,6 +31,34 @@ pub struct RunConfig {
     /// The optimisation.
     #[serde(default)]
     pub train: TrainConfig,
+    /// Where an imported model came from (`headlab import`); `None` for a model headlab
+    /// trains. Written by the import, never by hand: `train` refuses a config that has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportRecord>,
+}
+
+/// The `[import]` section of an imported run's `config.toml`: the checkpoint it was made
+/// from, with the hashes of the files read, and the sizes the model takes from it (an
+/// imported model's vocabulary and positions are the checkpoint's, not the task's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportRecord {
+    /// The format read: "huggingface-bert".
+    pub format: String,
+    /// The class the checkpoint was saved from: "BertModel" or "BertForMaskedLM".
+    pub architecture: String,
+    /// The checkpoint directory's canonical path when it was imported.
+    pub source: PathBuf,
+    /// SHA-256 of its `config.json`.
+    pub config_sha256: String,
+    /// SHA-256 of its `model.safetensors`.
+    pub weights_sha256: String,
+    /// SHA-256 of its `tokenizer.json`, copied into the run as `tokenizer.json`.
+    pub tokenizer_sha256: String,
+    /// Word pieces (the embeddings' rows, the tokenizer's vocabulary).
+    pub vocab_size: usize,
+    /// Learned positions: the longest sequence the model reads.
+    pub max_positions: usize,
 }
 
 /// Learning-rate schedule after warmup.
@@ -206,6 +234,17 @@ pub enum ConfigError {
         /// Why (not a `source`, so the chain does not repeat it).
         error: model::ConfigError,
     },
+    /// An imported checkpoint given to `train`.
+    #[error(
+        "{path} is an imported model (from {checkpoint}, by headlab import): headlab trains only \
+         models it initialises itself; inspect it with `headlab inspect RUN`"
+    )]
+    Imported {
+        /// The config file.
+        path: PathBuf,
+        /// The checkpoint it was imported from.
+        checkpoint: PathBuf,
+    },
 }
 
 /// A loaded config with the task it describes, checked end to end.
@@ -317,14 +356,28 @@ impl RunConfig {
                 path: path.to_path_buf(),
                 error,
             })?;
-        let io = EncoderIo {
-            vocab_size: task.input_vocab(),
-            n_outputs: task.output_vocab(),
-            max_seq_len: task.seq_len(),
+        // An imported model's sizes are its checkpoint's; a trained one's, its task's.
+        let io = match &self.import {
+            Some(import) => EncoderIo {
+                vocab_size: import.vocab_size,
+                n_outputs: import.vocab_size,
+                max_seq_len: import.max_positions,
+            },
+            None => EncoderIo {
+                vocab_size: task.input_vocab(),
+                n_outputs: task.output_vocab(),
+                max_seq_len: task.seq_len(),
+            },
         };
         // Sizes first: the model's checks list the divisors of d_model by trial division,
         // which takes minutes for an absurd d_model that this check refuses at once.
-        if let Some((what, values)) = largest_tensor_over_limit(&self, &task, &io) {
+        // Training's tensors bound a trained run; an imported one is never trained (its size
+        // was bounded by the import, its probes are bounded by inspect).
+        let over_limit = match self.import {
+            None => largest_tensor_over_limit(&self, &task, &io),
+            Some(_) => None,
+        };
+        if let Some((what, values)) = over_limit {
             return Err(ConfigError::TooLarge {
                 path: path.to_path_buf(),
                 what,
@@ -339,7 +392,7 @@ impl RunConfig {
             })?;
         // A trained model's head is one linear layer: inspect's direct logit attribution
         // reads it as linear. BERT's prediction transform is for imported checkpoints.
-        if self.model.output_transform {
+        if self.model.output_transform && self.import.is_none() {
             return Err(ConfigError::Model {
                 path: path.to_path_buf(),
                 error: model::ConfigError::OutOfRange {
@@ -355,6 +408,20 @@ impl RunConfig {
             task,
             io,
         })
+    }
+}
+
+impl ResolvedRun {
+    /// Refuses a run headlab cannot train: an imported checkpoint (`train` initialises its
+    /// own models; fine-tuning an import is not part of headlab). `path` names the config.
+    pub fn check_trainable(&self, path: &Path) -> Result<(), ConfigError> {
+        match &self.config.import {
+            None => Ok(()),
+            Some(import) => Err(ConfigError::Imported {
+                path: path.to_path_buf(),
+                checkpoint: import.source.clone(),
+            }),
+        }
     }
 }
 

@@ -44,6 +44,8 @@ const LOCK: &str = ".lock";
 const CONFIG: &str = "config.toml";
 const DATASET: &str = "dataset.jsonl";
 const VOCAB: &str = "vocab.txt";
+/// An imported model's tokenizer (`headlab import`), copied from its checkpoint.
+const TOKENIZER: &str = "tokenizer.json";
 const METRICS: &str = "metrics.jsonl";
 const CHECKPOINTS: &str = "checkpoints";
 const SNAPSHOTS: &str = "snapshots";
@@ -55,11 +57,12 @@ pub const REPORT: &str = "inspect";
 /// Every name headlab writes at the top of a run directory: what `--force` may delete.
 /// The lock is not among them: it must outlive the deletion it guards. Removed last to first:
 /// the manifest first (the run stops counting as complete), the marker last.
-const LAYOUT: [&str; 10] = [
+const LAYOUT: [&str; 11] = [
     MARKER,
     CONFIG,
     DATASET,
     VOCAB,
+    TOKENIZER,
     METRICS,
     CHECKPOINTS,
     SNAPSHOTS,
@@ -319,7 +322,12 @@ impl RunDir {
         if let Some((_, bytes)) = &dataset {
             dir.write(&dir.dataset_path(), bytes)?;
         }
-        if let Some(names) = run.task.token_names() {
+        // An imported model's vocabulary is its tokenizer's, which the import writes.
+        if let Some(names) = run
+            .task
+            .token_names()
+            .filter(|_| run.config.import.is_none())
+        {
             // One token per line, as BERT's vocab.txt: names are words, never line breaks.
             let text: String = names.iter().map(|name| format!("{name}\n")).collect();
             dir.write(&dir.vocab_path(), text.as_bytes())?;
@@ -502,6 +510,11 @@ impl RunDir {
     pub fn vocab_path(&self) -> PathBuf {
         self.root.join(VOCAB)
     }
+
+    /// An imported model's `tokenizer.json`.
+    pub fn tokenizer_path(&self) -> PathBuf {
+        self.root.join(TOKENIZER)
+    }
     /// `metrics.jsonl`.
     pub fn metrics_path(&self) -> PathBuf {
         self.root.join(METRICS)
@@ -541,11 +554,19 @@ impl RunDir {
     /// `metrics.jsonl`, `model.safetensors` and every snapshot. Call it after the final weights
     /// are written; until then the run is not complete.
     pub fn seal(&self) -> Result<(), RunDirError> {
-        let mut files: Vec<String> = [MARKER, CONFIG, DATASET, VOCAB, METRICS, FINAL_WEIGHTS]
-            .into_iter()
-            .filter(|name| self.root.join(name).is_file())
-            .map(String::from)
-            .collect();
+        let mut files: Vec<String> = [
+            MARKER,
+            CONFIG,
+            DATASET,
+            VOCAB,
+            TOKENIZER,
+            METRICS,
+            FINAL_WEIGHTS,
+        ]
+        .into_iter()
+        .filter(|name| self.root.join(name).is_file())
+        .map(String::from)
+        .collect();
         let snapshots = self.snapshots_dir();
         if snapshots.is_dir() {
             let mut names = vec![];

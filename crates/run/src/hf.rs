@@ -102,6 +102,11 @@ fn default_epsilon() -> f64 {
     1e-12
 }
 
+/// The largest `model.safetensors` read, checked before reading it: 4 GiB, room for
+/// BERT-large (1.3 GB in float32) and then some. Also the bound on the parameters
+/// `config.json` describes, checked before the model is allocated.
+pub const MAX_CHECKPOINT_BYTES: u64 = 4 << 30;
+
 /// The most of any one size an import accepts before allocating: BERT-large is 1024 wide
 /// with 24 layers, 16 heads, 4096 feed-forward units and 30522 word pieces.
 const MAX_SIZE: usize = 1 << 20;
@@ -159,6 +164,13 @@ impl BertConfig {
                 return Err(format!("{name} = {value} is out of range: 1 to {MAX_SIZE}"));
             }
         }
+        if self.parameter_bytes() > MAX_CHECKPOINT_BYTES as u128 {
+            return Err(format!(
+                "describes {:.1} GiB of float32 parameters, over the {} GiB headlab imports",
+                self.parameter_bytes() as f64 / (1u64 << 30) as f64,
+                MAX_CHECKPOINT_BYTES >> 30
+            ));
+        }
         if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
@@ -166,6 +178,34 @@ impl BertConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Bytes of the float32 parameters this config describes (saturating): embeddings,
+    /// every block, the masked-LM transform and bias where the checkpoint has them.
+    pub fn parameter_bytes(&self) -> u128 {
+        let [d, ff, vocab] =
+            [self.hidden_size, self.intermediate_size, self.vocab_size].map(|size| size as u128);
+        let embeddings =
+            (vocab + self.max_position_embeddings as u128 + self.type_vocab_size as u128 + 2) * d;
+        // q, k, v and output projections with biases, two norms, the feed-forward pair.
+        let block = 4 * (d * d + d) + 4 * d + (d * ff + ff) + (ff * d + d);
+        let head = match self.is_masked_lm() {
+            true => d * d + 3 * d + vocab,
+            false => 0,
+        };
+        (embeddings + self.num_hidden_layers as u128 * block + head).saturating_mul(4)
+    }
+
+    /// The class the checkpoint was saved from, as `architectures` names it: `BertModel`
+    /// when it names none.
+    pub fn architecture(&self) -> &str {
+        match self.is_masked_lm() {
+            true => "BertForMaskedLM",
+            false => self
+                .architectures
+                .first()
+                .map_or("BertModel", String::as_str),
+        }
     }
 
     /// Whether the checkpoint is a `BertForMaskedLM` (it keeps its prediction head).
@@ -205,10 +245,22 @@ impl BertConfig {
 pub fn load_bert(dir: &Path, device: &Device) -> Result<(Encoder, BertConfig), HfError> {
     let config = BertConfig::read(dir)?;
     let path = dir.join("model.safetensors");
-    let bytes = std::fs::read(&path).map_err(|source| HfError::Io {
+    let io_error = |source| HfError::Io {
         path: path.clone(),
         source,
-    })?;
+    };
+    let size = std::fs::metadata(&path).map_err(io_error)?.len();
+    if size > MAX_CHECKPOINT_BYTES {
+        return Err(HfError::Weights {
+            path,
+            message: format!(
+                "is {:.1} GiB, over the {} GiB headlab imports",
+                size as f64 / (1u64 << 30) as f64,
+                MAX_CHECKPOINT_BYTES >> 30
+            ),
+        });
+    }
+    let bytes = std::fs::read(&path).map_err(io_error)?;
     let weights = Weights::parse(&bytes, &path, device)?;
     let (encoder_config, io) = config.encoder();
     let mut encoder = encoder_config

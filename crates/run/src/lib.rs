@@ -13,7 +13,9 @@
 //! - [`snapshot`], [`weights`]: per-head weights under stable names; `model.safetensors`.
 //! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout.
 //! - [`checkpoint`]: `checkpoints/step-N/`, written whole or not at all.
-//! - [`hf`]: a Hugging Face BERT checkpoint opened as a headlab encoder.
+//! - [`hf`], [`tokenizer`]: a Hugging Face BERT checkpoint opened as a headlab encoder; its
+//!   `tokenizer.json`, words to word pieces.
+//! - [`import`]: `headlab import`, a checkpoint made into a run directory.
 //! - [`stop`], [`cli`]: a signal as a clean stop; the conventions every binary shares.
 //!
 //! A new file in the run directory gets its name in [`dir`] (the one owner of the layout)
@@ -26,12 +28,14 @@ pub mod cli;
 pub mod config;
 pub mod dir;
 pub mod hf;
+pub mod import;
 pub mod manifest;
 pub mod metrics;
 pub mod name;
 pub mod snapshot;
 pub mod stop;
 pub mod tensor_file;
+pub mod tokenizer;
 pub mod weights;
 
 pub use backend::{BackendKind, WgpuAdapter, wgpu_adapter};

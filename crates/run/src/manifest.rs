@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -182,7 +182,7 @@ fn check_file(root: &Path, name: &str, record: &FileRecord, depth: Depth) -> Opt
 }
 
 /// Size and SHA-256 (lowercase hex) of the file at `path`, read in blocks.
-fn hash_file(path: &PathBuf) -> io::Result<(u64, String)> {
+pub fn hash_file(path: &Path) -> io::Result<(u64, String)> {
     let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];

@@ -11,8 +11,13 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use model::{AttentionMask, EncoderInput};
+use run::RunDir;
 use run::hf::{BertConfig, HfError, load_bert};
+use run::import::{ImportRequest, import};
+use run::manifest::{Depth, Verdict};
 use run::tensor_file::HostTensor;
+use run::tokenizer::WordPieces;
+use run::weights;
 use safetensors::{Dtype, SafeTensors};
 
 fn fixtures() -> PathBuf {
@@ -293,4 +298,105 @@ fn all_minilm_l6_v2_matches_transformers_and_sentence_transformers() {
         "all-MiniLM-L6-v2: last hidden states within {worst:e} of transformers', lowest \
          cosine with sentence-transformers {lowest_cosine:.9}"
     );
+}
+
+#[test]
+fn an_imported_run_holds_the_model_transformers_ran() {
+    let device = Device::flex();
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["one-layer", "three-layers-mlm", "padded"] {
+        let checkpoint = fixtures().join("bert").join(name);
+        let out = tmp.path().join(name);
+        let imported = import(&ImportRequest {
+            checkpoint: checkpoint.clone(),
+            out: Some(out.clone()),
+            name: None,
+            force: false,
+        })
+        .unwrap();
+        assert_eq!(imported.dir.root(), out);
+
+        // Read back as inspect reads any run: the directory, its config, its weights.
+        let dir = RunDir::open(&out).unwrap();
+        assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
+        let run = dir.resolve().unwrap();
+        assert_eq!(
+            run.config.name, name,
+            "named after the checkpoint directory"
+        );
+        let record = run.config.import.as_ref().unwrap();
+        let sha = |file: &str| run::dir::sha256_hex(&std::fs::read(checkpoint.join(file)).unwrap());
+        assert_eq!(record.config_sha256, sha("config.json"));
+        assert_eq!(record.weights_sha256, sha("model.safetensors"));
+        assert_eq!(record.tokenizer_sha256, sha("tokenizer.json"));
+        assert_eq!(
+            record.source,
+            std::fs::canonicalize(&checkpoint).unwrap(),
+            "{name}"
+        );
+        assert_eq!((record.vocab_size, record.max_positions), (60, 16));
+        assert_eq!(
+            std::fs::read(dir.tokenizer_path()).unwrap(),
+            std::fs::read(checkpoint.join("tokenizer.json")).unwrap()
+        );
+        let vocab = std::fs::read_to_string(dir.vocab_path()).unwrap();
+        let pieces: Vec<&str> = vocab.lines().collect();
+        assert_eq!((pieces.len(), pieces[2], pieces[32]), (60, "[CLS]", "##er"));
+
+        let fresh = run.config.model.init(&run.io, &device).unwrap();
+        let model = weights::load(&dir.final_weights_path(), fresh).unwrap();
+        let reference = read_reference(&checkpoint.join("reference.safetensors"));
+        let (logits, cache) = model.forward_with_cache(reference.input(&device));
+        for (layer, record) in cache.layers.iter().enumerate() {
+            for (got, key) in [
+                (
+                    HostTensor::of(record.resid_post.clone()),
+                    format!("hidden_states.{}", layer + 1),
+                ),
+                (
+                    HostTensor::of(record.pattern.clone()),
+                    format!("attentions.{layer}"),
+                ),
+            ] {
+                let difference = max_difference(got, &reference.floats[&key], &key);
+                assert!(difference <= 1e-5, "{name}: {key} differs by {difference}");
+            }
+        }
+        if let Some(want) = reference.floats.get("logits") {
+            let difference = max_difference(HostTensor::of(logits), want, "logits");
+            assert!(difference <= 1e-5, "{name}: logits differ by {difference}");
+        }
+    }
+}
+
+#[test]
+fn the_minilm_tokenizer_reads_the_sentences_as_transformers_did() {
+    let Some(dir) = minilm_dir() else {
+        return;
+    };
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("minilm/sentences.json")).unwrap())
+            .unwrap();
+    let tokenizer = WordPieces::read(&dir.join("tokenizer.json")).unwrap();
+    assert_eq!(tokenizer.vocab_size(), 30522);
+    let reference = read_reference(&fixtures().join("minilm/reference.safetensors"));
+    let (shape, ids) = &reference.ints["input_ids"];
+    let seq = shape[1];
+    let sentences = record["sentences"].as_array().unwrap();
+    for (row, sentence) in sentences.iter().enumerate() {
+        let encoded = tokenizer.encode_text(sentence.as_str().unwrap()).unwrap();
+        let want: Vec<&str> = record["tokens"][row]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .filter(|t| *t != "[PAD]")
+            .collect();
+        assert_eq!(encoded.pieces, want, "sentence {row}");
+        let want_ids: Vec<u32> = ids[row * seq..row * seq + want.len()]
+            .iter()
+            .map(|&id| id as u32)
+            .collect();
+        assert_eq!(encoded.ids, want_ids, "sentence {row}");
+    }
 }

@@ -335,10 +335,13 @@ impl PlannedRun {
                 error: Box::new(error),
             })?;
         let source = PathBuf::from(format!("{} (run {})", self.config.display(), self.name));
-        config.resolve(&source).map_err(|error| SweepError::Config {
-            run: self.name.clone(),
-            error: Box::new(error),
-        })
+        config
+            .resolve(&source)
+            .and_then(|run| run.check_trainable(&source).map(|()| run))
+            .map_err(|error| SweepError::Config {
+                run: self.name.clone(),
+                error: Box::new(error),
+            })
     }
 }
 

@@ -85,6 +85,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         PathBuf::from(format!("{} with {}", args.config.display(), sets.join(" ")))
     };
     let resolved = config.resolve(&source)?;
+    resolved.check_trainable(&source)?;
 
     if let Some(Seeds(seeds)) = &args.seeds {
         return train_seeds(&args, &resolved, seeds, &run_dir);

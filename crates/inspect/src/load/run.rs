@@ -95,6 +95,19 @@ pub enum RunError {
     /// A checkpoint that does not load.
     #[error(transparent)]
     BadCheckpoint(#[from] checkpoint::CheckpointError),
+    /// A model `headlab import` wrote: its probe must be read as words, which the report
+    /// does not do yet.
+    #[error(
+        "{run} is an imported model (from {checkpoint}); inspect does not read imported models \
+         yet: their probe sentences must be read as words through the model's tokenizer, which \
+         the report does not do yet. The run directory is complete (config, weights, tokenizer)"
+    )]
+    Imported {
+        /// The run.
+        run: PathBuf,
+        /// Where it was imported from.
+        checkpoint: PathBuf,
+    },
 }
 
 /// Loads the run in `dir`, with the weights of `checkpoint` (`step-N`) or the final ones. A
@@ -107,6 +120,7 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         Err(holder) => (None, Some(holder)),
     };
     let run = run_dir.resolve()?;
+    refuse_imported(dir, &run)?;
     let device = Device::flex();
     device.seed(run.config.seed);
     let model = run
@@ -174,4 +188,15 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         note,
         _lock: lock,
     })
+}
+
+/// Refuses a model `headlab import` wrote ([`RunError::Imported`]).
+fn refuse_imported(dir: &Path, run: &ResolvedRun) -> Result<(), RunError> {
+    match &run.config.import {
+        None => Ok(()),
+        Some(import) => Err(RunError::Imported {
+            run: dir.to_path_buf(),
+            checkpoint: import.source.clone(),
+        }),
+    }
 }

@@ -28,7 +28,9 @@
 use std::collections::BTreeMap;
 
 use crate::load::context::MeasureContext;
+use crate::load::sentences::{PieceProbeError, PieceSentences};
 use run::tensor_file::HostTensor;
+use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
 use tasks::{Arc, Example, ParsedSentence, Relation};
@@ -198,6 +200,14 @@ impl RelationHits {
     /// heads, seq, seq]` row-major with sentence `b` in row `b` (its words at positions
     /// `0..words.len()`, padding after).
     pub fn add(&mut self, patterns: &[HostTensor], sentences: &[ParsedSentence]) {
+        self.add_at(patterns, sentences, 0);
+    }
+
+    /// [`RelationHits::add`] for patterns whose sentence words sit at positions
+    /// `first..first + words.len()`: 1 for word-level attention of a model that reads
+    /// `[CLS]` first ([`crate::load::words`]). The most-attended word is still taken over the
+    /// sentence's words only, never `[CLS]` or `[SEP]`, as for headlab's own models.
+    pub fn add_at(&mut self, patterns: &[HostTensor], sentences: &[ParsedSentence], first: usize) {
         assert_eq!(
             patterns.len(),
             self.n_layers,
@@ -216,12 +226,15 @@ impl RelationHits {
             );
             for (b, sentence) in sentences.iter().enumerate() {
                 let n = sentence.words.len();
-                assert!(n <= seq, "relations: a sentence longer than its batch");
+                assert!(
+                    first + n <= seq,
+                    "relations: a sentence longer than its batch"
+                );
                 for h in 0..heads {
                     // Query `q`'s attention over the sentence's real words only: padding is
                     // never its most-attended word.
                     let row = |q: usize| {
-                        let start = ((b * heads + h) * seq + q) * seq;
+                        let start = ((b * heads + h) * seq + first + q) * seq + first;
                         &pattern.values[start..start + n]
                     };
                     let column = l * self.n_heads + h;
@@ -329,6 +342,33 @@ pub fn measure_relations(context: MeasureContext) -> Option<Relations> {
         hits.add(&patterns, chunk);
     }
     Some(hits.scores())
+}
+
+/// [`measure_relations`] for a model that reads word pieces: the same sentences (seeded
+/// from `seed`), read by its tokenizer ([`PieceSentences`]), scored on word-level attention
+/// with `[CLS]` before the words. Sentences over `max_positions` pieces are left out
+/// ([`PieceSentences::too_long`] says how many).
+pub fn measure_word_relations(
+    context: MeasureContext,
+    tokenizer: &WordPieces,
+    max_positions: usize,
+) -> Result<Option<(Relations, PieceSentences)>, PieceProbeError> {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
+    let sentences = task.parsed_sentences(RELATION_SENTENCES, mix_seed(seed, RELATION_STREAM));
+    if sentences.is_empty() {
+        return Ok(None);
+    }
+    let pieces = PieceSentences::new(task, sentences, tokenizer, max_positions)?;
+    let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
+    pieces.each_chunk(model, device, |patterns, sentences| {
+        hits.add_at(patterns, sentences, 1);
+    });
+    Ok(Some((hits.scores(), pieces)))
 }
 
 /// The first extra category after the relations: `nsubj` arcs from a noun to its verb with

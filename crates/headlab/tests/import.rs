@@ -1,0 +1,286 @@
+//! `headlab import` as a user runs it: a Hugging Face checkpoint directory becomes a sealed
+//! run directory, and every kind of bad checkpoint is refused with one line naming the file
+//! and what is wrong, status 1, and nothing written where the run would have gone.
+
+#[path = "common/headlab.rs"]
+mod headlab;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../model/tests/fixtures/bert")
+        .join(name)
+}
+
+fn import(args: &[&Path]) -> Output {
+    headlab::run("import", args)
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A copy of the one-layer fixture in `parent/name`, to damage.
+fn copy_of_fixture(parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+        std::fs::copy(fixture("one-layer").join(file), dir.join(file)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs/mlm");
+    let output = import(&[&fixture("three-layers-mlm"), Path::new("--out"), &out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("(BertForMaskedLM: 3 layers x 3 heads,")
+            && text.contains(&format!("next: headlab inspect {}", out.display())),
+        "{text}"
+    );
+    for file in [
+        "run.json",
+        "config.toml",
+        "model.safetensors",
+        "tokenizer.json",
+        "vocab.txt",
+        "manifest.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let config = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(
+        config.contains("[import]")
+            && config.contains("architecture = \"BertForMaskedLM\"")
+            && config.contains("output_transform = true"),
+        "{config}"
+    );
+
+    // Importing again over it needs --force; with it, the same bytes.
+    let weights = std::fs::read(out.join("model.safetensors")).unwrap();
+    let again = import(&[&fixture("three-layers-mlm"), Path::new("--out"), &out]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("already holds a run"),
+        "{}",
+        stderr(&again)
+    );
+    let forced = import(&[
+        &fixture("three-layers-mlm"),
+        Path::new("--out"),
+        &out,
+        Path::new("--force"),
+    ]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(
+        std::fs::read(out.join("model.safetensors")).unwrap(),
+        weights
+    );
+
+    // headlab trains only models it initialises: neither the run nor its config trains.
+    for args in [
+        vec![out.clone(), PathBuf::from("--resume")],
+        vec![
+            out.join("config.toml"),
+            PathBuf::from("--out"),
+            tmp.path().join("t"),
+        ],
+    ] {
+        let output = headlab::run("train", &args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let error = stderr(&output);
+        assert!(
+            error.contains("is an imported model") && !error.contains("panicked"),
+            "{error}"
+        );
+    }
+    assert!(!tmp.path().join("t").exists());
+
+    // inspect says plainly that it does not read imported models yet.
+    let output = headlab::run("inspect", &[&out]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("is an imported model") && !out.join("inspect").exists(),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Each bad checkpoint: the words its message must hold.
+#[test]
+fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let edit = |name: &str, file: &str, change: &dyn Fn(Vec<u8>) -> Vec<u8>| {
+        let dir = copy_of_fixture(tmp.path(), name);
+        let bytes = std::fs::read(dir.join(file)).unwrap();
+        std::fs::write(dir.join(file), change(bytes)).unwrap();
+        dir
+    };
+    let replace = |from: &'static str, to: &'static str| {
+        move |bytes: Vec<u8>| {
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains(from), "{from}");
+            text.replace(from, to).into_bytes()
+        }
+    };
+    let missing_config = copy_of_fixture(tmp.path(), "no-config");
+    std::fs::remove_file(missing_config.join("config.json")).unwrap();
+    let missing_tokenizer = copy_of_fixture(tmp.path(), "no-tokenizer");
+    std::fs::remove_file(missing_tokenizer.join("tokenizer.json")).unwrap();
+    // The weights of another fixture: a tensor the config's shape disagrees with.
+    let other_weights = copy_of_fixture(tmp.path(), "other-weights");
+    std::fs::copy(
+        fixture("padded").join("model.safetensors"),
+        other_weights.join("model.safetensors"),
+    )
+    .unwrap();
+    // A header whose length field claims 5 GB.
+    let huge_header = edit("huge-header", "model.safetensors", &|mut bytes| {
+        bytes[..8].copy_from_slice(&5_000_000_000u64.to_le_bytes());
+        bytes
+    });
+    let cases: Vec<(PathBuf, Vec<&str>)> = vec![
+        (
+            tmp.path().join("nowhere"),
+            vec!["nowhere is not a directory"],
+        ),
+        (missing_config, vec!["no-config/config.json", "cannot read"]),
+        (
+            edit("not-json", "config.json", &|_| b"{ hidden_size: ".to_vec()),
+            vec!["not-json/config.json", "not a BERT config.json"],
+        ),
+        (
+            edit(
+                "roberta",
+                "config.json",
+                &replace("\"model_type\": \"bert\"", "\"model_type\": \"roberta\""),
+            ),
+            vec![
+                "roberta/config.json",
+                "model_type is \"roberta\"",
+                "\"bert\"",
+            ],
+        ),
+        (
+            edit(
+                "no-tensor",
+                "model.safetensors",
+                &replace_bytes(
+                    b"attention.output.dense.bias",
+                    b"attention.output.dense.bia_",
+                ),
+            ),
+            vec![
+                "no-tensor/model.safetensors",
+                "has no tensor encoder.layer.0.attention.output.dense.bias",
+            ],
+        ),
+        (
+            other_weights,
+            vec![
+                "other-weights/model.safetensors",
+                "has shape",
+                "config.json gives",
+            ],
+        ),
+        (
+            edit("truncated", "model.safetensors", &|bytes| {
+                bytes[..bytes.len() / 2].to_vec()
+            }),
+            vec!["truncated/model.safetensors", "may be truncated"],
+        ),
+        (
+            huge_header,
+            vec![
+                "huge-header/model.safetensors",
+                "not a valid safetensors file",
+            ],
+        ),
+        (
+            edit(
+                "giant",
+                "config.json",
+                &replace("\"num_hidden_layers\": 1", "\"num_hidden_layers\": 1000000"),
+            ),
+            vec![
+                "giant/config.json",
+                "GiB of float32 parameters, over the 4 GiB",
+            ],
+        ),
+        (
+            missing_tokenizer,
+            vec!["no-tokenizer/tokenizer.json", "cannot read it"],
+        ),
+        (
+            // A tokenizer of one piece fewer than the embeddings have rows.
+            edit(
+                "other-vocab",
+                "tokenizer.json",
+                &replace(",\n      \"play\": 59", ""),
+            ),
+            vec![
+                "other-vocab/tokenizer.json has 59 pieces",
+                "vocab_size 60",
+                "the checkpoint's own",
+            ],
+        ),
+        (
+            edit("bad-tokenizer", "tokenizer.json", &|_| {
+                b"{\"version\": 1}".to_vec()
+            }),
+            vec![
+                "bad-tokenizer/tokenizer.json",
+                "not a Hugging Face tokenizer.json",
+            ],
+        ),
+    ];
+    for (checkpoint, words) in cases {
+        let out = tmp.path().join("out");
+        let output = import(&[&checkpoint, Path::new("--out"), &out]);
+        let error = stderr(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}: {error}",
+            checkpoint.display()
+        );
+        assert!(
+            error.starts_with("error: ") && error.lines().count() == 1,
+            "one line: {error}"
+        );
+        for word in words {
+            assert!(
+                error.contains(word),
+                "{}: no {word:?} in {error}",
+                checkpoint.display()
+            );
+        }
+        assert!(
+            !out.exists(),
+            "{}: something was written",
+            checkpoint.display()
+        );
+    }
+}
+
+/// Replaces the first `from` in the bytes with `to`, of the same length.
+fn replace_bytes(from: &'static [u8], to: &'static [u8]) -> impl Fn(Vec<u8>) -> Vec<u8> {
+    move |mut bytes| {
+        let at = bytes
+            .windows(from.len())
+            .position(|w| w == from)
+            .expect("the name is in the header");
+        bytes[at..at + to.len()].copy_from_slice(to);
+        bytes
+    }
+}

@@ -1,0 +1,183 @@
+//! The probe of a model that reads word pieces (an imported BERT): parsed sentences of the
+//! `grammar` task, their words as text, read by the model's own tokenizer; the model's
+//! attention on them taken back to words ([`crate::load::words`]), so that what is measured
+//! is about words and their dependency arcs, as for headlab's own models.
+//!
+//! Sentences are fed whole (no mask), as Clark et al. fed BERT, in chunks padded to their
+//! longest (the padding masked as keys, as every batch of headlab's is).
+
+use burn::prelude::*;
+use model::Encoder;
+use run::tensor_file::HostTensor;
+use run::tokenizer::{Encoded, TokenizerError, WordPieces};
+use tasks::batch::Batch;
+use tasks::{Example, ParsedSentence, Task};
+
+use crate::load::words::WordSpans;
+
+/// Sentences per forward pass: bounds the activations held at once.
+const CHUNK: usize = 32;
+
+/// Why sentences could not be read as word pieces.
+#[derive(Debug, thiserror::Error)]
+pub enum PieceProbeError {
+    /// The task has no parsed sentences of words (only `grammar` has).
+    #[error(
+        "task {0} has no sentences of words; an imported model is probed with the grammar task's"
+    )]
+    NoWords(&'static str),
+    /// The tokenizer failed on a sentence.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    /// The tokenizer's pieces do not follow the words in order, or it adds tokens other
+    /// than one before and one after the sentence.
+    #[error("{tokenizer}: sentence {sentence:?}: {problem}")]
+    Layout {
+        /// The tokenizer file.
+        tokenizer: String,
+        /// The sentence.
+        sentence: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Parsed sentences as the model's word pieces.
+#[derive(Debug, Clone)]
+pub struct PieceSentences {
+    /// The sentences and their arcs, between words.
+    pub sentences: Vec<ParsedSentence>,
+    /// Each sentence's words as text.
+    pub words: Vec<Vec<String>>,
+    /// Each sentence as pieces, `[CLS]` and `[SEP]` included.
+    pub encoded: Vec<Encoded>,
+    /// Each sentence's word-level positions: `[CLS]`, its words, `[SEP]`.
+    pub spans: Vec<WordSpans>,
+    /// Sentences left out because their pieces would not fit the model's positions.
+    pub too_long: usize,
+}
+
+impl PieceSentences {
+    /// `sentences` of `task` (its word ids named by [`Task::token_names`]) read by
+    /// `tokenizer`; sentences of more than `max_positions` pieces are left out and counted.
+    /// Every sentence must come out as one special token, its words in order, one special
+    /// token: word `i` at word-level position `i + 1`.
+    pub fn new(
+        task: &Task,
+        sentences: Vec<ParsedSentence>,
+        tokenizer: &WordPieces,
+        max_positions: usize,
+    ) -> Result<Self, PieceProbeError> {
+        let names = task
+            .token_names()
+            .ok_or_else(|| PieceProbeError::NoWords(task.name()))?;
+        let mut kept = PieceSentences {
+            sentences: vec![],
+            words: vec![],
+            encoded: vec![],
+            spans: vec![],
+            too_long: 0,
+        };
+        for sentence in sentences {
+            let words: Vec<String> = sentence
+                .words
+                .iter()
+                .map(|&id| names[id as usize].clone())
+                .collect();
+            let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+            let encoded = tokenizer.encode_words(&refs)?;
+            if encoded.ids.len() > max_positions {
+                kept.too_long += 1;
+                continue;
+            }
+            let layout = |problem: String| PieceProbeError::Layout {
+                tokenizer: tokenizer.path().display().to_string(),
+                sentence: words.join(" "),
+                problem,
+            };
+            let spans = WordSpans::of(&encoded.words).map_err(|e| layout(e.to_string()))?;
+            let in_place = spans.words() == words.len()
+                && spans.len() == words.len() + 2
+                && (0..words.len()).all(|w| spans.position_of_word(w) == w + 1);
+            if !in_place {
+                return Err(layout(format!(
+                    "expected [CLS], the {} words, [SEP]; the tokenizer gave {:?}",
+                    words.len(),
+                    encoded.pieces
+                )));
+            }
+            kept.sentences.push(sentence);
+            kept.words.push(words);
+            kept.encoded.push(encoded);
+            kept.spans.push(spans);
+        }
+        Ok(kept)
+    }
+
+    /// Sentences kept.
+    pub fn len(&self) -> usize {
+        self.sentences.len()
+    }
+
+    /// Whether none was kept.
+    pub fn is_empty(&self) -> bool {
+        self.sentences.is_empty()
+    }
+
+    /// Runs `model` on the sentences, `CHUNK` at a time, and calls `each` with every
+    /// chunk's word-level attention (one tensor per layer, `[chunk, heads, len, len]`, `len`
+    /// the chunk's longest sentence in words plus `[CLS]` and `[SEP]`, shorter ones padded
+    /// with zeros) and the chunk's sentences.
+    pub fn each_chunk(
+        &self,
+        model: &Encoder,
+        device: &Device,
+        mut each: impl FnMut(&[HostTensor], &[ParsedSentence]),
+    ) {
+        for start in (0..self.len()).step_by(CHUNK) {
+            let end = (start + CHUNK).min(self.len());
+            let examples: Vec<Example> = self.encoded[start..end]
+                .iter()
+                .map(|encoded| Example {
+                    input: encoded.ids.clone(),
+                    target: vec![None; encoded.ids.len()],
+                })
+                .collect();
+            let batch = Batch::new(&examples, device); // [chunk, pieces], padding masked
+            let (_, cache) = model.forward_with_cache(batch.encoder_input());
+            let spans = &self.spans[start..end];
+            let patterns: Vec<HostTensor> = cache
+                .layers
+                .into_iter()
+                .map(|layer| word_level_padded(&HostTensor::of(layer.pattern), spans))
+                .collect();
+            each(&patterns, &self.sentences[start..end]);
+        }
+    }
+}
+
+/// [`crate::load::words::word_patterns`] for sentences of different word-level lengths:
+/// each sentence's `[len_b, len_b]` block at the top left of a `[len, len]` of zeros.
+fn word_level_padded(pattern: &HostTensor, spans: &[WordSpans]) -> HostTensor {
+    let [batch, heads, seq, _] = pattern.shape[..] else {
+        panic!("patterns are [batch, heads, seq, seq]")
+    };
+    let len = spans.iter().map(WordSpans::len).max().unwrap_or(0);
+    let mut values = vec![0.0f32; batch * heads * len * len];
+    for (b, sentence) in spans.iter().enumerate() {
+        let n = sentence.len();
+        for h in 0..heads {
+            let start = (b * heads + h) * seq * seq;
+            let words = sentence.aggregate(&pattern.values[start..start + seq * seq], seq);
+            let out = (b * heads + h) * len * len;
+            for row in 0..n {
+                values[out + row * len..out + row * len + n]
+                    .copy_from_slice(&words[row * n..(row + 1) * n]);
+            }
+        }
+    }
+    HostTensor {
+        values,
+        shape: vec![batch, heads, len, len],
+    }
+}

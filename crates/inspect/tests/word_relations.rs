@@ -1,0 +1,98 @@
+//! Relation scores of a model that reads word pieces (an imported BERT checkpoint), against
+//! an independent reckoning: the batched, padded, word-level scoring of
+//! [`measure_word_relations`] equals scoring each sentence alone, unpadded, with its
+//! word-level attention cut down to its words.
+
+use std::path::Path;
+
+use burn::prelude::*;
+use inspect::load::context::MeasureContext;
+use inspect::load::words::WordSpans;
+use inspect::measures::relations::{RelationHits, measure_word_relations};
+use model::EncoderInput;
+use run::import::{ImportRequest, import};
+use run::tensor_file::HostTensor;
+use run::tokenizer::WordPieces;
+use run::{RunDir, weights};
+
+#[test]
+fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let checkpoint =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/bert/three-layers-mlm");
+    let out = tmp.path().join("run");
+    import(&ImportRequest {
+        checkpoint,
+        out: Some(out.clone()),
+        name: None,
+        force: false,
+    })
+    .unwrap();
+    let dir = RunDir::open(&out).unwrap();
+    let run = dir.resolve().unwrap();
+    let device = Device::flex();
+    let fresh = run.config.model.init(&run.io, &device).unwrap();
+    let model = weights::load(&dir.final_weights_path(), fresh).unwrap();
+    let tokenizer = WordPieces::read(&dir.tokenizer_path()).unwrap();
+    let context = MeasureContext {
+        model: &model,
+        task: &run.task,
+        seed: 0,
+        device: &device,
+    };
+    let (relations, pieces) = measure_word_relations(context, &tokenizer, 16)
+        .unwrap()
+        .expect("the grammar task has parses");
+    assert!(pieces.len() > 100, "{} sentences kept", pieces.len());
+    assert_eq!(relations.sentences, pieces.len());
+
+    // Each sentence alone: its pieces unpadded, each head's attention to words by
+    // WordSpans::aggregate, [CLS] and [SEP] cut away, scored with words at 0..n.
+    let mut alone = RelationHits::new(model.n_layers(), model.n_heads());
+    for (s, encoded) in pieces.encoded.iter().enumerate() {
+        let ids: Vec<i64> = encoded.ids.iter().map(|&id| id as i64).collect();
+        let tokens = Tensor::from_data(TensorData::new(ids, [1, encoded.ids.len()]), &device);
+        let (_, cache) = model.forward_with_cache(EncoderInput::new(tokens));
+        let spans = WordSpans::of(&encoded.words).unwrap();
+        let (len, n) = (spans.len(), spans.words());
+        let patterns: Vec<HostTensor> = cache
+            .layers
+            .iter()
+            .map(|layer| {
+                let pattern = HostTensor::of(layer.pattern.clone()); // [1, heads, seq, seq]
+                let [_, heads, seq, _] = pattern.shape[..] else {
+                    unreachable!()
+                };
+                let mut values = vec![];
+                for h in 0..heads {
+                    let head = &pattern.values[h * seq * seq..(h + 1) * seq * seq];
+                    let words = spans.aggregate(head, seq); // [len, len]
+                    for q in 1..=n {
+                        values.extend_from_slice(&words[q * len + 1..q * len + 1 + n]);
+                    }
+                }
+                HostTensor {
+                    values,
+                    shape: vec![1, heads, n, n],
+                }
+            })
+            .collect();
+        alone.add(&patterns, std::slice::from_ref(&pieces.sentences[s]));
+    }
+    let alone = alone.scores();
+    assert_eq!(alone.relations.len(), relations.relations.len());
+    let mut compared = 0;
+    for (want, got) in alone.relations.iter().zip(&relations.relations) {
+        assert_eq!((&want.relation, want.arcs), (&got.relation, got.arcs));
+        for (a, b) in want.heads.iter().zip(&got.heads) {
+            for (x, y) in [
+                (a.dependent_to_head, b.dependent_to_head),
+                (a.head_to_dependent, b.head_to_dependent),
+            ] {
+                assert!((x - y).abs() < 1e-9, "{}: {x} != {y}", want.relation);
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 2 * 9 * 4, "{compared} scores compared");
+}

@@ -1,0 +1,219 @@
+//! The import itself: read and check every file of the checkpoint, then write the run.
+
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use model::Encoder;
+use tasks::TaskConfig;
+
+use crate::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
+use crate::dir::{RunDir, RunDirError};
+use crate::hf::{BertConfig, HfError, load_bert};
+use crate::manifest::hash_file;
+use crate::tokenizer::{TokenizerError, WordPieces};
+use crate::weights::{self, WeightsError};
+use crate::{BackendKind, name};
+
+/// The `format` of an `[import]` section written here.
+pub const FORMAT: &str = "huggingface-bert";
+
+/// Why a checkpoint could not be imported. Nothing of the run is written in any case but the
+/// last three, which come from writing it (and leave no complete run behind).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The checkpoint path is not a directory.
+    #[error(
+        "{0} is not a directory; give a Hugging Face checkpoint directory (config.json, \
+         model.safetensors and tokenizer.json, as save_pretrained writes them)"
+    )]
+    NotADirectory(PathBuf),
+    /// `config.json` or `model.safetensors` is not what headlab opens.
+    #[error(transparent)]
+    Checkpoint(#[from] HfError),
+    /// `tokenizer.json` is missing or not a tokenizer.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    /// The tokenizer is not the checkpoint's.
+    #[error(
+        "{tokenizer} has {pieces} pieces, but {config} gives vocab_size {rows} (the rows of the \
+         word embeddings); the tokenizer must be the checkpoint's own"
+    )]
+    VocabularyMismatch {
+        /// The tokenizer file.
+        tokenizer: PathBuf,
+        /// Its pieces (ids 0 to pieces - 1).
+        pieces: usize,
+        /// The checkpoint's config.json.
+        config: PathBuf,
+        /// Its vocabulary size.
+        rows: usize,
+    },
+    /// The run's config could not be made (a name that is not a run name, say).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The run directory could not be made (a run there without --force, a user's directory).
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    /// The weights could not be written.
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
+}
+
+/// What `headlab import` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ImportRequest {
+    /// The checkpoint directory.
+    pub checkpoint: PathBuf,
+    /// The run directory to write; default: `runs/NAME`.
+    pub out: Option<PathBuf>,
+    /// The run's name; default: the checkpoint directory's name.
+    pub name: Option<String>,
+    /// Replace a run already at `out`.
+    pub force: bool,
+}
+
+/// An imported run.
+#[derive(Debug)]
+pub struct Imported {
+    /// The run directory, sealed.
+    pub dir: RunDir,
+    /// What was read.
+    pub record: ImportRecord,
+    /// Layers, heads per layer and the checkpoint's parameters (the tied embeddings once,
+    /// no pooler), for the summary line.
+    pub shape: (usize, usize, usize),
+}
+
+/// The checkpoint's files, read and checked, before anything is written.
+struct Checkpoint {
+    config: BertConfig,
+    model: Encoder,
+    tokenizer: WordPieces,
+    tokenizer_bytes: Vec<u8>,
+    record: ImportRecord,
+}
+
+/// Imports `request.checkpoint` into `request.out`.
+pub fn import(request: &ImportRequest) -> Result<Imported, ImportError> {
+    let checkpoint = read_checkpoint(&request.checkpoint)?;
+    let name = match &request.name {
+        Some(name) => name.clone(),
+        None => default_name(&request.checkpoint),
+    };
+    let (model_config, _) = checkpoint.config.encoder();
+    let config = RunConfig {
+        name,
+        seed: 0,
+        backend: BackendKind::Flex,
+        // What inspect probes the model with: the grammar task's sentences, read as words.
+        task: TaskConfig::Grammar(Default::default()),
+        model: model_config,
+        train: TrainConfig::default(),
+        import: Some(checkpoint.record.clone()),
+    };
+    let source = request.checkpoint.join("config.json");
+    let run = config.resolve(&source)?;
+    let out = match &request.out {
+        Some(out) => out.clone(),
+        None => PathBuf::from("runs").join(&run.config.name),
+    };
+    let (dir, _lock) = RunDir::create(&out, &run, request.force, "import")?;
+    dir.write(&dir.tokenizer_path(), &checkpoint.tokenizer_bytes)?;
+    let pieces: String = (0..checkpoint.record.vocab_size as u32)
+        .map(|id| {
+            let piece = checkpoint.tokenizer.piece(id).unwrap_or_default();
+            format!("{piece}\n")
+        })
+        .collect();
+    dir.write(&dir.vocab_path(), pieces.as_bytes())?;
+    weights::write(&dir.final_weights_path(), &checkpoint.model)?;
+    dir.seal()?;
+    let model = &checkpoint.model;
+    // The checkpoint's own count: headlab's encoder holds the tied embeddings twice (as
+    // the input table and as the output layer), so its `num_params` is larger.
+    let params = (checkpoint.config.parameter_bytes() / 4) as usize;
+    Ok(Imported {
+        dir,
+        record: checkpoint.record,
+        shape: (model.n_layers(), model.n_heads(), params),
+    })
+}
+
+/// Reads and checks every file of the checkpoint in `dir`.
+fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
+    if !dir.is_dir() {
+        return Err(ImportError::NotADirectory(dir.to_path_buf()));
+    }
+    let config_path = dir.join("config.json");
+    let weights_path = dir.join("model.safetensors");
+    let tokenizer_path = dir.join("tokenizer.json");
+    // The small files first, checked against each other before the weights are read.
+    let config = BertConfig::read(dir)?;
+    let tokenizer = WordPieces::read(&tokenizer_path)?;
+    if tokenizer.id_bound() != config.vocab_size || tokenizer.vocab_size() != config.vocab_size {
+        return Err(ImportError::VocabularyMismatch {
+            tokenizer: tokenizer_path,
+            pieces: tokenizer.id_bound().max(tokenizer.vocab_size()),
+            config: config_path,
+            rows: config.vocab_size,
+        });
+    }
+    let device = Device::flex();
+    let (model, config) = load_bert(dir, &device)?;
+    let tokenizer_bytes = read(&tokenizer_path)?;
+    let hash = |path: &Path| {
+        hash_file(path)
+            .map(|(_, sha)| sha)
+            .map_err(|source| HfError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+    };
+    let record = ImportRecord {
+        format: FORMAT.to_string(),
+        architecture: config.architecture().to_string(),
+        source: std::fs::canonicalize(dir).map_err(|source| HfError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?,
+        config_sha256: hash(&config_path)?,
+        weights_sha256: hash(&weights_path)?,
+        tokenizer_sha256: crate::dir::sha256_hex(&tokenizer_bytes),
+        vocab_size: config.vocab_size,
+        max_positions: config.max_position_embeddings,
+    };
+    Ok(Checkpoint {
+        config,
+        model,
+        tokenizer,
+        tokenizer_bytes,
+        record,
+    })
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, HfError> {
+    std::fs::read(path).map_err(|source| HfError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The checkpoint directory's name as a run name: characters a run name may not hold
+/// become `-` (`all-MiniLM-L6-v2` stays as it is).
+fn default_name(checkpoint: &Path) -> String {
+    let base = std::fs::canonicalize(checkpoint)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "imported".to_string());
+    let cleaned: String = base
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
+            true => c,
+            false => '-',
+        })
+        .collect();
+    match name::problem(&cleaned) {
+        None => cleaned,
+        Some(_) => "imported".to_string(),
+    }
+}

@@ -1,0 +1,50 @@
+//! `headlab import`: the command line of [`super::checkpoint::import`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args as ClapArgs;
+
+use super::checkpoint::{ImportRequest, import};
+
+/// Import a Hugging Face BERT-family checkpoint (config.json, model.safetensors,
+/// tokenizer.json) as a run directory that `headlab inspect` and `compare` read.
+///
+/// BertModel and BertForMaskedLM checkpoints in float32 with the exact GELU and learned
+/// absolute positions are supported (all-MiniLM-L6-v2, bert-base-uncased, ...). The run's
+/// config.toml names the checkpoint and the SHA-256 of every file read.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// The checkpoint directory, as `save_pretrained` writes it.
+    pub checkpoint: PathBuf,
+    /// The run directory to write (default: runs/NAME).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The run's name (default: the checkpoint directory's name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Replace the run already at --out (only a headlab run is ever replaced).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Runs `headlab import`.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let request = ImportRequest {
+        checkpoint: args.checkpoint,
+        out: args.out,
+        name: args.name,
+        force: args.force,
+    };
+    let imported = import(&request)?;
+    let (layers, heads, params) = imported.shape;
+    let root = imported.dir.root().display();
+    println!(
+        "imported {} ({}: {layers} layers x {heads} heads, {:.1}M parameters) into {root}",
+        imported.record.source.display(),
+        imported.record.architecture,
+        params as f64 / 1e6,
+    );
+    println!("next: headlab inspect {root}");
+    Ok(ExitCode::SUCCESS)
+}
