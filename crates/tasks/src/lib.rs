@@ -17,8 +17,11 @@
 //! - [`batch`]: examples padded into tensors ([`Batch`]), the training stream's seeds, the
 //!   masked loss and accuracy.
 //! - [`evaluate`]: a model's loss and accuracy on examples, with heads ablated or not.
+//! - [`conllu`]: Universal Dependencies treebanks (CoNLL-U) read as trees, and the
+//!   `grammar` task's sentences written as CoNLL-U.
 
 pub mod batch;
+pub mod conllu;
 pub mod dependency;
 pub mod error;
 pub mod evaluate;
