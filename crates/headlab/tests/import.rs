@@ -8,6 +8,11 @@ mod headlab;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use inspect::measures::heads::HeadRecord;
+use inspect::report::dir::{ReportContents, ReportDir};
+use inspect::report::summary::Summary;
+use run::manifest::{Depth, Verdict};
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../model/tests/fixtures/bert")
@@ -106,13 +111,100 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
     }
     assert!(!tmp.path().join("t").exists());
 
-    // inspect says plainly that it does not read imported models yet.
-    let output = headlab::run("inspect", &[&out]);
+    // compare matches headlab's own runs only.
+    let output = headlab::run("compare", &[&out, &out]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr(&output).contains("is an imported model") && !out.join("inspect").exists(),
+        stderr(&output).contains("is an imported model"),
         "{}",
         stderr(&output)
+    );
+}
+
+#[test]
+fn inspect_reads_an_imported_model_on_words_and_leaves_out_what_needs_its_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = import(&[&fixture("three-layers-mlm"), Path::new("--out"), &out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe"), Path::new("8")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("eval token accuracy not scored")
+            && text.contains("left out: eval accuracy, ablation drops")
+            && !text.contains("no snapshots"),
+        "{text}"
+    );
+
+    // Exactly the files of a word task's report without the output-side ones, sealed.
+    let report = out.join("inspect");
+    let contents = ReportContents {
+        word_task: true,
+        snapshots: false,
+        n_layers: 3,
+        metrics: false,
+        pairs: false,
+        outputs: false,
+    };
+    let dir = ReportDir::new(&report);
+    assert!(
+        dir.missing(&contents).is_empty(),
+        "{:?}",
+        dir.missing(&contents)
+    );
+    for name in [
+        "pruning.json",
+        "logit_lens.json",
+        "figures/ablation.png",
+        "ceiling.json",
+    ] {
+        assert!(!report.join(name).exists(), "{name} written");
+    }
+    assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
+
+    let heads: Vec<HeadRecord> = dir.read_json().unwrap();
+    assert_eq!(heads.len(), 9);
+    for head in &heads {
+        assert_eq!(
+            (
+                head.ablation_drop,
+                head.direct_logit_attribution,
+                head.gradient_importance
+            ),
+            (None, None, None),
+            "{head:?}"
+        );
+        let relations = head.relation_scores.as_ref().expect("scored on words");
+        assert!(relations.contains_key("det"), "{relations:?}");
+    }
+    let summary: Summary = dir.read_json().unwrap();
+    assert_eq!(summary.eval_token_acc, None);
+    assert!(summary.imported_from.is_some() && summary.left_out.len() == 1);
+    let names = summary.probe_token_names.unwrap();
+    assert_eq!(&names[names.len() - 2..], ["[CLS]", "[SEP]"]);
+
+    // Every word-level row of the probe's attention sums to one: [CLS], the words, [SEP].
+    let activations =
+        run::tensor_file::read_tensors(&report.join("activations.safetensors")).unwrap();
+    let pattern = &activations["layers.0.pattern"]; // [probe, heads, words + 2, words + 2]
+    let len = pattern.shape[3];
+    for row in pattern.values.chunks(len) {
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-4, "a row sums to {sum}");
+    }
+    let tokens = &activations["tokens"]; // [probe, words + 2], ids into probe_token_names
+    assert_eq!(names[tokens.values[0] as usize], "[CLS]");
+    assert_eq!(names[tokens.values[len - 1] as usize], "[SEP]");
+
+    // explore.html shows the words.
+    let explore = std::fs::read_to_string(report.join("explore.html")).unwrap();
+    assert!(
+        explore.contains("\"tokens\":[\"[CLS]\",\""),
+        "no words in explore.html"
     );
 }
 
@@ -283,4 +375,78 @@ fn replace_bytes(from: &'static [u8], to: &'static [u8]) -> impl Fn(Vec<u8>) -> 
         bytes[at..at + to.len()].copy_from_slice(to);
         bytes
     }
+}
+
+#[test]
+fn a_probe_over_the_memory_bound_is_refused_with_the_largest_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    assert!(
+        import(&[&fixture("one-layer"), Path::new("--out"), &out])
+            .status
+            .success()
+    );
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe"), Path::new("100000000")],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let error = stderr(&output);
+    assert!(
+        error.contains("--probe 100000000 is too large for this run")
+            && error.contains("the largest accepted is --probe"),
+        "{error}"
+    );
+    assert!(!out.join("inspect").exists());
+}
+
+/// all-MiniLM-L6-v2 as `scripts/setup.sh` unpacks it; `None` (the test passes, saying so)
+/// without it, unless HEADLAB_REQUIRE_MINILM is set, as `.ci/run` does.
+fn minilm_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HEADLAB_MINILM_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| Path::new(&home).join(".cache/headlab/all-MiniLM-L6-v2"))
+        })?;
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("HEADLAB_REQUIRE_MINILM").is_none(),
+        "HEADLAB_REQUIRE_MINILM is set but {} holds no all-MiniLM-L6-v2",
+        dir.display()
+    );
+    eprintln!("skipped: no all-MiniLM-L6-v2 in {}", dir.display());
+    None
+}
+
+#[test]
+fn all_minilm_l6_v2_imports_and_inspects_on_the_grammar_sentences() {
+    let Some(checkpoint) = minilm_dir() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("minilm");
+    let output = import(&[&checkpoint, Path::new("--out"), &out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("(BertModel: 6 layers x 12 heads, 22.6M parameters)"),
+        "{}",
+        stdout(&output)
+    );
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe"), Path::new("8")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dir = ReportDir::new(out.join("inspect"));
+    let heads: Vec<HeadRecord> = dir.read_json().unwrap();
+    assert_eq!(heads.len(), 72);
+    let relations: inspect::measures::relations::Relations = dir.read_json().unwrap();
+    assert_eq!(
+        relations.sentences, 512,
+        "every grammar sentence fits 512 positions"
+    );
+    assert!(relations.relations.iter().any(|r| r.relation == "dobj"));
 }

@@ -143,12 +143,12 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     // Position 0 has nothing to copy and is scored wrong; the other 5 of 6 are right.
     let expected_accuracy = (SEQ - 1) as f64 / SEQ as f64;
     assert!(
-        (report.measured.eval_token_acc - expected_accuracy).abs() < 1e-9,
+        (report.measured.eval_token_acc.unwrap() - expected_accuracy).abs() < 1e-9,
         "accuracy {}",
-        report.measured.eval_token_acc
+        report.measured.eval_token_acc.unwrap()
     );
     // The logit lens: the embedding, then the one block, whose reading is the model itself.
-    let lens = &report.measured.logit_lens.points;
+    let lens = &report.measured.logit_lens.as_ref().unwrap().points;
     assert_eq!(lens.len(), 2);
     assert_eq!((lens[0].after_layer, lens[1].after_layer), (None, Some(0)));
     assert!(
@@ -254,7 +254,7 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
     assert!(copier.confidence > 0.9, "{copier:?}");
     // Without it nothing is copied: every position predicts blank, right only at position 0.
     assert!(
-        (copier.ablation_drop - (expected_accuracy - 1.0 / SEQ as f64)).abs() < 1e-9,
+        (copier.ablation_drop.unwrap() - (expected_accuracy - 1.0 / SEQ as f64)).abs() < 1e-9,
         "{copier:?}"
     );
 
@@ -264,7 +264,7 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         (idle.entropy - (SEQ as f64).ln()).abs() < 1e-4,
         "uniform attention: {idle:?}"
     );
-    assert_eq!(idle.ablation_drop, 0.0, "{idle:?}");
+    assert_eq!(idle.ablation_drop, Some(0.0), "{idle:?}");
     // It writes nothing, so nothing changes whatever replaces its output.
     assert_eq!(idle.mean_ablation_drop, Some(0.0), "{idle:?}");
     assert_eq!(idle.resample_ablation_drop, Some(0.0), "{idle:?}");
@@ -274,8 +274,8 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         copier.mean_ablation_drop.unwrap(),
         copier.resample_ablation_drop.unwrap(),
     );
-    assert!(mean > 0.5 * copier.ablation_drop, "{copier:?}");
-    assert!(resample > 0.5 * copier.ablation_drop, "{copier:?}");
+    assert!(mean > 0.5 * copier.ablation_drop.unwrap(), "{copier:?}");
+    assert!(resample > 0.5 * copier.ablation_drop.unwrap(), "{copier:?}");
 
     // The two heads share nothing: the idle head's circuits are zero, and their patterns
     // are far apart.

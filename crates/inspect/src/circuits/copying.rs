@@ -57,6 +57,19 @@ pub fn full_circuit(embedding: &Matrix, ov: &LowRank, unembedding: &Matrix) -> L
     LowRank::new(embedding.matmul(&ov.left), ov.right.matmul(unembedding))
 }
 
+/// The nonzero eigenvalues of the full OV circuit `E ov U` (as [`full_circuit`] factors
+/// it), largest magnitude first, from `unembed_embed` = `U E` (`[d_model, d_model]`): those of
+/// `right (U E) left`, a `[d_head, d_head]` matrix, whatever the vocabulary's size.
+pub fn full_eigenvalues(
+    ov: &LowRank,
+    unembed_embed: &Matrix,
+) -> Result<Vec<Complex>, NoConvergence> {
+    let core = ov.right.matmul(unembed_embed).matmul(&ov.left);
+    let mut values = eigenvalues(&core)?;
+    values.sort_by(|a, b| b.abs().total_cmp(&a.abs()));
+    Ok(values)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +170,23 @@ mod tests {
         assert_eq!(score(&ov), 0.0);
         let naive = embedding.matmul(&ov.product()).matmul(&unembedding);
         assert_eq!(full.product(), naive);
+    }
+
+    #[test]
+    fn the_full_eigenvalues_through_u_e_are_those_of_the_full_circuit() {
+        // A vocabulary larger than the model, as BERT's: 40 tokens, width 6, head size 3.
+        let embedding = pseudo_random(40, 6, 1);
+        let unembedding = pseudo_random(6, 40, 2);
+        let ov = LowRank::new(pseudo_random(6, 3, 3), pseudo_random(3, 6, 4));
+        let want = low_rank_eigenvalues(&full_circuit(&embedding, &ov, &unembedding)).unwrap();
+        let got = full_eigenvalues(&ov, &unembedding.matmul(&embedding)).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(&want) {
+            assert!(
+                (a.re - b.re).abs() < 1e-9 && (a.im - b.im).abs() < 1e-9,
+                "{a:?} {b:?}"
+            );
+        }
+        assert!(want[0].abs() > 0.1, "a circuit with something to compare");
     }
 }

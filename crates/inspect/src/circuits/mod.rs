@@ -19,7 +19,7 @@ use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 
 use crate::circuits::composition::{Composition, composition_matrix, random_composition_score};
-use crate::circuits::copying::{eigenvalue_score, full_circuit, low_rank_eigenvalues};
+use crate::circuits::copying::{eigenvalue_score, full_eigenvalues, low_rank_eigenvalues};
 use crate::circuits::linalg::{Complex, LowRank, Matrix, NoConvergence};
 use crate::circuits::rank::{
     concatenated_singular_values, effective_rank, low_rank_singular_values,
@@ -211,10 +211,15 @@ impl Circuits {
             .collect();
 
         let composition = layer_compositions(&circuits);
+        // `U E`, `[d_model, d_model]`, once: every head's full circuit `(E L) (R U)` has the
+        // nonzero eigenvalues of `R (U E) L`, `[d_head, d_head]`, so no head multiplies
+        // through the vocabulary (30522 word pieces in BERT) again.
+        let unembed_embed =
+            (embedding.rows() == unembedding.cols()).then(|| unembedding.matmul(embedding));
         let mut head_records = vec![];
         for (layer, layer_circuits) in circuits.iter().enumerate() {
             for (head, (qk, ov)) in layer_circuits.iter().enumerate() {
-                head_records.push(head_circuits(layer, head, qk, ov, embedding, unembedding)?);
+                head_records.push(head_circuits(layer, head, qk, ov, unembed_embed.as_ref())?);
             }
         }
         let layers = heads
@@ -270,14 +275,14 @@ fn layer_compositions(circuits: &[Vec<(LowRank, LowRank)>]) -> Vec<LayerComposit
 }
 
 /// Head `head` of layer `layer`'s copying scores and ranks, from its circuits `qk` and `ov`;
-/// the full circuit `E ov U` only when `embedding` and `unembedding` make it square.
+/// the full circuit `E ov U` only when the embedding and the output layer make it square
+/// (`unembed_embed`: `U E`).
 fn head_circuits(
     layer: usize,
     head: usize,
     qk: &LowRank,
     ov: &LowRank,
-    embedding: &Matrix,
-    unembedding: &Matrix,
+    unembed_embed: Option<&Matrix>,
 ) -> Result<HeadCircuits, CircuitError> {
     let fail = |circuit, cause| CircuitError {
         layer,
@@ -286,11 +291,9 @@ fn head_circuits(
         cause,
     };
     let ov_eigenvalues = low_rank_eigenvalues(ov).map_err(|e| fail("ov", e))?;
-    let full_eigenvalues = if embedding.rows() == unembedding.cols() {
-        let full = full_circuit(embedding, ov, unembedding);
-        Some(low_rank_eigenvalues(&full).map_err(|e| fail("E ov U", e))?)
-    } else {
-        None
+    let full_eigenvalues = match unembed_embed {
+        Some(ue) => Some(full_eigenvalues(ov, ue).map_err(|e| fail("E ov U", e))?),
+        None => None,
     };
     let qk_singular_values = low_rank_singular_values(qk);
     let ov_singular_values = low_rank_singular_values(ov);

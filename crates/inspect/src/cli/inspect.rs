@@ -61,27 +61,34 @@ fn run(args: Args) -> anyhow::Result<()> {
         svg: args.svg,
     };
     let report = crate::report::write_report(&loaded, &out, &options)?;
+    let accuracy = report.measured.eval_token_acc.map_or_else(
+        || "not scored".to_string(),
+        |acc| format!("{:.2}%", acc * 100.0),
+    );
     println!(
-        "{} ({}), eval token accuracy {:.2}%",
+        "{} ({}), eval token accuracy {accuracy}",
         args.run.display(),
         loaded.weights.display(),
-        report.measured.eval_token_acc * 100.0
     );
     println!("{}", crate::report::table(&report));
     for file in &report.files {
         println!("wrote {}", file.display());
     }
-    let pruning = &report.measured.pruning;
-    println!(
-        "pruning: {} of {} heads can go with accuracy within {:.1} points of {:.2}% (greedy; \
-         {} in single-head-drop order)",
-        pruning.greedy.removable,
-        pruning.total_heads,
-        pruning.tolerance * 100.0,
-        pruning.base_token_acc * 100.0,
-        pruning.ranked.removable
-    );
-    if report.measured.divergence.is_empty() {
+    if let Some(pruning) = &report.measured.pruning {
+        println!(
+            "pruning: {} of {} heads can go with accuracy within {:.1} points of {:.2}% \
+             (greedy; {} in single-head-drop order)",
+            pruning.greedy.removable,
+            pruning.total_heads,
+            pruning.tolerance * 100.0,
+            pruning.base_token_acc * 100.0,
+            pruning.ranked.removable
+        );
+    }
+    for left_out in &report.measured.summary.left_out {
+        println!("left out: {left_out}");
+    }
+    if report.measured.divergence.is_empty() && loaded.run.config.import.is_none() {
         println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
     }
     // The path and a file:// URL to paste into a browser: on a headless machine nothing

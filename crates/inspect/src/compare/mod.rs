@@ -91,6 +91,12 @@ pub enum CompareError {
         /// Its checkpoints, as `RunError::NoFinalWeights` lists them ("none" when none).
         available: String,
     },
+    /// An imported model: compare matches runs on the task's own tokens.
+    #[error(
+        "{0} is an imported model (headlab import): compare matches headlab's own runs, on \
+         their task's tokens; inspect it alone with `headlab inspect {0}`"
+    )]
+    Imported(PathBuf),
     /// A probe batch too large for the runs.
     #[error(transparent)]
     ProbeSize(#[from] ProbeSizeError),
@@ -141,14 +147,19 @@ fn checkpoint_advice(run: &Path, available: &str) -> String {
 pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
     dirs.iter()
         .map(|dir| {
-            crate::load::run::load(dir, None).map_err(|error| match error {
-                RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
-                    run: dir.clone(),
-                    weights,
-                    available,
-                },
-                error => CompareError::Run(error),
-            })
+            crate::load::run::load(dir, None)
+                .map_err(|error| match error {
+                    RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
+                        run: dir.clone(),
+                        weights,
+                        available,
+                    },
+                    error => CompareError::Run(error),
+                })
+                .and_then(|loaded| match loaded.tokenizer {
+                    Some(_) => Err(CompareError::Imported(dir.clone())),
+                    None => Ok(loaded),
+                })
         })
         .collect()
 }

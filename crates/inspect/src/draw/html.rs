@@ -114,7 +114,7 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
         let _ = writeln!(
             w,
             "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
-             <td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
+             <td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
              <td style=\"text-align:left\">{}</td></tr>",
             head.layer,
             head.head,
@@ -122,7 +122,7 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
             head.entropy,
             head.confidence,
             head.mean_distance,
-            head.ablation_drop * 100.0,
+            points(head.ablation_drop),
             points(head.mean_ablation_drop),
             points(head.resample_ablation_drop),
             head.copying_score,

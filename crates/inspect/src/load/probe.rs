@@ -16,8 +16,12 @@ use model::{Encoder, EncoderInput};
 use run::ResolvedRun;
 use run::config::MAX_TENSOR_VALUES;
 use run::tensor_file::HostTensor;
+use run::tokenizer::WordPieces;
 use tasks::batch::{Batch, mix_seed};
 use tasks::{Example, Task};
+
+use crate::load::sentences::{PieceProbeError, PieceSentences};
+use crate::load::words::{WordSpans, word_patterns};
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
 const PROBE_STREAM: u64 = u64::MAX - 1;
@@ -71,6 +75,10 @@ pub struct Probe {
     /// The task's name for each token id ([`Task::token_names`]), for figure labels;
     /// `None` for tasks of numbers.
     pub token_names: Option<Vec<String>>,
+    /// For a model that reads word pieces (an imported one): the sentences as its pieces.
+    /// Then `examples` and `tokens` are word-level (`[CLS]`, the words, `[SEP]`), and
+    /// [`Probe::run`] takes the model's attention back to words.
+    pub pieces: Option<PieceSentences>,
 }
 
 impl Probe {
@@ -96,6 +104,78 @@ impl Probe {
             examples,
             tokens,
             token_names: task.token_names(),
+            pieces: None,
+        }
+    }
+
+    /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences with
+    /// one number of words (the most common, ties the longer, as [`Probe::new`] picks), read
+    /// by `tokenizer` ([`PieceSentences`]; fewer when some are over `max_positions`
+    /// pieces). Its examples are word-level: the task's word ids, with `[CLS]` and `[SEP]` as
+    /// the two ids after the task's vocabulary, named so in `token_names`.
+    pub fn of_words(
+        task: &Task,
+        tokenizer: &WordPieces,
+        size: usize,
+        seed: u64,
+        max_positions: usize,
+        device: &Device,
+    ) -> Result<Self, PieceProbeError> {
+        let seed = mix_seed(seed, PROBE_STREAM);
+        let candidates = task.parsed_sentences(size.saturating_mul(CANDIDATES_PER_SEQUENCE), seed);
+        let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
+        for sentence in &candidates {
+            *counts.entry(sentence.words.len()).or_insert(0) += 1;
+        }
+        let length = counts
+            .iter()
+            .max_by_key(|(_, count)| **count)
+            .map(|(l, _)| *l);
+        let chosen: Vec<_> = candidates
+            .into_iter()
+            .filter(|s| Some(s.words.len()) == length)
+            .take(size)
+            .collect();
+        let pieces = PieceSentences::new(task, chosen, tokenizer, max_positions)?;
+        let vocab = task.input_vocab() as u32;
+        let (cls, sep) = (vocab, vocab + 1);
+        let examples: Vec<Example> = pieces
+            .sentences
+            .iter()
+            .map(|sentence| {
+                let mut input = vec![cls];
+                input.extend(&sentence.words);
+                input.push(sep);
+                Example {
+                    target: vec![None; input.len()],
+                    input,
+                }
+            })
+            .collect();
+        let tokens = Batch::new(&examples, device).tokens;
+        let token_names = task.token_names().map(|mut names| {
+            names.extend(["[CLS]".to_string(), "[SEP]".to_string()]);
+            names
+        });
+        Ok(Self {
+            examples,
+            tokens,
+            token_names,
+            pieces: Some(pieces),
+        })
+    }
+
+    /// The most word pieces in one probe sentence (the sequence length of the forward pass);
+    /// the probe's sequence length for a probe of the task's own tokens.
+    pub fn forward_len(&self) -> usize {
+        match &self.pieces {
+            Some(pieces) => pieces
+                .encoded
+                .iter()
+                .map(|e| e.ids.len())
+                .max()
+                .unwrap_or(0),
+            None => self.seq_len(),
         }
     }
 
@@ -108,7 +188,13 @@ impl Probe {
     /// and kept together (`compare`), so that their forward passes hold at most
     /// [`MAX_PROBE_BYTES`]. 0 when even one sequence is over it.
     pub fn max_size(run: &ResolvedRun, runs: usize) -> usize {
-        let bytes_per_sequence = values_per_sequence(run)
+        Self::max_size_at(run, runs, run.task.seq_len())
+    }
+
+    /// [`Probe::max_size`] for sequences of `seq` positions in the forward pass (a probe of
+    /// word pieces: its longest sentence in pieces, [`Probe::forward_len`]).
+    pub fn max_size_at(run: &ResolvedRun, runs: usize, seq: usize) -> usize {
+        let bytes_per_sequence = values_per_sequence(run, seq)
             .saturating_mul(runs.max(1) as u128)
             .saturating_mul(4);
         usize::try_from(MAX_PROBE_BYTES / bytes_per_sequence.max(1)).unwrap_or(usize::MAX)
@@ -116,11 +202,21 @@ impl Probe {
 
     /// Checks `size` against [`Probe::max_size`], before anything is allocated.
     pub fn check_size(size: usize, run: &ResolvedRun, runs: usize) -> Result<(), ProbeSizeError> {
-        let max = Self::max_size(run, runs);
+        Self::check_size_at(size, run, runs, run.task.seq_len())
+    }
+
+    /// [`Probe::check_size`] for sequences of `seq` positions in the forward pass.
+    pub fn check_size_at(
+        size: usize,
+        run: &ResolvedRun,
+        runs: usize,
+        seq: usize,
+    ) -> Result<(), ProbeSizeError> {
+        let max = Self::max_size_at(run, runs, seq);
         if size == 0 {
             Err(ProbeSizeError::Empty)
         } else if size > max {
-            let bytes = values_per_sequence(run)
+            let bytes = values_per_sequence(run, seq)
                 .saturating_mul(runs.max(1) as u128)
                 .saturating_mul(size as u128)
                 .saturating_mul(4);
@@ -143,8 +239,12 @@ impl Probe {
             .collect()
     }
 
-    /// Runs `model` on the probe and returns each layer's attention on the host.
+    /// Runs `model` on the probe and returns each layer's attention on the host; for a
+    /// probe of word pieces, taken back to words ([`crate::load::words`]).
     pub fn run(&self, model: &Encoder) -> Vec<LayerProbe> {
+        if let Some(pieces) = &self.pieces {
+            return run_on_pieces(model, pieces, &self.tokens.device());
+        }
         let (_, cache) = model.forward_with_cache(EncoderInput::new(self.tokens.clone()));
         cache
             .layers
@@ -156,6 +256,47 @@ impl Probe {
             })
             .collect()
     }
+}
+
+/// [`Probe::run`] for sentences of word pieces: the model on the padded pieces, each layer's
+/// pattern taken to words (sum to, mean from) and its input and head outputs to the mean of
+/// each word's pieces.
+fn run_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) -> Vec<LayerProbe> {
+    let examples: Vec<Example> = pieces
+        .encoded
+        .iter()
+        .map(|encoded| Example {
+            input: encoded.ids.clone(),
+            target: vec![None; encoded.ids.len()],
+        })
+        .collect();
+    let batch = Batch::new(&examples, device); // [batch, pieces], padding masked
+    let (_, cache) = model.forward_with_cache(batch.encoder_input());
+    let spans = &pieces.spans;
+    let len = spans.first().map_or(0, WordSpans::len);
+    // `[batch, seq, ...]` per piece to `[batch, len, ...]` per word.
+    let pool = |tensor: HostTensor| {
+        let (batch, seq) = (tensor.shape[0], tensor.shape[1]);
+        let width: usize = tensor.shape[2..].iter().product();
+        let values: Vec<f32> = (0..batch)
+            .flat_map(|b| {
+                let rows = &tensor.values[b * seq * width..(b + 1) * seq * width];
+                spans[b].mean_rows(rows, width)
+            })
+            .collect();
+        let mut shape = tensor.shape.clone();
+        shape[1] = len;
+        HostTensor { values, shape }
+    };
+    cache
+        .layers
+        .into_iter()
+        .map(|layer| LayerProbe {
+            attn_input: pool(HostTensor::of(layer.attn_input)),
+            pattern: word_patterns(&HostTensor::of(layer.pattern), spans),
+            head_outputs: pool(HostTensor::of(layer.head_outputs)),
+        })
+        .collect()
 }
 
 /// The first `size` of `candidates` whose length is the most common one (ties: the
@@ -196,8 +337,8 @@ fn largest_phrase(max: usize) -> String {
 /// layer its input, q/k/v, scores and probabilities, head outputs, attention output,
 /// feed-forward hidden layer and output, residual sum; the logits. Every layout is counted
 /// as if each head read the full input, as train's size check does.
-fn values_per_sequence(run: &ResolvedRun) -> u128 {
-    forward_values_per_sequence(&run.config.model, run.task.seq_len(), run.io.n_outputs)
+fn values_per_sequence(run: &ResolvedRun, seq: usize) -> u128 {
+    forward_values_per_sequence(&run.config.model, seq, run.io.n_outputs)
 }
 
 /// `--probe` as typed: a whole number of sequences, at least 1 (the most depends on the run:
@@ -313,7 +454,7 @@ mod tests {
         // output and residual 4 x 6 x 16, q/k/v and head outputs 4 x 6 x 2 x 8, scores and
         // probabilities 2 x 2 x 6 x 6, feed-forward hidden 6 x 32; logits 6 x 5.
         let values: u128 = 96 + (384 + 384 + 144 + 192) + 30;
-        assert_eq!(values_per_sequence(&tiny()), values);
+        assert_eq!(values_per_sequence(&tiny(), 6), values);
         let max = (MAX_PROBE_BYTES / (4 * values)) as usize;
         assert_eq!(Probe::max_size(&tiny(), 1), max);
         assert_eq!(Probe::max_size(&tiny(), 3), max / 3);

@@ -9,6 +9,7 @@ use burn::prelude::*;
 use model::Encoder;
 use run::dir::{LockHolder, RunDirError, RunLock};
 use run::snapshot::{SnapshotError, load_snapshot};
+use run::tokenizer::{TokenizerError, WordPieces};
 use run::{ResolvedRun, RunDir, checkpoint, weights};
 
 /// A run ready to be measured.
@@ -26,6 +27,9 @@ pub struct LoadedRun {
     pub device: Device,
     /// Said when the weights are not the ones asked for (a run still training).
     pub note: Option<String>,
+    /// An imported model's tokenizer (`tokenizer.json` in the run): its probe is read as
+    /// words through it. `None` for headlab's own models, which read the task's tokens.
+    pub tokenizer: Option<WordPieces>,
     /// A shared lock, so no `train --force` or `--resume` rewrites the run while it is read.
     _lock: Option<RunLock>,
 }
@@ -46,6 +50,7 @@ impl LoadedRun {
             weights,
             device,
             note: None,
+            tokenizer: None,
             _lock: None,
         }
     }
@@ -95,19 +100,9 @@ pub enum RunError {
     /// A checkpoint that does not load.
     #[error(transparent)]
     BadCheckpoint(#[from] checkpoint::CheckpointError),
-    /// A model `headlab import` wrote: its probe must be read as words, which the report
-    /// does not do yet.
-    #[error(
-        "{run} is an imported model (from {checkpoint}); inspect does not read imported models \
-         yet: their probe sentences must be read as words through the model's tokenizer, which \
-         the report does not do yet. The run directory is complete (config, weights, tokenizer)"
-    )]
-    Imported {
-        /// The run.
-        run: PathBuf,
-        /// Where it was imported from.
-        checkpoint: PathBuf,
-    },
+    /// An imported run's tokenizer that does not load.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
 }
 
 /// Loads the run in `dir`, with the weights of `checkpoint` (`step-N`) or the final ones. A
@@ -120,7 +115,10 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         Err(holder) => (None, Some(holder)),
     };
     let run = run_dir.resolve()?;
-    refuse_imported(dir, &run)?;
+    let tokenizer = match run.config.import {
+        Some(_) => Some(WordPieces::read(&run_dir.tokenizer_path())?),
+        None => None,
+    };
     let device = Device::flex();
     device.seed(run.config.seed);
     let model = run
@@ -186,17 +184,7 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         weights,
         device,
         note,
+        tokenizer,
         _lock: lock,
     })
-}
-
-/// Refuses a model `headlab import` wrote ([`RunError::Imported`]).
-fn refuse_imported(dir: &Path, run: &ResolvedRun) -> Result<(), RunError> {
-    match &run.config.import {
-        None => Ok(()),
-        Some(import) => Err(RunError::Imported {
-            run: dir.to_path_buf(),
-            checkpoint: import.source.clone(),
-        }),
-    }
 }

@@ -118,6 +118,25 @@ impl WordSpans {
     }
 }
 
+impl WordSpans {
+    /// One sentence's per-piece vectors, `rows[p * width..(p + 1) * width]` for piece `p`,
+    /// as per-position vectors `[len, width]`: the mean over each position's pieces (the
+    /// "from a word" rule, for what a head reads and writes at a word).
+    pub fn mean_rows(&self, rows: &[f32], width: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; self.len() * width];
+        for (position, pieces) in self.groups.iter().enumerate() {
+            let share = 1.0 / pieces.len() as f32;
+            let target = &mut out[position * width..(position + 1) * width];
+            for p in pieces.clone() {
+                for (t, v) in target.iter_mut().zip(&rows[p * width..(p + 1) * width]) {
+                    *t += share * v;
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Every head's attention of a padded batch, `[batch, heads, pieces, pieces]`, as word-level
 /// attention `[batch, heads, len, len]`, sentence `b` grouped by `spans[b]`; every sentence
 /// must have the same number of word-level positions.
@@ -205,6 +224,18 @@ mod tests {
         for row in words.chunks(5) {
             assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-6);
         }
+    }
+
+    #[test]
+    fn vectors_from_a_word_are_the_mean_over_its_pieces() {
+        let spans = farmer();
+        // Piece p's vector is [p, 10 p].
+        let rows: Vec<f32> = (0..6).flat_map(|p| [p as f32, 10.0 * p as f32]).collect();
+        let words = spans.mean_rows(&rows, 2);
+        assert_eq!(
+            words,
+            [0.0, 0.0, 1.0, 10.0, 2.5, 25.0, 4.0, 40.0, 5.0, 50.0]
+        );
     }
 
     #[test]

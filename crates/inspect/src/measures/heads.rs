@@ -41,8 +41,9 @@ pub struct HeadRecord {
     pub mean_distance: f64,
     /// Mean attention mass on each pattern's positions.
     pub pattern_scores: BTreeMap<String, f64>,
-    /// Eval token accuracy lost when only this head is ablated (its output set to 0).
-    pub ablation_drop: f64,
+    /// Eval token accuracy lost when only this head is ablated (its output set to 0); null
+    /// for a model whose output layer is not scored on the task (an imported `BertModel`).
+    pub ablation_drop: Option<f64>,
     /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
     pub role: String,
     /// `sum(lambda) / sum(|lambda|)` of the OV circuit's eigenvalues, in [-1, 1]: 1 copies
@@ -63,12 +64,13 @@ pub struct HeadRecord {
     /// The head's direct logit on the correct class through the frozen final norm (and,
     /// post-norm, the later blocks' norms) and the output layer, averaged over the probe's
     /// scored positions ([`crate::measures::attribution`]): positive pushes the right answer up.
+    /// Null where the output layer is not scored (as `ablation_drop`).
     #[serde(default)]
-    pub direct_logit_attribution: f64,
+    pub direct_logit_attribution: Option<f64>,
     /// `mean over batches |dL/d xi|` for the head's mask `xi` on the eval set (Michel et
-    /// al. 2019, [`crate::measures::importance`]).
+    /// al. 2019, [`crate::measures::importance`]). Null where the output layer is not scored.
     #[serde(default)]
-    pub gradient_importance: f64,
+    pub gradient_importance: Option<f64>,
     /// Mean `||f(x_j)||`, `f(x) = (x v + b_v) o`, over the probe's positions: how much the
     /// head can write ([`crate::measures::norms`]).
     #[serde(default)]
@@ -101,24 +103,53 @@ pub struct HeadRecord {
     pub resample_ablation_drop: Option<f64>,
 }
 
+/// What the output layer says of every head, layer-major (see [`measure_heads`]).
+struct OutputMeasures {
+    /// Eval token accuracy with every head on.
+    accuracy: f64,
+    /// Accuracy lost with each head zeroed.
+    drops: Vec<f64>,
+    /// Direct logit attribution.
+    attribution: Vec<f64>,
+    /// Gradient importance.
+    importance: Vec<f64>,
+}
+
 /// Every head's record (measures, direct logit attribution and norms on the probe;
 /// ablation and gradient importance on the eval set; circuit scores from `circuits`;
 /// relation scores from `relations`, when the task has parses), and the eval token
-/// accuracy with all heads on.
+/// accuracy with all heads on. Without `eval` (a model whose output layer is not scored on
+/// the task: an imported `BertModel`), the measures that read the output layer are null.
 pub fn measure_heads(
     loaded: &LoadedRun,
-    eval: &[Example],
+    eval: Option<&[Example]>,
     probe: &Probe,
     layers: &[LayerProbe],
     circuits: &Circuits,
     relations: Option<&Relations>,
-) -> (Vec<HeadRecord>, f64) {
+) -> (Vec<HeadRecord>, Option<f64>) {
     let (task, model, device) = (&loaded.run.task, &loaded.model, &loaded.device);
-    let (_, base) = evaluate(model, eval, device, None);
     let n_heads = model.n_heads();
     let tokens = probe.token_ids();
-    let attribution = mean_direct_attribution(model, probe.tokens.clone(), &probe.examples);
-    let importance = gradient_importance(model, eval, device);
+    let outputs = eval.map(|eval| {
+        let (_, base) = evaluate(model, eval, device, None);
+        let attribution = mean_direct_attribution(model, probe.tokens.clone(), &probe.examples);
+        let importance = gradient_importance(model, eval, device);
+        let drops: Vec<f64> = (0..model.n_layers() * n_heads)
+            .map(|flat| {
+                let id = HeadId::new(flat / n_heads, flat % n_heads);
+                let mask = model.head_mask_keeping(|other| other != id, device);
+                let (_, ablated) = evaluate(model, eval, device, Some(mask));
+                base.token_accuracy() - ablated.token_accuracy()
+            })
+            .collect();
+        OutputMeasures {
+            accuracy: base.token_accuracy(),
+            drops,
+            attribution,
+            importance,
+        }
+    });
     let targets: Vec<Vec<Vec<usize>>> = probe
         .examples
         .iter()
@@ -129,9 +160,9 @@ pub fn measure_heads(
     for (l, layer) in layers.iter().enumerate() {
         let measured = measure_layer(task, layer, &tokens, &targets);
         for (h, pattern) in measured.into_iter().enumerate() {
-            let id = HeadId::new(l, h);
-            let mask = model.head_mask_keeping(|other| other != id, device);
-            let (_, ablated) = evaluate(model, eval, device, Some(mask));
+            let flat = HeadId::new(l, h).flat_index(n_heads);
+            let output =
+                |pick: fn(&OutputMeasures) -> &Vec<f64>| outputs.as_ref().map(|o| pick(o)[flat]);
             let circuit = circuits.head(l, h);
             let norms = head_norm_scores(layer, h, &model.blocks[l].attention.head_weights(h));
             heads.push(HeadRecord {
@@ -141,14 +172,14 @@ pub fn measure_heads(
                 confidence: pattern.confidence,
                 mean_distance: pattern.mean_distance,
                 pattern_scores: pattern.pattern_scores,
-                ablation_drop: base.token_accuracy() - ablated.token_accuracy(),
+                ablation_drop: output(|o| &o.drops),
                 role: pattern.role,
                 copying_score: circuit.copying_score,
                 full_copying_score: circuit.full_copying_score,
                 qk_effective_rank: circuit.qk_effective_rank,
                 ov_effective_rank: circuit.ov_effective_rank,
-                direct_logit_attribution: attribution[id.flat_index(n_heads)],
-                gradient_importance: importance[id.flat_index(n_heads)],
+                direct_logit_attribution: output(|o| &o.attribution),
+                gradient_importance: output(|o| &o.importance),
                 mean_value_norm: norms.mean_value_norm,
                 mean_weighted_norm: norms.mean_weighted_norm,
                 norm_weight_correlation: norms.norm_weight_correlation,
@@ -159,7 +190,7 @@ pub fn measure_heads(
             });
         }
     }
-    (heads, base.token_accuracy())
+    (heads, outputs.map(|o| o.accuracy))
 }
 
 /// One head's pattern measures on the probe, as `heads.json` names them: part of each
@@ -284,8 +315,8 @@ mod tests {
         assert_eq!(heads[0].full_copying_score, None);
         assert_eq!(heads[0].qk_effective_rank, 0.0);
         assert_eq!(heads[0].ov_effective_rank, 0.0);
-        assert_eq!(heads[0].direct_logit_attribution, 0.0);
-        assert_eq!(heads[0].gradient_importance, 0.0);
+        assert_eq!(heads[0].direct_logit_attribution, None);
+        assert_eq!(heads[0].gradient_importance, None);
         assert_eq!(heads[0].mean_weighted_norm, 0.0);
         assert_eq!(heads[0].norm_weight_correlation, None);
         assert_eq!(heads[0].task_target_score, None);
@@ -296,8 +327,8 @@ mod tests {
             full_copying_score: Some(1.0),
             qk_effective_rank: 3.5,
             ov_effective_rank: 2.0,
-            direct_logit_attribution: 1.25,
-            gradient_importance: 0.5,
+            direct_logit_attribution: Some(1.25),
+            gradient_importance: Some(0.5),
             mean_value_norm: 3.0,
             mean_weighted_norm: 0.75,
             norm_weight_correlation: Some(-0.25),

@@ -84,6 +84,11 @@ pub enum Presence {
     Pairs,
     /// For tasks with minimal pairs and models of two layers or more (path patching).
     PairsTwoLayers,
+    /// When the output layer is scored on the task's examples: every model headlab trained,
+    /// no imported one.
+    Outputs,
+    /// For word tasks, when the output layer is scored.
+    WordTaskOutputs,
 }
 
 impl Presence {
@@ -97,6 +102,8 @@ impl Presence {
             Presence::Metrics => contents.metrics,
             Presence::Pairs => contents.pairs,
             Presence::PairsTwoLayers => contents.pairs && contents.n_layers >= 2,
+            Presence::Outputs => contents.outputs,
+            Presence::WordTaskOutputs => contents.word_task && contents.outputs,
         }
     }
 
@@ -113,6 +120,8 @@ impl Presence {
             Presence::PairsTwoLayers => {
                 Some("Written for tasks with minimal pairs and models of two layers or more")
             }
+            Presence::Outputs => Some("Written for models headlab trained (not imported ones)"),
+            Presence::WordTaskOutputs => Some("word tasks of models headlab trained"),
         }
     }
 }
@@ -130,6 +139,8 @@ pub struct ReportContents {
     pub metrics: bool,
     /// The task has minimal pairs and patching was not turned off.
     pub pairs: bool,
+    /// The output layer is scored on the task's examples (not for an imported model).
+    pub outputs: bool,
 }
 
 /// One file of a report.
@@ -203,7 +214,7 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         PRUNING,
-        Presence::Always,
+        Presence::Outputs,
         "accuracy as heads are removed (ranked and greedy order), heads removable",
     ),
     file(
@@ -214,7 +225,7 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         LOGIT_LENS,
-        Presence::Always,
+        Presence::Outputs,
         "the logit lens: the residual stream after the embedding and after each block, read \
          through the final norm and the output layer, with its eval token accuracy and loss",
     ),
@@ -248,14 +259,14 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         CEILING,
-        Presence::WordTask,
+        Presence::WordTaskOutputs,
         "the model's accuracy per class of masked word against the ceiling, the accuracy of \
          the Bayes-optimal predictor that knows the grammar and sees what the model sees, on \
          the same masked examples",
     ),
     file(
         AGREEMENT,
-        Presence::WordTask,
+        Presence::WordTaskOutputs,
         "subject-verb agreement across attractors (Linzen et al. 2016): each verb with a noun \
          subject masked alone, agreement right when its right-number form gets the higher \
          logit; per attractor (the noun nearest the verb between it and its subject: none, \
@@ -338,7 +349,7 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         "figures/ablation.png",
-        Presence::Always,
+        Presence::Outputs,
         "eval token accuracy lost when each head alone is ablated: its output set to zero \
          (darkest bar), replaced by its mean over the evaluation set, or replaced by its \
          output on another sequence (lightest)",
@@ -363,7 +374,7 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         "figures/pruning.png",
-        Presence::Always,
+        Presence::Outputs,
         "eval token accuracy as heads are removed at test time, least important first \
          (ranked by single-head drop) or the least harmful at each step (greedy)",
     ),

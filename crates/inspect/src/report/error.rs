@@ -6,6 +6,7 @@ use run::tensor_file::TensorFileError;
 use crate::circuits::CircuitError;
 use crate::draw::figures::FigureError;
 use crate::load::probe::ProbeSizeError;
+use crate::load::sentences::PieceProbeError;
 use crate::report::dir::WriteError;
 
 /// A report that could not be written.
@@ -26,6 +27,9 @@ pub enum ReportError {
     /// A circuit whose eigenvalues did not converge.
     #[error(transparent)]
     Circuits(#[from] CircuitError),
+    /// Probe sentences the model's tokenizer could not read as words.
+    #[error(transparent)]
+    Words(#[from] PieceProbeError),
     /// Another file.
     #[error(transparent)]
     Write(#[from] WriteError),

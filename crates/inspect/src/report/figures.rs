@@ -104,7 +104,13 @@ fn draw_figure(
                 .as_ref()
                 .expect("a task with pairs has patching"),
         ),
-        "figures/pruning.png" => figures::pruning(path, &measured.pruning),
+        "figures/pruning.png" => figures::pruning(
+            path,
+            measured
+                .pruning
+                .as_ref()
+                .expect("a scored model has pruning"),
+        ),
         "figures/trajectories.png" => figures::trajectories(
             path,
             measured

@@ -42,16 +42,9 @@ pub fn write_report(
     out: &Path,
     options: &ReportOptions,
 ) -> Result<Report, ReportError> {
-    Probe::check_size(options.probe_size, &loaded.run, 1)?;
+    let probe = make_probe(loaded, options.probe_size)?;
     let dir = ReportDir::new(out);
     dir.create()?;
-    let run = &loaded.run;
-    let probe = Probe::new(
-        &run.task,
-        options.probe_size,
-        run.config.seed,
-        &loaded.device,
-    );
 
     let measured = measure(loaded, &probe, options)?;
     let mut files = write_tensor_files(&dir, &probe, &measured)?;
@@ -74,6 +67,29 @@ pub fn write_report(
     files.push(manifest);
 
     Ok(Report { measured, files })
+}
+
+/// The probe of `size` sequences, checked against the memory bound before the model runs
+/// on it: the task's own tokens, or for an imported model its sentences read as words (whose
+/// length in pieces is known only once they are read).
+fn make_probe(loaded: &LoadedRun, size: usize) -> Result<Probe, ReportError> {
+    let run = &loaded.run;
+    let Some(tokenizer) = &loaded.tokenizer else {
+        Probe::check_size(size, run, 1)?;
+        return Ok(Probe::new(&run.task, size, run.config.seed, &loaded.device));
+    };
+    Probe::check_size(size, run, 1)?; // the empty probe, and the bound in words
+    let max_positions = run.io.max_seq_len;
+    let probe = Probe::of_words(
+        &run.task,
+        tokenizer,
+        size,
+        run.config.seed,
+        max_positions,
+        &loaded.device,
+    )?;
+    Probe::check_size_at(size, run, 1, probe.forward_len())?;
+    Ok(probe)
 }
 
 /// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer
@@ -112,10 +128,14 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
         dir.write_json(&measured.heads)?,
         dir.write_json(&measured.circuits)?,
         dir.write_json(&similarity)?,
-        dir.write_json(&measured.pruning)?,
         dir.write_json(&measured.summary)?,
-        dir.write_json(&measured.logit_lens)?,
     ];
+    if let Some(pruning) = &measured.pruning {
+        files.push(dir.write_json(pruning)?);
+    }
+    if let Some(logit_lens) = &measured.logit_lens {
+        files.push(dir.write_json(logit_lens)?);
+    }
     if let Some(relations) = &measured.relations {
         files.push(dir.write_json(relations)?);
     }
@@ -147,14 +167,14 @@ pub fn table(report: &Report) -> String {
         |drop: Option<f64>| drop.map_or_else(|| "-".to_string(), |d| format!("{:.2}", d * 100.0));
     for h in &report.measured.heads {
         lines.push(format!(
-            "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>9.2} {:>9} {:>9}",
+            "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>9} {:>9} {:>9}",
             h.layer,
             h.head,
             h.role,
             h.entropy,
             h.confidence,
             h.mean_distance,
-            h.ablation_drop * 100.0,
+            points(h.ablation_drop),
             points(h.mean_ablation_drop),
             points(h.resample_ablation_drop),
         ));

@@ -50,15 +50,19 @@ pub fn write_page(
 /// The pages' summary line: task, sizes, weights, accuracy, probe size.
 fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> String {
     let model = &loaded.model;
+    let accuracy = measured.eval_token_acc.map_or_else(
+        || "not scored (an imported model)".to_string(),
+        |acc| format!("{:.2}%", acc * 100.0),
+    );
     format!(
-        "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {:.2}%, \
+        "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {}, \
          probe batch {} sequences",
         loaded.run.task.name(),
         model.n_layers(),
         model.n_heads(),
         measured.summary.head_layout,
         loaded.weights.display(),
-        measured.eval_token_acc * 100.0,
+        accuracy,
         probe.examples.len(),
     )
 }

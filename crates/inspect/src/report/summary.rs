@@ -33,15 +33,17 @@ pub struct Summary {
     pub n_params: usize,
     /// Parameters of the attention modules (every layer's q, k, v and output projection).
     pub attention_params: usize,
-    /// Eval token accuracy with every head on.
-    pub eval_token_acc: f64,
+    /// Eval token accuracy with every head on; null for a model whose output layer is not
+    /// scored on the task (an imported `BertModel`: see `left_out`).
+    pub eval_token_acc: Option<f64>,
     /// Heads whose role is not "mixed".
     pub heads_with_role: usize,
     /// Mean pattern JS distance between the heads of a layer, averaged over layers with
     /// more than one head (0 when there are none).
     pub mean_pattern_js: f64,
-    /// Heads greedy pruning removes before accuracy falls more than the tolerance.
-    pub removable_heads: usize,
+    /// Heads greedy pruning removes before accuracy falls more than the tolerance; null
+    /// where the output layer is not scored.
+    pub removable_heads: Option<usize>,
     /// Spearman rank correlation, over heads, of gradient importance with the single-head
     /// ablation drop ([`crate::measures::importance`]); null when undefined (fewer than two
     /// heads, or one side all equal). Fields from here on are null in a `summary.json`
@@ -55,6 +57,17 @@ pub struct Summary {
     /// Spearman correlation of the ablation drop with the greedy removal step.
     #[serde(default)]
     pub ablation_pruning_spearman: Option<f64>,
+    /// For an imported model (`headlab import`): the checkpoint it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
+    /// The measures this report left out, each with why (an imported `BertModel` has no
+    /// prediction head to score); empty for headlab's own models.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    /// For a probe read as words (an imported model): the name of each token id of
+    /// `activations.safetensors`' `tokens` (the task's words, then `[CLS]` and `[SEP]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_token_names: Option<Vec<String>>,
 }
 
 /// The step (1-based) at which greedy pruning removes each head, layer-major: heads removed

@@ -190,15 +190,21 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
     add_training_numbers(&mut row.numbers, &dir.metrics());
     let report = ReportDir::of_run(&dir);
     if let Ok(summary) = report.read_json::<Summary>() {
+        // A number left out of the report (null: never for a run a sweep trained) is left
+        // out of the row too.
         let numbers = [
             ("eval_token_acc", summary.eval_token_acc),
-            ("heads_with_role", summary.heads_with_role as f64),
-            ("mean_pattern_js", summary.mean_pattern_js),
-            ("removable_heads", summary.removable_heads as f64),
-            ("attention_params", summary.attention_params as f64),
-            ("n_params", summary.n_params as f64),
+            ("heads_with_role", Some(summary.heads_with_role as f64)),
+            ("mean_pattern_js", Some(summary.mean_pattern_js)),
+            ("removable_heads", summary.removable_heads.map(|n| n as f64)),
+            ("attention_params", Some(summary.attention_params as f64)),
+            ("n_params", Some(summary.n_params as f64)),
         ];
-        row.numbers.extend(numbers);
+        row.numbers.extend(
+            numbers
+                .into_iter()
+                .filter_map(|(key, value)| value.map(|v| (key, v))),
+        );
     }
     row.heads = report.read_json::<Vec<HeadRecord>>().unwrap_or_default();
     row.relations = report.read_json::<Relations>().ok();
@@ -263,7 +269,7 @@ fn add_head_numbers(row: &mut RunRow) {
     type Drop = fn(&HeadRecord) -> Option<f64>;
     let kinds: [(Drop, &'static str, &'static str); 3] = [
         (
-            |h| Some(h.ablation_drop),
+            |h| h.ablation_drop,
             "max_ablation_drop",
             "min_ablation_drop",
         ),
@@ -293,13 +299,16 @@ fn add_head_numbers(row: &mut RunRow) {
             .head_numbers
             .entry(HeadId::new(head.layer, head.head))
             .or_default();
-        numbers.insert("ablation_drop", head.ablation_drop);
+        numbers.extend(head.ablation_drop.map(|d| ("ablation_drop", d)));
         numbers.extend(head.mean_ablation_drop.map(|d| ("mean_ablation_drop", d)));
         numbers.extend(
             head.resample_ablation_drop
                 .map(|d| ("resample_ablation_drop", d)),
         );
-        numbers.insert("direct_logit_attribution", head.direct_logit_attribution);
+        numbers.extend(
+            head.direct_logit_attribution
+                .map(|d| ("direct_logit_attribution", d)),
+        );
         numbers.insert("copying_score", head.copying_score);
     }
 }

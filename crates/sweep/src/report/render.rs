@@ -89,7 +89,7 @@ pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
                 head.entropy.to_string(),
                 head.confidence.to_string(),
                 head.mean_distance.to_string(),
-                head.ablation_drop.to_string(),
+                head.ablation_drop.map_or(String::new(), |d| d.to_string()),
                 head.mean_ablation_drop
                     .map_or(String::new(), |d| d.to_string()),
                 head.resample_ablation_drop

@@ -363,7 +363,9 @@
       keys.forEach(function (key) {
         if (!(key in head)) { return; }
         var value = head[key];
-        row(key, key === 'ablation_drop' ? (100 * value).toFixed(2) + '%' : format(value));
+        // null (a dash): not measured, as an imported model's ablation drop.
+        var percent = key === 'ablation_drop' && value !== null;
+        row(key, percent ? (100 * value).toFixed(2) + '%' : format(value));
       });
       Object.keys(head.pattern_scores || {}).forEach(function (name) {
         row('pattern ' + name, format(head.pattern_scores[name]));

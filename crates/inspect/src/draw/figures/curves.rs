@@ -117,7 +117,7 @@ pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
             .map(|h| {
                 let or_nan = |d: Option<f64>| d.map_or(f64::NAN, |d| d * 100.0);
                 [
-                    h.ablation_drop * 100.0,
+                    or_nan(h.ablation_drop),
                     or_nan(h.mean_ablation_drop),
                     or_nan(h.resample_ablation_drop),
                 ]
@@ -357,14 +357,14 @@ mod tests {
                 confidence: 1.0,
                 mean_distance: 0.0,
                 pattern_scores: Default::default(),
-                ablation_drop: 0.0,
+                ablation_drop: Some(0.0),
                 role: "mixed".into(),
                 copying_score: 0.0,
                 full_copying_score: None,
                 qk_effective_rank: 0.0,
                 ov_effective_rank: 0.0,
-                direct_logit_attribution: 0.0,
-                gradient_importance: 0.0,
+                direct_logit_attribution: Some(0.0),
+                gradient_importance: Some(0.0),
                 mean_value_norm: 0.0,
                 mean_weighted_norm: 0.0,
                 norm_weight_correlation: None,
