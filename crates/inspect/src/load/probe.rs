@@ -262,15 +262,7 @@ impl Probe {
 /// pattern taken to words (sum to, mean from) and its input and head outputs to the mean of
 /// each word's pieces.
 fn run_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) -> Vec<LayerProbe> {
-    let examples: Vec<Example> = pieces
-        .encoded
-        .iter()
-        .map(|encoded| Example {
-            input: encoded.ids.clone(),
-            target: vec![None; encoded.ids.len()],
-        })
-        .collect();
-    let batch = Batch::new(&examples, device); // [batch, pieces], padding masked
+    let batch = pieces.batch(0..pieces.len(), device); // [batch, pieces], padding masked
     let (_, cache) = model.forward_with_cache(batch.encoder_input());
     let spans = &pieces.spans;
     let len = spans.first().map_or(0, WordSpans::len);

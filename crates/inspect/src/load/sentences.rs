@@ -136,14 +136,7 @@ impl PieceSentences {
     ) {
         for start in (0..self.len()).step_by(CHUNK) {
             let end = (start + CHUNK).min(self.len());
-            let examples: Vec<Example> = self.encoded[start..end]
-                .iter()
-                .map(|encoded| Example {
-                    input: encoded.ids.clone(),
-                    target: vec![None; encoded.ids.len()],
-                })
-                .collect();
-            let batch = Batch::new(&examples, device); // [chunk, pieces], padding masked
+            let batch = self.batch(start..end, device); // [chunk, pieces], padding masked
             let (_, cache) = model.forward_with_cache(batch.encoder_input());
             let spans = &self.spans[start..end];
             let patterns: Vec<HostTensor> = cache
@@ -153,6 +146,20 @@ impl PieceSentences {
                 .collect();
             each(&patterns, &self.sentences[start..end]);
         }
+    }
+}
+
+impl PieceSentences {
+    /// Sentences `range` as one batch of pieces, padded to the longest, the padding masked.
+    pub fn batch(&self, range: std::ops::Range<usize>, device: &Device) -> Batch {
+        let examples: Vec<Example> = self.encoded[range]
+            .iter()
+            .map(|encoded| Example {
+                input: encoded.ids.clone(),
+                target: vec![None; encoded.ids.len()],
+            })
+            .collect();
+        Batch::new(&examples, device)
     }
 }
 
