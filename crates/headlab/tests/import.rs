@@ -450,3 +450,71 @@ fn all_minilm_l6_v2_imports_and_inspects_on_the_grammar_sentences() {
     );
     assert!(relations.relations.iter().any(|r| r.relation == "dobj"));
 }
+
+#[test]
+fn a_treebank_probes_an_imported_model_with_its_own_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    assert!(
+        import(&[&fixture("three-layers-mlm"), Path::new("--out"), &out])
+            .status
+            .success()
+    );
+    let treebank =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks/tests/fixtures/ud-sample.conllu");
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe-conllu"), &treebank],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dir = ReportDir::new(out.join("inspect"));
+    let relations: inspect::measures::relations::Relations = dir.read_json().unwrap();
+    // Two sentences of 10 and 9 words: every word but the two roots has an arc.
+    assert_eq!((relations.sentences, relations.arcs), (2, 17));
+    let labels: Vec<&str> = relations
+        .relations
+        .iter()
+        .map(|r| r.relation.as_str())
+        .collect();
+    for label in ["det", "nsubj", "iobj", "obj", "acl:relcl", "punct"] {
+        assert!(labels.contains(&label), "{label} not in {labels:?}");
+    }
+    // The probe is the treebank's too: its words in explore.html, [CLS] first.
+    let explore = std::fs::read_to_string(out.join("inspect/explore.html")).unwrap();
+    assert!(
+        explore.contains("\"[CLS]\",\"The\",\"dog\",\"that\""),
+        "no treebank words"
+    );
+
+    // A file that is not a tree is refused at its line; a trained model has no words.
+    let bad = tmp.path().join("bad.conllu");
+    std::fs::write(
+        &bad,
+        "1\ta\t_\t_\t_\t_\t2\tdep\t_\t_\n2\tb\t_\t_\t_\t_\t1\tdep\t_\t_\n",
+    )
+    .unwrap();
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe-conllu"), &bad],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("bad.conllu:1: the sentence has 0 roots"),
+        "{}",
+        stderr(&output)
+    );
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../train/tests/fixtures/tiny.toml");
+    let trained = tmp.path().join("tiny");
+    let output = headlab::run("train", &[tiny.as_path(), Path::new("--out"), &trained]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = headlab::run(
+        "inspect",
+        &[trained.as_path(), Path::new("--probe-conllu"), &treebank],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("--probe-conllu needs a model that reads text"),
+        "{}",
+        stderr(&output)
+    );
+}

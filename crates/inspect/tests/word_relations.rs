@@ -8,12 +8,15 @@ use std::path::Path;
 use burn::prelude::*;
 use inspect::load::context::MeasureContext;
 use inspect::load::words::WordSpans;
-use inspect::measures::relations::{RelationHits, measure_word_relations};
+use inspect::measures::relations::{
+    RELATION_SENTENCES, RELATION_STREAM, RelationHits, measure_word_relations,
+};
 use model::EncoderInput;
 use run::import::{ImportRequest, import};
 use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
 use run::{RunDir, weights};
+use tasks::mix_seed;
 
 #[test]
 fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
@@ -40,16 +43,32 @@ fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
         seed: 0,
         device: &device,
     };
-    let (relations, pieces) = measure_word_relations(context, &tokenizer, 16)
+    let (relations, pieces) = measure_word_relations(context, &tokenizer, 16, None)
         .unwrap()
         .expect("the grammar task has parses");
     assert!(pieces.len() > 100, "{} sentences kept", pieces.len());
     assert_eq!(relations.sentences, pieces.len());
 
+    // The task's own parsed sentences, as the measure drew them (those over the model's 16
+    // positions were left out), scored through the path headlab's own models take.
+    let names = run.task.token_names().unwrap();
+    let drawn = run
+        .task
+        .parsed_sentences(RELATION_SENTENCES, mix_seed(0, RELATION_STREAM));
+    let mut parsed = drawn.iter().filter(|sentence| {
+        let words: Vec<&str> = sentence
+            .words
+            .iter()
+            .map(|&w| names[w as usize].as_str())
+            .collect();
+        tokenizer.encode_words(&words).unwrap().ids.len() <= 16
+    });
+    assert_eq!(drawn.len() - pieces.too_long, pieces.len());
+
     // Each sentence alone: its pieces unpadded, each head's attention to words by
     // WordSpans::aggregate, [CLS] and [SEP] cut away, scored with words at 0..n.
     let mut alone = RelationHits::new(model.n_layers(), model.n_heads());
-    for (s, encoded) in pieces.encoded.iter().enumerate() {
+    for encoded in &pieces.encoded {
         let ids: Vec<i64> = encoded.ids.iter().map(|&id| id as i64).collect();
         let tokens = Tensor::from_data(TensorData::new(ids, [1, encoded.ids.len()]), &device);
         let (_, cache) = model.forward_with_cache(EncoderInput::new(tokens));
@@ -77,7 +96,7 @@ fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
                 }
             })
             .collect();
-        alone.add(&patterns, std::slice::from_ref(&pieces.sentences[s]));
+        alone.add(&patterns, std::slice::from_ref(parsed.next().unwrap()));
     }
     let alone = alone.scores();
     assert_eq!(alone.relations.len(), relations.relations.len());

@@ -34,6 +34,32 @@ pub struct TreebankSentence {
     pub relations: Vec<String>,
 }
 
+impl TreebankSentence {
+    /// A `grammar` sentence (word ids named by `names`, [`crate::Task::token_names`]) as a
+    /// treebank sentence: its words as text, HEAD 0 and DEPREL `root` for the main verb, the
+    /// task's labels (`det`, `nsubj`, `dobj`, `prep`, `pobj`, ...) for the rest.
+    pub fn of_parsed(sentence: &ParsedSentence, names: &[String]) -> TreebankSentence {
+        let n = sentence.words.len();
+        let mut heads = vec![0; n];
+        let mut relations = vec!["root".to_string(); n];
+        for arc in &sentence.arcs {
+            heads[arc.dependent] = arc.head + 1;
+            relations[arc.dependent] = arc.relation.name().to_string();
+        }
+        TreebankSentence {
+            sent_id: None,
+            text: None,
+            words: sentence
+                .words
+                .iter()
+                .map(|&id| names[id as usize].clone())
+                .collect(),
+            heads,
+            relations,
+        }
+    }
+}
+
 /// A CoNLL-U file that cannot be read, or a sentence that is not a tree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{}: {message}", .path.display(), line_suffix(*.line))]
@@ -243,24 +269,18 @@ fn find_cycle(heads: &[usize]) -> Option<Vec<usize>> {
 pub fn write_parsed(sentences: &[ParsedSentence], names: &[String]) -> String {
     let mut out = String::new();
     for (index, sentence) in sentences.iter().enumerate() {
-        let words: Vec<&str> = sentence
-            .words
-            .iter()
-            .map(|&id| names[id as usize].as_str())
-            .collect();
+        let tree = TreebankSentence::of_parsed(sentence, names);
         out.push_str(&format!(
             "# sent_id = {}\n# text = {}\n",
             index + 1,
-            words.join(" ")
+            tree.words.join(" ")
         ));
-        for (position, word) in words.iter().enumerate() {
-            let (head, relation) = match sentence.arcs.iter().find(|a| a.dependent == position) {
-                Some(arc) => (arc.head + 1, arc.relation.name()),
-                None => (0, "root"),
-            };
+        for (position, word) in tree.words.iter().enumerate() {
             out.push_str(&format!(
-                "{}\t{word}\t_\t_\t_\t_\t{head}\t{relation}\t_\t_\n",
-                position + 1
+                "{}\t{word}\t_\t_\t_\t_\t{}\t{}\t_\t_\n",
+                position + 1,
+                tree.heads[position],
+                tree.relations[position]
             ));
         }
         out.push('\n');

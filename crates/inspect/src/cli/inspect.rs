@@ -40,6 +40,10 @@ pub struct Args {
     /// Write every figure also as SVG (figures/NAME.svg), for papers.
     #[arg(long)]
     svg: bool,
+    /// Probe an imported model with the sentences of this Universal Dependencies treebank
+    /// (CoNLL-U) instead of the grammar task's: relations.json scores its labels.
+    #[arg(long, value_name = "FILE")]
+    probe_conllu: Option<PathBuf>,
 }
 
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
@@ -49,7 +53,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let loaded = crate::load::run::load(&args.run, args.checkpoint.as_deref())?;
+    let mut loaded = crate::load::run::load(&args.run, args.checkpoint.as_deref())?;
+    if let Some(path) = &args.probe_conllu {
+        if loaded.tokenizer.is_none() {
+            anyhow::bail!(
+                "--probe-conllu needs a model that reads text: {} reads its task's own tokens; \
+                 import a checkpoint with `headlab import` and inspect that",
+                args.run.display()
+            );
+        }
+        loaded.treebank = Some(tasks::conllu::read(path)?);
+    }
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
     }

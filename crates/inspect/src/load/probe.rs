@@ -18,6 +18,7 @@ use run::config::MAX_TENSOR_VALUES;
 use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
 use tasks::batch::{Batch, mix_seed};
+use tasks::conllu::TreebankSentence;
 use tasks::{Example, Task};
 
 use crate::load::sentences::{PieceProbeError, PieceSentences};
@@ -108,43 +109,45 @@ impl Probe {
         }
     }
 
-    /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences with
-    /// one number of words (the most common, ties the longer, as [`Probe::new`] picks), read
-    /// by `tokenizer` ([`PieceSentences`]; fewer when some are over `max_positions`
-    /// pieces). Its examples are word-level: the task's word ids, with `[CLS]` and `[SEP]` as
-    /// the two ids after the task's vocabulary, named so in `token_names`.
+    /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences,
+    /// or of `treebank`'s when given, with one number of words (the most common, ties the
+    /// longer, as [`Probe::new`] picks), read by `tokenizer` ([`PieceSentences`]; fewer when
+    /// some are over `max_positions` pieces). Its examples are word-level: the sentences'
+    /// word ids ([`PieceSentences::names`]), with `[CLS]` and `[SEP]` as the two ids after
+    /// them, named so in `token_names`.
     pub fn of_words(
         task: &Task,
+        treebank: Option<&[TreebankSentence]>,
         tokenizer: &WordPieces,
-        size: usize,
-        seed: u64,
+        (size, seed): (usize, u64),
         max_positions: usize,
         device: &Device,
     ) -> Result<Self, PieceProbeError> {
-        let seed = mix_seed(seed, PROBE_STREAM);
-        let candidates = task.parsed_sentences(size.saturating_mul(CANDIDATES_PER_SEQUENCE), seed);
-        let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
-        for sentence in &candidates {
-            *counts.entry(sentence.words.len()).or_insert(0) += 1;
-        }
-        let length = counts
-            .iter()
-            .max_by_key(|(_, count)| **count)
-            .map(|(l, _)| *l);
-        let chosen: Vec<_> = candidates
-            .into_iter()
-            .filter(|s| Some(s.words.len()) == length)
-            .take(size)
-            .collect();
-        let pieces = PieceSentences::new(task, chosen, tokenizer, max_positions)?;
-        let vocab = task.input_vocab() as u32;
+        let candidates = size.saturating_mul(CANDIDATES_PER_SEQUENCE);
+        let pieces = match treebank {
+            Some(trees) => {
+                let lengths: Vec<usize> = trees.iter().map(|t| t.words.len()).collect();
+                let chosen = of_most_common_length(&lengths, size)
+                    .map(|i| trees[i].clone())
+                    .collect();
+                PieceSentences::of_treebank(chosen, tokenizer, max_positions)?
+            }
+            None => {
+                let parsed = task.parsed_sentences(candidates, mix_seed(seed, PROBE_STREAM));
+                let lengths: Vec<usize> = parsed.iter().map(|s| s.words.len()).collect();
+                let keep: Vec<usize> = of_most_common_length(&lengths, size).collect();
+                let chosen = keep.iter().map(|&i| parsed[i].clone()).collect();
+                PieceSentences::of_task(task, chosen, tokenizer, max_positions)?
+            }
+        };
+        let vocab = pieces.names.len() as u32;
         let (cls, sep) = (vocab, vocab + 1);
         let examples: Vec<Example> = pieces
-            .sentences
+            .ids
             .iter()
-            .map(|sentence| {
+            .map(|ids| {
                 let mut input = vec![cls];
-                input.extend(&sentence.words);
+                input.extend(ids);
                 input.push(sep);
                 Example {
                     target: vec![None; input.len()],
@@ -153,14 +156,12 @@ impl Probe {
             })
             .collect();
         let tokens = Batch::new(&examples, device).tokens;
-        let token_names = task.token_names().map(|mut names| {
-            names.extend(["[CLS]".to_string(), "[SEP]".to_string()]);
-            names
-        });
+        let mut token_names = pieces.names.clone();
+        token_names.extend(["[CLS]".to_string(), "[SEP]".to_string()]);
         Ok(Self {
             examples,
             tokens,
-            token_names,
+            token_names: Some(token_names),
             pieces: Some(pieces),
         })
     }
@@ -289,6 +290,23 @@ fn run_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) -> V
             head_outputs: pool(HostTensor::of(layer.head_outputs)),
         })
         .collect()
+}
+
+/// The indices of the first `size` of `lengths` that have the most common length (ties: the
+/// longer), in order.
+fn of_most_common_length(lengths: &[usize], size: usize) -> impl Iterator<Item = usize> + '_ {
+    let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
+    for &length in lengths {
+        *counts.entry(length).or_insert(0) += 1;
+    }
+    // `max_by_key` keeps the last maximum: over ascending lengths, the longest of a tie.
+    let common = counts
+        .iter()
+        .max_by_key(|(_, count)| **count)
+        .map(|(l, _)| *l);
+    (0..lengths.len())
+        .filter(move |&i| Some(lengths[i]) == common)
+        .take(size)
 }
 
 /// The first `size` of `candidates` whose length is the most common one (ties: the

@@ -11,6 +11,7 @@ use run::dir::{LockHolder, RunDirError, RunLock};
 use run::snapshot::{SnapshotError, load_snapshot};
 use run::tokenizer::{TokenizerError, WordPieces};
 use run::{ResolvedRun, RunDir, checkpoint, weights};
+use tasks::conllu::TreebankSentence;
 
 /// A run ready to be measured.
 #[derive(Debug)]
@@ -30,6 +31,9 @@ pub struct LoadedRun {
     /// An imported model's tokenizer (`tokenizer.json` in the run): its probe is read as
     /// words through it. `None` for headlab's own models, which read the task's tokens.
     pub tokenizer: Option<WordPieces>,
+    /// Sentences of a treebank to probe an imported model with instead of the task's
+    /// (`inspect --probe-conllu`); `None`: the task's.
+    pub treebank: Option<Vec<TreebankSentence>>,
     /// A shared lock, so no `train --force` or `--resume` rewrites the run while it is read.
     _lock: Option<RunLock>,
 }
@@ -51,6 +55,7 @@ impl LoadedRun {
             device,
             note: None,
             tokenizer: None,
+            treebank: None,
             _lock: None,
         }
     }
@@ -115,10 +120,7 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         Err(holder) => (None, Some(holder)),
     };
     let run = run_dir.resolve()?;
-    let tokenizer = match run.config.import {
-        Some(_) => Some(WordPieces::read(&run_dir.tokenizer_path())?),
-        None => None,
-    };
+    let tokenizer = imported_tokenizer(&run_dir, &run)?;
     let device = Device::flex();
     device.seed(run.config.seed);
     let model = run
@@ -185,6 +187,15 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         device,
         note,
         tokenizer,
+        treebank: None,
         _lock: lock,
     })
+}
+
+/// An imported run's tokenizer (`tokenizer.json`); `None` for a run headlab trained.
+fn imported_tokenizer(dir: &RunDir, run: &ResolvedRun) -> Result<Option<WordPieces>, RunError> {
+    match run.config.import {
+        Some(_) => Ok(Some(WordPieces::read(&dir.tokenizer_path())?)),
+        None => Ok(None),
+    }
 }

@@ -1,5 +1,6 @@
 //! The probe of a model that reads word pieces (an imported BERT): parsed sentences of the
-//! `grammar` task, their words as text, read by the model's own tokenizer; the model's
+//! `grammar` task or of a treebank (CoNLL-U), their words as text, read by the model's own
+//! tokenizer; the model's
 //! attention on them taken back to words ([`crate::load::words`]), so that what is measured
 //! is about words and their dependency arcs, as for headlab's own models.
 //!
@@ -11,6 +12,7 @@ use model::Encoder;
 use run::tensor_file::HostTensor;
 use run::tokenizer::{Encoded, TokenizerError, WordPieces};
 use tasks::batch::Batch;
+use tasks::conllu::TreebankSentence;
 use tasks::{Example, ParsedSentence, Task};
 
 use crate::load::words::WordSpans;
@@ -42,13 +44,15 @@ pub enum PieceProbeError {
     },
 }
 
-/// Parsed sentences as the model's word pieces.
+/// Sentences with their dependency trees, as the model's word pieces.
 #[derive(Debug, Clone)]
 pub struct PieceSentences {
-    /// The sentences and their arcs, between words.
-    pub sentences: Vec<ParsedSentence>,
-    /// Each sentence's words as text.
-    pub words: Vec<Vec<String>>,
+    /// The sentences: words as text, each word's head and label.
+    pub trees: Vec<TreebankSentence>,
+    /// Each sentence's words as ids into `names` (the word-level probe's tokens).
+    pub ids: Vec<Vec<u32>>,
+    /// The name of each word id.
+    pub names: Vec<String>,
     /// Each sentence as pieces, `[CLS]` and `[SEP]` included.
     pub encoded: Vec<Encoded>,
     /// Each sentence's word-level positions: `[CLS]`, its words, `[SEP]`.
@@ -58,11 +62,9 @@ pub struct PieceSentences {
 }
 
 impl PieceSentences {
-    /// `sentences` of `task` (its word ids named by [`Task::token_names`]) read by
-    /// `tokenizer`; sentences of more than `max_positions` pieces are left out and counted.
-    /// Every sentence must come out as one special token, its words in order, one special
-    /// token: word `i` at word-level position `i + 1`.
-    pub fn new(
+    /// Parsed `sentences` of `task` (its word ids named by [`Task::token_names`]) read by
+    /// `tokenizer` (see [`PieceSentences::of_trees`]).
+    pub fn of_task(
         task: &Task,
         sentences: Vec<ParsedSentence>,
         tokenizer: &WordPieces,
@@ -71,19 +73,60 @@ impl PieceSentences {
         let names = task
             .token_names()
             .ok_or_else(|| PieceProbeError::NoWords(task.name()))?;
+        let trees = sentences
+            .iter()
+            .map(|s| TreebankSentence::of_parsed(s, &names))
+            .collect();
+        let ids = sentences.into_iter().map(|s| s.words).collect();
+        Self::of_trees(names, ids, trees, tokenizer, max_positions)
+    }
+
+    /// A treebank's sentences read by `tokenizer`, their word ids numbering the distinct
+    /// forms in sorted order.
+    pub fn of_treebank(
+        trees: Vec<TreebankSentence>,
+        tokenizer: &WordPieces,
+        max_positions: usize,
+    ) -> Result<Self, PieceProbeError> {
+        let names: Vec<String> = trees
+            .iter()
+            .flat_map(|t| t.words.iter().cloned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let ids = trees
+            .iter()
+            .map(|t| {
+                t.words
+                    .iter()
+                    .map(|w| names.binary_search(w).expect("every form is named") as u32)
+                    .collect()
+            })
+            .collect();
+        Self::of_trees(names, ids, trees, tokenizer, max_positions)
+    }
+
+    /// `trees` (word ids `ids` into `names`) read by `tokenizer`; sentences of more than
+    /// `max_positions` pieces are left out and counted. Every sentence must come out as one
+    /// special token, its words in order, one special token: word `i` at word-level
+    /// position `i + 1`.
+    fn of_trees(
+        names: Vec<String>,
+        ids: Vec<Vec<u32>>,
+        trees: Vec<TreebankSentence>,
+        tokenizer: &WordPieces,
+        max_positions: usize,
+    ) -> Result<Self, PieceProbeError> {
         let mut kept = PieceSentences {
-            sentences: vec![],
-            words: vec![],
+            trees: vec![],
+            ids: vec![],
+            names,
             encoded: vec![],
             spans: vec![],
             too_long: 0,
         };
-        for sentence in sentences {
-            let words: Vec<String> = sentence
-                .words
-                .iter()
-                .map(|&id| names[id as usize].clone())
-                .collect();
+        for (tree, ids) in trees.into_iter().zip(ids) {
+            let words = &tree.words;
             let refs: Vec<&str> = words.iter().map(String::as_str).collect();
             let encoded = tokenizer.encode_words(&refs)?;
             if encoded.ids.len() > max_positions {
@@ -106,8 +149,8 @@ impl PieceSentences {
                     encoded.pieces
                 )));
             }
-            kept.sentences.push(sentence);
-            kept.words.push(words);
+            kept.trees.push(tree);
+            kept.ids.push(ids);
             kept.encoded.push(encoded);
             kept.spans.push(spans);
         }
@@ -116,12 +159,12 @@ impl PieceSentences {
 
     /// Sentences kept.
     pub fn len(&self) -> usize {
-        self.sentences.len()
+        self.trees.len()
     }
 
     /// Whether none was kept.
     pub fn is_empty(&self) -> bool {
-        self.sentences.is_empty()
+        self.trees.is_empty()
     }
 
     /// Runs `model` on the sentences, `CHUNK` at a time, and calls `each` with every
@@ -132,7 +175,7 @@ impl PieceSentences {
         &self,
         model: &Encoder,
         device: &Device,
-        mut each: impl FnMut(&[HostTensor], &[ParsedSentence]),
+        mut each: impl FnMut(&[HostTensor], &[TreebankSentence]),
     ) {
         for start in (0..self.len()).step_by(CHUNK) {
             let end = (start + CHUNK).min(self.len());
@@ -144,7 +187,7 @@ impl PieceSentences {
                 .into_iter()
                 .map(|layer| word_level_padded(&HostTensor::of(layer.pattern), spans))
                 .collect();
-            each(&patterns, &self.sentences[start..end]);
+            each(&patterns, &self.trees[start..end]);
         }
     }
 }

@@ -33,6 +33,7 @@ use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
+use tasks::conllu::TreebankSentence;
 use tasks::{Arc, Example, ParsedSentence, Relation};
 
 /// Sentences scored per report: enough arcs of every relation for fractions to about two
@@ -41,7 +42,7 @@ pub const RELATION_SENTENCES: usize = 512;
 
 /// Stream of the relation sentences, apart from the probe (`u64::MAX - 1`), the evaluation
 /// set (`u64::MAX`) and the training batches.
-const RELATION_STREAM: u64 = u64::MAX - 2;
+pub const RELATION_STREAM: u64 = u64::MAX - 2;
 
 /// Sentences per forward pass: bounds the cached activations held at once.
 const RELATION_CHUNK: usize = 64;
@@ -164,36 +165,68 @@ impl Relations {
 }
 
 /// Arcs found per relation and head, accumulated over batches of sentences, and the offsets
-/// the arcs span (for the baseline).
+/// the arcs span (for the baseline). Relations are labels: the `grammar` task's categories
+/// first, in their fixed order, then any other label met (a treebank's), in the order met.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelationHits {
     n_layers: usize,
     n_heads: usize,
     sentences: usize,
-    /// Arcs per category: the relations in [`Relation::ALL`]'s order, then
-    /// [`PAST_A_NOUN`] and [`OBJECT_PAST_A_NOUN`].
+    /// Every arc once (a category such as [`PAST_A_NOUN`] counts some twice in `arcs`).
+    total_arcs: usize,
+    /// The labels: the relations in [`Relation::ALL`]'s order, then [`PAST_A_NOUN`] and
+    /// [`OBJECT_PAST_A_NOUN`], then labels met since.
+    labels: Vec<String>,
+    /// Arcs per label.
     arcs: Vec<usize>,
-    /// Tie-credited hits, `[relation][layer * n_heads + head]`.
+    /// Tie-credited hits, `[label][layer * n_heads + head]`.
     dependent_to_head: Vec<Vec<f64>>,
     /// Likewise, head to dependent.
     head_to_dependent: Vec<Vec<f64>>,
-    /// Per relation, arcs per offset `head - dependent`.
+    /// Per label, arcs per offset `head - dependent`.
     offsets: Vec<BTreeMap<i64, usize>>,
+}
+
+/// One arc as scored: its two ends (0-based word positions) and the labels it counts under.
+struct ScoredArc {
+    dependent: usize,
+    head: usize,
+    labels: Vec<usize>,
 }
 
 impl RelationHits {
     /// Nothing counted yet, for a model of `n_layers` x `n_heads`.
     pub fn new(n_layers: usize, n_heads: usize) -> Self {
-        let relations = CATEGORIES;
-        Self {
+        let mut hits = Self {
             n_layers,
             n_heads,
             sentences: 0,
-            arcs: vec![0; relations],
-            dependent_to_head: vec![vec![0.0; n_layers * n_heads]; relations],
-            head_to_dependent: vec![vec![0.0; n_layers * n_heads]; relations],
-            offsets: vec![BTreeMap::new(); relations],
+            total_arcs: 0,
+            labels: vec![],
+            arcs: vec![],
+            dependent_to_head: vec![],
+            head_to_dependent: vec![],
+            offsets: vec![],
+        };
+        for index in 0..CATEGORIES {
+            hits.label(category_name(index));
         }
+        hits
+    }
+
+    /// The index of `name`, added when new.
+    fn label(&mut self, name: &str) -> usize {
+        if let Some(index) = self.labels.iter().position(|l| l == name) {
+            return index;
+        }
+        self.labels.push(name.to_string());
+        self.arcs.push(0);
+        self.dependent_to_head
+            .push(vec![0.0; self.n_layers * self.n_heads]);
+        self.head_to_dependent
+            .push(vec![0.0; self.n_layers * self.n_heads]);
+        self.offsets.push(BTreeMap::new());
+        self.labels.len() - 1
     }
 
     /// Counts the arcs of `sentences` against `patterns`, one per layer, each `[batch,
@@ -208,6 +241,79 @@ impl RelationHits {
     /// `[CLS]` first ([`crate::load::words`]). The most-attended word is still taken over the
     /// sentence's words only, never `[CLS]` or `[SEP]`, as for headlab's own models.
     pub fn add_at(&mut self, patterns: &[HostTensor], sentences: &[ParsedSentence], first: usize) {
+        let scored: Vec<(usize, Vec<ScoredArc>)> = sentences
+            .iter()
+            .map(|sentence| {
+                let arcs = sentence
+                    .arcs
+                    .iter()
+                    .map(|arc| ScoredArc {
+                        dependent: arc.dependent,
+                        head: arc.head,
+                        labels: categories(sentence, arc),
+                    })
+                    .collect();
+                (sentence.words.len(), arcs)
+            })
+            .collect();
+        self.add_scored(patterns, &scored, first);
+    }
+
+    /// [`RelationHits::add_at`] for a treebank's sentences: every arc counts under its
+    /// DEPREL (`obj`, `nmod:poss`, ...), and `nsubj` and `dobj` arcs with a noun (a word some
+    /// `det` depends on) between their ends under [`PAST_A_NOUN`] and [`OBJECT_PAST_A_NOUN`]
+    /// too, as the grammar's. The root's arc (to HEAD 0) is not scored.
+    pub fn add_trees_at(
+        &mut self,
+        patterns: &[HostTensor],
+        trees: &[TreebankSentence],
+        first: usize,
+    ) {
+        let scored: Vec<(usize, Vec<ScoredArc>)> = trees
+            .iter()
+            .map(|tree| {
+                let is_noun = |position: usize| {
+                    (0..tree.words.len())
+                        .any(|w| tree.relations[w] == "det" && tree.heads[w] == position + 1)
+                };
+                let arcs = (0..tree.words.len())
+                    .filter(|&w| tree.heads[w] > 0)
+                    .map(|w| {
+                        let (dependent, head) = (w, tree.heads[w] - 1);
+                        let relation = tree.relations[w].as_str();
+                        let mut labels = vec![self.label(relation)];
+                        let extra = match relation {
+                            "nsubj" => Some(PAST_A_NOUN),
+                            "dobj" => Some(OBJECT_PAST_A_NOUN),
+                            _ => None,
+                        };
+                        let (low, high) = (dependent.min(head), dependent.max(head));
+                        if let Some(extra) = extra
+                            && is_noun(dependent)
+                            && (low + 1..high).any(is_noun)
+                        {
+                            labels.push(self.label(extra));
+                        }
+                        ScoredArc {
+                            dependent,
+                            head,
+                            labels,
+                        }
+                    })
+                    .collect();
+                (tree.words.len(), arcs)
+            })
+            .collect();
+        self.add_scored(patterns, &scored, first);
+    }
+
+    /// Counts `sentences` (each its number of words and its arcs) against `patterns`.
+    fn add_scored(
+        &mut self,
+        patterns: &[HostTensor],
+        sentences: &[(usize, Vec<ScoredArc>)],
+        first: usize,
+    ) {
         assert_eq!(
             patterns.len(),
             self.n_layers,
@@ -224,8 +330,8 @@ impl RelationHits {
                 sentences.len(),
                 self.n_heads
             );
-            for (b, sentence) in sentences.iter().enumerate() {
-                let n = sentence.words.len();
+            for (b, (n, arcs)) in sentences.iter().enumerate() {
+                let n = *n;
                 assert!(
                     first + n <= seq,
                     "relations: a sentence longer than its batch"
@@ -238,8 +344,8 @@ impl RelationHits {
                         &pattern.values[start..start + n]
                     };
                     let column = l * self.n_heads + h;
-                    for arc in &sentence.arcs {
-                        for r in categories(sentence, arc) {
+                    for arc in arcs {
+                        for &r in &arc.labels {
                             self.dependent_to_head[r][column] +=
                                 argmax_credit(row(arc.dependent), arc.head);
                             self.head_to_dependent[r][column] +=
@@ -249,9 +355,10 @@ impl RelationHits {
                 }
             }
         }
-        for sentence in sentences {
-            for arc in &sentence.arcs {
-                for r in categories(sentence, arc) {
+        for (_, arcs) in sentences {
+            for arc in arcs {
+                self.total_arcs += 1;
+                for &r in &arc.labels {
                     self.arcs[r] += 1;
                     let offset = arc.head as i64 - arc.dependent as i64;
                     *self.offsets[r].entry(offset).or_insert(0) += 1;
@@ -264,7 +371,7 @@ impl RelationHits {
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
     /// heads.
     pub fn scores(&self) -> Relations {
-        let relations = (0..CATEGORIES)
+        let relations = (0..self.labels.len())
             .filter(|r| self.arcs[*r] > 0)
             .map(|r| {
                 let arcs = self.arcs[r] as f64;
@@ -282,7 +389,7 @@ impl RelationHits {
                     head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
                 };
                 RelationScores {
-                    relation: category_name(r).to_string(),
+                    relation: self.labels[r].clone(),
                     arcs: self.arcs[r],
                     baseline,
                     heads,
@@ -292,8 +399,7 @@ impl RelationHits {
             .collect();
         Relations {
             sentences: self.sentences,
-            // Every arc once: the extra category repeats some nsubj arcs.
-            arcs: self.arcs[..Relation::ALL.len()].iter().sum(),
+            arcs: self.total_arcs,
             relations,
         }
     }
@@ -344,14 +450,20 @@ pub fn measure_relations(context: MeasureContext) -> Option<Relations> {
     Some(hits.scores())
 }
 
+/// Most treebank sentences scored: the probe's memory bound aside, a treebank's whole
+/// development set (UD English EWT's has 2001 sentences) in a minute or two on a CPU.
+pub const MAX_TREEBANK_SENTENCES: usize = 4096;
+
 /// [`measure_relations`] for a model that reads word pieces: the same sentences (seeded
-/// from `seed`), read by its tokenizer ([`PieceSentences`]), scored on word-level attention
-/// with `[CLS]` before the words. Sentences over `max_positions` pieces are left out
+/// from `seed`), or the first [`MAX_TREEBANK_SENTENCES`] of `treebank` when given, read by
+/// its tokenizer ([`PieceSentences`]), scored on word-level attention with `[CLS]` before
+/// the words. Sentences over `max_positions` pieces are left out
 /// ([`PieceSentences::too_long`] says how many).
 pub fn measure_word_relations(
     context: MeasureContext,
     tokenizer: &WordPieces,
     max_positions: usize,
+    treebank: Option<&[TreebankSentence]>,
 ) -> Result<Option<(Relations, PieceSentences)>, PieceProbeError> {
     let MeasureContext {
         model,
@@ -359,14 +471,23 @@ pub fn measure_word_relations(
         seed,
         device,
     } = context;
-    let sentences = task.parsed_sentences(RELATION_SENTENCES, mix_seed(seed, RELATION_STREAM));
-    if sentences.is_empty() {
-        return Ok(None);
-    }
-    let pieces = PieceSentences::new(task, sentences, tokenizer, max_positions)?;
+    let pieces = match treebank {
+        Some(trees) => {
+            let trees = trees[..trees.len().min(MAX_TREEBANK_SENTENCES)].to_vec();
+            PieceSentences::of_treebank(trees, tokenizer, max_positions)?
+        }
+        None => {
+            let seed = mix_seed(seed, RELATION_STREAM);
+            let sentences = task.parsed_sentences(RELATION_SENTENCES, seed);
+            if sentences.is_empty() {
+                return Ok(None);
+            }
+            PieceSentences::of_task(task, sentences, tokenizer, max_positions)?
+        }
+    };
     let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
-    pieces.each_chunk(model, device, |patterns, sentences| {
-        hits.add_at(patterns, sentences, 1);
+    pieces.each_chunk(model, device, |patterns, trees| {
+        hits.add_trees_at(patterns, trees, 1);
     });
     Ok(Some((hits.scores(), pieces)))
 }

@@ -98,7 +98,8 @@ pub fn measure(
     let relations = match &loaded.tokenizer {
         Some(tokenizer) => {
             let max_positions = loaded.run.io.max_seq_len;
-            relations::measure_word_relations(context, tokenizer, max_positions)?
+            let treebank = loaded.treebank.as_deref();
+            relations::measure_word_relations(context, tokenizer, max_positions, treebank)?
                 .map(|(relations, _)| relations)
         }
         None => relations::measure_relations(context).map(|mut relations| {

@@ -82,9 +82,9 @@ fn make_probe(loaded: &LoadedRun, size: usize) -> Result<Probe, ReportError> {
     let max_positions = run.io.max_seq_len;
     let probe = Probe::of_words(
         &run.task,
+        loaded.treebank.as_deref(),
         tokenizer,
-        size,
-        run.config.seed,
+        (size, run.config.seed),
         max_positions,
         &loaded.device,
     )?;
