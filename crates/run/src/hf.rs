@@ -244,6 +244,14 @@ impl BertConfig {
 /// Opens the checkpoint in `dir` (`config.json`, `model.safetensors`) on `device`.
 pub fn load_bert(dir: &Path, device: &Device) -> Result<(Encoder, BertConfig), HfError> {
     let config = BertConfig::read(dir)?;
+    let bytes = read_weights(dir)?;
+    let encoder = bert_from_bytes(dir, &config, &bytes, device)?;
+    Ok((encoder, config))
+}
+
+/// The bytes of `dir/model.safetensors`, refusing a file over [`MAX_CHECKPOINT_BYTES`]
+/// before reading it.
+pub fn read_weights(dir: &Path) -> Result<Vec<u8>, HfError> {
     let path = dir.join("model.safetensors");
     let io_error = |source| HfError::Io {
         path: path.clone(),
@@ -260,8 +268,19 @@ pub fn load_bert(dir: &Path, device: &Device) -> Result<(Encoder, BertConfig), H
             ),
         });
     }
-    let bytes = std::fs::read(&path).map_err(io_error)?;
-    let weights = Weights::parse(&bytes, &path, device)?;
+    std::fs::read(&path).map_err(io_error)
+}
+
+/// The encoder `config` describes, with the weights in `bytes` (the contents of
+/// `dir/model.safetensors`, [`read_weights`]), on `device`.
+pub fn bert_from_bytes(
+    dir: &Path,
+    config: &BertConfig,
+    bytes: &[u8],
+    device: &Device,
+) -> Result<Encoder, HfError> {
+    let path = dir.join("model.safetensors");
+    let weights = Weights::parse(bytes, &path, device)?;
     let (encoder_config, io) = config.encoder();
     let mut encoder = encoder_config
         .init(&io, device)
@@ -269,8 +288,8 @@ pub fn load_bert(dir: &Path, device: &Device) -> Result<(Encoder, BertConfig), H
             path: dir.join("config.json"),
             message: e.to_string(),
         })?;
-    weights.fill(&mut encoder, &config)?;
-    Ok((encoder.no_grad(), config))
+    weights.fill(&mut encoder, config)?;
+    Ok(encoder.no_grad())
 }
 
 /// The checkpoint's tensors by name, without the `bert.` prefix a task model adds.

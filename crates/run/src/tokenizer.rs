@@ -55,6 +55,11 @@ pub struct WordPieces {
 impl WordPieces {
     /// Reads `path`, refusing a file over [`MAX_TOKENIZER_BYTES`] before reading it.
     pub fn read(path: &Path) -> Result<WordPieces, TokenizerError> {
+        Self::parse(&Self::read_bytes(path)?, path)
+    }
+
+    /// The bytes of the file at `path`, refused over [`MAX_TOKENIZER_BYTES`] before reading.
+    pub fn read_bytes(path: &Path) -> Result<Vec<u8>, TokenizerError> {
         let fail = |message: String| TokenizerError::Read {
             path: path.to_path_buf(),
             message,
@@ -68,8 +73,16 @@ impl WordPieces {
                 MAX_TOKENIZER_BYTES >> 20
             )));
         }
-        let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
-        let mut tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| {
+        std::fs::read(path).map_err(|e| fail(format!("cannot read it: {e}")))
+    }
+
+    /// A tokenizer from the contents of a `tokenizer.json`; `path` names it in messages.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<WordPieces, TokenizerError> {
+        let fail = |message: String| TokenizerError::Read {
+            path: path.to_path_buf(),
+            message,
+        };
+        let mut tokenizer = Tokenizer::from_bytes(bytes).map_err(|e| {
             fail(format!(
                 "not a Hugging Face tokenizer.json ({e}); save one with \
                  tokenizer.save_pretrained(DIR) in transformers"

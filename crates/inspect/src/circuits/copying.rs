@@ -52,7 +52,9 @@ pub fn low_rank_eigenvalues(circuit: &LowRank) -> Result<Vec<Complex>, NoConverg
 }
 
 /// The full OV circuit `E ov U`, factored as `(E left) (right U)`: `embedding` is
-/// `[vocab_size, d_model]`, `unembedding` `[d_model, n_outputs]`.
+/// `[vocab_size, d_model]`, `unembedding` `[d_model, n_outputs]`. The definition; reports
+/// score it with [`full_eigenvalues`], which never multiplies through the vocabulary, and
+/// the tests hold the two equal.
 pub fn full_circuit(embedding: &Matrix, ov: &LowRank, unembedding: &Matrix) -> LowRank {
     LowRank::new(embedding.matmul(&ov.left), ov.right.matmul(unembedding))
 }

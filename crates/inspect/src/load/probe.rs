@@ -312,18 +312,12 @@ fn of_most_common_length(lengths: &[usize], size: usize) -> impl Iterator<Item =
 /// The first `size` of `candidates` whose length is the most common one (ties: the
 /// longer), in order.
 fn of_one_length(candidates: Vec<Example>, size: usize) -> Vec<Example> {
-    let mut counts: std::collections::BTreeMap<usize, usize> = Default::default();
-    for example in &candidates {
-        *counts.entry(example.input.len()).or_insert(0) += 1;
-    }
-    // `max_by_key` keeps the last maximum: over ascending lengths, the longest of a tie.
-    let Some((&length, _)) = counts.iter().max_by_key(|(_, count)| **count) else {
-        return candidates;
-    };
+    let lengths: Vec<usize> = candidates.iter().map(|e| e.input.len()).collect();
+    let keep: std::collections::BTreeSet<usize> = of_most_common_length(&lengths, size).collect();
     candidates
         .into_iter()
-        .filter(|example| example.input.len() == length)
-        .take(size)
+        .enumerate()
+        .filter_map(|(i, example)| keep.contains(&i).then_some(example))
         .collect()
 }
 

@@ -15,7 +15,7 @@ use tasks::batch::Batch;
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, ParsedSentence, Task};
 
-use crate::load::words::WordSpans;
+use crate::load::words::{WordSpans, word_patterns};
 
 /// Sentences per forward pass: bounds the activations held at once.
 const CHUNK: usize = 32;
@@ -185,14 +185,12 @@ impl PieceSentences {
             let patterns: Vec<HostTensor> = cache
                 .layers
                 .into_iter()
-                .map(|layer| word_level_padded(&HostTensor::of(layer.pattern), spans))
+                .map(|layer| word_patterns(&HostTensor::of(layer.pattern), spans))
                 .collect();
             each(&patterns, &self.trees[start..end]);
         }
     }
-}
 
-impl PieceSentences {
     /// Sentences `range` as one batch of pieces, padded to the longest, the padding masked.
     pub fn batch(&self, range: std::ops::Range<usize>, device: &Device) -> Batch {
         let examples: Vec<Example> = self.encoded[range]
@@ -203,31 +201,5 @@ impl PieceSentences {
             })
             .collect();
         Batch::new(&examples, device)
-    }
-}
-
-/// [`crate::load::words::word_patterns`] for sentences of different word-level lengths:
-/// each sentence's `[len_b, len_b]` block at the top left of a `[len, len]` of zeros.
-fn word_level_padded(pattern: &HostTensor, spans: &[WordSpans]) -> HostTensor {
-    let [batch, heads, seq, _] = pattern.shape[..] else {
-        panic!("patterns are [batch, heads, seq, seq]")
-    };
-    let len = spans.iter().map(WordSpans::len).max().unwrap_or(0);
-    let mut values = vec![0.0f32; batch * heads * len * len];
-    for (b, sentence) in spans.iter().enumerate() {
-        let n = sentence.len();
-        for h in 0..heads {
-            let start = (b * heads + h) * seq * seq;
-            let words = sentence.aggregate(&pattern.values[start..start + seq * seq], seq);
-            let out = (b * heads + h) * len * len;
-            for row in 0..n {
-                values[out + row * len..out + row * len + n]
-                    .copy_from_slice(&words[row * n..(row + 1) * n]);
-            }
-        }
-    }
-    HostTensor {
-        values,
-        shape: vec![batch, heads, len, len],
     }
 }

@@ -116,9 +116,7 @@ impl WordSpans {
         }
         words
     }
-}
 
-impl WordSpans {
     /// One sentence's per-piece vectors, `rows[p * width..(p + 1) * width]` for piece `p`,
     /// as per-position vectors `[len, width]`: the mean over each position's pieces (the
     /// "from a word" rule, for what a head reads and writes at a word).
@@ -138,8 +136,9 @@ impl WordSpans {
 }
 
 /// Every head's attention of a padded batch, `[batch, heads, pieces, pieces]`, as word-level
-/// attention `[batch, heads, len, len]`, sentence `b` grouped by `spans[b]`; every sentence
-/// must have the same number of word-level positions.
+/// attention `[batch, heads, len, len]`, sentence `b` grouped by `spans[b]`: `len` is the
+/// longest sentence's word-level length, and a shorter sentence's `[len_b, len_b]` block
+/// sits at the top left, zeros around it.
 pub fn word_patterns(pattern: &HostTensor, spans: &[WordSpans]) -> HostTensor {
     let [batch, heads, seq, seq_k] = pattern.shape[..] else {
         panic!("patterns are [batch, heads, seq, seq]")
@@ -148,14 +147,19 @@ pub fn word_patterns(pattern: &HostTensor, spans: &[WordSpans]) -> HostTensor {
         seq == seq_k && batch == spans.len(),
         "one span per sentence"
     );
-    let len = spans.first().map_or(0, WordSpans::len);
-    let mut values = Vec::with_capacity(batch * heads * len * len);
+    let len = spans.iter().map(WordSpans::len).max().unwrap_or(0);
+    let mut values = vec![0.0f32; batch * heads * len * len];
     for (b, sentence) in spans.iter().enumerate() {
-        assert_eq!(sentence.len(), len, "sentences of one word-level length");
         assert!(sentence.pieces() <= seq, "a sentence longer than its batch");
+        let n = sentence.len();
         for h in 0..heads {
             let start = (b * heads + h) * seq * seq;
-            values.extend(sentence.aggregate(&pattern.values[start..start + seq * seq], seq));
+            let words = sentence.aggregate(&pattern.values[start..start + seq * seq], seq);
+            let out = (b * heads + h) * len * len;
+            for row in 0..n {
+                values[out + row * len..out + row * len + n]
+                    .copy_from_slice(&words[row * n..(row + 1) * n]);
+            }
         }
     }
     HostTensor {
@@ -257,5 +261,24 @@ mod tests {
         assert_eq!(words.values[(heads + 1) * 9..(heads + 2) * 9], want[..]);
         // The short sentence reads only its three pieces of each padded row.
         assert_eq!(words.values[..9], short.aggregate(&values[..16], 4)[..]);
+    }
+
+    #[test]
+    fn a_shorter_sentence_sits_at_the_top_left_with_zeros_around_it() {
+        let long = WordSpans::of(&[None, Some(0), Some(1), None]).unwrap(); // 4 positions
+        let short = WordSpans::of(&[None, None]).unwrap(); // 2 positions
+        let seq = 4;
+        let values: Vec<f32> = (0..2 * seq * seq).map(|i| i as f32).collect();
+        let pattern = HostTensor {
+            values: values.clone(),
+            shape: vec![2, 1, seq, seq],
+        };
+        let words = word_patterns(&pattern, &[long, short.clone()]);
+        assert_eq!(words.shape, [2, 1, 4, 4]);
+        let block = short.aggregate(&values[16..], seq); // [2, 2]
+        let second = &words.values[16..];
+        assert_eq!(second[..2], block[..2]);
+        assert_eq!(second[4..6], block[2..]);
+        assert!(second[2..4].iter().chain(&second[6..]).all(|&v| v == 0.0));
     }
 }

@@ -8,7 +8,7 @@ use tasks::TaskConfig;
 
 use crate::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
 use crate::dir::{RunDir, RunDirError};
-use crate::hf::{BertConfig, HfError, load_bert};
+use crate::hf::{BertConfig, HfError, bert_from_bytes, read_weights};
 use crate::manifest::hash_file;
 use crate::tokenizer::{TokenizerError, WordPieces};
 use crate::weights::{self, WeightsError};
@@ -145,11 +145,11 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
         return Err(ImportError::NotADirectory(dir.to_path_buf()));
     }
     let config_path = dir.join("config.json");
-    let weights_path = dir.join("model.safetensors");
     let tokenizer_path = dir.join("tokenizer.json");
     // The small files first, checked against each other before the weights are read.
     let config = BertConfig::read(dir)?;
-    let tokenizer = WordPieces::read(&tokenizer_path)?;
+    let tokenizer_bytes = WordPieces::read_bytes(&tokenizer_path)?;
+    let tokenizer = WordPieces::parse(&tokenizer_bytes, &tokenizer_path)?;
     if tokenizer.id_bound() != config.vocab_size || tokenizer.vocab_size() != config.vocab_size {
         return Err(ImportError::VocabularyMismatch {
             tokenizer: tokenizer_path,
@@ -158,17 +158,15 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             rows: config.vocab_size,
         });
     }
-    let device = Device::flex();
-    let (model, config) = load_bert(dir, &device)?;
-    let tokenizer_bytes = read(&tokenizer_path)?;
-    let hash = |path: &Path| {
-        hash_file(path)
-            .map(|(_, sha)| sha)
-            .map_err(|source| HfError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-    };
+    // Read once: the model is made from these bytes and their hash is the one recorded.
+    let weight_bytes = read_weights(dir)?;
+    let model = bert_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
+    let config_sha256 = hash_file(&config_path)
+        .map(|(_, sha)| sha)
+        .map_err(|source| HfError::Io {
+            path: config_path.clone(),
+            source,
+        })?;
     let record = ImportRecord {
         format: FORMAT.to_string(),
         architecture: config.architecture().to_string(),
@@ -176,8 +174,8 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             path: dir.to_path_buf(),
             source,
         })?,
-        config_sha256: hash(&config_path)?,
-        weights_sha256: hash(&weights_path)?,
+        config_sha256,
+        weights_sha256: crate::dir::sha256_hex(&weight_bytes),
         tokenizer_sha256: crate::dir::sha256_hex(&tokenizer_bytes),
         vocab_size: config.vocab_size,
         max_positions: config.max_position_embeddings,
@@ -188,13 +186,6 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
         tokenizer,
         tokenizer_bytes,
         record,
-    })
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, HfError> {
-    std::fs::read(path).map_err(|source| HfError::Io {
-        path: path.to_path_buf(),
-        source,
     })
 }
 
