@@ -62,9 +62,9 @@ VOCAB = 60
 TOKENIZER_VOCAB = (
     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     + "the a dog cat man woman child horse sees chases likes sleeps runs who that near on "
-      "in under big small old red happy bark park farm ##er ##s ##ed ##ing ##ly quick "
-      "teacher gives book to and by walk ##ow fox ball letter read long mat sat he she it "
-      ". , ? play".split()
+      "in under big small old red happy bark park farm ##er ##s ##ed ##ing ##ly dogs "
+      "teacher gives book to and by horses children cats see like read chase sleep run he "
+      "she it . , ? play".split()
 )
 assert len(TOKENIZER_VOCAB) == VOCAB, len(TOKENIZER_VOCAB)
 MAX_POSITIONS = 16

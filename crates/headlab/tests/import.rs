@@ -10,6 +10,7 @@ use std::process::Output;
 
 use inspect::measures::heads::HeadRecord;
 use inspect::report::dir::{ReportContents, ReportDir};
+use inspect::report::measured::{LEFT_OUT_MASKED_LM, LEFT_OUT_NO_HEAD};
 use inspect::report::summary::Summary;
 use run::manifest::{Depth, Verdict};
 
@@ -122,7 +123,7 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
 }
 
 #[test]
-fn inspect_reads_an_imported_model_on_words_and_leaves_out_what_needs_its_outputs() {
+fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let output = import(&[&fixture("three-layers-mlm"), Path::new("--out"), &out]);
@@ -134,21 +135,21 @@ fn inspect_reads_an_imported_model_on_words_and_leaves_out_what_needs_its_output
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(
-        text.contains("eval token accuracy not scored")
-            && text.contains("left out: eval accuracy, ablation drops")
-            && !text.contains("no snapshots"),
+        text.contains(&format!("left out: {LEFT_OUT_MASKED_LM}")) && !text.contains("not scored"),
         "{text}"
     );
 
-    // Exactly the files of a word task's report without the output-side ones, sealed.
+    // Exactly the files of a word task's report with the output-side ones and patching, less
+    // what reads the grammar's own classes (ceiling, agreement), sealed.
     let report = out.join("inspect");
     let contents = ReportContents {
         word_task: true,
         snapshots: false,
         n_layers: 3,
         metrics: false,
-        pairs: false,
-        outputs: false,
+        pairs: true,
+        outputs: true,
+        trained: false,
     };
     let dir = ReportDir::new(&report);
     assert!(
@@ -156,12 +157,7 @@ fn inspect_reads_an_imported_model_on_words_and_leaves_out_what_needs_its_output
         "{:?}",
         dir.missing(&contents)
     );
-    for name in [
-        "pruning.json",
-        "logit_lens.json",
-        "figures/ablation.png",
-        "ceiling.json",
-    ] {
+    for name in ["ceiling.json", "agreement.json"] {
         assert!(!report.join(name).exists(), "{name} written");
     }
     assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
@@ -169,25 +165,90 @@ fn inspect_reads_an_imported_model_on_words_and_leaves_out_what_needs_its_output
     let heads: Vec<HeadRecord> = dir.read_json().unwrap();
     assert_eq!(heads.len(), 9);
     for head in &heads {
-        assert_eq!(
-            (
-                head.ablation_drop,
-                head.direct_logit_attribution,
-                head.gradient_importance
-            ),
-            (None, None, None),
+        let measured = [
+            head.ablation_drop,
+            head.mean_ablation_drop,
+            head.resample_ablation_drop,
+            head.direct_logit_attribution,
+            head.gradient_importance,
+        ];
+        assert!(
+            measured.iter().all(|m| m.is_some_and(f64::is_finite)),
             "{head:?}"
         );
         let relations = head.relation_scores.as_ref().expect("scored on words");
         assert!(relations.contains_key("det"), "{relations:?}");
     }
+    assert!(
+        heads
+            .iter()
+            .any(|h| h.direct_logit_attribution != Some(0.0)),
+        "every attribution is zero"
+    );
+
+    // The accuracy is the model's on the probe's sentences, each word masked alone, counted
+    // here one sentence at a time, unpadded.
     let summary: Summary = dir.read_json().unwrap();
-    assert_eq!(summary.eval_token_acc, None);
-    assert!(summary.imported_from.is_some() && summary.left_out.len() == 1);
-    let names = summary.probe_token_names.unwrap();
-    assert_eq!(&names[names.len() - 2..], ["[CLS]", "[SEP]"]);
+    assert_eq!(summary.left_out, [LEFT_OUT_MASKED_LM]);
+    let counted = masked_words_scored(&out, 8);
+    assert!(counted.scored > 8, "{} pieces scored", counted.scored);
+    let accuracy = counted.right as f64 / counted.scored as f64;
+    assert_eq!(summary.eval_token_acc, Some(accuracy));
+    let pruning: inspect::interventions::pruning::Pruning = dir.read_json().unwrap();
+    assert_eq!(pruning.base_token_acc, accuracy);
+    // The logit lens's last point is the model itself: its loss is the mean cross-entropy.
+    let lens: inspect::measures::logit_lens::LogitLens = dir.read_json().unwrap();
+    let model = lens.points.last().unwrap();
+    let loss = counted.loss / counted.scored as f64;
+    assert!(
+        (model.loss - loss).abs() < 1e-4 * loss,
+        "{} vs {loss}",
+        model.loss
+    );
+    assert_eq!(model.token_acc, accuracy);
+
+    // Patching ran on the grammar's agreement pairs read as pieces: each pair one [MASK],
+    // its answers a verb's two forms, the change a noun's number; the clean logit
+    // difference is the model's, each pair run alone.
+    let patching: inspect::interventions::patching::Patching = dir.read_json().unwrap();
+    let answer = patching.answer.expect("agreement pairs");
+    assert!(answer.pairs >= 3, "{} pairs", answer.pairs);
+    assert_eq!(answer.pairs + answer.pairs_left_out.unwrap(), 64);
+    assert!(answer.paths.is_empty() && !answer.layer_paths.is_empty());
+    let (model, tokenizer) = imported_model(&out);
+    let piece = |id: u32| tokenizer.piece(id).unwrap();
+    let mut diff = 0.0;
+    for pair in &answer.inputs {
+        assert_eq!(pair.clean.len(), pair.corrupted.len());
+        assert_eq!(piece(pair.clean[pair.position]), "[MASK]");
+        let (clean, corrupted) = (piece(pair.clean_answer), piece(pair.corrupted_answer));
+        assert!(
+            clean == format!("{corrupted}s") || corrupted == format!("{clean}s"),
+            "answers {clean} / {corrupted}"
+        );
+        let [noun] = pair.changed[..] else {
+            panic!("one piece changes: {pair:?}")
+        };
+        let nouns = [piece(pair.clean[noun]), piece(pair.corrupted[noun])];
+        assert!(
+            nouns.contains(&"children".to_string())
+                || nouns[0].trim_end_matches('s') == nouns[1].trim_end_matches('s'),
+            "{nouns:?}"
+        );
+        let logits = logits_of(&model, &pair.clean, pair.position);
+        diff +=
+            (logits[pair.clean_answer as usize] - logits[pair.corrupted_answer as usize]) as f64;
+    }
+    let diff = diff / answer.pairs as f64;
+    assert!(
+        (answer.clean_logit_diff - diff).abs() < 1e-4,
+        "{} vs {diff}",
+        answer.clean_logit_diff
+    );
 
     // Every word-level row of the probe's attention sums to one: [CLS], the words, [SEP].
+    let names = summary.probe_token_names.unwrap();
+    assert_eq!(&names[names.len() - 2..], ["[CLS]", "[SEP]"]);
     let activations =
         run::tensor_file::read_tensors(&report.join("activations.safetensors")).unwrap();
     let pattern = &activations["layers.0.pattern"]; // [probe, heads, words + 2, words + 2]
@@ -206,6 +267,147 @@ fn inspect_reads_an_imported_model_on_words_and_leaves_out_what_needs_its_output
         explore.contains("\"tokens\":[\"[CLS]\",\""),
         "no words in explore.html"
     );
+}
+
+/// Masked pieces counted one sentence at a time.
+struct Counted {
+    /// Pieces predicted right (the hidden piece has the highest logit).
+    right: usize,
+    /// Pieces masked.
+    scored: usize,
+    /// Summed cross-entropy of the hidden pieces.
+    loss: f64,
+}
+
+/// The imported masked-LM in `run` on its probe of `size` sentences (as inspect draws it),
+/// every word masked alone in turn, each sentence run alone, unpadded, its masked pieces
+/// replaced by `[MASK]` here; log-probabilities taken on the host in f64.
+fn masked_words_scored(run: &Path, size: usize) -> Counted {
+    use burn::prelude::*;
+    let resolved = run::RunDir::open(run).unwrap().resolve().unwrap();
+    let device = Device::flex();
+    let (model, tokenizer) = imported_model(run);
+    let mask = tokenizer.id("[MASK]").unwrap() as i64;
+    let probe = inspect::load::probe::Probe::of_words(
+        &resolved.task,
+        None,
+        &tokenizer,
+        (size, resolved.config.seed),
+        resolved.io.max_seq_len,
+        &device,
+    )
+    .unwrap();
+    let mut counted = Counted {
+        right: 0,
+        scored: 0,
+        loss: 0.0,
+    };
+    for encoded in &probe.pieces.unwrap().encoded {
+        let words = encoded.words.iter().flatten().max().map_or(0, |w| w + 1);
+        for word in 0..words {
+            let hidden: Vec<usize> = (0..encoded.ids.len())
+                .filter(|&i| encoded.words[i] == Some(word))
+                .collect();
+            let ids: Vec<i64> = (0..encoded.ids.len())
+                .map(|i| match hidden.contains(&i) {
+                    true => mask,
+                    false => encoded.ids[i] as i64,
+                })
+                .collect();
+            let len = ids.len();
+            let tokens = Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &device);
+            let logits = model.forward(tokens); // [1, len, vocab]
+            let vocab = logits.dims()[2];
+            let logits = logits.into_data().try_into_vec_as::<f32>().unwrap();
+            for &i in &hidden {
+                let row: Vec<f64> = logits[i * vocab..(i + 1) * vocab]
+                    .iter()
+                    .map(|&v| v as f64)
+                    .collect();
+                let target = encoded.ids[i] as usize;
+                let max = row.iter().cloned().fold(f64::MIN, f64::max);
+                let log_sum = max + row.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+                counted.loss += log_sum - row[target];
+                counted.right += usize::from(row.iter().all(|&v| v <= row[target]));
+                counted.scored += 1;
+            }
+        }
+    }
+    counted
+}
+
+/// The model and tokenizer of the imported run `run`, on flex.
+fn imported_model(run: &Path) -> (model::Encoder, run::tokenizer::WordPieces) {
+    let dir = run::RunDir::open(run).unwrap();
+    let resolved = dir.resolve().unwrap();
+    let device = burn::prelude::Device::flex();
+    let fresh = resolved.config.model.init(&resolved.io, &device).unwrap();
+    let model = run::weights::load(&dir.final_weights_path(), fresh).unwrap();
+    let tokenizer = run::tokenizer::WordPieces::read(&dir.tokenizer_path()).unwrap();
+    (model, tokenizer)
+}
+
+/// `model`'s logits at `position` of `ids` run alone.
+fn logits_of(model: &model::Encoder, ids: &[u32], position: usize) -> Vec<f32> {
+    use burn::prelude::*;
+    let ids: Vec<i64> = ids.iter().map(|&id| id as i64).collect();
+    let len = ids.len();
+    let tokens = Tensor::<2, Int>::from_data(TensorData::new(ids, [1, len]), &Device::flex());
+    let logits = model.forward(tokens); // [1, len, vocab]
+    let vocab = logits.dims()[2];
+    let values = logits.into_data().try_into_vec_as::<f32>().unwrap();
+    values[position * vocab..(position + 1) * vocab].to_vec()
+}
+
+#[test]
+fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = import(&[&fixture("one-layer"), Path::new("--out"), &out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe"), Path::new("8")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("eval token accuracy not scored")
+            && text.contains(&format!("left out: {LEFT_OUT_NO_HEAD}")),
+        "{text}"
+    );
+    let report = out.join("inspect");
+    let contents = ReportContents {
+        word_task: true,
+        snapshots: false,
+        n_layers: 1,
+        metrics: false,
+        pairs: false,
+        outputs: false,
+        trained: false,
+    };
+    let dir = ReportDir::new(&report);
+    assert!(
+        dir.missing(&contents).is_empty(),
+        "{:?}",
+        dir.missing(&contents)
+    );
+    for name in ["pruning.json", "logit_lens.json", "figures/ablation.png"] {
+        assert!(!report.join(name).exists(), "{name} written");
+    }
+    assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
+    let heads: Vec<HeadRecord> = dir.read_json().unwrap();
+    for head in &heads {
+        let measured = (
+            head.ablation_drop,
+            head.direct_logit_attribution,
+            head.gradient_importance,
+        );
+        assert_eq!(measured, (None, None, None), "{head:?}");
+    }
+    let summary: Summary = dir.read_json().unwrap();
+    assert_eq!(summary.eval_token_acc, None);
+    assert_eq!(summary.left_out, [LEFT_OUT_NO_HEAD]);
 }
 
 /// Each bad checkpoint: the words its message must hold.

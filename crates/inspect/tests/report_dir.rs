@@ -76,6 +76,7 @@ fn every_presence_is_decided_by_the_contents() {
         metrics: false,
         pairs: false,
         outputs: false,
+        trained: false,
     };
     let all = ReportContents {
         word_task: true,
@@ -84,6 +85,7 @@ fn every_presence_is_decided_by_the_contents() {
         metrics: true,
         pairs: true,
         outputs: true,
+        trained: true,
     };
     for file in FILES {
         assert!(file.presence.holds(&all), "{}", file.name);
@@ -175,6 +177,7 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
         metrics: true,
         pairs: true,
         outputs: true,
+        trained: true,
     };
     let expected: BTreeSet<String> = FILES
         .iter()
@@ -220,8 +223,20 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
         &report.measured.summary,
     );
     assert_eq!(
-        dir.read_json::<Pruning>().unwrap().greedy.removable,
-        report.measured.pruning.as_ref().unwrap().greedy.removable
+        dir.read_json::<Pruning>()
+            .unwrap()
+            .greedy
+            .unwrap()
+            .removable,
+        report
+            .measured
+            .pruning
+            .as_ref()
+            .unwrap()
+            .greedy
+            .as_ref()
+            .unwrap()
+            .removable
     );
     let circuits = dir.read_json::<Circuits>().unwrap();
     assert_eq!(circuits.heads.len(), report.measured.circuits.heads.len());

@@ -385,15 +385,23 @@ impl Encoder {
     /// # Shapes
     /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, n_outputs]`
     fn head(&self, x: Tensor<3>) -> Tensor<3> {
-        let x = match &self.output_transform {
+        linear_over_rows(&self.output, self.transform(x))
+    }
+
+    /// The prediction transform (dense, GELU, norm: a masked-LM checkpoint's) on what the
+    /// final norm gave, or `x` itself in a model without one: what the output layer reads.
+    ///
+    /// # Shapes
+    /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, d_model]`
+    pub fn transform(&self, x: Tensor<3>) -> Tensor<3> {
+        match &self.output_transform {
             Some(transform) => crate::block::norm(
                 &transform.norm,
                 crate::fused::gelu(linear_over_rows(&transform.dense, x)),
                 self.norm_epsilon,
             ),
             None => x,
-        };
-        linear_over_rows(&self.output, x)
+        }
     }
 
     /// The final norm of `x`, or `x` itself in a model without one.

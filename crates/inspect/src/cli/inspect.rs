@@ -89,14 +89,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         println!("wrote {}", file.display());
     }
     if let Some(pruning) = &report.measured.pruning {
+        let greedy = match &pruning.greedy {
+            Some(greedy) => format!("{} greedily, ", greedy.removable),
+            None => String::new(),
+        };
         println!(
-            "pruning: {} of {} heads can go with accuracy within {:.1} points of {:.2}% \
-             (greedy; {} in single-head-drop order)",
-            pruning.greedy.removable,
+            "pruning: {greedy}{} in single-head-drop order, of {} heads, can go with accuracy \
+             within {:.1} points of {:.2}%",
+            pruning.ranked.removable,
             pruning.total_heads,
             pruning.tolerance * 100.0,
             pruning.base_token_acc * 100.0,
-            pruning.ranked.removable
         );
     }
     for left_out in &report.measured.summary.left_out {

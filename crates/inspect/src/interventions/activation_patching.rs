@@ -174,7 +174,7 @@ mod tests {
         }
         // Recall's answer pairs change one value token: at the embedding, that position alone
         // holds the whole difference, so patching it there restores every pair.
-        let section = patch_pairs(&model, &pairs, &device).unwrap();
+        let section = patch_pairs(&model, &pairs, &device, true).unwrap();
         let embedding = &section.residual[0].by_position;
         let summed: f64 = embedding.iter().map(|r| r.unwrap()).sum();
         assert!((summed - 1.0).abs() < 1e-4, "{embedding:?}");

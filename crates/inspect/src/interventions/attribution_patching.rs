@@ -133,7 +133,7 @@ mod tests {
         for kind in [PairKind::Answer, PairKind::Route] {
             let (model, pairs, device) = recall_model(2, kind);
             let runs = PairRuns::new(&model, &pairs, &device).unwrap();
-            let section = patch_pairs(&model, &pairs, &device).unwrap();
+            let section = patch_pairs(&model, &pairs, &device, true).unwrap();
             let eps = 1e-2;
             for head in &section.heads {
                 let id = HeadId::new(head.layer, head.head);

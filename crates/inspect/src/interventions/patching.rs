@@ -17,6 +17,9 @@ use super::attribution_patching::{AttributionAgreement, attribution_patching};
 use super::pair_runs::PairRuns;
 use super::path_patching::{LayerPathPatching, PathPatching, head_paths, layer_paths};
 use crate::load::context::MeasureContext;
+use crate::load::piece_pairs::PiecePairs;
+use crate::load::sentences::PieceProbeError;
+use run::tokenizer::WordPieces;
 
 /// Pairs patched per kind per report.
 pub const PATCHING_PAIRS: usize = 64;
@@ -73,6 +76,10 @@ pub struct PairPatching {
     /// written before they were recorded.
     #[serde(default)]
     pub inputs: Vec<PairInputs>,
+    /// Pairs drawn but left out because they do not line up in the model's word pieces (an
+    /// imported model: [`PiecePairs`]); absent for headlab's own models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs_left_out: Option<usize>,
 }
 
 /// One patched pair as the model read it.
@@ -118,7 +125,7 @@ pub fn patching(context: MeasureContext) -> Option<Patching> {
     let section = |kind: PairKind, counter: u64| {
         let pairs =
             task.minimal_pairs(kind, PATCHING_PAIRS, mix_seed(seed, PAIRS_STREAM - counter));
-        patch_pairs(model, &pairs, device)
+        patch_pairs(model, &pairs, device, true)
     };
     // The answer pairs keep the stream they had before route pairs existed.
     let answer = section(PairKind::Answer, 0);
@@ -126,11 +133,50 @@ pub fn patching(context: MeasureContext) -> Option<Patching> {
     (answer.is_some() || route.is_some()).then_some(Patching { answer, route })
 }
 
-/// Every patching analysis of `model` on `pairs`; `None` without pairs.
+/// Patching of an imported masked-LM (mask piece `mask`) on the task's answer pairs, drawn
+/// as for a trained model and read as its word pieces ([`PiecePairs`]); head-to-head path
+/// patching is left out (`paths` empty: one run per sender, receiver and channel is 6660
+/// runs for 6 layers of 12 heads), layer-to-layer paths are kept. `None` for a task
+/// without pairs or words, or when no pair lines up.
+pub fn patching_in_pieces(
+    context: MeasureContext,
+    tokenizer: &WordPieces,
+    mask: u32,
+    max_positions: usize,
+) -> Result<Option<Patching>, PieceProbeError> {
+    let MeasureContext {
+        model,
+        task,
+        seed,
+        device,
+    } = context;
+    let Some(names) = task.token_names() else {
+        return Ok(None);
+    };
+    let pairs = task.minimal_pairs(
+        PairKind::Answer,
+        PATCHING_PAIRS,
+        mix_seed(seed, PAIRS_STREAM),
+    );
+    let read = PiecePairs::of(&pairs, &names, tokenizer, mask, max_positions)?;
+    Ok(
+        patch_pairs(model, &read.pairs, device, false).map(|answer| Patching {
+            answer: Some(PairPatching {
+                pairs_left_out: Some(read.left_out),
+                ..answer
+            }),
+            route: None,
+        }),
+    )
+}
+
+/// Every patching analysis of `model` on `pairs` (path patching head to head only when
+/// `head_to_head`); `None` without pairs.
 pub fn patch_pairs(
     model: &Encoder,
     pairs: &[MinimalPair],
     device: &Device,
+    head_to_head: bool,
 ) -> Option<PairPatching> {
     let runs = PairRuns::new(model, pairs, device)?;
     let mut heads = head_patching(&runs);
@@ -140,10 +186,14 @@ pub fn patch_pairs(
         clean_logit_diff: runs.clean_ld,
         corrupted_logit_diff: runs.corrupted_ld,
         residual: residual_patching(&runs),
-        paths: head_paths(&runs),
+        paths: match head_to_head {
+            true => head_paths(&runs),
+            false => vec![],
+        },
         layer_paths: layer_paths(&runs),
         attribution,
         heads,
         inputs: pairs.iter().map(PairInputs::from).collect(),
+        pairs_left_out: None,
     })
 }

@@ -25,48 +25,82 @@ use burn::prelude::*;
 use model::{ActivationCache, Encoder, EncoderInput, NormPlacement};
 use run::tensor_file::HostTensor;
 use tasks::Example;
+use tasks::batch::{Batch, EVAL_CHUNK};
 
 /// Each head's direct contribution to every logit, layer-major, each `[batch, seq,
-/// n_outputs]`, on the sequences `tokens` (`[batch, seq]`).
-pub fn direct_logits(model: &Encoder, tokens: Tensor<2, Int>) -> Vec<Tensor<3>> {
-    let (_, cache) = model.forward_with_cache(EncoderInput::new(tokens));
-    let path_inputs = norm_inputs(model, &cache);
-    let writes = head_writes(model, &cache);
-    let n_heads = model.n_heads();
+/// n_outputs]`, on `input`. Through a prediction transform (a masked-LM checkpoint's), the
+/// logits lost when the head's direct write is taken out of what the transform reads.
+pub fn direct_logits(model: &Encoder, input: EncoderInput) -> Vec<Tensor<3>> {
+    let (_, cache) = model.forward_with_cache(input);
+    let (writes, hidden) = direct_writes(model, &cache);
     writes
         .into_iter()
-        .enumerate()
-        .map(|(index, write)| {
-            let layer = index / n_heads;
-            let mut x = write;
-            for (norm, input) in direct_path(model, layer, &path_inputs) {
-                x = frozen_norm(norm, input.clone(), x, model.norm_epsilon);
-            }
-            unembed(model, x)
+        .map(|write| match model.output_transform {
+            None => unembed(model, write),
+            Some(_) => unembed(
+                model,
+                model.transform(hidden.clone()) - model.transform(hidden.clone() - write),
+            ),
         })
         .collect()
 }
 
 /// Each head's direct logit on the correct class, averaged over the scored positions of
-/// `examples` (whose inputs are `tokens`), layer-major; 0 when nothing is scored.
-pub fn mean_direct_attribution(
-    model: &Encoder,
-    tokens: Tensor<2, Int>,
-    examples: &[Example],
-) -> Vec<f64> {
-    direct_logits(model, tokens)
-        .into_iter()
-        .map(|logits| {
-            let host = HostTensor::of(logits);
-            let n_outputs = host.shape[2];
-            let (mut sum, mut scored) = (0.0, 0usize);
-            let targets = examples.iter().flat_map(|e| e.target.iter());
-            for (position, target) in targets.enumerate() {
-                if let Some(class) = target {
-                    sum += host.values[position * n_outputs + *class as usize] as f64;
-                    scored += 1;
-                }
-            }
+/// `examples` (batched as evaluation batches them, padding masked), layer-major; 0 when
+/// nothing is scored.
+///
+/// Without a prediction transform the direct logit is linear in the head's write `x`
+/// (carried along its frozen path): `x . w_target`. With one (dense, GELU, norm: a
+/// `BertForMaskedLM`), the output layer reads `T(h)`, `h` the final hidden state, and the
+/// head's direct logit is what the target's logit loses when its write is taken out:
+/// `T(h) . w_target - T(h - x) . w_target`. On a model without a transform the two agree,
+/// since `T` is then the identity.
+pub fn mean_direct_attribution(model: &Encoder, examples: &[Example], device: &Device) -> Vec<f64> {
+    let mut sums = vec![0.0f64; model.heads().count()];
+    let mut scored = 0usize;
+    for chunk in examples.chunks(EVAL_CHUNK) {
+        let (rows, targets): (Vec<i64>, Vec<i64>) = scored_rows(chunk).unzip();
+        if rows.is_empty() {
+            continue;
+        }
+        let batch = Batch::new(chunk, device);
+        let (_, cache) = model.forward_with_cache(batch.encoder_input());
+        let (writes, hidden) = direct_writes(model, &cache);
+        let [batch, seq, d_model] = hidden.dims();
+        let k = rows.len();
+        let rows = Tensor::<1, Int>::from_data(TensorData::new(rows, [k]), device);
+        let targets = Tensor::<1, Int>::from_data(TensorData::new(targets, [k]), device);
+        // [k, d_model]: the scored positions' rows of a `[batch, seq, d_model]` tensor.
+        let pick = |x: Tensor<3>| x.reshape([batch * seq, d_model]).select(0, rows.clone());
+        // [k, d_model]: for each scored position, the output layer's column of its target.
+        let readout = model.output.weight.val().transpose().select(0, targets);
+        let target_logit = |x: Tensor<2>| (x * readout.clone()).sum_dim(1); // [k, 1]
+        let transform = |x: Tensor<2>| {
+            model
+                .transform(x.unsqueeze_dim::<3>(0))
+                .reshape([k, d_model])
+        };
+        let hidden = pick(hidden);
+        let full = model
+            .output_transform
+            .as_ref()
+            .map(|_| target_logit(transform(hidden.clone())));
+        for (sum, write) in sums.iter_mut().zip(writes) {
+            let write = pick(write);
+            let direct = match &full {
+                None => target_logit(write),
+                Some(full) => full.clone() - target_logit(transform(hidden.clone() - write)),
+            };
+            *sum += HostTensor::of(direct)
+                .values
+                .iter()
+                .map(|v| *v as f64)
+                .sum::<f64>();
+        }
+        scored += k;
+    }
+    sums.into_iter()
+        .map(|sum| {
             if scored == 0 {
                 0.0
             } else {
@@ -74,6 +108,39 @@ pub fn mean_direct_attribution(
             }
         })
         .collect()
+}
+
+/// The scored positions of `chunk` as `(row, target)`: the row `example * seq + position`
+/// of the batch [`Batch::new`] makes of it (`seq` its longest input).
+fn scored_rows(chunk: &[Example]) -> impl Iterator<Item = (i64, i64)> + '_ {
+    let seq = chunk.iter().map(|e| e.input.len()).max().unwrap_or(0);
+    chunk.iter().enumerate().flat_map(move |(e, example)| {
+        example
+            .target
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, t)| t.map(|t| ((e * seq + i) as i64, t as i64)))
+    })
+}
+
+/// Each head's write carried along its direct path (every norm on it frozen) to what the
+/// output head reads, layer-major, each `[batch, seq, d_model]`; and what it reads, the
+/// final hidden state (the final norm's output, `beta` included), `[batch, seq, d_model]`.
+fn direct_writes(model: &Encoder, cache: &ActivationCache) -> (Vec<Tensor<3>>, Tensor<3>) {
+    let path_inputs = norm_inputs(model, cache);
+    let n_heads = model.n_heads();
+    let writes = head_writes(model, cache)
+        .into_iter()
+        .enumerate()
+        .map(|(index, write)| {
+            let mut x = write;
+            for (norm, input) in direct_path(model, index / n_heads, &path_inputs) {
+                x = frozen_norm(norm, input.clone(), x, model.norm_epsilon);
+            }
+            x
+        })
+        .collect();
+    (writes, model.final_norm(path_inputs.last))
 }
 
 /// The norms' inputs on the probe: per block (post-norm only) the inputs of its
@@ -229,6 +296,109 @@ mod tests {
         }
     }
 
+    /// A tiny model laid out as an imported `BertForMaskedLM`: post-norm, no final norm, a
+    /// prediction transform.
+    fn tiny_masked_lm(seed: u64) -> Encoder {
+        let _turn = model::init::take_rng_turn();
+        let device = Device::flex();
+        device.seed(seed);
+        let io = EncoderIo {
+            vocab_size: 5,
+            n_outputs: 5,
+            max_seq_len: 6,
+        };
+        let config = EncoderConfig {
+            d_model: 8,
+            n_layers: 2,
+            n_heads: 2,
+            d_ff: 16,
+            norm: NormPlacement::Post,
+            final_norm: false,
+            output_transform: true,
+            ..EncoderConfig::default()
+        };
+        config.init(&io, &device).unwrap().valid()
+    }
+
+    /// Examples of lengths 3 to 6, some positions scored, as masked words are.
+    fn ragged_examples() -> Vec<Example> {
+        (0..5)
+            .map(|e| {
+                let len = 3 + e % 4;
+                Example {
+                    input: (0..len).map(|i| ((e * 3 + i * 2) % 5) as u32).collect(),
+                    target: (0..len)
+                        .map(|i| ((i + e) % 3 == 0).then_some(((e + i) % 4) as u32))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batched_attribution_on_ragged_examples_equals_each_example_alone() {
+        let device = Device::flex();
+        for model in [tiny(NormPlacement::Post, 2, 5).0, tiny_masked_lm(6)] {
+            let examples = ragged_examples();
+            let batched = mean_direct_attribution(&model, &examples, &device);
+            let mut sums = vec![0.0f64; batched.len()];
+            let mut scored = 0;
+            for example in &examples {
+                let ids: Vec<i64> = example.input.iter().map(|&t| t as i64).collect();
+                let len = ids.len();
+                let tokens = Tensor::from_data(TensorData::new(ids, [1, len]), &device);
+                let logits = direct_logits(&model, EncoderInput::new(tokens));
+                for (sum, logits) in sums.iter_mut().zip(logits) {
+                    let host = HostTensor::of(logits);
+                    let n_outputs = host.shape[2];
+                    for (i, target) in example.target.iter().enumerate() {
+                        if let Some(t) = target {
+                            *sum += host.values[i * n_outputs + *t as usize] as f64;
+                        }
+                    }
+                }
+                scored += example.target.iter().flatten().count();
+            }
+            for (got, sum) in batched.iter().zip(&sums) {
+                let alone = sum / scored as f64;
+                assert!((got - alone).abs() < 1e-5, "{got} vs {alone}");
+            }
+        }
+    }
+
+    #[test]
+    fn through_a_prediction_transform_a_head_is_read_by_what_the_target_loses() {
+        let model = tiny_masked_lm(7);
+        let device = Device::flex();
+        let tokens: Vec<i64> = (0..12).map(|i| (i * 3 % 5) as i64).collect();
+        let tokens = Tensor::<2, Int>::from_data(TensorData::new(tokens, [2, 6]), &device);
+        let (logits, cache) = model.forward_with_cache(EncoderInput::new(tokens.clone()));
+        let (writes, hidden) = direct_writes(&model, &cache);
+        // What the definition starts from is what the model reads: its own logits.
+        let bias = model.output.bias.as_ref().unwrap().val().reshape([1, 1, 5]);
+        close(
+            unembed(&model, model.transform(hidden.clone())) + bias,
+            logits,
+            1e-5,
+        );
+        // Each head's direct logits are the difference of the transform with and without
+        // its write, not the linear reading of the write, which ignores the transform.
+        let direct = direct_logits(&model, EncoderInput::new(tokens));
+        for (write, direct) in writes.into_iter().zip(direct) {
+            let lost = unembed(&model, model.transform(hidden.clone()))
+                - unembed(&model, model.transform(hidden.clone() - write.clone()));
+            close(direct.clone(), lost, 1e-6);
+            let linear = HostTensor::of(unembed(&model, write)).values;
+            let direct = HostTensor::of(direct).values;
+            let apart = linear
+                .iter()
+                .zip(&direct)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(apart > 1e-3, "the transform changed nothing: {apart}");
+        }
+    }
+
     #[test]
     fn a_frozen_norm_of_its_own_input_is_the_norm_without_beta() {
         let (model, tokens) = tiny(NormPlacement::Pre, 1, 1);
@@ -247,7 +417,7 @@ mod tests {
     fn in_pre_norm_the_heads_and_the_rest_add_up_to_the_logits() {
         let (model, tokens) = tiny(NormPlacement::Pre, 2, 2);
         let (logits, cache) = model.forward_with_cache(EncoderInput::new(tokens.clone()));
-        let heads = direct_logits(&model, tokens);
+        let heads = direct_logits(&model, EncoderInput::new(tokens));
         assert_eq!(heads.len(), 4);
         assert_eq!(heads[0].dims(), [3, 6, 4]);
         // The rest of the residual stream: embeddings, output biases, feed-forwards.
@@ -283,7 +453,7 @@ mod tests {
             );
             assert_eq!(rows, 2 * d_head);
             attention.output.weight = Param::from_tensor(zeroed);
-            let logits = direct_logits(&model, tokens.clone());
+            let logits = direct_logits(&model, EncoderInput::new(tokens.clone()));
             let silent = HostTensor::of(logits[1].clone());
             assert!(silent.values.iter().all(|v| *v == 0.0), "{norm:?}");
             let other = HostTensor::of(logits[0].clone());
@@ -295,7 +465,7 @@ mod tests {
                     target: vec![Some(1), None, Some(2), Some(3), None, Some(0)],
                 })
                 .collect();
-            let means = mean_direct_attribution(&model, tokens.clone(), &examples);
+            let means = mean_direct_attribution(&model, &examples, &Device::flex());
             assert_eq!(means[1], 0.0);
             assert_eq!(means.len(), 4);
         }
@@ -306,7 +476,7 @@ mod tests {
         // One layer: a head's write passes norm_attention, norm_ff and the final norm.
         let (model, tokens) = tiny(NormPlacement::Post, 1, 4);
         let (_, cache) = model.forward_with_cache(EncoderInput::new(tokens.clone()));
-        let got = HostTensor::of(direct_logits(&model, tokens)[0].clone());
+        let got = HostTensor::of(direct_logits(&model, EncoderInput::new(tokens))[0].clone());
         let layer = &cache.layers[0];
         let host = |t: Tensor<3>| HostTensor::of(t).values;
         let write = host(head_writes(&model, &cache)[0].clone());

@@ -42,7 +42,8 @@ pub struct HeadRecord {
     /// Mean attention mass on each pattern's positions.
     pub pattern_scores: BTreeMap<String, f64>,
     /// Eval token accuracy lost when only this head is ablated (its output set to 0); null
-    /// for a model whose output layer is not scored on the task (an imported `BertModel`).
+    /// for a model whose output layer is not scored (an imported `BertModel`, which has no
+    /// prediction head).
     pub ablation_drop: Option<f64>,
     /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
     pub role: String,
@@ -63,8 +64,9 @@ pub struct HeadRecord {
     pub ov_effective_rank: f64,
     /// The head's direct logit on the correct class through the frozen final norm (and,
     /// post-norm, the later blocks' norms) and the output layer, averaged over the probe's
-    /// scored positions ([`crate::measures::attribution`]): positive pushes the right answer up.
-    /// Null where the output layer is not scored (as `ablation_drop`).
+    /// scored positions, or an imported masked-LM's masked words
+    /// ([`crate::measures::attribution`]): positive pushes the right answer up. Null where
+    /// the output layer is not scored (as `ablation_drop`).
     #[serde(default)]
     pub direct_logit_attribution: Option<f64>,
     /// `mean over batches |dL/d xi|` for the head's mask `xi` on the eval set (Michel et
@@ -118,8 +120,10 @@ struct OutputMeasures {
 /// Every head's record (measures, direct logit attribution and norms on the probe;
 /// ablation and gradient importance on the eval set; circuit scores from `circuits`;
 /// relation scores from `relations`, when the task has parses), and the eval token
-/// accuracy with all heads on. Without `eval` (a model whose output layer is not scored on
-/// the task: an imported `BertModel`), the measures that read the output layer are null.
+/// accuracy with all heads on. Without `eval` (a model whose output layer is not scored: an
+/// imported `BertModel`), the measures that read the output layer are null. For a probe of
+/// words (an imported masked-LM), `eval` holds its masked words and the direct logit
+/// attribution is taken on them.
 pub fn measure_heads(
     loaded: &LoadedRun,
     eval: Option<&[Example]>,
@@ -133,7 +137,12 @@ pub fn measure_heads(
     let tokens = probe.token_ids();
     let outputs = eval.map(|eval| {
         let (_, base) = evaluate(model, eval, device, None);
-        let attribution = mean_direct_attribution(model, probe.tokens.clone(), &probe.examples);
+        // A probe of words scores nothing; its masked words (the eval set) are scored instead.
+        let attributed = match probe.pieces {
+            Some(_) => eval,
+            None => &probe.examples,
+        };
+        let attribution = mean_direct_attribution(model, attributed, device);
         let importance = gradient_importance(model, eval, device);
         let drops: Vec<f64> = (0..model.n_layers() * n_heads)
             .map(|flat| {

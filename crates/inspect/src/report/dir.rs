@@ -84,11 +84,11 @@ pub enum Presence {
     Pairs,
     /// For tasks with minimal pairs and models of two layers or more (path patching).
     PairsTwoLayers,
-    /// When the output layer is scored on the task's examples: every model headlab trained,
-    /// no imported one.
+    /// When the output layer is scored: every model headlab trained (on the task's
+    /// examples), and an imported masked-LM checkpoint (on the probe's masked words).
     Outputs,
-    /// For word tasks, when the output layer is scored.
-    WordTaskOutputs,
+    /// For word tasks of models headlab trained: what reads the grammar's own output classes.
+    WordTaskTrained,
 }
 
 impl Presence {
@@ -103,7 +103,7 @@ impl Presence {
             Presence::Pairs => contents.pairs,
             Presence::PairsTwoLayers => contents.pairs && contents.n_layers >= 2,
             Presence::Outputs => contents.outputs,
-            Presence::WordTaskOutputs => contents.word_task && contents.outputs,
+            Presence::WordTaskTrained => contents.word_task && contents.trained,
         }
     }
 
@@ -120,8 +120,11 @@ impl Presence {
             Presence::PairsTwoLayers => {
                 Some("Written for tasks with minimal pairs and models of two layers or more")
             }
-            Presence::Outputs => Some("Written for models headlab trained (not imported ones)"),
-            Presence::WordTaskOutputs => Some("word tasks of models headlab trained"),
+            Presence::Outputs => Some(
+                "Written when the output layer is scored: models headlab trained and imported \
+                 masked-LM checkpoints",
+            ),
+            Presence::WordTaskTrained => Some("word tasks of models headlab trained"),
         }
     }
 }
@@ -139,8 +142,10 @@ pub struct ReportContents {
     pub metrics: bool,
     /// The task has minimal pairs and patching was not turned off.
     pub pairs: bool,
-    /// The output layer is scored on the task's examples (not for an imported model).
+    /// The output layer is scored (a model headlab trained, or an imported masked-LM).
     pub outputs: bool,
+    /// Headlab trained the model (it was not imported).
+    pub trained: bool,
 }
 
 /// One file of a report.
@@ -259,14 +264,14 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         CEILING,
-        Presence::WordTaskOutputs,
+        Presence::WordTaskTrained,
         "the model's accuracy per class of masked word against the ceiling, the accuracy of \
          the Bayes-optimal predictor that knows the grammar and sees what the model sees, on \
          the same masked examples",
     ),
     file(
         AGREEMENT,
-        Presence::WordTaskOutputs,
+        Presence::WordTaskTrained,
         "subject-verb agreement across attractors (Linzen et al. 2016): each verb with a noun \
          subject masked alone, agreement right when its right-number form gets the higher \
          logit; per attractor (the noun nearest the verb between it and its subject: none, \

@@ -5,13 +5,15 @@
 use burn::module::Module;
 use run::snapshot::HeadTensorsByLayer;
 use tasks::Example;
+use tasks::batch::EVAL_CHUNK;
 
 use crate::circuits::{Circuits, rollout};
 use crate::interventions::ablation::ablation_drops;
-use crate::interventions::patching::{Patching, patching};
+use crate::interventions::patching::{Patching, patching, patching_in_pieces};
 use crate::interventions::pruning::{self, Pruning};
 use crate::interventions::relation_ablation;
 use crate::load::context::MeasureContext;
+use crate::load::masked_words::MaskedWords;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::LoadedRun;
 use crate::measures::agreement::{self, Agreement};
@@ -76,39 +78,34 @@ impl Measured {
             metrics: !loaded.dir.metrics().is_empty(),
             pairs: self.patching.is_some(),
             outputs: self.pruning.is_some(),
+            trained: loaded.run.config.import.is_none(),
         }
     }
 }
 
 /// Reads the circuits from the weights, runs the probe, scores the heads on the task's
 /// dependency relations (if it has parses), measures and ablates every head, compares heads,
-/// prunes, and follows the heads through the run's snapshots. For an imported model the
-/// measures that score its output layer on the task are left out ([`LEFT_OUT_IMPORTED`]).
+/// prunes, and follows the heads through the run's snapshots. An imported model's output
+/// layer is scored on the probe's masked words where it has a prediction head; what its
+/// report leaves out is said in `summary.left_out` ([`LEFT_OUT_NO_HEAD`],
+/// [`LEFT_OUT_MASKED_LM`]).
 pub fn measure(
     loaded: &LoadedRun,
     probe: &Probe,
     options: &ReportOptions,
 ) -> Result<Measured, ReportError> {
-    let (config, task, model) = (&loaded.run.config, &loaded.run.task, &loaded.model);
+    let (config, model) = (&loaded.run.config, &loaded.model);
     let weights = HeadTensorsByLayer::of(model, true);
     let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let relations = match &loaded.tokenizer {
-        Some(tokenizer) => {
-            let max_positions = loaded.run.io.max_seq_len;
-            let treebank = loaded.treebank.as_deref();
-            relations::measure_word_relations(context, tokenizer, max_positions, treebank)?
-                .map(|(relations, _)| relations)
-        }
-        None => relations::measure_relations(context).map(|mut relations| {
-            relation_ablation::add_relation_ablation(&mut relations, context);
-            relations
-        }),
-    };
-    // The output layer is scored on the task's own examples only for models headlab trained.
-    let eval = config.import.is_none().then(|| config.eval_examples(task));
+    let relations = measure_relations(loaded, context)?;
+    let Scoring {
+        eval,
+        left_out,
+        mask,
+    } = scoring(loaded, probe);
     let (mut heads, eval_token_acc) = measure_heads(
         loaded,
         eval.as_deref(),
@@ -134,13 +131,16 @@ pub fn measure(
         &outputs,
     );
     summary.probe_token_names = probe.pieces.as_ref().and(probe.token_names.clone());
+    summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
-    let scored = eval.is_some();
-    let patching = (scored && options.patching)
-        .then(|| patching(context))
-        .flatten();
-    let ceiling = scored.then(|| ceiling::ceiling(context)).flatten();
-    let agreement = scored.then(|| agreement::agreement(context)).flatten();
+    let patching = match options.patching {
+        true => measure_patching(loaded, context, mask)?,
+        false => None,
+    };
+    // The ceiling and agreement read the task's own output classes.
+    let trained = config.import.is_none();
+    let ceiling = trained.then(|| ceiling::ceiling(context)).flatten();
+    let agreement = trained.then(|| agreement::agreement(context)).flatten();
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
@@ -162,13 +162,111 @@ pub fn measure(
     })
 }
 
-/// What an imported model's report leaves out, and why: its output layer is not scored on
-/// the task (a `BertModel` has no prediction head; a `BertForMaskedLM`'s masked-word
-/// scoring is not built yet).
-pub const LEFT_OUT_IMPORTED: &str = "eval accuracy, ablation drops (zero, mean, resample), \
-     direct logit attribution, gradient importance, pruning, the logit lens, relation \
-     ablation, patching, the Bayes ceiling and agreement: they score the output layer on the \
-     task's masked words, which an imported model is not scored on";
+/// `relations.json`: on the task's tokens with relation ablation, or for an imported model
+/// on words (of the task's sentences, or of the treebank given); none without parses.
+fn measure_relations(
+    loaded: &LoadedRun,
+    context: MeasureContext,
+) -> Result<Option<Relations>, ReportError> {
+    Ok(match &loaded.tokenizer {
+        Some(tokenizer) => {
+            let max_positions = loaded.run.io.max_seq_len;
+            let treebank = loaded.treebank.as_deref();
+            relations::measure_word_relations(context, tokenizer, max_positions, treebank)?
+                .map(|(relations, _)| relations)
+        }
+        None => relations::measure_relations(context).map(|mut relations| {
+            relation_ablation::add_relation_ablation(&mut relations, context);
+            relations
+        }),
+    })
+}
+
+/// `patching.json`: on the task's minimal pairs, or for an imported masked-LM (its mask
+/// piece `mask`) on them read as its pieces; none for an imported model that is not
+/// scored, or a task without pairs.
+fn measure_patching(
+    loaded: &LoadedRun,
+    context: MeasureContext,
+    mask: Option<u32>,
+) -> Result<Option<Patching>, ReportError> {
+    Ok(match (&loaded.tokenizer, mask) {
+        (None, _) => patching(context),
+        (Some(tokenizer), Some(mask)) => {
+            let max_positions = loaded.run.io.max_seq_len;
+            patching_in_pieces(context, tokenizer, mask, max_positions)?
+        }
+        (Some(_), None) => None,
+    })
+}
+
+/// What the report of an imported `BertModel` leaves out, and why.
+pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, resample), \
+     direct logit attribution, gradient importance, pruning and the logit lens: they score \
+     the output layer on masked words, and a BertModel checkpoint has no prediction head \
+     (a BertForMaskedLM has)";
+
+/// What the report of an imported masked-LM checkpoint leaves out, and why.
+pub const LEFT_OUT_MASKED_LM: &str = "relation ablation, the Bayes ceiling and agreement: \
+     they read the grammar task's own output classes, and the model predicts word pieces; \
+     greedy pruning (H (H + 1) / 2 passes over the masked words, 2628 for 72 heads: the \
+     ranked order is measured) and head-to-head path patching (6660 runs for 6 layers of 12 \
+     heads: layer to layer is measured)";
+
+/// What the output layer is scored on, and what the report leaves out.
+struct Scoring {
+    /// The examples the output layer is scored on; none where it is not.
+    eval: Option<Vec<Example>>,
+    /// What the report leaves out, each with why.
+    left_out: Vec<String>,
+    /// An imported masked-LM's mask piece, when it is scored.
+    mask: Option<u32>,
+}
+
+/// A model headlab trained is scored on its task's evaluation set; an imported masked-LM
+/// checkpoint on the probe's sentences, each word masked alone ([`MaskedWords`]), when its
+/// tokenizer has a `[MASK]` piece and a chunk of them fits the memory bound; an imported
+/// `BertModel` is not scored.
+fn scoring(loaded: &LoadedRun, probe: &Probe) -> Scoring {
+    let config = &loaded.run.config;
+    let not_scored = |left_out: Vec<String>| Scoring {
+        eval: None,
+        left_out,
+        mask: None,
+    };
+    let (Some(tokenizer), Some(pieces)) = (&loaded.tokenizer, &probe.pieces) else {
+        return Scoring {
+            eval: Some(config.eval_examples(&loaded.run.task)),
+            left_out: vec![],
+            mask: None,
+        };
+    };
+    if loaded.model.output_transform.is_none() {
+        return not_scored(vec![LEFT_OUT_NO_HEAD.to_string()]);
+    }
+    let left_out_because = |why: String| {
+        let what = LEFT_OUT_NO_HEAD.split(": they").next().unwrap_or_default();
+        vec![
+            format!("{what}, patching: {why}"),
+            LEFT_OUT_MASKED_LM.to_string(),
+        ]
+    };
+    let Some(mask) = tokenizer.id("[MASK]") else {
+        let file = tokenizer.path().display();
+        return not_scored(left_out_because(format!("{file} has no [MASK] piece")));
+    };
+    let masked = MaskedWords::of(pieces, mask);
+    let chunk = masked.len().clamp(1, EVAL_CHUNK);
+    if let Err(e) = Probe::check_size_at(chunk, &loaded.run, 1, probe.forward_len()) {
+        let why = format!("a chunk of {chunk} masked sentences is over the memory bound ({e})");
+        return not_scored(left_out_because(why));
+    }
+    Scoring {
+        eval: Some(masked.examples),
+        left_out: vec![LEFT_OUT_MASKED_LM.to_string()],
+        mask: Some(mask),
+    }
+}
 
 /// The measures that score the output layer on `eval`: mean and resample ablation drops
 /// (into `heads`), pruning and the logit lens.
@@ -188,7 +286,15 @@ fn measure_outputs(
         .iter()
         .map(|h| h.ablation_drop.unwrap_or(0.0))
         .collect();
-    let pruning = pruning::prune_model(model, eval, device, &drops, options.prune_tolerance);
+    // The greedy search costs H (H + 1) / 2 evaluations: left out for imported models.
+    let greedy = loaded.run.config.import.is_none();
+    let pruning = pruning::prune_model(
+        model,
+        eval,
+        device,
+        &drops,
+        (options.prune_tolerance, greedy),
+    );
     (pruning, logit_lens(model, eval, device))
 }
 
@@ -206,7 +312,7 @@ fn summarise(
     let drops: Vec<f64> = heads.iter().filter_map(|h| h.ablation_drop).collect();
     let importance: Vec<f64> = heads.iter().filter_map(|h| h.gradient_importance).collect();
     let pruning = outputs.as_ref().map(|(pruning, _)| pruning);
-    let removal_steps = pruning.map(|p| greedy_removal_steps(p, model.n_heads()));
+    let removal_steps = pruning.and_then(|p| greedy_removal_steps(p, model.n_heads()));
     let correlate = |a: &[f64], b: Option<&Vec<f64>>| b.and_then(|b| spearman(a, b));
     let imported = config.import.as_ref();
     Summary {
@@ -221,15 +327,12 @@ fn summarise(
         eval_token_acc,
         heads_with_role: heads.iter().filter(|h| h.role != "mixed").count(),
         mean_pattern_js: mean_pattern_js(similarity),
-        removable_heads: pruning.map(|p| p.greedy.removable),
+        removable_heads: pruning.and_then(|p| p.greedy.as_ref()).map(|g| g.removable),
         importance_ablation_spearman: spearman(&importance, &drops),
         importance_pruning_spearman: correlate(&importance, removal_steps.as_ref()),
         ablation_pruning_spearman: correlate(&drops, removal_steps.as_ref()),
         imported_from: imported.map(|i| i.source.display().to_string()),
-        left_out: match imported {
-            Some(_) => vec![LEFT_OUT_IMPORTED.to_string()],
-            None => vec![],
-        },
+        left_out: vec![],
         probe_token_names: None,
     }
 }

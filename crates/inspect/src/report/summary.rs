@@ -71,13 +71,14 @@ pub struct Summary {
 }
 
 /// The step (1-based) at which greedy pruning removes each head, layer-major: heads removed
-/// later matter more.
-pub fn greedy_removal_steps(pruning: &Pruning, n_heads: usize) -> Vec<f64> {
+/// later matter more. None without a greedy curve.
+pub fn greedy_removal_steps(pruning: &Pruning, n_heads: usize) -> Option<Vec<f64>> {
+    let greedy = pruning.greedy.as_ref()?;
     let mut steps = vec![0.0; pruning.total_heads];
-    for step in &pruning.greedy.steps {
+    for step in &greedy.steps {
         steps[step.layer * n_heads + step.head] = step.heads_removed as f64;
     }
-    steps
+    Some(steps)
 }
 
 /// Mean pattern JS distance between the heads of a layer, over layers with more than one

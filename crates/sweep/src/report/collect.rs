@@ -390,14 +390,15 @@ pub fn add_patching_numbers(row: &mut RunRow, patching: &Patching) {
 }
 
 /// From `pruning.json`: how many heads the ranked order removes within the tolerance, and
-/// the greedy curve's accuracy with half the heads removed (rounded down) and with one left.
+/// the greedy curve's accuracy with half the heads removed (rounded down) and with one left
+/// (none without a greedy curve: an imported model's).
 pub fn add_pruning_numbers(numbers: &mut BTreeMap<&'static str, f64>, pruning: &Pruning) {
     numbers.insert("removable_ranked", pruning.ranked.removable as f64);
     let accuracy_after = |removed: usize| {
         pruning
             .greedy
-            .steps
             .iter()
+            .flat_map(|greedy| &greedy.steps)
             .find(|step| step.heads_removed == removed)
             .map(|step| step.token_acc)
     };
@@ -506,7 +507,7 @@ mod tests {
             tolerance: 0.01,
             total_heads: 4,
             ranked: curve(&[0.9, 0.5, 0.3, 0.1], 0),
-            greedy: curve(&[0.995, 0.8, 0.4, 0.1], 1),
+            greedy: Some(curve(&[0.995, 0.8, 0.4, 0.1], 1)),
         };
         let mut numbers = BTreeMap::new();
         add_pruning_numbers(&mut numbers, &pruning);

@@ -9,7 +9,7 @@ use tasks::PairKind;
 use crate::interventions::patching::{PairPatching, Patching};
 use crate::interventions::path_patching::PathChannel;
 
-use super::canvas::{FONT, FigureError, Heatmap, render, value_range};
+use super::canvas::{Area, DrawResult, FONT, FigureError, Heatmap, render, value_range};
 
 /// `patching.png`: per kind of minimal pair (one panel each), per head (rows) and position
 /// (columns), the fraction of the clean answer's logit difference restored when the head's
@@ -74,16 +74,22 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
 /// `paths.png`: per kind of pair and pair of layers (rows of panels), path patching from each
 /// earlier head (rows) to each later head (columns) through its query, key and value (one
 /// panel each), laid out as `composition.png` so the two can be read side by side; each
-/// row's title gives the layer-to-layer values of every channel.
+/// row's title gives the layer-to-layer values of every channel (the only values of a
+/// section without head-to-head paths: an imported model's).
 pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
     let rows = path_rows(patching);
     let n_heads = rows.first().map_or(1, |(_, s, a, _)| {
         s.heads.iter().filter(|h| h.layer == *a).count()
     });
     let panel = (180 + 40 * n_heads as u32).min(520);
+    // Without head-to-head paths (an imported model's), a row is its two lines of text.
+    let head_to_head = rows
+        .iter()
+        .any(|(_, section, ..)| !section.paths.is_empty());
+    let row_height = if head_to_head { panel + 24 } else { 48 };
     render(
         path,
-        (panel * 3, (panel + 24) * rows.len().max(1) as u32 + 30),
+        (panel * 3, row_height * rows.len().max(1) as u32 + 30),
         |root| {
             let (title, grid) = root.split_vertically(30);
             title.titled(
@@ -108,46 +114,61 @@ pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
                     ),
                     (FONT, 13),
                 )?;
-                let panels = panels.split_evenly((1, 3));
-                for (c, channel) in [PathChannel::Query, PathChannel::Key, PathChannel::Value]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let value = |i: usize, j: usize| {
-                        section
-                            .paths
-                            .iter()
-                            .find(|p| {
-                                p.sender == HeadId::new(*a, i)
-                                    && p.receiver_layer == *b
-                                    && p.receiver_head == Some(j)
-                                    && p.channel == channel
-                            })
-                            .and_then(|p| p.restored)
-                            .unwrap_or(0.0)
-                    };
-                    let range = value_range(n_heads, n_heads, &value);
-                    Heatmap {
-                        caption: format!(
-                            "through {}, L{a} -> L{b}",
-                            channel.short().to_uppercase()
-                        ),
-                        values: &value,
-                        rows: n_heads,
-                        cols: n_heads,
-                        row_labels: labels.clone(),
-                        col_labels: labels.clone(),
-                        range,
-                        annotate: n_heads <= 8,
-                        x_desc: "later head (receives)",
-                        y_desc: "earlier head (sends)",
-                    }
-                    .draw(&panels[c])?;
+                if section.paths.is_empty() {
+                    // An imported model's report measures layer to layer only.
+                    panels.titled("head to head: not measured", (FONT, 13))?;
+                    continue;
                 }
+                head_path_panels(&panels, section, (*a, *b), &labels)?;
             }
             Ok(())
         },
     )
+}
+
+/// One row of `paths.png`: head-to-head path patching from layer `a` to layer `b` through
+/// Q, K and V, one heatmap each on `area`, the heads labelled `labels`.
+fn head_path_panels(
+    area: &Area,
+    section: &PairPatching,
+    (a, b): (usize, usize),
+    labels: &[String],
+) -> DrawResult {
+    let n_heads = labels.len();
+    let panels = area.split_evenly((1, 3));
+    for (c, channel) in [PathChannel::Query, PathChannel::Key, PathChannel::Value]
+        .into_iter()
+        .enumerate()
+    {
+        let value = |i: usize, j: usize| {
+            section
+                .paths
+                .iter()
+                .find(|p| {
+                    p.sender == HeadId::new(a, i)
+                        && p.receiver_layer == b
+                        && p.receiver_head == Some(j)
+                        && p.channel == channel
+                })
+                .and_then(|p| p.restored)
+                .unwrap_or(0.0)
+        };
+        let range = value_range(n_heads, n_heads, &value);
+        Heatmap {
+            caption: format!("through {}, L{a} -> L{b}", channel.short().to_uppercase()),
+            values: &value,
+            rows: n_heads,
+            cols: n_heads,
+            row_labels: labels.to_vec(),
+            col_labels: labels.to_vec(),
+            range,
+            annotate: n_heads <= 8,
+            x_desc: "later head (receives)",
+            y_desc: "earlier head (sends)",
+        }
+        .draw(&panels[c])?;
+    }
+    Ok(())
 }
 
 /// The rows of `paths.png`: (kind, section, sender layer, receiver layer), one row of panels

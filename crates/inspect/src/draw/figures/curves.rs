@@ -190,23 +190,27 @@ pub fn pruning(path: &Path, pruning: &Pruning) -> Result<(), FigureError> {
     };
     let total = pruning.total_heads as f64;
     let floor = (pruning.base_token_acc - pruning.tolerance) * 100.0;
-    let series = [
-        (
-            format!(
-                "ranked by single-head drop ({} removable)",
-                pruning.ranked.removable
-            ),
-            curve(&pruning.ranked),
+    let ranked = (
+        format!(
+            "ranked by single-head drop ({} removable)",
+            pruning.ranked.removable
         ),
+        curve(&pruning.ranked),
+    );
+    let greedy = pruning.greedy.as_ref().map(|greedy| {
         (
-            format!("greedy ({} removable)", pruning.greedy.removable),
-            curve(&pruning.greedy),
-        ),
-        (
-            format!("full model - {:.1} points", pruning.tolerance * 100.0),
-            vec![(0.0, floor), (total, floor)],
-        ),
-    ];
+            format!("greedy ({} removable)", greedy.removable),
+            curve(greedy),
+        )
+    });
+    let floor = (
+        format!("full model - {:.1} points", pruning.tolerance * 100.0),
+        vec![(0.0, floor), (total, floor)],
+    );
+    let series: Vec<_> = std::iter::once(ranked)
+        .chain(greedy)
+        .chain([floor])
+        .collect();
     render(path, (720, 420), |root| {
         line_chart(
             root,
