@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Times `headlab import` and `headlab inspect` (default probe, 64 sentences) of
-# all-MiniLM-L6-v2 (scripts/setup.sh fetches it), the figure docs/inspect.md states.
-#   scripts/bench-import.sh [CHECKPOINT_DIR]
+# all-MiniLM-L6-v2 (scripts/setup.sh fetches it), the figure docs/inspect.md states; any
+# further arguments go to inspect (--backend wgpu, --probe 16, ...).
+#   scripts/bench-import.sh [CHECKPOINT_DIR [INSPECT_ARG...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 checkpoint="${1:-${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}}"
+shift || true
 [ -f "$checkpoint/model.safetensors" ] || { echo "no checkpoint in $checkpoint (run scripts/setup.sh)" >&2; exit 1; }
 cargo build --release -p headlab --quiet
 headlab="${CARGO_TARGET_DIR:-target}/release/headlab"
@@ -13,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 start=$(date +%s.%N)
 "$headlab" import "$checkpoint" --out "$work/run" >/dev/null
 imported=$(date +%s.%N)
-"$headlab" inspect "$work/run" >/dev/null
+"$headlab" inspect "$work/run" "$@" >/dev/null
 inspected=$(date +%s.%N)
 python3 - "$start" "$imported" "$inspected" <<'PY'
 import sys

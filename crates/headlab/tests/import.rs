@@ -111,15 +111,6 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
         );
     }
     assert!(!tmp.path().join("t").exists());
-
-    // compare matches headlab's own runs only.
-    let output = headlab::run("compare", &[&out, &out]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        stderr(&output).contains("is an imported model"),
-        "{}",
-        stderr(&output)
-    );
 }
 
 #[test]
@@ -214,7 +205,10 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     let answer = patching.answer.expect("agreement pairs");
     assert!(answer.pairs >= 3, "{} pairs", answer.pairs);
     assert_eq!(answer.pairs + answer.pairs_left_out.unwrap(), 64);
+    // Per-head details left out (head to head, each position), the rest measured.
     assert!(answer.paths.is_empty() && !answer.layer_paths.is_empty());
+    assert!(answer.heads.iter().all(|h| h.by_position.is_empty()));
+    assert!(answer.residual.iter().all(|r| !r.by_position.is_empty()));
     let (model, tokenizer) = imported_model(&out);
     let piece = |id: u32| tokenizer.piece(id).unwrap();
     let mut diff = 0.0;
@@ -408,6 +402,76 @@ fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one()
     let summary: Summary = dir.read_json().unwrap();
     assert_eq!(summary.eval_token_acc, None);
     assert_eq!(summary.left_out, [LEFT_OUT_NO_HEAD]);
+}
+
+#[test]
+fn compare_matches_imported_models_on_the_same_words_and_refuses_a_mix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let imported = |fixture_name: &str, name: &str| {
+        let out = tmp.path().join(name);
+        let output = import(&[&fixture(fixture_name), Path::new("--out"), &out]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        out
+    };
+    let (a, b) = (
+        imported("three-layers-mlm", "a"),
+        imported("three-layers-mlm", "b"),
+    );
+    let out = tmp.path().join("cmp");
+    let args = [
+        &a,
+        &b,
+        Path::new("--probe"),
+        Path::new("4"),
+        Path::new("--out"),
+        &out,
+    ];
+    let output = headlab::run("compare", &args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // The same weights read the same words: every head matches itself, similarity 1.
+    let text = std::fs::read_to_string(out.join("matching.json")).unwrap();
+    let comparison: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for layer in comparison["runs"][1]["layers"].as_array().unwrap() {
+        let partners: Vec<u64> = layer["partner"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_u64().unwrap())
+            .collect();
+        assert_eq!(partners, [0, 1, 2]);
+        for similarity in layer["similarity"].as_array().unwrap() {
+            assert!((similarity.as_f64().unwrap() - 1.0).abs() < 1e-9, "{layer}");
+        }
+    }
+    let page = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    assert!(page.contains("[CLS]"), "the page shows no words");
+
+    // Another shape, and a model headlab trained: refused by name.
+    let other_shape = imported("one-layer", "c");
+    let output = headlab::run("compare", &[&a, &other_shape]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("model shapes"),
+        "{}",
+        stderr(&output)
+    );
+    let trained = tmp.path().join("trained");
+    let output = headlab::run(
+        "train",
+        &[
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../train/tests/fixtures/tiny.toml"),
+            PathBuf::from("--out"),
+            trained.clone(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = headlab::run("compare", &[&a, &trained]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = stderr(&output);
+    assert!(
+        error.contains("is an imported model") && error.contains("one headlab trained"),
+        "{error}"
+    );
 }
 
 /// Each bad checkpoint: the words its message must hold.
@@ -719,4 +783,55 @@ fn a_treebank_probes_an_imported_model_with_its_own_labels() {
         "{}",
         stderr(&output)
     );
+}
+
+/// `inspect --backend wgpu` of an imported model (lavapipe in CI): the same report as on
+/// flex, every head's measures within float rounding.
+#[test]
+fn an_imported_model_inspects_on_wgpu_as_on_flex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let output = import(&[&fixture("one-layer"), Path::new("--out"), &out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = |backend: &str| {
+        let report = tmp.path().join(backend);
+        let args = [
+            out.as_path(),
+            Path::new("--probe"),
+            Path::new("4"),
+            Path::new("--backend"),
+            Path::new(backend),
+            Path::new("--out"),
+            &report,
+        ];
+        (headlab::run("inspect", &args), ReportDir::new(report))
+    };
+    let (output, wgpu) = report("wgpu");
+    if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+        eprintln!("skipped: no wgpu adapter here ({})", stderr(&output).trim());
+        return;
+    }
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (output, flex) = report("flex");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(wgpu.verify(Depth::Contents), Verdict::Intact);
+    let heads = |dir: &ReportDir| dir.read_json::<Vec<HeadRecord>>().unwrap();
+    let (on_wgpu, on_flex) = (heads(&wgpu), heads(&flex));
+    assert_eq!(on_wgpu.len(), on_flex.len());
+    for (a, b) in on_wgpu.iter().zip(&on_flex) {
+        let measures = |h: &HeadRecord| {
+            [
+                h.entropy,
+                h.confidence,
+                h.mean_distance,
+                h.copying_score,
+                h.mean_value_norm,
+                h.mean_weighted_norm,
+            ]
+        };
+        for (x, y) in measures(a).iter().zip(measures(b)) {
+            assert!((x - y).abs() < 1e-3, "{x} on wgpu, {y} on flex: {a:?}");
+        }
+        assert_eq!(a.role, b.role);
+    }
 }

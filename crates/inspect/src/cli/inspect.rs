@@ -44,6 +44,10 @@ pub struct Args {
     /// (CoNLL-U) instead of the grammar task's: relations.json scores its labels.
     #[arg(long, value_name = "FILE")]
     probe_conllu: Option<PathBuf>,
+    /// Where the model runs: flex (the default) or ndarray on the CPU, or wgpu (a GPU, or
+    /// lavapipe's software Vulkan); the numbers agree within float rounding.
+    #[arg(long, value_enum, default_value_t = run::BackendKind::Flex)]
+    backend: run::BackendKind,
 }
 
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
@@ -53,7 +57,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let mut loaded = crate::load::run::load(&args.run, args.checkpoint.as_deref())?;
+    if args.backend == run::BackendKind::Wgpu {
+        run::cli::give_graphics_a_runtime_dir();
+    }
+    let device = args.backend.device()?;
+    let mut loaded = crate::load::run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
     if let Some(path) = &args.probe_conllu {
         if loaded.tokenizer.is_none() {
             anyhow::bail!(

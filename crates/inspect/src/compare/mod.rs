@@ -91,12 +91,34 @@ pub enum CompareError {
         /// Its checkpoints, as `RunError::NoFinalWeights` lists them ("none" when none).
         available: String,
     },
-    /// An imported model: compare matches runs on the task's own tokens.
+    /// An imported model among headlab's own: they read different inputs (word pieces and
+    /// the task's tokens).
     #[error(
-        "{0} is an imported model (headlab import): compare matches headlab's own runs, on \
-         their task's tokens; inspect it alone with `headlab inspect {0}`"
+        "{imported} is an imported model (headlab import) and {trained} one headlab trained: \
+         compare matches imported models with imported ones (on the same sentences as words) \
+         and trained runs with trained ones (on their task's tokens)"
     )]
-    Imported(PathBuf),
+    Imported {
+        /// The imported run.
+        imported: PathBuf,
+        /// A trained run.
+        trained: PathBuf,
+    },
+    /// Imported models whose tokenizers kept different sentences (one too long for a
+    /// model's positions).
+    #[error(
+        "{other} reads other probe sentences than {reference} (a sentence too long for one \
+         model's positions); compare them with a smaller --probe"
+    )]
+    OtherSentences {
+        /// The reference run.
+        reference: PathBuf,
+        /// The run that differs.
+        other: PathBuf,
+    },
+    /// A probe of words that could not be read.
+    #[error(transparent)]
+    Words(#[from] crate::load::sentences::PieceProbeError),
     /// A probe batch too large for the runs.
     #[error(transparent)]
     ProbeSize(#[from] ProbeSizeError),
@@ -147,21 +169,68 @@ fn checkpoint_advice(run: &Path, available: &str) -> String {
 pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
     dirs.iter()
         .map(|dir| {
-            crate::load::run::load(dir, None)
-                .map_err(|error| match error {
-                    RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
-                        run: dir.clone(),
-                        weights,
-                        available,
-                    },
-                    error => CompareError::Run(error),
-                })
-                .and_then(|loaded| match loaded.tokenizer {
-                    Some(_) => Err(CompareError::Imported(dir.clone())),
-                    None => Ok(loaded),
-                })
+            crate::load::run::load(dir, None).map_err(|error| match error {
+                RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
+                    run: dir.clone(),
+                    weights,
+                    available,
+                },
+                error => CompareError::Run(error),
+            })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|runs| {
+            let imported = runs.iter().find(|r| r.tokenizer.is_some());
+            let trained = runs.iter().find(|r| r.tokenizer.is_none());
+            match (imported, trained) {
+                (Some(imported), Some(trained)) => Err(CompareError::Imported {
+                    imported: imported.dir.root().to_path_buf(),
+                    trained: trained.dir.root().to_path_buf(),
+                }),
+                _ => Ok(runs),
+            }
+        })
+}
+
+/// The probe of `size` sequences each run reads, checked against the memory bound: the
+/// task's tokens, one probe for all; for imported models, the task's sentences read by each
+/// model's own tokenizer, which must keep the same sentences, so that their word-level
+/// attention lines up.
+fn probes_of(runs: &[LoadedRun], size: usize) -> Result<Vec<Probe>, CompareError> {
+    let reference = &runs[0];
+    let seed = reference.run.config.seed;
+    Probe::check_size(size, &reference.run, runs.len())?;
+    if reference.tokenizer.is_none() {
+        let probe = Probe::new(&reference.run.task, size, seed, &reference.device);
+        return Ok(vec![probe; runs.len()]);
+    }
+    let mut probes: Vec<Probe> = vec![];
+    for run in runs {
+        let tokenizer = run.tokenizer.as_ref().expect("every run is imported");
+        let max_positions = run.run.io.max_seq_len;
+        let args = (size, seed);
+        let probe = Probe::of_words(
+            &run.run.task,
+            None,
+            tokenizer,
+            args,
+            max_positions,
+            &run.device,
+        )?;
+        Probe::check_size_at(size, &run.run, runs.len(), probe.forward_len())?;
+        let words = |p: &Probe| p.pieces.as_ref().map(|s| s.ids.clone());
+        if probes
+            .first()
+            .is_some_and(|first| words(first) != words(&probe))
+        {
+            return Err(CompareError::OtherSentences {
+                reference: reference.dir.root().to_path_buf(),
+                other: run.dir.root().to_path_buf(),
+            });
+        }
+        probes.push(probe);
+    }
+    Ok(probes)
 }
 
 /// Checks that `other` has the reference's task and head grid.
@@ -240,15 +309,14 @@ pub fn compare(
     for other in &runs[1..] {
         check_comparable(reference, other)?;
     }
-    Probe::check_size(probe_size, &reference.run, runs.len())?;
-    let probe = Probe::new(
-        &reference.run.task,
-        probe_size,
-        reference.run.config.seed,
-        &reference.device,
-    );
-    let probes: Vec<Vec<LayerProbe>> = runs.iter().map(|run| probe.run(&run.model)).collect();
-    let measures = measure_heads(&reference.run.task, &probe, &probes);
+    let run_probes = probes_of(runs, probe_size)?;
+    let probe = &run_probes[0];
+    let probes: Vec<Vec<LayerProbe>> = runs
+        .iter()
+        .zip(&run_probes)
+        .map(|(run, probe)| probe.run(&run.model))
+        .collect();
+    let measures = measure_heads(&reference.run.task, probe, &probes);
     let compared: Vec<ComparedRun> = runs
         .iter()
         .zip(&probes)
@@ -268,16 +336,16 @@ pub fn compare(
     };
     std::fs::create_dir_all(out).map_err(write_error(out))?;
     let figure_path = out.join("matched-attention.png");
-    matched_attention_figure(&figure_path, &probe, &probes, &compared, &slots)?;
+    matched_attention_figure(&figure_path, probe, &probes, &compared, &slots)?;
     // The same figure as SVG on request; otherwise none is left from an earlier call.
     let svg_path = figure_path.with_extension("svg");
     if svg {
-        matched_attention_figure(&svg_path, &probe, &probes, &compared, &slots)?;
+        matched_attention_figure(&svg_path, probe, &probes, &compared, &slots)?;
     } else if earlier_comparison_wrote(out, &svg_path) {
         std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
     }
     let page_path = out.join("compare.html");
-    let page = page_data(runs, &probe, &probes, &compared, &measures);
+    let page = page_data(runs, probe, &probes, &compared, &measures);
     run::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
         .map_err(write_error(&page_path))?;
     let json_path = out.join("matching.json");

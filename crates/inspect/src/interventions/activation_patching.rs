@@ -20,7 +20,8 @@ pub struct HeadPatching {
     /// Restored fraction with the head's clean output at every position; null when the
     /// clean and corrupted logit differences are equal (nothing to restore).
     pub restored: Option<f64>,
-    /// Restored fraction with the head's clean output at one position, per position.
+    /// Restored fraction with the head's clean output at one position, per position; empty
+    /// where not measured (an imported model: one run per head and position).
     pub by_position: Vec<Option<f64>>,
     /// Attribution patching's first-order estimate of `restored`.
     pub attribution: Option<f64>,
@@ -37,8 +38,9 @@ pub struct ResidualPatching {
     pub by_position: Vec<Option<f64>>,
 }
 
-/// Each head's clean output put back, everywhere and at each position.
-pub(crate) fn head_patching(runs: &PairRuns) -> Vec<HeadPatching> {
+/// Each head's clean output put back everywhere, and at each position when `by_position`
+/// (else `by_position` is empty).
+pub(crate) fn head_patching(runs: &PairRuns, by_position: bool) -> Vec<HeadPatching> {
     let (model, seq, device) = (runs.model, runs.seq_len(), &runs.device);
     let n_heads = model.n_heads();
     model
@@ -58,6 +60,7 @@ pub(crate) fn head_patching(runs: &PairRuns) -> Vec<HeadPatching> {
                 head: id.head,
                 restored: patched(head_weight(id, None, seq, n_heads, device)),
                 by_position: (0..seq)
+                    .filter(|_| by_position)
                     .map(|position| patched(head_weight(id, Some(position), seq, n_heads, device)))
                     .collect(),
                 attribution: None,

@@ -134,10 +134,12 @@ pub fn patching(context: MeasureContext) -> Option<Patching> {
 }
 
 /// Patching of an imported masked-LM (mask piece `mask`) on the task's answer pairs, drawn
-/// as for a trained model and read as its word pieces ([`PiecePairs`]); head-to-head path
-/// patching is left out (`paths` empty: one run per sender, receiver and channel is 6660
-/// runs for 6 layers of 12 heads), layer-to-layer paths are kept. `None` for a task
-/// without pairs or words, or when no pair lines up.
+/// as for a trained model and read as its word pieces ([`PiecePairs`]). Two per-head
+/// details are left out: head-to-head path patching (`paths` empty: one run per sender,
+/// receiver and channel is 6660 runs for 6 layers of 12 heads) and head patching at each
+/// position (`by_position` empty: 720 runs of 10 positions); whole heads, the residual
+/// stream by position, layer-to-layer paths and attribution patching are kept. `None` for
+/// a task without pairs or words, or when no pair lines up.
 pub fn patching_in_pieces(
     context: MeasureContext,
     tokenizer: &WordPieces,
@@ -170,23 +172,23 @@ pub fn patching_in_pieces(
     )
 }
 
-/// Every patching analysis of `model` on `pairs` (path patching head to head only when
-/// `head_to_head`); `None` without pairs.
+/// Every patching analysis of `model` on `pairs` (path patching head to head, and head
+/// patching at each position, only when `head_detail`); `None` without pairs.
 pub fn patch_pairs(
     model: &Encoder,
     pairs: &[MinimalPair],
     device: &Device,
-    head_to_head: bool,
+    head_detail: bool,
 ) -> Option<PairPatching> {
     let runs = PairRuns::new(model, pairs, device)?;
-    let mut heads = head_patching(&runs);
+    let mut heads = head_patching(&runs, head_detail);
     let attribution = attribution_patching(&runs, &mut heads);
     Some(PairPatching {
         pairs: pairs.len(),
         clean_logit_diff: runs.clean_ld,
         corrupted_logit_diff: runs.corrupted_ld,
         residual: residual_patching(&runs),
-        paths: match head_to_head {
+        paths: match head_detail {
             true => head_paths(&runs),
             false => vec![],
         },

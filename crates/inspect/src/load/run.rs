@@ -24,7 +24,7 @@ pub struct LoadedRun {
     pub model: Encoder,
     /// Where the weights came from.
     pub weights: PathBuf,
-    /// The CPU device the model lives on.
+    /// The device the model lives on (flex unless `inspect --backend` says otherwise).
     pub device: Device,
     /// Said when the weights are not the ones asked for (a run still training).
     pub note: Option<String>,
@@ -110,10 +110,19 @@ pub enum RunError {
     Tokenizer(#[from] TokenizerError),
 }
 
-/// Loads the run in `dir`, with the weights of `checkpoint` (`step-N`) or the final ones. A
-/// run still training (its lock held by `train`) is read from its newest checkpoint, and
-/// [`LoadedRun::note`] says so.
+/// Loads the run in `dir` on the CPU (flex), with the weights of `checkpoint` (`step-N`) or
+/// the final ones. A run still training (its lock held by `train`) is read from its newest
+/// checkpoint, and [`LoadedRun::note`] says so.
 pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunError> {
+    load_on(dir, checkpoint_name, Device::flex())
+}
+
+/// [`load`] onto `device` (`inspect --backend`).
+pub fn load_on(
+    dir: &Path,
+    checkpoint_name: Option<&str>,
+    device: Device,
+) -> Result<LoadedRun, RunError> {
     let run_dir = RunDir::open(dir)?;
     let (lock, writer) = match run_dir.lock_for_reading() {
         Ok(lock) => (lock, None),
@@ -121,7 +130,6 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
     };
     let run = run_dir.resolve()?;
     let tokenizer = imported_tokenizer(&run_dir, &run)?;
-    let device = Device::flex();
     device.seed(run.config.seed);
     let model = run
         .config
@@ -160,25 +168,7 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         },
         (None, None) => (None, None),
     };
-    let (model, weights) = match checkpoint_dir {
-        None => {
-            let path = run_dir.final_weights_path();
-            if !path.is_file() {
-                return Err(RunError::NoFinalWeights(path, checkpoint::names(&run_dir)));
-            }
-            (weights::load(&path, model)?, path)
-        }
-        Some(checkpoint_dir) => {
-            if !checkpoint::is_complete(&checkpoint_dir) {
-                return Err(RunError::NoCheckpoint(
-                    checkpoint_dir.display().to_string(),
-                    checkpoint::names(&run_dir),
-                ));
-            }
-            let model = checkpoint::load_model(&checkpoint_dir, model)?;
-            (model, checkpoint_dir)
-        }
-    };
+    let (model, weights) = load_weights(&run_dir, checkpoint_dir, model)?;
     Ok(LoadedRun {
         dir: run_dir,
         run,
@@ -190,6 +180,34 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
         treebank: None,
         _lock: lock,
     })
+}
+
+/// `model` with the weights of `checkpoint_dir` (a complete checkpoint), or the final ones
+/// for `None`, and where they came from.
+fn load_weights(
+    run_dir: &RunDir,
+    checkpoint_dir: Option<PathBuf>,
+    model: Encoder,
+) -> Result<(Encoder, PathBuf), RunError> {
+    match checkpoint_dir {
+        None => {
+            let path = run_dir.final_weights_path();
+            if !path.is_file() {
+                return Err(RunError::NoFinalWeights(path, checkpoint::names(run_dir)));
+            }
+            Ok((weights::load(&path, model)?, path))
+        }
+        Some(checkpoint_dir) => {
+            if !checkpoint::is_complete(&checkpoint_dir) {
+                return Err(RunError::NoCheckpoint(
+                    checkpoint_dir.display().to_string(),
+                    checkpoint::names(run_dir),
+                ));
+            }
+            let model = checkpoint::load_model(&checkpoint_dir, model)?;
+            Ok((model, checkpoint_dir))
+        }
+    }
 }
 
 /// An imported run's tokenizer (`tokenizer.json`); `None` for a run headlab trained.

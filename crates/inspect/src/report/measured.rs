@@ -210,8 +210,9 @@ pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, r
 pub const LEFT_OUT_MASKED_LM: &str = "relation ablation, the Bayes ceiling and agreement: \
      they read the grammar task's own output classes, and the model predicts word pieces; \
      greedy pruning (H (H + 1) / 2 passes over the masked words, 2628 for 72 heads: the \
-     ranked order is measured) and head-to-head path patching (6660 runs for 6 layers of 12 \
-     heads: layer to layer is measured)";
+     ranked order is measured), head-to-head path patching (6660 runs for 6 layers of 12 \
+     heads: layer to layer is measured) and head patching at each position (one run per \
+     head and position: whole heads are measured)";
 
 /// What the output layer is scored on, and what the report leaves out.
 struct Scoring {
