@@ -133,25 +133,12 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     // Exactly the files of a word task's report with the output-side ones and patching, less
     // what reads the grammar's own classes (ceiling, agreement), sealed.
     let report = out.join("inspect");
-    let contents = ReportContents {
-        word_task: true,
-        snapshots: false,
-        n_layers: 3,
-        metrics: false,
-        pairs: true,
-        outputs: true,
-        trained: false,
-    };
     let dir = ReportDir::new(&report);
+    assert_complete(&dir, &imported_contents(3, true));
     assert!(
-        dir.missing(&contents).is_empty(),
-        "{:?}",
-        dir.missing(&contents)
+        !report.join("ceiling.json").exists(),
+        "ceiling.json written"
     );
-    for name in ["ceiling.json", "agreement.json"] {
-        assert!(!report.join(name).exists(), "{name} written");
-    }
-    assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
 
     let heads: Vec<HeadRecord> = dir.read_json().unwrap();
     assert_eq!(heads.len(), 9);
@@ -234,6 +221,13 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
             (logits[pair.clean_answer as usize] - logits[pair.corrupted_answer as usize]) as f64;
     }
     let diff = diff / answer.pairs as f64;
+    // The agreement test read the same way: some verbs kept, the rest counted.
+    let agreement: inspect::measures::agreement::Agreement = dir.read_json().unwrap();
+    let verbs: usize = agreement.cases.iter().map(|c| c.verbs).sum();
+    assert!(
+        verbs > 10 && agreement.verbs_left_out.unwrap() > 0,
+        "{agreement:?}"
+    );
     assert!(
         (answer.clean_logit_diff - diff).abs() < 1e-4,
         "{} vs {diff}",
@@ -271,6 +265,27 @@ struct Counted {
     scored: usize,
     /// Summed cross-entropy of the hidden pieces.
     loss: f64,
+}
+
+/// The conditional files of an imported model's report on the grammar task's sentences: the
+/// output side and patching where it is `scored` (a masked-LM).
+fn imported_contents(n_layers: usize, scored: bool) -> ReportContents {
+    ReportContents {
+        word_task: true,
+        snapshots: false,
+        n_layers,
+        metrics: false,
+        pairs: scored,
+        outputs: scored,
+        trained: false,
+    }
+}
+
+/// `dir` holds every file a report like `contents` holds, and its manifest seals them.
+fn assert_complete(dir: &ReportDir, contents: &ReportContents) {
+    let missing = dir.missing(contents);
+    assert!(missing.is_empty(), "{missing:?}");
+    assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
 }
 
 /// The imported masked-LM in `run` on its probe of `size` sentences (as inspect draws it),
@@ -371,25 +386,11 @@ fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one()
         "{text}"
     );
     let report = out.join("inspect");
-    let contents = ReportContents {
-        word_task: true,
-        snapshots: false,
-        n_layers: 1,
-        metrics: false,
-        pairs: false,
-        outputs: false,
-        trained: false,
-    };
     let dir = ReportDir::new(&report);
-    assert!(
-        dir.missing(&contents).is_empty(),
-        "{:?}",
-        dir.missing(&contents)
-    );
+    assert_complete(&dir, &imported_contents(1, false));
     for name in ["pruning.json", "logit_lens.json", "figures/ablation.png"] {
         assert!(!report.join(name).exists(), "{name} written");
     }
-    assert_eq!(dir.verify(Depth::Contents), Verdict::Intact);
     let heads: Vec<HeadRecord> = dir.read_json().unwrap();
     for head in &heads {
         let measured = (

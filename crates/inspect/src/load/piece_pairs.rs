@@ -8,7 +8,8 @@
 //! one position, so a pair is kept only where that holds in pieces too: both sentences come
 //! out as the same number of pieces, the masked word's two answers are each one piece of the
 //! vocabulary (not `[UNK]`, not split), and the sentences fit the model's positions. The
-//! rest are counted ([`PiecePairs::left_out`]).
+//! rest are counted ([`PiecePairs::left_out`]). [`one_piece_word`] is the rule, shared
+//! with the agreement test in pieces (`measures::agreement`).
 
 use run::tokenizer::WordPieces;
 use tasks::{Example, MinimalPair};
@@ -51,10 +52,38 @@ impl PiecePairs {
     }
 }
 
-/// One side of a pair in pieces: its ids, and the piece of its answer.
-struct Side {
-    ids: Vec<u32>,
-    answer_piece: usize,
+/// A sentence of words read as pieces, with one word to be masked: one piece of the
+/// vocabulary, spelled as the word.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnePieceWord {
+    /// The sentence's pieces, the word's own piece among them (not yet masked).
+    pub ids: Vec<u32>,
+    /// Where the word's piece is.
+    pub position: usize,
+}
+
+/// `words` read by `tokenizer`, where word `word` is one piece spelled as the word (in the
+/// vocabulary, not split, not `[UNK]`) and the pieces fit `max_positions`; `None` otherwise.
+pub fn one_piece_word(
+    words: &[&str],
+    word: usize,
+    tokenizer: &WordPieces,
+    max_positions: usize,
+) -> Result<Option<OnePieceWord>, PieceProbeError> {
+    let encoded = tokenizer.encode_words(words)?;
+    let Ok(spans) = WordSpans::of(&encoded.words) else {
+        return Ok(None);
+    };
+    if spans.words() != words.len() || encoded.ids.len() > max_positions {
+        return Ok(None);
+    }
+    let pieces = spans.pieces_of(spans.position_of_word(word));
+    let spelled = |piece: &str| piece == words[word] || piece == words[word].to_lowercase();
+    let one_piece = pieces.len() == 1 && spelled(&encoded.pieces[pieces.start]);
+    Ok(one_piece.then_some(OnePieceWord {
+        ids: encoded.ids,
+        position: pieces.start,
+    }))
 }
 
 /// `pair` in pieces, or `None` where it does not line up.
@@ -65,7 +94,7 @@ fn piece_pair(
     mask: u32,
     max_positions: usize,
 ) -> Result<Option<MinimalPair>, PieceProbeError> {
-    let side = |example: &Example, answer: u32| -> Result<Option<Side>, PieceProbeError> {
+    let side = |example: &Example, answer: u32| {
         // The sentence with its answer written in: the answer must be one piece of its own.
         let words: Vec<&str> = example
             .input
@@ -76,23 +105,7 @@ fn piece_pair(
                 false => names[id as usize].as_str(),
             })
             .collect();
-        let encoded = tokenizer.encode_words(&words)?;
-        let Ok(spans) = WordSpans::of(&encoded.words) else {
-            return Ok(None);
-        };
-        if spans.words() != words.len() || encoded.ids.len() > max_positions {
-            return Ok(None);
-        }
-        let pieces = spans.pieces_of(spans.position_of_word(pair.position));
-        let whole = |piece: usize| {
-            let word = words[pair.position];
-            encoded.pieces[piece] == word || encoded.pieces[piece] == word.to_lowercase()
-        };
-        let one_piece = pieces.len() == 1 && whole(pieces.start);
-        Ok(one_piece.then_some(Side {
-            ids: encoded.ids,
-            answer_piece: pieces.start,
-        }))
+        one_piece_word(&words, pair.position, tokenizer, max_positions)
     };
     let (Some(clean), Some(corrupted)) = (
         side(&pair.clean, pair.clean_answer)?,
@@ -100,10 +113,10 @@ fn piece_pair(
     ) else {
         return Ok(None);
     };
-    let position = clean.answer_piece;
+    let position = clean.position;
     let (clean_answer, corrupted_answer) = (clean.ids[position], corrupted.ids[position]);
     if clean.ids.len() != corrupted.ids.len()
-        || corrupted.answer_piece != position
+        || corrupted.position != position
         || clean_answer == corrupted_answer
     {
         return Ok(None);

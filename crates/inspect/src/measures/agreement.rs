@@ -10,10 +10,14 @@
 //! agreement is right when the form of the right number gets the higher logit. Verbs are
 //! split by the attractor, the noun nearest the verb between it and its subject: `none`,
 //! `same` number as the subject, or `different`. Word accuracy (the most probable word is the
-//! verb itself) is given beside it.
+//! verb itself) is given beside it. An imported masked-LM reads the same sentences as its
+//! word pieces ([`agreement_in_pieces`]).
 
 use crate::load::context::MeasureContext;
+use crate::load::piece_pairs::one_piece_word;
+use crate::load::sentences::PieceProbeError;
 use run::tensor_file::HostTensor;
+use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
 use tasks::{Example, ParsedSentence, Relation, Task, WordClass};
@@ -35,6 +39,10 @@ pub struct Agreement {
     pub sentences: usize,
     /// Per kind of attractor: `none`, `same`, `different`, in that order.
     pub cases: Vec<AttractorCase>,
+    /// For an imported masked-LM: verbs left out because the verb or its other form is not
+    /// one piece of the vocabulary, or the sentence is too long ([`one_piece_word`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbs_left_out: Option<usize>,
 }
 
 /// The verbs of one kind of attractor.
@@ -132,20 +140,80 @@ pub fn agreement_items(task: &Task, sentence: &ParsedSentence) -> Vec<AgreementI
 /// Agreement per kind of attractor on `task`'s sentences seeded from `seed`; `None` for
 /// tasks without a parse.
 pub fn agreement(context: MeasureContext) -> Option<Agreement> {
-    let MeasureContext {
-        model,
-        task,
-        seed,
-        device,
-    } = context;
-    let sentences = task.parsed_sentences(AGREEMENT_SENTENCES, mix_seed(seed, AGREEMENT_STREAM));
-    if sentences.is_empty() {
-        return None;
+    let items = task_items(context)?;
+    Some(Agreement {
+        sentences: AGREEMENT_SENTENCES,
+        cases: score_items(context, &items),
+        verbs_left_out: None,
+    })
+}
+
+/// [`agreement`] for an imported masked-LM (mask piece `mask`, positions `max_positions`):
+/// the same verbs, each sentence read as `tokenizer`'s pieces with the verb one `[MASK]`, the
+/// two forms compared as pieces. A verb is kept where it and its other form are each one
+/// piece spelled as the word ([`one_piece_word`]); the rest are counted in
+/// `verbs_left_out`.
+pub fn agreement_in_pieces(
+    context: MeasureContext,
+    tokenizer: &WordPieces,
+    mask: u32,
+    max_positions: usize,
+) -> Result<Option<Agreement>, PieceProbeError> {
+    let (Some(items), Some(names)) = (task_items(context), context.task.token_names()) else {
+        return Ok(None);
+    };
+    let mut in_pieces = vec![];
+    for item in &items {
+        let words: Vec<&str> = item
+            .example
+            .input
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| match i == item.position {
+                true => names[item.right as usize].as_str(),
+                false => names[id as usize].as_str(),
+            })
+            .collect();
+        let wrong = &names[item.wrong as usize];
+        let read = one_piece_word(&words, item.position, tokenizer, max_positions)?;
+        if let (Some(read), Some(wrong)) = (read, tokenizer.id(wrong)) {
+            let right = read.ids[read.position];
+            let mut input = read.ids;
+            input[read.position] = mask;
+            let mut target = vec![None; input.len()];
+            target[read.position] = Some(right);
+            in_pieces.push(AgreementItem {
+                example: Example { input, target },
+                position: read.position,
+                right,
+                wrong,
+                attractor: item.attractor,
+            });
+        }
     }
-    let items: Vec<AgreementItem> = sentences
-        .iter()
-        .flat_map(|sentence| agreement_items(task, sentence))
-        .collect();
+    Ok(Some(Agreement {
+        sentences: AGREEMENT_SENTENCES,
+        cases: score_items(context, &in_pieces),
+        verbs_left_out: Some(items.len() - in_pieces.len()),
+    }))
+}
+
+/// Every verb with a noun subject in the task's agreement sentences; `None` for tasks
+/// without a parse.
+fn task_items(context: MeasureContext) -> Option<Vec<AgreementItem>> {
+    let MeasureContext { task, seed, .. } = context;
+    let sentences = task.parsed_sentences(AGREEMENT_SENTENCES, mix_seed(seed, AGREEMENT_STREAM));
+    (!sentences.is_empty()).then(|| {
+        sentences
+            .iter()
+            .flat_map(|sentence| agreement_items(task, sentence))
+            .collect()
+    })
+}
+
+/// Each kind of attractor's agreement and word accuracy on `items`.
+fn score_items(context: MeasureContext, items: &[AgreementItem]) -> Vec<AttractorCase> {
+    let MeasureContext { model, device, .. } = context;
     // Per item: (right form beats wrong form, most probable word is the verb).
     let mut scored = Vec::with_capacity(items.len());
     for chunk in items.chunks(BATCH) {
@@ -162,7 +230,7 @@ pub fn agreement(context: MeasureContext) -> Option<Agreement> {
             scored.push((beats, word_right));
         }
     }
-    let cases = Attractor::ALL
+    Attractor::ALL
         .iter()
         .map(|&attractor| {
             let of_kind: Vec<(bool, bool)> = items
@@ -185,11 +253,7 @@ pub fn agreement(context: MeasureContext) -> Option<Agreement> {
                 word_accuracy: fraction(|s| s.1),
             }
         })
-        .collect();
-    Some(Agreement {
-        sentences: AGREEMENT_SENTENCES,
-        cases,
-    })
+        .collect()
 }
 
 #[cfg(test)]

@@ -87,6 +87,8 @@ pub enum Presence {
     /// When the output layer is scored: every model headlab trained (on the task's
     /// examples), and an imported masked-LM checkpoint (on the probe's masked words).
     Outputs,
+    /// For word tasks, when the output layer is scored.
+    WordTaskOutputs,
     /// For word tasks of models headlab trained: what reads the grammar's own output classes.
     WordTaskTrained,
 }
@@ -103,6 +105,7 @@ impl Presence {
             Presence::Pairs => contents.pairs,
             Presence::PairsTwoLayers => contents.pairs && contents.n_layers >= 2,
             Presence::Outputs => contents.outputs,
+            Presence::WordTaskOutputs => contents.word_task && contents.outputs,
             Presence::WordTaskTrained => contents.word_task && contents.trained,
         }
     }
@@ -123,6 +126,10 @@ impl Presence {
             Presence::Outputs => Some(
                 "Written when the output layer is scored: models headlab trained and imported \
                  masked-LM checkpoints",
+            ),
+            Presence::WordTaskOutputs => Some(
+                "word tasks, when the output layer is scored (imported masked-LM checkpoints \
+                 too)",
             ),
             Presence::WordTaskTrained => Some("word tasks of models headlab trained"),
         }
@@ -271,7 +278,7 @@ pub const FILES: &[ReportFile] = &[
     ),
     file(
         AGREEMENT,
-        Presence::WordTaskTrained,
+        Presence::WordTaskOutputs,
         "subject-verb agreement across attractors (Linzen et al. 2016): each verb with a noun \
          subject masked alone, agreement right when its right-number form gets the higher \
          logit; per attractor (the noun nearest the verb between it and its subject: none, \

@@ -137,10 +137,17 @@ pub fn measure(
         true => measure_patching(loaded, context, mask)?,
         false => None,
     };
-    // The ceiling and agreement read the task's own output classes.
+    // The ceiling reads the task's own output classes.
     let trained = config.import.is_none();
     let ceiling = trained.then(|| ceiling::ceiling(context)).flatten();
-    let agreement = trained.then(|| agreement::agreement(context)).flatten();
+    let agreement = match (&loaded.tokenizer, mask) {
+        (None, _) => agreement::agreement(context),
+        (Some(tokenizer), Some(mask)) => {
+            let max_positions = loaded.run.io.max_seq_len;
+            agreement::agreement_in_pieces(context, tokenizer, mask, max_positions)?
+        }
+        (Some(_), None) => None,
+    };
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
@@ -207,8 +214,8 @@ pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, r
      (a BertForMaskedLM has)";
 
 /// What the report of an imported masked-LM checkpoint leaves out, and why.
-pub const LEFT_OUT_MASKED_LM: &str = "relation ablation, the Bayes ceiling and agreement: \
-     they read the grammar task's own output classes, and the model predicts word pieces; \
+pub const LEFT_OUT_MASKED_LM: &str = "relation ablation and the Bayes ceiling: they read \
+     the grammar task's own output classes, and the model predicts word pieces; \
      greedy pruning (H (H + 1) / 2 passes over the masked words, 2628 for 72 heads: the \
      ranked order is measured), head-to-head path patching (6660 runs for 6 layers of 12 \
      heads: layer to layer is measured) and head patching at each position (one run per \
