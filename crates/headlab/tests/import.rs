@@ -475,6 +475,38 @@ fn compare_matches_imported_models_on_the_same_words_and_refuses_a_mix() {
     );
 }
 
+#[test]
+fn a_masked_lm_whose_tokenizer_has_no_mask_piece_is_not_scored_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let checkpoint = tmp.path().join("no-mask");
+    std::fs::create_dir_all(&checkpoint).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        let from = fixture("three-layers-mlm").join(file);
+        std::fs::copy(from, checkpoint.join(file)).unwrap();
+    }
+    let tokenizer = std::fs::read_to_string(fixture("three-layers-mlm").join("tokenizer.json"));
+    let tokenizer = tokenizer.unwrap().replace("[MASK]", "[MASQ]");
+    std::fs::write(checkpoint.join("tokenizer.json"), tokenizer).unwrap();
+    let out = tmp.path().join("run");
+    let output = import(&[&checkpoint, Path::new("--out"), &out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = headlab::run(
+        "inspect",
+        &[out.as_path(), Path::new("--probe"), Path::new("4")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dir = ReportDir::new(out.join("inspect"));
+    assert_complete(&dir, &imported_contents(3, false));
+    let summary: Summary = dir.read_json().unwrap();
+    assert_eq!(summary.eval_token_acc, None);
+    assert!(
+        summary.left_out[0].contains("patching and agreement: ")
+            && summary.left_out[0].ends_with("has no [MASK] piece"),
+        "{:?}",
+        summary.left_out
+    );
+}
+
 /// Each bad checkpoint: the words its message must hold.
 #[test]
 fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {

@@ -137,7 +137,7 @@ pub fn patching(context: MeasureContext) -> Option<Patching> {
 /// as for a trained model and read as its word pieces ([`PiecePairs`]). Two per-head
 /// details are left out: head-to-head path patching (`paths` empty: one run per sender,
 /// receiver and channel is 6660 runs for 6 layers of 12 heads) and head patching at each
-/// position (`by_position` empty: 720 runs of 10 positions); whole heads, the residual
+/// position (`by_position` empty: 720 runs for 72 heads and 10 positions); whole heads, the residual
 /// stream by position, layer-to-layer paths and attribution patching are kept. `None` for
 /// a task without pairs or words, or when no pair lines up.
 pub fn patching_in_pieces(

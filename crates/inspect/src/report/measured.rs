@@ -255,7 +255,7 @@ fn scoring(loaded: &LoadedRun, probe: &Probe) -> Scoring {
     let left_out_because = |why: String| {
         let what = LEFT_OUT_NO_HEAD.split(": they").next().unwrap_or_default();
         vec![
-            format!("{what}, patching: {why}"),
+            format!("{what}, patching and agreement: {why}"),
             LEFT_OUT_MASKED_LM.to_string(),
         ]
     };
