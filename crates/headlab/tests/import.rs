@@ -403,6 +403,27 @@ fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one()
     let summary: Summary = dir.read_json().unwrap();
     assert_eq!(summary.eval_token_acc, None);
     assert_eq!(summary.left_out, [LEFT_OUT_NO_HEAD]);
+
+    // Attention on [CLS] and [SEP], per layer and head, recomputed from activations.safetensors
+    // (the probe's word-level patterns, [CLS] first and [SEP] last in every row).
+    let special = summary.special_attention.expect("a probe of words");
+    let activations =
+        run::tensor_file::read_tensors(&report.join("activations.safetensors")).unwrap();
+    let pattern = &activations["layers.0.pattern"]; // [probe, heads, len, len]
+    let [batch, heads, len, _] = pattern.shape[..] else {
+        panic!("{:?}", pattern.shape)
+    };
+    for h in 0..heads {
+        let rows =
+            (0..batch).flat_map(|b| (0..len).map(move |q| ((b * heads + h) * len + q) * len));
+        let (cls, sep) = rows.fold((0.0, 0.0), |(cls, sep), row| {
+            let values = &pattern.values;
+            (cls + values[row] as f64, sep + values[row + len - 1] as f64)
+        });
+        let n = (batch * len) as f64;
+        assert!((special[0].heads_cls[h] - cls / n).abs() < 1e-6);
+        assert!((special[0].heads_sep[h] - sep / n).abs() < 1e-6);
+    }
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //! - [`ceiling`]: the model's accuracy per class of masked word against the Bayes-optimal
 //!   predictor's (word tasks); [`masked`]: the model's answers on masked words, which it
 //!   and `interventions::relation_ablation` count; [`agreement`]: subject-verb agreement across
-//!   attractors (word tasks).
+//!   attractors (word tasks); [`special`]: an imported model's attention on `[CLS]` and
+//!   `[SEP]`.
 
 pub mod agreement;
 pub mod attribution;
@@ -28,4 +29,5 @@ pub mod norms;
 pub mod patterns;
 pub mod relations;
 pub mod similarity;
+pub mod special;
 pub mod trajectories;

@@ -68,6 +68,10 @@ pub struct Summary {
     /// `activations.safetensors`' `tokens` (the task's words, then `[CLS]` and `[SEP]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_token_names: Option<Vec<String>>,
+    /// For a probe read as words: each layer's attention on `[CLS]` and `[SEP]`
+    /// ([`crate::measures::special`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special_attention: Option<Vec<crate::measures::special::SpecialAttention>>,
 }
 
 /// The step (1-based) at which greedy pruning removes each head, layer-major: heads removed
