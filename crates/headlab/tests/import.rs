@@ -117,13 +117,7 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
 fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let output = import(&[&fixture("three-layers-mlm"), Path::new("--out"), &out]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let output = headlab::run(
-        "inspect",
-        &[out.as_path(), Path::new("--probe"), Path::new("8")],
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
+    let output = import_and_inspect(&fixture("three-layers-mlm"), &out, "8");
     let text = stdout(&output);
     assert!(
         text.contains(&format!("left out: {LEFT_OUT_MASKED_LM}")) && !text.contains("not scored"),
@@ -267,6 +261,16 @@ struct Counted {
     loss: f64,
 }
 
+/// `headlab import CHECKPOINT --out OUT` then `headlab inspect OUT --probe PROBE`, both
+/// succeeding: inspect's output.
+fn import_and_inspect(checkpoint: &Path, out: &Path, probe: &str) -> Output {
+    let output = import(&[checkpoint, Path::new("--out"), out]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = headlab::run("inspect", &[out, Path::new("--probe"), Path::new(probe)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    output
+}
+
 /// The conditional files of an imported model's report on the grammar task's sentences: the
 /// output side and patching where it is `scored` (a masked-LM).
 fn imported_contents(n_layers: usize, scored: bool) -> ReportContents {
@@ -372,13 +376,7 @@ fn logits_of(model: &model::Encoder, ids: &[u32], position: usize) -> Vec<f32> {
 fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let output = import(&[&fixture("one-layer"), Path::new("--out"), &out]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let output = headlab::run(
-        "inspect",
-        &[out.as_path(), Path::new("--probe"), Path::new("8")],
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
+    let output = import_and_inspect(&fixture("one-layer"), &out, "8");
     let text = stdout(&output);
     assert!(
         text.contains("eval token accuracy not scored")
@@ -509,13 +507,7 @@ fn a_masked_lm_whose_tokenizer_has_no_mask_piece_is_not_scored_and_says_why() {
     let tokenizer = tokenizer.unwrap().replace("[MASK]", "[MASQ]");
     std::fs::write(checkpoint.join("tokenizer.json"), tokenizer).unwrap();
     let out = tmp.path().join("run");
-    let output = import(&[&checkpoint, Path::new("--out"), &out]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let output = headlab::run(
-        "inspect",
-        &[out.as_path(), Path::new("--probe"), Path::new("4")],
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
+    import_and_inspect(&checkpoint, &out, "4");
     let dir = ReportDir::new(out.join("inspect"));
     assert_complete(&dir, &imported_contents(3, false));
     let summary: Summary = dir.read_json().unwrap();

@@ -218,7 +218,9 @@ fn probes_of(runs: &[LoadedRun], size: usize) -> Result<Vec<Probe>, CompareError
             &run.device,
         )?;
         Probe::check_size_at(size, &run.run, runs.len(), probe.forward_len())?;
-        let words = |p: &Probe| p.pieces.as_ref().map(|s| s.ids.clone());
+        fn words(probe: &Probe) -> Option<&[Vec<u32>]> {
+            probe.pieces.as_ref().map(|s| s.ids.as_slice())
+        }
         if probes
             .first()
             .is_some_and(|first| words(first) != words(&probe))

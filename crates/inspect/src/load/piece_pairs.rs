@@ -8,7 +8,7 @@
 //! one position, so a pair is kept only where that holds in pieces too: both sentences come
 //! out as the same number of pieces, the masked word's two answers are each one piece of the
 //! vocabulary (not `[UNK]`, not split), and the sentences fit the model's positions. The
-//! rest are counted ([`PiecePairs::left_out`]). [`one_piece_word`] is the rule, shared
+//! rest are counted ([`PiecePairs::left_out`]). [`mask_in_pieces`] is the rule, shared
 //! with the agreement test in pieces (`measures::agreement`).
 
 use run::tokenizer::WordPieces;
@@ -52,37 +52,60 @@ impl PiecePairs {
     }
 }
 
-/// A sentence of words read as pieces, with one word to be masked: one piece of the
-/// vocabulary, spelled as the word.
+/// A sentence of the task's words read as pieces with one word masked: the word one piece of
+/// the vocabulary, spelled as the word, replaced by the mask.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OnePieceWord {
-    /// The sentence's pieces, the word's own piece among them (not yet masked).
-    pub ids: Vec<u32>,
+pub struct MaskedInPieces {
+    /// The sentence as pieces, the word's piece masked and scored against the piece.
+    pub example: Example,
     /// Where the word's piece is.
     pub position: usize,
+    /// The word's piece.
+    pub answer: u32,
 }
 
-/// `words` read by `tokenizer`, where word `word` is one piece spelled as the word (in the
-/// vocabulary, not split, not `[UNK]`) and the pieces fit `max_positions`; `None` otherwise.
-pub fn one_piece_word(
-    words: &[&str],
-    word: usize,
+/// The sentence `input` (task ids named by `names`) with `answer` written at word
+/// `position`, read by `tokenizer` and that word masked with piece `mask`; `None` where the
+/// word is not one piece spelled as the word (split, `[UNK]`, out of the vocabulary) or the
+/// pieces do not fit `max_positions`.
+pub fn mask_in_pieces(
+    input: &[u32],
+    names: &[String],
+    (position, answer): (usize, u32),
     tokenizer: &WordPieces,
+    mask: u32,
     max_positions: usize,
-) -> Result<Option<OnePieceWord>, PieceProbeError> {
-    let encoded = tokenizer.encode_words(words)?;
+) -> Result<Option<MaskedInPieces>, PieceProbeError> {
+    let words: Vec<&str> = input
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| match i == position {
+            true => names[answer as usize].as_str(),
+            false => names[id as usize].as_str(),
+        })
+        .collect();
+    let encoded = tokenizer.encode_words(&words)?;
     let Ok(spans) = WordSpans::of(&encoded.words) else {
         return Ok(None);
     };
     if spans.words() != words.len() || encoded.ids.len() > max_positions {
         return Ok(None);
     }
-    let pieces = spans.pieces_of(spans.position_of_word(word));
-    let spelled = |piece: &str| piece == words[word] || piece == words[word].to_lowercase();
-    let one_piece = pieces.len() == 1 && spelled(&encoded.pieces[pieces.start]);
-    Ok(one_piece.then_some(OnePieceWord {
-        ids: encoded.ids,
-        position: pieces.start,
+    let pieces = spans.pieces_of(spans.position_of_word(position));
+    let word = words[position];
+    let piece = &encoded.pieces[pieces.start];
+    if pieces.len() != 1 || (piece != word && *piece != word.to_lowercase()) {
+        return Ok(None);
+    }
+    let (at, answer) = (pieces.start, encoded.ids[pieces.start]);
+    let mut input = encoded.ids;
+    input[at] = mask;
+    let mut target = vec![None; input.len()];
+    target[at] = Some(answer);
+    Ok(Some(MaskedInPieces {
+        example: Example { input, target },
+        position: at,
+        answer,
     }))
 }
 
@@ -94,18 +117,10 @@ fn piece_pair(
     mask: u32,
     max_positions: usize,
 ) -> Result<Option<MinimalPair>, PieceProbeError> {
+    // Each side with its answer written in: the answer must be one piece of its own.
     let side = |example: &Example, answer: u32| {
-        // The sentence with its answer written in: the answer must be one piece of its own.
-        let words: Vec<&str> = example
-            .input
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| match i == pair.position {
-                true => names[answer as usize].as_str(),
-                false => names[id as usize].as_str(),
-            })
-            .collect();
-        one_piece_word(&words, pair.position, tokenizer, max_positions)
+        let at = (pair.position, answer);
+        mask_in_pieces(&example.input, names, at, tokenizer, mask, max_positions)
     };
     let (Some(clean), Some(corrupted)) = (
         side(&pair.clean, pair.clean_answer)?,
@@ -113,33 +128,25 @@ fn piece_pair(
     ) else {
         return Ok(None);
     };
-    let position = clean.position;
-    let (clean_answer, corrupted_answer) = (clean.ids[position], corrupted.ids[position]);
-    if clean.ids.len() != corrupted.ids.len()
-        || corrupted.position != position
-        || clean_answer == corrupted_answer
+    let (a, b) = (&clean.example.input, &corrupted.example.input);
+    if a.len() != b.len()
+        || corrupted.position != clean.position
+        || clean.answer == corrupted.answer
     {
         return Ok(None);
     }
-    let changed: Vec<usize> = (0..clean.ids.len())
-        .filter(|&i| i != position && clean.ids[i] != corrupted.ids[i])
-        .collect();
+    // Both sides are masked at the answer, so they differ only where the change is.
+    let changed: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
     if changed.is_empty() {
         return Ok(None);
     }
-    let example = |mut ids: Vec<u32>, answer: u32| {
-        ids[position] = mask;
-        let mut target = vec![None; ids.len()];
-        target[position] = Some(answer);
-        Example { input: ids, target }
-    };
     Ok(Some(MinimalPair {
-        clean: example(clean.ids, clean_answer),
-        corrupted: example(corrupted.ids, corrupted_answer),
-        position,
+        position: clean.position,
         changed,
-        clean_answer,
-        corrupted_answer,
+        clean_answer: clean.answer,
+        corrupted_answer: corrupted.answer,
+        clean: clean.example,
+        corrupted: corrupted.example,
     }))
 }
 

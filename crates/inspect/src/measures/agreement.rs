@@ -14,7 +14,7 @@
 //! word pieces ([`agreement_in_pieces`]).
 
 use crate::load::context::MeasureContext;
-use crate::load::piece_pairs::one_piece_word;
+use crate::load::piece_pairs::mask_in_pieces;
 use crate::load::sentences::PieceProbeError;
 use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
@@ -40,7 +40,7 @@ pub struct Agreement {
     /// Per kind of attractor: `none`, `same`, `different`, in that order.
     pub cases: Vec<AttractorCase>,
     /// For an imported masked-LM: verbs left out because the verb or its other form is not
-    /// one piece of the vocabulary, or the sentence is too long ([`one_piece_word`]).
+    /// one piece of the vocabulary, or the sentence is too long ([`mask_in_pieces`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verbs_left_out: Option<usize>,
 }
@@ -151,7 +151,7 @@ pub fn agreement(context: MeasureContext) -> Option<Agreement> {
 /// [`agreement`] for an imported masked-LM (mask piece `mask`, positions `max_positions`):
 /// the same verbs, each sentence read as `tokenizer`'s pieces with the verb one `[MASK]`, the
 /// two forms compared as pieces. A verb is kept where it and its other form are each one
-/// piece spelled as the word ([`one_piece_word`]); the rest are counted in
+/// piece spelled as the word ([`mask_in_pieces`]); the rest are counted in
 /// `verbs_left_out`.
 pub fn agreement_in_pieces(
     context: MeasureContext,
@@ -164,28 +164,20 @@ pub fn agreement_in_pieces(
     };
     let mut in_pieces = vec![];
     for item in &items {
-        let words: Vec<&str> = item
-            .example
-            .input
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| match i == item.position {
-                true => names[item.right as usize].as_str(),
-                false => names[id as usize].as_str(),
-            })
-            .collect();
-        let wrong = &names[item.wrong as usize];
-        let read = one_piece_word(&words, item.position, tokenizer, max_positions)?;
-        if let (Some(read), Some(wrong)) = (read, tokenizer.id(wrong)) {
-            let right = read.ids[read.position];
-            let mut input = read.ids;
-            input[read.position] = mask;
-            let mut target = vec![None; input.len()];
-            target[read.position] = Some(right);
+        let at = (item.position, item.right);
+        let read = mask_in_pieces(
+            &item.example.input,
+            &names,
+            at,
+            tokenizer,
+            mask,
+            max_positions,
+        )?;
+        if let (Some(read), Some(wrong)) = (read, tokenizer.id(&names[item.wrong as usize])) {
             in_pieces.push(AgreementItem {
-                example: Example { input, target },
+                example: read.example,
                 position: read.position,
-                right,
+                right: read.answer,
                 wrong,
                 attractor: item.attractor,
             });
