@@ -18,9 +18,9 @@
 #   to-accuracy   headlab on wgpu against PyTorch on CUDA, time to 99% on reverse
 #   train-flex    configs/reverse.toml on flex, for comparison
 #   inspect       the wgpu run (inspect computes on the CPU)
-#   bench-large, seeds-large   the same at the large size
 #   groups-CONFIG the shipped configs the README's seed-group table uses, trained alone and
 #                 as `train --seeds` groups of 16 on wgpu: steady-state seed-steps per second
+#   bench-large, seeds-large   the same as bench-small and seeds-small at the large size
 # Writes DIR/gpu-check.md (the tables), DIR/gpu-check.json (every figure) and
 # DIR/gpu-check.log (every step's output). Exit status: 0 when every step passed.
 set -uo pipefail
@@ -186,10 +186,6 @@ step to-accuracy "$limit" "$bin/headlab" bench --backends wgpu "${accuracy_args[
 step train-flex "$limit" "$bin/headlab" train configs/reverse.toml --backend flex \
     --out "$work/reverse-flex" "${train_set[@]}"
 step inspect "$limit" "$bin/headlab" inspect "$work/reverse-wgpu"
-for size in "${sizes[@]:1}"; do
-    speed "$size"
-    stack "$size"
-done
 # Training only, as scripts/bench_seed_groups.sh: no snapshots, one evaluation at the end,
 # every step counted (the target is out of reach); a metrics line every 10 steps.
 group_set=(--set "train.steps=$group_steps" --set train.snapshot_every=0
@@ -203,6 +199,11 @@ for config in "${group_configs[@]}"; do
         --seeds "0-$((group_size - 1))" --out "$work/groups/$name-s{seed}" "${group_set[@]}"
 done
 
+# The large size last: measured on an H200 twice (2026-11-26 and -27, docs/gpu/).
+for size in "${sizes[@]:1}"; do
+    speed "$size"
+    stack "$size"
+done
 finished=$(date +%s)
 say "all steps in $((finished - started)) s"
 
