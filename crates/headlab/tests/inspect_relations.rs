@@ -66,6 +66,42 @@ fn fraction(value: &serde_json::Value) -> f64 {
     x
 }
 
+/// A relation's bootstrap intervals (when it has them) hold its point scores, and the count
+/// of heads above the baseline is the one its per-head scores give.
+fn check_intervals(relation: &serde_json::Value, direction: &str, best: f64, baseline: f64) {
+    let intervals = &relation["intervals"];
+    if intervals.is_null() {
+        return;
+    }
+    let inside = |interval: &serde_json::Value, point: f64| {
+        let (low, high) = (
+            interval["low"].as_f64().unwrap(),
+            interval["high"].as_f64().unwrap(),
+        );
+        assert!(
+            low <= point && point <= high,
+            "{point} outside {interval} in {relation}"
+        );
+    };
+    assert!(intervals["resamples"].as_u64().unwrap() >= 500);
+    inside(&intervals["baseline"], baseline);
+    let ours = &intervals[direction];
+    inside(&ours["best_head"], best);
+    inside(&ours["margin"], best - baseline);
+    let above = relation["heads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h[direction].as_f64().unwrap() > baseline)
+        .count() as u64;
+    assert_eq!(
+        ours["heads_above_baseline"].as_u64(),
+        Some(above),
+        "{relation}"
+    );
+    assert!(ours["heads_clearly_above_baseline"].as_u64().unwrap() <= above);
+}
+
 #[test]
 fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
     let dir = tempfile::tempdir().unwrap();
@@ -117,8 +153,14 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
             let score = fraction(&best["score"]);
             let baseline = relation["baseline"]["score"].as_f64().unwrap();
             assert_eq!(best["beats_baseline"], score > baseline, "{relation}");
+            check_intervals(relation, direction, score, baseline);
         }
     }
+    let det = listed.iter().find(|r| r["relation"] == "det").unwrap();
+    assert!(
+        det["intervals"].is_object(),
+        "det is in every sentence: {det}"
+    );
 
     let heads = read_json(&report.join("heads.json"));
     for head in heads.as_array().unwrap() {

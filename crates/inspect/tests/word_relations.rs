@@ -43,7 +43,7 @@ fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
         seed: 0,
         device: &device,
     };
-    let (relations, pieces) = measure_word_relations(context, &tokenizer, 16, None)
+    let (relations, pieces) = measure_word_relations(context, &tokenizer, 16, None, None)
         .unwrap()
         .expect("the grammar task has parses");
     assert!(pieces.len() > 100, "{} sentences kept", pieces.len());

@@ -338,6 +338,12 @@ impl RunConfig {
         toml::to_string_pretty(self).expect("a run config always serializes")
     }
 
+    /// `self` with `overrides` applied (`key.path=value`, as [`RunConfig::load`] takes them);
+    /// `path` names the config in messages.
+    pub fn with_overrides(&self, path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
+        Self::parse(&self.to_toml(), path, overrides)
+    }
+
     /// Builds the task and checks every section. `path` names the file in messages;
     /// relative dataset paths resolve against the current directory.
     pub fn resolve(self, path: &Path) -> Result<ResolvedRun, ConfigError> {

@@ -48,6 +48,15 @@ pub struct Args {
     /// lavapipe's software Vulkan); the numbers agree within float rounding.
     #[arg(long, value_enum, default_value_t = run::BackendKind::Flex)]
     backend: run::BackendKind,
+    /// Probe an imported model with another version of its task, e.g. --set
+    /// task.lexicon=classes --set task.selection=1 (repeatable; task keys only, in memory:
+    /// the run's config.toml is not changed; summary.json records them).
+    #[arg(long = "set", value_name = "task.KEY=VALUE")]
+    task_set: Vec<String>,
+    /// Sentences relations.json scores, 1 to 4096. Default: 512 of the task's, or a
+    /// treebank's first 4096.
+    #[arg(long, value_parser = crate::measures::relations::parse_relation_sentences)]
+    relation_sentences: Option<usize>,
 }
 
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
@@ -62,6 +71,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let device = args.backend.device()?;
     let mut loaded = crate::load::run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
+    loaded.set_task(&args.task_set)?;
     if let Some(path) = &args.probe_conllu {
         if loaded.tokenizer.is_none() {
             anyhow::bail!(
@@ -81,6 +91,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         prune_tolerance: args.prune_tolerance,
         patching: !args.no_patching,
         svg: args.svg,
+        relation_sentences: args.relation_sentences,
     };
     let report = crate::report::write_report(&loaded, &out, &options)?;
     let accuracy = report.measured.eval_token_acc.map_or_else(

@@ -34,6 +34,9 @@ pub struct LoadedRun {
     /// Sentences of a treebank to probe an imported model with instead of the task's
     /// (`inspect --probe-conllu`); `None`: the task's.
     pub treebank: Option<Vec<TreebankSentence>>,
+    /// The `task.KEY=VALUE` overrides the probe's task was built with ([`LoadedRun::set_task`]);
+    /// empty: the run's own task.
+    pub task_overrides: Vec<String>,
     /// A shared lock, so no `train --force` or `--resume` rewrites the run while it is read.
     _lock: Option<RunLock>,
 }
@@ -56,8 +59,42 @@ impl LoadedRun {
             note: None,
             tokenizer: None,
             treebank: None,
+            task_overrides: vec![],
             _lock: None,
         }
+    }
+
+    /// Probes an imported model with another version of its task (`inspect --set
+    /// task.KEY=VALUE`: the classed grammar, ditransitive verbs, more relative clauses):
+    /// `overrides` change the task in memory, never the run's `config.toml`. Refused for a
+    /// run headlab trained (its model reads the tokens of the task it was trained on), for a
+    /// key outside `task.`, and for `task.kind` (an imported model is probed with the
+    /// grammar's sentences).
+    pub fn set_task(&mut self, overrides: &[String]) -> Result<(), TaskOverrideError> {
+        if overrides.is_empty() {
+            return Ok(());
+        }
+        if self.run.config.import.is_none() {
+            return Err(TaskOverrideError::Trained(self.dir.root().to_path_buf()));
+        }
+        for assignment in overrides {
+            let key = assignment.split('=').next().unwrap_or_default().trim();
+            if !key.starts_with("task.") || key == "task.kind" {
+                return Err(TaskOverrideError::Key(key.to_string()));
+            }
+        }
+        let path = self.dir.config_path();
+        self.run = self
+            .run
+            .config
+            .with_overrides(&path, overrides)
+            .and_then(|config| config.resolve(&path))
+            .map_err(|error| TaskOverrideError::Config {
+                overrides: overrides.join(" --set "),
+                error: Box::new(error),
+            })?;
+        self.task_overrides = overrides.to_vec();
+        Ok(())
     }
 
     /// The model with the weights of the snapshot at `path` (one of `dir.snapshots_dir()`),
@@ -178,8 +215,34 @@ pub fn load_on(
         note,
         tokenizer,
         treebank: None,
+        task_overrides: vec![],
         _lock: lock,
     })
+}
+
+/// A task override `inspect --set` cannot apply.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskOverrideError {
+    /// A run headlab trained.
+    #[error(
+        "--set: {0} is a model headlab trained, which reads the tokens of the task it was \
+         trained on; --set task.KEY=VALUE is for an imported model (headlab import)"
+    )]
+    Trained(PathBuf),
+    /// A key outside `task.`, or `task.kind`.
+    #[error(
+        "--set {0}: inspect changes only the probe's task, keys task.KEY other than task.kind \
+         (e.g. --set task.lexicon=classes --set task.selection=1)"
+    )]
+    Key(String),
+    /// The override does not fit the config, or the task it makes is invalid.
+    #[error("inspect --set {overrides}: {error}")]
+    Config {
+        /// The overrides, as given.
+        overrides: String,
+        /// What is wrong (it names the run's config file).
+        error: Box<run::config::ConfigError>,
+    },
 }
 
 /// `model` with the weights of `checkpoint_dir` (a complete checkpoint), or the final ones

@@ -5,7 +5,8 @@
 //! - [`heads`]: one record per head (`heads.json`), gathering every measure below.
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
-//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks).
+//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks), with
+//!   [`relation_intervals`]: their 95% intervals over sentences (a bootstrap).
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
@@ -27,6 +28,8 @@ pub mod masked;
 pub mod matching;
 pub mod norms;
 pub mod patterns;
+pub mod relation_categories;
+pub mod relation_intervals;
 pub mod relations;
 pub mod similarity;
 pub mod special;

@@ -29,16 +29,35 @@ use std::collections::BTreeMap;
 
 use crate::load::context::MeasureContext;
 use crate::load::sentences::{PieceProbeError, PieceSentences};
+use crate::measures::relation_categories::{CATEGORIES, category_name};
+pub use crate::measures::relation_categories::{
+    OBJECT_PAST_A_NOUN, PAST_A_NOUN, categories, category_names,
+};
+use crate::measures::relation_intervals::{RelationIntervals, SentenceCredits, relation_intervals};
 use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
 use tasks::conllu::TreebankSentence;
-use tasks::{Arc, Example, ParsedSentence, Relation};
+use tasks::{Example, ParsedSentence};
 
 /// Sentences scored per report: enough arcs of every relation for fractions to about two
 /// points (a relation on a quarter of 512 sentences still has over 100 arcs).
 pub const RELATION_SENTENCES: usize = 512;
+
+/// Most sentences `inspect --relation-sentences` scores: a few minutes on a CPU for a
+/// MiniLM-sized model, and the bootstrap's per-sentence credits stay under about 100 MB.
+pub const MAX_RELATION_SENTENCES: usize = 4096;
+
+/// Reads `--relation-sentences`: a whole number in 1..=[`MAX_RELATION_SENTENCES`].
+pub fn parse_relation_sentences(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_RELATION_SENTENCES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of sentences from 1 to {MAX_RELATION_SENTENCES}, got {text:?}"
+        )),
+    }
+}
 
 /// Stream of the relation sentences, apart from the probe (`u64::MAX - 1`), the evaluation
 /// set (`u64::MAX`) and the training batches.
@@ -130,6 +149,11 @@ pub struct RelationScores {
     pub heads: Vec<HeadRelationScore>,
     /// The best head in each direction, and whether it beats the baseline.
     pub best: BestHeads,
+    /// 95% intervals over sentences (a bootstrap, [`crate::measures::relation_intervals`]);
+    /// absent in a file written before they were measured, and for a relation too rare to
+    /// be in half the resamples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<RelationIntervals>,
 }
 
 /// `relations.json`: every relation that occurs in the sentences, in [`Relation::ALL`]'s
@@ -185,6 +209,8 @@ pub struct RelationHits {
     head_to_dependent: Vec<Vec<f64>>,
     /// Per label, arcs per offset `head - dependent`.
     offsets: Vec<BTreeMap<i64, usize>>,
+    /// Every sentence's arcs and credits, for the intervals over sentences.
+    per_sentence: Vec<SentenceCredits>,
 }
 
 /// One arc as scored: its two ends (0-based word positions) and the labels it counts under.
@@ -207,6 +233,7 @@ impl RelationHits {
             dependent_to_head: vec![],
             head_to_dependent: vec![],
             offsets: vec![],
+            per_sentence: vec![],
         };
         for index in 0..CATEGORIES {
             hits.label(category_name(index));
@@ -319,6 +346,17 @@ impl RelationHits {
             self.n_layers,
             "relations: one pattern per layer"
         );
+        let columns = self.n_layers * self.n_heads;
+        let mut credits: Vec<SentenceCredits> = sentences
+            .iter()
+            .map(|(_, arcs)| {
+                let offset = |arc: &ScoredArc| arc.head as i64 - arc.dependent as i64;
+                SentenceCredits::new(
+                    arcs.iter().map(|a| (a.labels.as_slice(), offset(a))),
+                    columns,
+                )
+            })
+            .collect();
         for (l, pattern) in patterns.iter().enumerate() {
             let [batch, heads, seq, seq_k] = pattern.shape[..] else {
                 panic!("relations: patterns are [batch, heads, seq, seq]")
@@ -345,27 +383,32 @@ impl RelationHits {
                     };
                     let column = l * self.n_heads + h;
                     for arc in arcs {
+                        let to_head = argmax_credit(row(arc.dependent), arc.head);
+                        let to_dependent = argmax_credit(row(arc.head), arc.dependent);
                         for &r in &arc.labels {
-                            self.dependent_to_head[r][column] +=
-                                argmax_credit(row(arc.dependent), arc.head);
-                            self.head_to_dependent[r][column] +=
-                                argmax_credit(row(arc.head), arc.dependent);
+                            credits[b].add(r, column, to_head, to_dependent);
                         }
                     }
                 }
             }
         }
-        for (_, arcs) in sentences {
-            for arc in arcs {
-                self.total_arcs += 1;
-                for &r in &arc.labels {
-                    self.arcs[r] += 1;
-                    let offset = arc.head as i64 - arc.dependent as i64;
+        for sentence in &credits {
+            for (r, arcs, offsets, to_head, to_dependent) in sentence.per_label() {
+                self.arcs[r] += arcs;
+                for &offset in offsets {
                     *self.offsets[r].entry(offset).or_insert(0) += 1;
+                }
+                for (sum, credit) in self.dependent_to_head[r].iter_mut().zip(to_head) {
+                    *sum += credit;
+                }
+                for (sum, credit) in self.head_to_dependent[r].iter_mut().zip(to_dependent) {
+                    *sum += credit;
                 }
             }
         }
+        self.total_arcs += sentences.iter().map(|(_, arcs)| arcs.len()).sum::<usize>();
         self.sentences += sentences.len();
+        self.per_sentence.extend(credits);
     }
 
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
@@ -388,12 +431,20 @@ impl RelationHits {
                     dependent_to_head: best_head(&heads, baseline, |h| h.dependent_to_head),
                     head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
                 };
+                let column = |b: &BestHead| b.layer * self.n_heads + b.head;
+                let best_columns = [
+                    column(&best.dependent_to_head),
+                    column(&best.head_to_dependent),
+                ];
+                let intervals =
+                    relation_intervals(&self.per_sentence, r, baseline.offset, best_columns);
                 RelationScores {
                     relation: self.labels[r].clone(),
                     arcs: self.arcs[r],
                     baseline,
                     heads,
                     best,
+                    intervals,
                 }
             })
             .collect();
@@ -414,17 +465,17 @@ pub fn score_relations(patterns: &[HostTensor], sentences: &[ParsedSentence]) ->
     hits.scores()
 }
 
-/// Runs `model` on [`RELATION_SENTENCES`] of `task`'s parsed sentences (seeded from the
-/// run's `seed`, apart from the probe) and scores every head; `None` for tasks without
-/// parses.
-pub fn measure_relations(context: MeasureContext) -> Option<Relations> {
+/// Runs `model` on `count` of `task`'s parsed sentences (seeded from the run's `seed`, apart
+/// from the probe; [`RELATION_SENTENCES`] in a report unless `inspect --relation-sentences`
+/// says otherwise) and scores every head; `None` for tasks without parses.
+pub fn measure_relations(context: MeasureContext, count: usize) -> Option<Relations> {
     let MeasureContext {
         model,
         task,
         seed,
         device,
     } = context;
-    let sentences = task.parsed_sentences(RELATION_SENTENCES, mix_seed(seed, RELATION_STREAM));
+    let sentences = task.parsed_sentences(count, mix_seed(seed, RELATION_STREAM));
     if sentences.is_empty() {
         return None;
     }
@@ -455,7 +506,8 @@ pub fn measure_relations(context: MeasureContext) -> Option<Relations> {
 pub const MAX_TREEBANK_SENTENCES: usize = 4096;
 
 /// [`measure_relations`] for a model that reads word pieces: the same sentences (seeded
-/// from `seed`), or the first [`MAX_TREEBANK_SENTENCES`] of `treebank` when given, read by
+/// from `seed`, `count` of them or [`RELATION_SENTENCES`]), or the first `count` (or
+/// [`MAX_TREEBANK_SENTENCES`]) of `treebank` when given, read by
 /// its tokenizer ([`PieceSentences`]), scored on word-level attention with `[CLS]` before
 /// the words. Sentences over `max_positions` pieces are left out
 /// ([`PieceSentences::too_long`] says how many).
@@ -464,6 +516,7 @@ pub fn measure_word_relations(
     tokenizer: &WordPieces,
     max_positions: usize,
     treebank: Option<&[TreebankSentence]>,
+    count: Option<usize>,
 ) -> Result<Option<(Relations, PieceSentences)>, PieceProbeError> {
     let MeasureContext {
         model,
@@ -473,12 +526,14 @@ pub fn measure_word_relations(
     } = context;
     let pieces = match treebank {
         Some(trees) => {
-            let trees = trees[..trees.len().min(MAX_TREEBANK_SENTENCES)].to_vec();
+            let count = count.unwrap_or(MAX_TREEBANK_SENTENCES);
+            let trees = trees[..trees.len().min(count)].to_vec();
             PieceSentences::of_treebank(trees, tokenizer, max_positions)?
         }
         None => {
             let seed = mix_seed(seed, RELATION_STREAM);
-            let sentences = task.parsed_sentences(RELATION_SENTENCES, seed);
+            let count = count.unwrap_or(RELATION_SENTENCES);
+            let sentences = task.parsed_sentences(count, seed);
             if sentences.is_empty() {
                 return Ok(None);
             }
@@ -490,70 +545,6 @@ pub fn measure_word_relations(
         hits.add_trees_at(patterns, trees, 1);
     });
     Ok(Some((hits.scores(), pieces)))
-}
-
-/// The first extra category after the relations: `nsubj` arcs from a noun to its verb with
-/// another noun between them (`the keys to the cabinet are`: the attractor of Linzen et al.
-/// 2016, of either number), where no fixed offset can find the verb and agreement must reach
-/// past a noun.
-pub const PAST_A_NOUN: &str = "nsubj_past_noun";
-
-/// The second: `dobj` arcs from a noun to its verb with another noun between them, the
-/// direct objects of ditransitive verbs past their indirect object (`gives the dog the
-/// cake`), which no fixed offset finds either.
-pub const OBJECT_PAST_A_NOUN: &str = "dobj_past_noun";
-
-/// The relations, then [`PAST_A_NOUN`] and [`OBJECT_PAST_A_NOUN`].
-const CATEGORIES: usize = Relation::ALL.len() + 2;
-
-/// Category `index`'s name as `relations.json` writes it.
-fn category_name(index: usize) -> &'static str {
-    match Relation::ALL.get(index) {
-        Some(relation) => relation.name(),
-        None if index == Relation::ALL.len() => PAST_A_NOUN,
-        None => OBJECT_PAST_A_NOUN,
-    }
-}
-
-/// The categories `arc` counts in: its relation, and [`PAST_A_NOUN`] (for `nsubj`) or
-/// [`OBJECT_PAST_A_NOUN`] (for `dobj`) for a noun's arc with another noun (a word some
-/// determiner depends on) between its two ends.
-pub fn categories(sentence: &ParsedSentence, arc: &Arc) -> Vec<usize> {
-    let mut found = vec![relation_index(arc.relation)];
-    let is_noun = |position: usize| {
-        sentence
-            .arcs
-            .iter()
-            .any(|a| a.relation == Relation::Det && a.head == position)
-    };
-    let extra = match arc.relation {
-        Relation::Nsubj => Some(Relation::ALL.len()),
-        Relation::Dobj => Some(Relation::ALL.len() + 1),
-        _ => None,
-    };
-    if let Some(extra) = extra.filter(|_| is_noun(arc.dependent)) {
-        let (low, high) = (arc.dependent.min(arc.head), arc.dependent.max(arc.head));
-        if (low + 1..high).any(is_noun) {
-            found.push(extra);
-        }
-    }
-    found
-}
-
-/// The names of the categories `arc` counts in ([`categories`]).
-pub fn category_names(sentence: &ParsedSentence, arc: &Arc) -> Vec<&'static str> {
-    categories(sentence, arc)
-        .into_iter()
-        .map(category_name)
-        .collect()
-}
-
-/// `relation`'s position in [`Relation::ALL`].
-fn relation_index(relation: Relation) -> usize {
-    Relation::ALL
-        .iter()
-        .position(|r| *r == relation)
-        .expect("Relation::ALL lists every relation")
 }
 
 /// Credit for `target` being the most-attended position of `row`: `1/k` when it is one of
@@ -623,7 +614,7 @@ fn best_head(
 
 #[cfg(test)]
 mod tests {
-    use tasks::Arc;
+    use tasks::{Arc, Relation};
 
     use super::*;
 

@@ -101,7 +101,7 @@ pub fn measure(
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let relations = measure_relations(loaded, context)?;
+    let relations = measure_relations(loaded, context, options.relation_sentences)?;
     let Scoring {
         eval,
         left_out,
@@ -176,18 +176,22 @@ pub fn measure(
 fn measure_relations(
     loaded: &LoadedRun,
     context: MeasureContext,
+    count: Option<usize>,
 ) -> Result<Option<Relations>, ReportError> {
     Ok(match &loaded.tokenizer {
         Some(tokenizer) => {
             let max_positions = loaded.run.io.max_seq_len;
             let treebank = loaded.treebank.as_deref();
-            relations::measure_word_relations(context, tokenizer, max_positions, treebank)?
+            relations::measure_word_relations(context, tokenizer, max_positions, treebank, count)?
                 .map(|(relations, _)| relations)
         }
-        None => relations::measure_relations(context).map(|mut relations| {
-            relation_ablation::add_relation_ablation(&mut relations, context);
-            relations
-        }),
+        None => {
+            let count = count.unwrap_or(relations::RELATION_SENTENCES);
+            relations::measure_relations(context, count).map(|mut relations| {
+                relation_ablation::add_relation_ablation(&mut relations, context);
+                relations
+            })
+        }
     })
 }
 
@@ -342,6 +346,7 @@ fn summarise(
         importance_pruning_spearman: correlate(&importance, removal_steps.as_ref()),
         ablation_pruning_spearman: correlate(&drops, removal_steps.as_ref()),
         imported_from: imported.map(|i| i.source.display().to_string()),
+        task_overrides: loaded.task_overrides.clone(),
         left_out: vec![],
         probe_token_names: None,
         special_attention: None,

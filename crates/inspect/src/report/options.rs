@@ -15,6 +15,10 @@ pub struct ReportOptions {
     pub patching: bool,
     /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
     pub svg: bool,
+    /// Sentences `relations.json` scores (`inspect --relation-sentences`); `None`:
+    /// [`crate::measures::relations::RELATION_SENTENCES`] of the task's, or a treebank's
+    /// first [`crate::measures::relations::MAX_TREEBANK_SENTENCES`].
+    pub relation_sentences: Option<usize>,
 }
 
 impl Default for ReportOptions {
@@ -24,6 +28,7 @@ impl Default for ReportOptions {
             prune_tolerance: pruning::DEFAULT_TOLERANCE,
             patching: true,
             svg: false,
+            relation_sentences: None,
         }
     }
 }

@@ -60,6 +60,10 @@ pub struct Summary {
     /// For an imported model (`headlab import`): the checkpoint it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// The `task.KEY=VALUE` overrides an imported model's probe was read with (`inspect
+    /// --set`); empty: the run's own task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_overrides: Vec<String>,
     /// The measures this report left out, each with why (an imported `BertModel` has no
     /// prediction head to score); empty for headlab's own models.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -10,7 +10,9 @@ use inspect::compare::{Comparison, Slot};
 use inspect::load::context::MeasureContext;
 use inspect::load::probe::Probe;
 use inspect::measures::heads::head_roles;
-use inspect::measures::relations::{BestHead, BestHeads, Relations, measure_relations};
+use inspect::measures::relations::{
+    BestHead, BestHeads, RELATION_SENTENCES, Relations, measure_relations,
+};
 use model::HeadId;
 use serde::Serialize;
 
@@ -338,12 +340,13 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
                 *untrained[layer].entry(role).or_default() += 1;
             }
         }
-        untrained_relations.extend(measure_relations(MeasureContext {
+        let context = MeasureContext {
             model: &model,
             task: &run.run.task,
             seed: run.run.config.seed,
             device: &device,
-        }));
+        };
+        untrained_relations.extend(measure_relations(context, RELATION_SENTENCES));
     }
     Ok(Matched {
         comparison,
@@ -492,6 +495,7 @@ mod tests {
                     dependent_to_head: best(dependent_to_head),
                     head_to_dependent: best(head_to_dependent),
                 },
+                intervals: None,
             }],
         }
     }

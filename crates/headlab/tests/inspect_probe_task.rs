@@ -1,0 +1,163 @@
+//! `headlab inspect --set task.KEY=VALUE --relation-sentences N` on an imported model: the
+//! probe and `relations.json` read another version of the grammar (the classed lexicon, a
+//! dose of selection) and as many sentences as asked, the run's `config.toml` is not
+//! touched, `summary.json` records the overrides; every bad override is refused by name.
+
+#[path = "common/headlab.rs"]
+mod headlab;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use inspect::measures::relations::Relations;
+use inspect::report::dir::ReportDir;
+use inspect::report::summary::Summary;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../model/tests/fixtures/bert")
+        .join(name)
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn inspect(run: &Path, args: &[&str], out: &Path) -> Output {
+    let mut all: Vec<&std::ffi::OsStr> = vec![run.as_os_str()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    all.extend(["--out".as_ref(), out.as_os_str()]);
+    headlab::run("inspect", &all)
+}
+
+#[test]
+fn an_imported_model_is_probed_with_the_task_version_and_sentences_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let output = headlab::run(
+        "import",
+        &[fixture("one-layer"), "--out".into(), run.clone()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let config_before = std::fs::read(run.join("config.toml")).unwrap();
+
+    let classed = [
+        "--set",
+        "task.lexicon=classes",
+        "--set",
+        "task.nouns=36",
+        "--set",
+        "task.selection=1",
+    ];
+    let report = tmp.path().join("classed");
+    let mut args = classed.to_vec();
+    args.extend([
+        "--probe",
+        "4",
+        "--relation-sentences",
+        "30",
+        "--no-patching",
+    ]);
+    let output = inspect(&run, &args, &report);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read(run.join("config.toml")).unwrap(),
+        config_before
+    );
+    let dir = ReportDir::new(&report);
+    let summary: Summary = dir.read_json().unwrap();
+    assert_eq!(
+        summary.task_overrides,
+        ["task.lexicon=classes", "task.nouns=36", "task.selection=1"]
+    );
+    // 30 sentences asked for; one the fixture's 40 positions cannot hold may be left out.
+    let relations: Relations = dir.read_json().unwrap();
+    assert!(
+        (25..=30).contains(&relations.sentences),
+        "{} sentences",
+        relations.sentences
+    );
+    // The classed lexicon's food, vehicles, places and tools: words the default grammar's
+    // people and animals never include.
+    let explore = std::fs::read_to_string(report.join("explore.html")).unwrap();
+    let classed_only = [
+        "cake", "cakes", "car", "cars", "city", "hammer", "pie", "bus", "park", "knife", "rope",
+        "ropes", "truck", "school", "boat", "market", "garden", "spoon", "pear", "carrot",
+    ];
+    assert!(
+        classed_only
+            .iter()
+            .any(|word| explore.contains(&format!("\"{word}\""))),
+        "no classed noun in the probe"
+    );
+
+    // Without --set: the run's own task, nothing recorded.
+    let plain = tmp.path().join("plain");
+    let output = inspect(&run, &["--probe", "4", "--no-patching"], &plain);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: Summary = ReportDir::new(&plain).read_json().unwrap();
+    assert!(summary.task_overrides.is_empty());
+    let relations: Relations = ReportDir::new(&plain).read_json().unwrap();
+    assert!(
+        relations.sentences > 400,
+        "{} sentences",
+        relations.sentences
+    );
+}
+
+#[test]
+fn bad_task_overrides_and_sentence_counts_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let output = headlab::run(
+        "import",
+        &[fixture("one-layer"), "--out".into(), run.clone()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = tmp.path().join("report");
+    let refused = |args: &[&str], code: i32, says: &str| {
+        let output = inspect(&run, args, &out);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let text = stderr(&output);
+        assert!(text.contains(says), "{args:?}: {text}");
+        assert!(!text.contains("panicked"), "{text}");
+        assert!(!out.exists(), "{args:?} wrote a report");
+    };
+    refused(
+        &["--set", "train.lr=1"],
+        1,
+        "--set train.lr: inspect changes only the probe's task",
+    );
+    refused(&["--set", "task.kind=reverse"], 1, "--set task.kind:");
+    refused(
+        &["--set", "task.selection=2"],
+        1,
+        "inspect --set task.selection=2: ",
+    );
+    refused(
+        &["--set", "task.selection=2"],
+        1,
+        "expected 0 <= selection <= 1",
+    );
+    refused(&["--set", "task.no_such_key=1"], 1, "no_such_key");
+    refused(&["--relation-sentences", "0"], 2, "from 1 to 4096");
+    refused(&["--relation-sentences", "4097"], 2, "from 1 to 4096");
+
+    // A model headlab trained reads its own task's tokens.
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../train/tests/fixtures/tiny.toml");
+    let trained = tmp.path().join("tiny");
+    let output = headlab::run("train", &[tiny.as_path(), Path::new("--out"), &trained]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = inspect(&trained, &["--set", "task.seq_len=4"], &out);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("is a model headlab trained"),
+        "{}",
+        stderr(&output)
+    );
+}

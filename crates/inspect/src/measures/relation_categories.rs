@@ -1,0 +1,70 @@
+//! The categories `relations.json` scores a grammar sentence's arcs under: each arc's
+//! relation ([`Relation::ALL`]), and two that no fixed offset can find, an arc past a noun
+//! ([`PAST_A_NOUN`], [`OBJECT_PAST_A_NOUN`]). A treebank's labels are added as met
+//! (`RelationHits::add_trees_at`).
+
+use tasks::{Arc, ParsedSentence, Relation};
+
+/// The first extra category after the relations: `nsubj` arcs from a noun to its verb with
+/// another noun between them (`the keys to the cabinet are`: the attractor of Linzen et al.
+/// 2016, of either number), where no fixed offset can find the verb and agreement must reach
+/// past a noun.
+pub const PAST_A_NOUN: &str = "nsubj_past_noun";
+
+/// The second: `dobj` arcs from a noun to its verb with another noun between them, the
+/// direct objects of ditransitive verbs past their indirect object (`gives the dog the
+/// cake`), which no fixed offset finds either.
+pub const OBJECT_PAST_A_NOUN: &str = "dobj_past_noun";
+
+/// The relations, then [`PAST_A_NOUN`] and [`OBJECT_PAST_A_NOUN`].
+pub const CATEGORIES: usize = Relation::ALL.len() + 2;
+
+/// Category `index`'s name as `relations.json` writes it.
+pub fn category_name(index: usize) -> &'static str {
+    match Relation::ALL.get(index) {
+        Some(relation) => relation.name(),
+        None if index == Relation::ALL.len() => PAST_A_NOUN,
+        None => OBJECT_PAST_A_NOUN,
+    }
+}
+
+/// The categories `arc` counts in: its relation, and [`PAST_A_NOUN`] (for `nsubj`) or
+/// [`OBJECT_PAST_A_NOUN`] (for `dobj`) for a noun's arc with another noun (a word some
+/// determiner depends on) between its two ends.
+pub fn categories(sentence: &ParsedSentence, arc: &Arc) -> Vec<usize> {
+    let mut found = vec![relation_index(arc.relation)];
+    let is_noun = |position: usize| {
+        sentence
+            .arcs
+            .iter()
+            .any(|a| a.relation == Relation::Det && a.head == position)
+    };
+    let extra = match arc.relation {
+        Relation::Nsubj => Some(Relation::ALL.len()),
+        Relation::Dobj => Some(Relation::ALL.len() + 1),
+        _ => None,
+    };
+    if let Some(extra) = extra.filter(|_| is_noun(arc.dependent)) {
+        let (low, high) = (arc.dependent.min(arc.head), arc.dependent.max(arc.head));
+        if (low + 1..high).any(is_noun) {
+            found.push(extra);
+        }
+    }
+    found
+}
+
+/// The names of the categories `arc` counts in ([`categories`]).
+pub fn category_names(sentence: &ParsedSentence, arc: &Arc) -> Vec<&'static str> {
+    categories(sentence, arc)
+        .into_iter()
+        .map(category_name)
+        .collect()
+}
+
+/// `relation`'s position in [`Relation::ALL`].
+fn relation_index(relation: Relation) -> usize {
+    Relation::ALL
+        .iter()
+        .position(|r| *r == relation)
+        .expect("Relation::ALL lists every relation")
+}
