@@ -102,6 +102,61 @@ fn check_intervals(relation: &serde_json::Value, direction: &str, best: f64, bas
     assert!(ours["heads_clearly_above_baseline"].as_u64().unwrap() <= above);
 }
 
+/// `relation-sentences.conllu` holds the scored sentences, and with `attended` they give back
+/// every best head's score on the grammar's own labels (no tie in a trained model's
+/// attention, so the first argmax is the argmax).
+fn check_recorded_sentences(report: &Path, relations: &serde_json::Value) {
+    let path = report.join("relation-sentences.conllu");
+    let trees = tasks::conllu::read(&path).unwrap();
+    assert_eq!(trees.len() as u64, relations["sentences"].as_u64().unwrap());
+    let arcs: usize = trees
+        .iter()
+        .map(|t| t.heads.iter().filter(|&&h| h > 0).count())
+        .sum();
+    assert_eq!(arcs as u64, relations["arcs"].as_u64().unwrap());
+    for relation in relations["relations"].as_array().unwrap() {
+        let name = relation["relation"].as_str().unwrap();
+        let attended = &relation["attended"];
+        // Every arc of the relation, in file order: (dependent, head), 0-based.
+        let ends: Vec<(u64, u64)> = trees
+            .iter()
+            .flat_map(|t| {
+                (0..t.words.len())
+                    .filter(|&w| t.heads[w] > 0 && t.relations[w] == name)
+                    .map(|w| (w as u64, t.heads[w] as u64 - 1))
+            })
+            .collect();
+        if name.ends_with("_past_noun") {
+            // Categories of their own, not DEPRELs: only the count can be checked here.
+            let n = relation["arcs"].as_u64().unwrap() as usize;
+            assert_eq!(attended["dependent_to_head"].as_array().unwrap().len(), n);
+            continue;
+        }
+        assert_eq!(
+            ends.len() as u64,
+            relation["arcs"].as_u64().unwrap(),
+            "{name}"
+        );
+        for (direction, target) in [("dependent_to_head", 1), ("head_to_dependent", 0)] {
+            let words = attended[direction].as_array().unwrap();
+            assert_eq!(words.len(), ends.len(), "{name} {direction}");
+            let hits = words
+                .iter()
+                .zip(&ends)
+                .filter(|(word, (dependent, head))| {
+                    word.as_u64() == Some(if target == 1 { *head } else { *dependent })
+                })
+                .count();
+            let score = relation["best"][direction]["score"].as_f64().unwrap();
+            let recomputed = hits as f64 / ends.len() as f64;
+            assert!(
+                (recomputed - score).abs() < 1e-9,
+                "{name} {direction}: {recomputed} vs {score}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
     let dir = tempfile::tempdir().unwrap();
@@ -161,6 +216,7 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
         det["intervals"].is_object(),
         "det is in every sentence: {det}"
     );
+    check_recorded_sentences(&report, &relations);
 
     let heads = read_json(&report.join("heads.json"));
     for head in heads.as_array().unwrap() {

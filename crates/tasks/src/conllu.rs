@@ -267,9 +267,19 @@ fn find_cycle(heads: &[usize]) -> Option<Vec<usize>> {
 /// HEAD and DEPREL (the task's labels: `det`, `nsubj`, `dobj`, `prep`, `pobj`, ...; `root`
 /// for the main verb); the other columns `_`.
 pub fn write_parsed(sentences: &[ParsedSentence], names: &[String]) -> String {
+    let trees: Vec<TreebankSentence> = sentences
+        .iter()
+        .map(|sentence| TreebankSentence::of_parsed(sentence, names))
+        .collect();
+    write_trees(&trees)
+}
+
+/// `trees` as CoNLL-U: `# sent_id` (1, 2, ... in order, whatever ids they were read with)
+/// and `# text` (the words joined by spaces), then one line per word with its FORM, HEAD and
+/// DEPREL; the other columns `_`. What [`read`] reads back as the same trees.
+pub fn write_trees(trees: &[TreebankSentence]) -> String {
     let mut out = String::new();
-    for (index, sentence) in sentences.iter().enumerate() {
-        let tree = TreebankSentence::of_parsed(sentence, names);
+    for (index, tree) in trees.iter().enumerate() {
         out.push_str(&format!(
             "# sent_id = {}\n# text = {}\n",
             index + 1,

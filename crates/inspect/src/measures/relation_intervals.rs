@@ -176,36 +176,12 @@ pub fn relation_intervals(
         .collect();
     // The point estimates, for which heads beat the baseline on all sentences.
     let point = totals(&rows, &vec![1; n], columns);
-
-    let mut weights = vec![0u32; n];
-    let mut baseline = Vec::with_capacity(RESAMPLES);
-    let mut best_scores = [Vec::with_capacity(RESAMPLES), Vec::with_capacity(RESAMPLES)];
-    let mut margins = [Vec::with_capacity(RESAMPLES), Vec::with_capacity(RESAMPLES)];
-    // Per direction and head, resamples where it does not beat the baseline.
-    let mut not_above = [vec![0usize; columns], vec![0usize; columns]];
-    for resample in 0..RESAMPLES {
-        weights.fill(0);
-        for draw in 0..n {
-            let counter = (resample * n + draw) as u64;
-            weights[(mix_seed(BOOTSTRAP_SEED, counter) % n as u64) as usize] += 1;
-        }
-        let sums = totals(&rows, &weights, columns);
-        if sums.arcs == 0.0 {
-            continue;
-        }
-        let base = sums.at_offset / sums.arcs;
-        baseline.push(base);
-        for (direction, credits) in sums.credits.iter().enumerate() {
-            let score = credits[best[direction]] / sums.arcs;
-            best_scores[direction].push(score);
-            margins[direction].push(score - base);
-            for (column, credit) in credits.iter().enumerate() {
-                if credit / sums.arcs <= base {
-                    not_above[direction][column] += 1;
-                }
-            }
-        }
-    }
+    let Resampled {
+        mut baseline,
+        mut best_scores,
+        mut margins,
+        not_above,
+    } = resample(&rows, columns, best);
     let valid = baseline.len();
     if valid * 2 < RESAMPLES || point.arcs == 0.0 {
         return None;
@@ -231,6 +207,60 @@ pub fn relation_intervals(
         dependent_to_head: to_head,
         head_to_dependent: to_dependent,
     })
+}
+
+/// What [`RESAMPLES`] resamples of the sentences give, over those with an arc of the
+/// relation.
+struct Resampled {
+    /// The baseline's score on each.
+    baseline: Vec<f64>,
+    /// Per direction, the best head's score on each.
+    best_scores: [Vec<f64>; 2],
+    /// Per direction, the best head's score minus the baseline's on each.
+    margins: [Vec<f64>; 2],
+    /// Per direction and head, resamples where it does not beat the baseline.
+    not_above: [Vec<usize>; 2],
+}
+
+/// Resamples the sentences of `rows` with replacement [`RESAMPLES`] times (draws from
+/// [`BOOTSTRAP_SEED`]), and measures each resample.
+fn resample(rows: &[Option<Row>], columns: usize, best: [usize; 2]) -> Resampled {
+    let n = rows.len();
+    let mut weights = vec![0u32; n];
+    let mut baseline = Vec::with_capacity(RESAMPLES);
+    let mut best_scores = [Vec::with_capacity(RESAMPLES), Vec::with_capacity(RESAMPLES)];
+    let mut margins = [Vec::with_capacity(RESAMPLES), Vec::with_capacity(RESAMPLES)];
+    // Per direction and head, resamples where it does not beat the baseline.
+    let mut not_above = [vec![0usize; columns], vec![0usize; columns]];
+    for resample in 0..RESAMPLES {
+        weights.fill(0);
+        for draw in 0..n {
+            let counter = (resample * n + draw) as u64;
+            weights[(mix_seed(BOOTSTRAP_SEED, counter) % n as u64) as usize] += 1;
+        }
+        let sums = totals(rows, &weights, columns);
+        if sums.arcs == 0.0 {
+            continue;
+        }
+        let base = sums.at_offset / sums.arcs;
+        baseline.push(base);
+        for (direction, credits) in sums.credits.iter().enumerate() {
+            let score = credits[best[direction]] / sums.arcs;
+            best_scores[direction].push(score);
+            margins[direction].push(score - base);
+            for (column, credit) in credits.iter().enumerate() {
+                if credit / sums.arcs <= base {
+                    not_above[direction][column] += 1;
+                }
+            }
+        }
+    }
+    Resampled {
+        baseline,
+        best_scores,
+        margins,
+        not_above,
+    }
 }
 
 /// One sentence's values for one relation.

@@ -154,6 +154,23 @@ pub struct RelationScores {
     /// be in half the resamples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<RelationIntervals>,
+    /// What the best head in each direction attends to most on each of the relation's
+    /// arcs; absent in a file written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attended: Option<AttendedWords>,
+}
+
+/// The word each best head attends to most on every arc of a relation, in the order the
+/// arcs come in the report's `relation-sentences.conllu` (sentence by sentence, each
+/// sentence's arcs in the order of their dependents): a 0-based position among the
+/// sentence's words, the first of any that tie. With the sentences it lets anyone see what
+/// a head looks at where it misses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttendedWords {
+    /// From each arc's dependent, by the best dependent-to-head head.
+    pub dependent_to_head: Vec<u16>,
+    /// From each arc's head word, by the best head-to-dependent head.
+    pub head_to_dependent: Vec<u16>,
 }
 
 /// `relations.json`: every relation that occurs in the sentences, in [`Relation::ALL`]'s
@@ -211,6 +228,12 @@ pub struct RelationHits {
     offsets: Vec<BTreeMap<i64, usize>>,
     /// Every sentence's arcs and credits, for the intervals over sentences.
     per_sentence: Vec<SentenceCredits>,
+    /// Per sentence, each arc's labels, in the sentence's arc order.
+    arc_labels: Vec<Vec<Vec<usize>>>,
+    /// Per sentence, the most-attended word (first of ties) of every head from each arc's
+    /// two ends, `[(arc * columns + column) * 2 + direction]` (direction 0: from the
+    /// dependent, 1: from the head word).
+    most_attended: Vec<Vec<u16>>,
 }
 
 /// One arc as scored: its two ends (0-based word positions) and the labels it counts under.
@@ -234,6 +257,8 @@ impl RelationHits {
             head_to_dependent: vec![],
             offsets: vec![],
             per_sentence: vec![],
+            arc_labels: vec![],
+            most_attended: vec![],
         };
         for index in 0..CATEGORIES {
             hits.label(category_name(index));
@@ -357,6 +382,10 @@ impl RelationHits {
                 )
             })
             .collect();
+        let mut most_attended: Vec<Vec<u16>> = sentences
+            .iter()
+            .map(|(_, arcs)| vec![0; arcs.len() * columns * 2])
+            .collect();
         for (l, pattern) in patterns.iter().enumerate() {
             let [batch, heads, seq, seq_k] = pattern.shape[..] else {
                 panic!("relations: patterns are [batch, heads, seq, seq]")
@@ -382,7 +411,10 @@ impl RelationHits {
                         &pattern.values[start..start + n]
                     };
                     let column = l * self.n_heads + h;
-                    for arc in arcs {
+                    for (a, arc) in arcs.iter().enumerate() {
+                        let cell = (a * columns + column) * 2;
+                        most_attended[b][cell] = first_argmax(row(arc.dependent));
+                        most_attended[b][cell + 1] = first_argmax(row(arc.head));
                         let to_head = argmax_credit(row(arc.dependent), arc.head);
                         let to_dependent = argmax_credit(row(arc.head), arc.dependent);
                         for &r in &arc.labels {
@@ -392,6 +424,17 @@ impl RelationHits {
                 }
             }
         }
+        self.keep(sentences, credits, most_attended);
+    }
+
+    /// Adds scored `sentences`' credits and most-attended words to the totals and keeps
+    /// them per sentence (for the intervals and `attended`).
+    fn keep(
+        &mut self,
+        sentences: &[(usize, Vec<ScoredArc>)],
+        credits: Vec<SentenceCredits>,
+        most_attended: Vec<Vec<u16>>,
+    ) {
         for sentence in &credits {
             for (r, arcs, offsets, to_head, to_dependent) in sentence.per_label() {
                 self.arcs[r] += arcs;
@@ -409,6 +452,12 @@ impl RelationHits {
         self.total_arcs += sentences.iter().map(|(_, arcs)| arcs.len()).sum::<usize>();
         self.sentences += sentences.len();
         self.per_sentence.extend(credits);
+        self.most_attended.extend(most_attended);
+        self.arc_labels.extend(sentences.iter().map(|(_, arcs)| {
+            arcs.iter()
+                .map(|arc| arc.labels.clone())
+                .collect::<Vec<_>>()
+        }));
     }
 
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
@@ -438,6 +487,7 @@ impl RelationHits {
                 ];
                 let intervals =
                     relation_intervals(&self.per_sentence, r, baseline.offset, best_columns);
+                let attended = Some(self.attended(r, best_columns));
                 RelationScores {
                     relation: self.labels[r].clone(),
                     arcs: self.arcs[r],
@@ -445,6 +495,7 @@ impl RelationHits {
                     heads,
                     best,
                     intervals,
+                    attended,
                 }
             })
             .collect();
@@ -453,6 +504,28 @@ impl RelationHits {
             arcs: self.total_arcs,
             relations,
         }
+    }
+}
+
+impl RelationHits {
+    /// The most-attended word of head `columns[0]` from the dependent and of head
+    /// `columns[1]` from the head word, on every arc of label `r` in order.
+    fn attended(&self, r: usize, columns: [usize; 2]) -> AttendedWords {
+        let all = self.n_layers * self.n_heads;
+        let mut words = AttendedWords {
+            dependent_to_head: vec![],
+            head_to_dependent: vec![],
+        };
+        for (labels, attended) in self.arc_labels.iter().zip(&self.most_attended) {
+            for (a, arc_labels) in labels.iter().enumerate() {
+                if arc_labels.contains(&r) {
+                    let cell = |c: usize, d: usize| attended[(a * all + c) * 2 + d];
+                    words.dependent_to_head.push(cell(columns[0], 0));
+                    words.head_to_dependent.push(cell(columns[1], 1));
+                }
+            }
+        }
+        words
     }
 }
 
@@ -467,8 +540,12 @@ pub fn score_relations(patterns: &[HostTensor], sentences: &[ParsedSentence]) ->
 
 /// Runs `model` on `count` of `task`'s parsed sentences (seeded from the run's `seed`, apart
 /// from the probe; [`RELATION_SENTENCES`] in a report unless `inspect --relation-sentences`
-/// says otherwise) and scores every head; `None` for tasks without parses.
-pub fn measure_relations(context: MeasureContext, count: usize) -> Option<Relations> {
+/// says otherwise) and scores every head; with the sentences scored, as trees of named words
+/// (`relation-sentences.conllu`); `None` for tasks without parses.
+pub fn measure_relations(
+    context: MeasureContext,
+    count: usize,
+) -> Option<(Relations, Vec<TreebankSentence>)> {
     let MeasureContext {
         model,
         task,
@@ -498,7 +575,15 @@ pub fn measure_relations(context: MeasureContext, count: usize) -> Option<Relati
             .collect();
         hits.add(&patterns, chunk);
     }
-    Some(hits.scores())
+    // The words by name (a grammar's always have names; ids stand in otherwise).
+    let names: Vec<String> = task
+        .token_names()
+        .unwrap_or_else(|| (0..task.input_vocab()).map(|id| id.to_string()).collect());
+    let trees = sentences
+        .iter()
+        .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
+        .collect();
+    Some((hits.scores(), trees))
 }
 
 /// Most treebank sentences scored: the probe's memory bound aside, a treebank's whole
@@ -557,6 +642,12 @@ fn argmax_credit(row: &[f32], target: usize) -> f64 {
     }
     let ties = row.iter().filter(|&&p| p == max).count();
     1.0 / ties as f64
+}
+
+/// The position of `row`'s largest weight, the first of any that tie (NaN never counts).
+fn first_argmax(row: &[f32]) -> u16 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    row.iter().position(|&p| p == max).unwrap_or(0) as u16
 }
 
 /// The offset shared by the most arcs, with its fraction; ties go to the smaller

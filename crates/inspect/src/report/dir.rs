@@ -48,6 +48,9 @@ pub const PRUNING: &str = "pruning.json";
 pub const SUMMARY: &str = "summary.json";
 /// `relations.json`.
 pub const RELATIONS: &str = "relations.json";
+
+/// `relation-sentences.conllu`.
+pub const RELATION_SENTENCES: &str = "relation-sentences.conllu";
 /// `ceiling.json`.
 pub const CEILING: &str = "ceiling.json";
 /// `agreement.json`.
@@ -268,6 +271,12 @@ pub const FILES: &[ReportFile] = &[
          score), every head's dependent_to_head and head_to_dependent (fraction of arcs \
          whose one end attends most to the other; ties give 1/k), and the best head in \
          each direction with whether it beats the baseline",
+    ),
+    file(
+        RELATION_SENTENCES,
+        Presence::WordTask,
+        "the sentences relations.json scored, in order, as CoNLL-U (FORM, HEAD, DEPREL), \
+         so every score can be recomputed without headlab's random streams",
     ),
     file(
         CEILING,

@@ -30,6 +30,7 @@ use crate::report::dir::ReportContents;
 use crate::report::error::ReportError;
 use crate::report::options::ReportOptions;
 use crate::report::summary::{Summary, greedy_removal_steps, mean_pattern_js};
+use tasks::conllu::TreebankSentence;
 
 /// Everything the report measures.
 #[derive(Debug, Clone)]
@@ -50,6 +51,8 @@ pub struct Measured {
     pub pruning: Option<Pruning>,
     /// `relations.json`, for tasks with parses.
     pub relations: Option<Relations>,
+    /// `relation-sentences.conllu`: the sentences `relations.json` scored, with their arcs.
+    pub relation_sentences: Vec<TreebankSentence>,
     /// `summary.json`.
     pub summary: Summary,
     /// `divergence.csv` (empty without snapshots).
@@ -101,7 +104,8 @@ pub fn measure(
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let relations = measure_relations(loaded, context, options.relation_sentences)?;
+    let (relations, relation_sentences) =
+        measure_relations(loaded, context, options.relation_sentences)?;
     let Scoring {
         eval,
         left_out,
@@ -115,11 +119,7 @@ pub fn measure(
         &circuits,
         relations.as_ref(),
     );
-    let similarity: Vec<LayerSimilarity> = layers
-        .iter()
-        .enumerate()
-        .map(|(l, layer)| LayerSimilarity::measure(l, &weights, layer, true))
-        .collect();
+    let similarity = layer_similarity(&weights, &layers);
     let outputs = eval
         .as_deref()
         .map(|eval| measure_outputs(loaded, eval, &mut heads, options));
@@ -161,6 +161,7 @@ pub fn measure(
         similarity,
         pruning,
         relations,
+        relation_sentences,
         summary,
         divergence,
         trajectories,
@@ -171,27 +172,41 @@ pub fn measure(
     })
 }
 
-/// `relations.json`: on the task's tokens with relation ablation, or for an imported model
-/// on words (of the task's sentences, or of the treebank given); none without parses.
+/// How alike the heads of each layer are (`similarity.json`).
+fn layer_similarity(weights: &HeadTensorsByLayer, layers: &[LayerProbe]) -> Vec<LayerSimilarity> {
+    layers
+        .iter()
+        .enumerate()
+        .map(|(l, layer)| LayerSimilarity::measure(l, weights, layer, true))
+        .collect()
+}
+
+/// `relations.json` and the sentences it scored: on the task's tokens with relation ablation,
+/// or for an imported model on words (of the task's sentences, or of the treebank given);
+/// none without parses.
 fn measure_relations(
     loaded: &LoadedRun,
     context: MeasureContext,
     count: Option<usize>,
-) -> Result<Option<Relations>, ReportError> {
-    Ok(match &loaded.tokenizer {
+) -> Result<(Option<Relations>, Vec<TreebankSentence>), ReportError> {
+    let scored = match &loaded.tokenizer {
         Some(tokenizer) => {
             let max_positions = loaded.run.io.max_seq_len;
             let treebank = loaded.treebank.as_deref();
             relations::measure_word_relations(context, tokenizer, max_positions, treebank, count)?
-                .map(|(relations, _)| relations)
+                .map(|(relations, pieces)| (relations, pieces.trees))
         }
         None => {
             let count = count.unwrap_or(relations::RELATION_SENTENCES);
-            relations::measure_relations(context, count).map(|mut relations| {
+            relations::measure_relations(context, count).map(|(mut relations, sentences)| {
                 relation_ablation::add_relation_ablation(&mut relations, context);
-                relations
+                (relations, sentences)
             })
         }
+    };
+    Ok(match scored {
+        Some((relations, sentences)) => (Some(relations), sentences),
+        None => (None, vec![]),
     })
 }
 

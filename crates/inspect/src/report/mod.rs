@@ -22,7 +22,7 @@ use run::tensor_file::{HostTensor, write_tensors};
 
 use crate::load::probe::Probe;
 use crate::load::run::LoadedRun;
-use crate::report::dir::{ACTIVATIONS, ReportDir, WEIGHTS, WriteError};
+use crate::report::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError};
 use crate::report::error::ReportError;
 use crate::report::measured::{Measured, measure};
 use crate::report::summary::SimilarityFile;
@@ -138,6 +138,8 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
     }
     if let Some(relations) = &measured.relations {
         files.push(dir.write_json(relations)?);
+        let sentences = tasks::conllu::write_trees(&measured.relation_sentences);
+        files.push(dir.write(RELATION_SENTENCES, sentences.as_bytes())?);
     }
     if let Some(ceiling) = &measured.ceiling {
         files.push(dir.write_json(ceiling)?);

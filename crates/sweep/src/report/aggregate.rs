@@ -346,7 +346,8 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
             seed: run.run.config.seed,
             device: &device,
         };
-        untrained_relations.extend(measure_relations(context, RELATION_SENTENCES));
+        let scored = measure_relations(context, RELATION_SENTENCES);
+        untrained_relations.extend(scored.map(|(relations, _)| relations));
     }
     Ok(Matched {
         comparison,
@@ -496,6 +497,7 @@ mod tests {
                     head_to_dependent: best(head_to_dependent),
                 },
                 intervals: None,
+                attended: None,
             }],
         }
     }
