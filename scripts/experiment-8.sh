@@ -5,8 +5,8 @@
 # grammar; the classed one at selection 1; the ditransitive one), keeps each report's
 # relations.json, relation-sentences.conllu, summary.json, heads.json and similarity.json in
 # docs/experiments/minilm/GRAMMAR/,
-# and writes docs/experiments/minilm.md and minilm-relations.{png,svg}
-# (scripts/experiment8_table.py) beside the toys' reports.
+# with explore.html of the default grammar's probe, and writes docs/experiments/minilm.md and
+# minilm-relations.{png,svg} (scripts/experiment8_table.py) beside the toys' reports.
 #
 #   scripts/experiment-8.sh [CHECKPOINT_DIR]    # about 2 minutes on 2 cores
 #
@@ -48,6 +48,8 @@ for grammar in default classed ditransitive; do
         cp "runs/minilm-reports/$grammar/$file" "$data/$grammar/$file"
     done
 done
+# The interactive views of MiniLM on the default grammar's first probe sentences.
+cp runs/minilm-reports/default/explore.html "$data/explore.html"
 seconds=$(($(date +%s) - start))
 python3 scripts/experiment8_table.py "$data" "$seconds"
 echo "experiment-8: wrote docs/experiments/minilm.md in $seconds s"

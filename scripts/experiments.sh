@@ -5,7 +5,8 @@
 # heads matched across seeds). Copies each report and the figures the README shows into
 # docs/experiments/.
 #
-# Usage: scripts/experiments.sh [SWEEP...]   (default: all nine)
+# Usage: scripts/experiments.sh [SWEEP...]   (default: all nine, then minilm: experiment 8,
+#   scripts/experiment-8.sh, which reads the grammar sweeps' reports in docs/experiments/)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
 # On this project's 2-core machine the first six took about 4 hours with 2 workers (before
@@ -20,7 +21,7 @@ mkdir -p "$docs"
 
 if [ "$#" -eq 0 ]; then
     set -- symmetry specialise seeds-difference seeds-recall layouts grammar grammar-selection \
-        grammar-selection-long grammar-ditransitive
+        grammar-selection-long grammar-ditransitive minilm
 fi
 workers=()
 if [ -n "${WORKERS:-}" ]; then workers=(--workers "$WORKERS"); fi
@@ -31,6 +32,11 @@ copy() {
 }
 
 for sweep in "$@"; do
+    if [ "$sweep" = minilm ]; then
+        # Experiment 8: a real model beside the toys, from the grammar sweeps' reports.
+        scripts/experiment-8.sh
+        continue
+    fi
     file="configs/sweeps/$sweep.toml"
     echo "== $sweep"
     start=$(date +%s)
