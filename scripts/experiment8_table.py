@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Experiment 8's table and figure: a real pretrained encoder's heads beside headlab's toys.
 
-Reads what scripts/experiment-8.sh wrote, one `headlab inspect` report of the imported model
-per grammar (`relations.json`, `summary.json`, `heads.json`, `similarity.json`, copied into
-DIR as GRAMMAR-FILE), and the toys' "Syntax heads across seeds" tables of experiments 6 and 7
+Reads what scripts/experiment-8.sh wrote, the imported model's `headlab inspect` reports
+per grammar, on whole sentences and masked ones (`relations.json`, `summary.json`,
+`heads.json`, `similarity.json`, `relation-sentences.conllu` in DIR/GRAMMAR[-masked]/), and
+the toys' "Syntax heads across seeds" tables of experiments 6 and 7
 (docs/experiments/grammar.md, grammar-selection.md and grammar-ditransitive.md, written by
-`headlab sweep report` through scripts/experiments.sh). Writes DIR/../minilm.md (the tables)
-and DIR/../minilm-relations.png and .svg (the figure).
+`headlab sweep report` through scripts/experiments.sh). With TOYS_DATA (each toy run's
+relations.json whole and masked, RUN-whole.json and RUN-masked.json) it writes
+DIR/toys-masked.json, the per-run figures of the masked comparison; without, it reads that
+file. Writes DIR/../minilm.md (the tables) and DIR/../minilm-relations.png and .svg.
 
-    scripts/experiment8_table.py DIR SECONDS
+    scripts/experiment8_table.py DIR MINILM_SECONDS TOY_SECONDS [TOYS_DATA]
 """
 
 import json
@@ -259,15 +262,128 @@ def figure(reports: dict, toys: dict, out: Path) -> None:
     fig.savefig(out.with_suffix(".svg"))
 
 
+def masked_rows(reports: dict) -> list:
+    """MiniLM on whole and on masked sentences, per grammar, relation and direction."""
+    lines = [
+        "",
+        "## Whole sentences or masked ones: MiniLM",
+        "",
+        "Each grammar's 1000 sentences scored whole and with words masked as in training "
+        "(`inspect --relations-masked`: each word `[MASK]` with probability 0.15, at least one "
+        "per sentence, every arc still scored). Per relation and direction: the best head's "
+        "score (95% interval over sentences), the offset's, and how many heads beat the "
+        "offset in 97.5% of resamples.",
+        "",
+        "| grammar | relation | direction | whole: best head | whole: offset | whole: heads clearly above | masked: best head | masked: offset | masked: heads clearly above |",
+        "| --- | --- | --- | --- | --- | ---: | --- | --- | ---: |",
+    ]
+    for grammar, *_ in GRAMMARS:
+        whole = json.loads((reports[grammar] / "relations.json").read_text())["relations"]
+        masked_dir = reports[grammar].with_name(grammar + "-masked")
+        if not (masked_dir / "relations.json").exists():
+            continue
+        masked = json.loads((masked_dir / "relations.json").read_text())["relations"]
+        by_name = {r["relation"]: r for r in masked}
+        for relation in whole:
+            other = by_name.get(relation["relation"])
+            if other is None:
+                continue
+            for key, label in DIRECTIONS:
+                cells = []
+                for r in (relation, other):
+                    best, iv = r["best"][key], r.get("intervals")
+                    ci = f" ({interval(iv[key]['best_head'])})" if iv else ""
+                    clearly = iv[key]["heads_clearly_above_baseline"] if iv else "-"
+                    cells += [
+                        f"L{best['layer']}-H{best['head']} {best['score']:.2f}{ci}",
+                        f"{r['baseline']['score']:.2f} at {r['baseline']['offset']:+d}",
+                        str(clearly),
+                    ]
+                lines.append(f"| {grammar} | {relation['relation']} | {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def toy_summary(toys_data: Path, out: Path) -> dict:
+    """Per toy run (whole and masked): relation -> direction -> (best, baseline). Read from
+    TOYS_DATA when given and written to `out`; else read from `out`."""
+    if toys_data is not None and toys_data.is_dir() and any(toys_data.glob("*-whole.json")):
+        summary = {}
+        for whole in sorted(toys_data.glob("*-whole.json")):
+            run = whole.name[: -len("-whole.json")]
+            entry = {}
+            for reading in ("whole", "masked"):
+                path = toys_data / f"{run}-{reading}.json"
+                relations = json.loads(path.read_text())["relations"]
+                entry[reading] = {
+                    r["relation"]: {
+                        key: [r["best"][key]["score"], r["baseline"]["score"]]
+                        for key, _ in DIRECTIONS
+                    }
+                    for r in relations
+                }
+            summary[run] = entry
+        out.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if not out.exists():
+        return {}
+    return json.loads(out.read_text())
+
+
+def toy_rows(summary: dict) -> list:
+    """Experiment 7's ends, whole against masked: mean best head ± 95% half-width over
+    seeds, and seeds beating their own offset."""
+    from scipy import stats
+
+    if not summary:
+        return []
+    doses = {}
+    for run, entry in summary.items():
+        match = re.match(r"(.*)-([0-9.]+)-s([0-9]+)$", run)
+        doses.setdefault(match.group(2), []).append(entry)
+    lines = [
+        "",
+        "## Whole sentences or masked ones: experiment 7's toys",
+        "",
+        "The runs of `configs/sweeps/grammar-selection-ends.toml` (experiment 7's model at "
+        "selection 0 and 1, 16 seeds each), each scored on its own 512 sentences whole (its "
+        "sweep report) and masked as in its training (each word `<mask>` with probability "
+        "0.15, at least one per sentence). Per dose, relation and direction: the seeds' mean "
+        "best head ± the half-width of its 95% interval (Student's t), and how many seeds' "
+        "best head beats that seed's own offset.",
+        "",
+        "| selection | relation | direction | whole: best head | whole: seeds above offset | masked: best head | masked: seeds above offset |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for dose in sorted(doses, key=float):
+        entries = doses[dose]
+        names = [n for n in entries[0]["whole"] if all(n in e["masked"] for e in entries)]
+        for name in names:
+            for key, label in DIRECTIONS:
+                cells = []
+                for reading in ("whole", "masked"):
+                    pairs = [e[reading][name][key] for e in entries]
+                    scores = [best for best, _ in pairs]
+                    n = len(scores)
+                    mean = sum(scores) / n
+                    sd = (sum((x - mean) ** 2 for x in scores) / (n - 1)) ** 0.5 if n > 1 else 0.0
+                    half = stats.t.ppf(0.975, n - 1) * sd / n**0.5 if n > 1 else 0.0
+                    beats = sum(1 for best, base in pairs if best > base)
+                    cells += [f"{mean:.2f} ± {half:.2f}", f"{beats} of {n}"]
+                lines.append(f"| {dose} | {name} | {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> None:
     data, seconds = Path(sys.argv[1]), sys.argv[2]
+    toy_seconds = sys.argv[3] if len(sys.argv) > 3 else "0"
+    toys_data = Path(sys.argv[4]) if len(sys.argv) > 4 else None
     root = data.parent
     reports = {g: data / g for g, *_ in GRAMMARS}
     toys = {g: toys_table(root / md, section) for g, _, md, section in GRAMMARS}
     lines = [
         "# Experiment 8: all-MiniLM-L6-v2's heads beside headlab's toys",
         "",
-        f"Written by `scripts/experiment-8.sh` ({seconds} s on the machine that ran it). Every "
+        f"Written by `scripts/experiment-8.sh` (MiniLM {seconds} s, the toys' masked scoring "
+        f"{toy_seconds} s, on the machine that ran it; 0: not rerun). Every "
         "MiniLM figure is one model on 1000 sentences of each grammar, its 95% interval over "
         "sentences (a bootstrap of 1000 resamples); every toy figure is the mean over 16 seeds of "
         "each seed's best head with its 95% interval over seeds, from experiments 6 and 7's sweep "
@@ -310,6 +426,8 @@ def main() -> None:
     ]
     lines += layer_rows(reports["default"])
     lines += miss_lines(reports)
+    lines += masked_rows(reports)
+    lines += toy_rows(toy_summary(toys_data, data / "toys-masked.json"))
     figure(reports, toys, root / "minilm-relations")
     lines += ["", "![MiniLM against the toys per relation](minilm-relations.png)", ""]
     (root / "minilm.md").write_text("\n".join(lines))

@@ -518,6 +518,22 @@ fn a_masked_lm_whose_tokenizer_has_no_mask_piece_is_not_scored_and_says_why() {
         "{:?}",
         summary.left_out
     );
+    // Nor can its relation sentences be masked: refused by name, no report written.
+    let report = tmp.path().join("masked");
+    let args = [
+        out.as_path(),
+        Path::new("--relations-masked"),
+        Path::new("--out"),
+        &report,
+    ];
+    let output = headlab::run("inspect", &args);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("no [MASK] piece, so --relations-masked cannot mask words"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!report.exists());
 }
 
 /// Each bad checkpoint: the words its message must hold.

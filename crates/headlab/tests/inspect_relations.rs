@@ -217,6 +217,50 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
         "det is in every sentence: {det}"
     );
     check_recorded_sentences(&report, &relations);
+    assert!(relations["masking"].is_null(), "whole sentences by default");
+
+    // Scored as the model reads in training: words masked with the task's mask_fraction,
+    // recorded per sentence; the files still give back every best head's score.
+    let masked_report = run.join("inspect-masked");
+    let output = headlab::run(
+        "inspect",
+        &[
+            run.to_str().unwrap(),
+            "--probe",
+            "8",
+            "--no-patching",
+            "--relations-masked",
+            "--out",
+            masked_report.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let masked = read_json(&masked_report.join("relations.json"));
+    assert_eq!(masked["masking"]["fraction"], 0.15);
+    let trees = tasks::conllu::read(&masked_report.join("relation-sentences.conllu")).unwrap();
+    let lists = masked["masking"]["masked"].as_array().unwrap();
+    assert_eq!(lists.len(), trees.len());
+    for (list, tree) in lists.iter().zip(&trees) {
+        let positions = list.as_array().unwrap();
+        assert!(
+            !positions.is_empty(),
+            "at least one word masked per sentence"
+        );
+        assert!(
+            positions
+                .iter()
+                .all(|p| (p.as_u64().unwrap() as usize) < tree.words.len())
+        );
+    }
+    check_recorded_sentences(&masked_report, &masked);
+    assert_ne!(
+        masked["relations"], relations["relations"],
+        "masking changes the scores"
+    );
 
     let heads = read_json(&report.join("heads.json"));
     for head in heads.as_array().unwrap() {

@@ -1,7 +1,8 @@
 //! Relation scores of a model that reads word pieces (an imported BERT checkpoint), against
 //! an independent reckoning: the batched, padded, word-level scoring of
 //! [`measure_word_relations`] equals scoring each sentence alone, unpadded, with its
-//! word-level attention cut down to its words.
+//! word-level attention cut down to its words; on whole sentences and on sentences masked
+//! as in training (`inspect --relations-masked`: every piece of a masked word `[MASK]`).
 
 use std::path::Path;
 
@@ -9,7 +10,7 @@ use burn::prelude::*;
 use inspect::load::context::MeasureContext;
 use inspect::load::words::WordSpans;
 use inspect::measures::relations::{
-    RELATION_SENTENCES, RELATION_STREAM, RelationHits, measure_word_relations,
+    RELATION_SENTENCES, RELATION_STREAM, RelationHits, Relations, measure_word_relations,
 };
 use model::EncoderInput;
 use run::import::{ImportRequest, import};
@@ -20,6 +21,29 @@ use tasks::mix_seed;
 
 #[test]
 fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
+    let whole = scored_both_ways(None);
+    assert!(whole.masking.is_none());
+    let masked = scored_both_ways(Some(0.15));
+    let masking = masked
+        .masking
+        .as_ref()
+        .expect("masked sentences are recorded");
+    assert_eq!(masking.fraction, 0.15);
+    assert_eq!(masking.masked.len(), masked.sentences);
+    assert!(masking.masked.iter().all(|words| !words.is_empty()));
+    // Hiding words changes what the heads attend to.
+    let scores = |r: &Relations| -> Vec<f64> {
+        r.relations
+            .iter()
+            .flat_map(|rel| rel.heads.iter().map(|h| h.dependent_to_head))
+            .collect()
+    };
+    assert_ne!(scores(&whole), scores(&masked));
+}
+
+/// Scores the grammar's sentences (masked with `mask_fraction`, or whole) batched and one by
+/// one, checks they agree, and returns the batched scores.
+fn scored_both_ways(mask_fraction: Option<f64>) -> Relations {
     let tmp = tempfile::tempdir().unwrap();
     let checkpoint =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/bert/three-layers-mlm");
@@ -43,9 +67,27 @@ fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
         seed: 0,
         device: &device,
     };
-    let (relations, pieces) = measure_word_relations(context, &tokenizer, 16, None, None)
-        .unwrap()
-        .expect("the grammar task has parses");
+    let (relations, pieces) =
+        measure_word_relations(context, &tokenizer, 16, None, None, mask_fraction)
+            .unwrap()
+            .expect("the grammar task has parses");
+    // The pieces the model read: every piece of a recorded masked word is [MASK], no other.
+    let mask_piece = tokenizer.id("[MASK]").unwrap();
+    let masked = relations.masking.as_ref().map(|m| m.masked.clone());
+    for (s, encoded) in pieces.encoded.iter().enumerate() {
+        for (id, word) in encoded.ids.iter().zip(&encoded.words) {
+            let hidden = match (word, &masked) {
+                (Some(w), Some(masked)) => masked[s].contains(&(*w as u16)),
+                _ => false,
+            };
+            assert_eq!(
+                *id == mask_piece,
+                hidden,
+                "sentence {s}: {:?}",
+                encoded.pieces
+            );
+        }
+    }
     assert!(pieces.len() > 100, "{} sentences kept", pieces.len());
     assert_eq!(relations.sentences, pieces.len());
 
@@ -114,4 +156,5 @@ fn word_level_relation_scores_equal_sentence_by_sentence_scores() {
         }
     }
     assert!(compared >= 2 * 9 * 4, "{compared} scores compared");
+    relations
 }

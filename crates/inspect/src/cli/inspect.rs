@@ -57,6 +57,11 @@ pub struct Args {
     /// treebank's first 4096.
     #[arg(long, value_parser = crate::measures::relations::parse_relation_sentences)]
     relation_sentences: Option<usize>,
+    /// Score relations.json on sentences masked as the grammar task masks in training (each
+    /// word with task.mask_fraction, at least one per sentence; [MASK] for an imported model)
+    /// instead of whole sentences; relations.json records the masked words.
+    #[arg(long)]
+    relations_masked: bool,
 }
 
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
@@ -92,6 +97,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         patching: !args.no_patching,
         svg: args.svg,
         relation_sentences: args.relation_sentences,
+        relations_masked: args.relations_masked,
     };
     let report = crate::report::write_report(&loaded, &out, &options)?;
     let accuracy = report.measured.eval_token_acc.map_or_else(

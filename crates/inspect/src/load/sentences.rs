@@ -28,6 +28,9 @@ pub enum PieceProbeError {
         "task {0} has no sentences of words; an imported model is probed with the grammar task's"
     )]
     NoWords(&'static str),
+    /// Masked relation sentences asked of a tokenizer without a mask piece.
+    #[error("{0}: no [MASK] piece, so --relations-masked cannot mask words for this model")]
+    NoMaskPiece(String),
     /// The tokenizer failed on a sentence.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),

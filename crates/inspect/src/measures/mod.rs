@@ -6,7 +6,8 @@
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
 //! - [`relations`]: dependency-relation scores on parsed sentences (word tasks), with
-//!   [`relation_intervals`]: their 95% intervals over sentences (a bootstrap).
+//!   [`relation_intervals`]: their 95% intervals over sentences (a bootstrap), and
+//!   [`relation_masks`]: the same on sentences masked as in training.
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
@@ -30,6 +31,7 @@ pub mod norms;
 pub mod patterns;
 pub mod relation_categories;
 pub mod relation_intervals;
+pub mod relation_masks;
 pub mod relations;
 pub mod similarity;
 pub mod special;

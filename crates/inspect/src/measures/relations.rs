@@ -34,6 +34,9 @@ pub use crate::measures::relation_categories::{
     OBJECT_PAST_A_NOUN, PAST_A_NOUN, categories, category_names,
 };
 use crate::measures::relation_intervals::{RelationIntervals, SentenceCredits, relation_intervals};
+use crate::measures::relation_masks::{
+    RelationMasking, mask_pieces, mask_words, masked_positions, training_masks,
+};
 use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
@@ -183,6 +186,10 @@ pub struct Relations {
     pub arcs: usize,
     /// One entry per relation.
     pub relations: Vec<RelationScores>,
+    /// How the sentences were masked (`inspect --relations-masked`); absent: whole
+    /// sentences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub masking: Option<RelationMasking>,
 }
 
 impl Relations {
@@ -503,6 +510,7 @@ impl RelationHits {
             sentences: self.sentences,
             arcs: self.total_arcs,
             relations,
+            masking: None,
         }
     }
 }
@@ -542,9 +550,11 @@ pub fn score_relations(patterns: &[HostTensor], sentences: &[ParsedSentence]) ->
 /// from the probe; [`RELATION_SENTENCES`] in a report unless `inspect --relation-sentences`
 /// says otherwise) and scores every head; with the sentences scored, as trees of named words
 /// (`relation-sentences.conllu`); `None` for tasks without parses.
+/// With `mask_fraction`, the sentences are masked as in training ([`crate::measures::relation_masks`]).
 pub fn measure_relations(
     context: MeasureContext,
     count: usize,
+    mask_fraction: Option<f64>,
 ) -> Option<(Relations, Vec<TreebankSentence>)> {
     let MeasureContext {
         model,
@@ -556,12 +566,21 @@ pub fn measure_relations(
     if sentences.is_empty() {
         return None;
     }
+    let lengths: Vec<usize> = sentences.iter().map(|s| s.words.len()).collect();
+    let masks = mask_fraction.map(|fraction| training_masks(&lengths, fraction, seed));
     let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
-    for chunk in sentences.chunks(RELATION_CHUNK) {
+    for (c, chunk) in sentences.chunks(RELATION_CHUNK).enumerate() {
         let examples: Vec<Example> = chunk
             .iter()
-            .map(|sentence| Example {
-                input: sentence.words.clone(),
+            .enumerate()
+            .map(|(i, sentence)| Example {
+                input: match &masks {
+                    Some(masks) => {
+                        let mask = &masks[c * RELATION_CHUNK + i];
+                        mask_words(&sentence.words, mask, tasks::Task::MASK_TOKEN)
+                    }
+                    None => sentence.words.clone(),
+                },
                 target: vec![None; sentence.words.len()],
             })
             .collect();
@@ -583,7 +602,14 @@ pub fn measure_relations(
         .iter()
         .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
         .collect();
-    Some((hits.scores(), trees))
+    let mut relations = hits.scores();
+    relations.masking = mask_fraction
+        .zip(masks)
+        .map(|(fraction, masks)| RelationMasking {
+            fraction,
+            masked: masked_positions(&masks),
+        });
+    Some((relations, trees))
 }
 
 /// Most treebank sentences scored: the probe's memory bound aside, a treebank's whole
@@ -602,6 +628,7 @@ pub fn measure_word_relations(
     max_positions: usize,
     treebank: Option<&[TreebankSentence]>,
     count: Option<usize>,
+    mask_fraction: Option<f64>,
 ) -> Result<Option<(Relations, PieceSentences)>, PieceProbeError> {
     let MeasureContext {
         model,
@@ -625,11 +652,27 @@ pub fn measure_word_relations(
             PieceSentences::of_task(task, sentences, tokenizer, max_positions)?
         }
     };
+    let mut pieces = pieces;
+    let mut masking = None;
+    if let Some(fraction) = mask_fraction {
+        let mask_piece = tokenizer
+            .id("[MASK]")
+            .ok_or_else(|| PieceProbeError::NoMaskPiece(tokenizer.path().display().to_string()))?;
+        let lengths: Vec<usize> = pieces.trees.iter().map(|t| t.words.len()).collect();
+        let masks = training_masks(&lengths, fraction, seed);
+        mask_pieces(&mut pieces, &masks, mask_piece);
+        masking = Some(RelationMasking {
+            fraction,
+            masked: masked_positions(&masks),
+        });
+    }
     let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
     pieces.each_chunk(model, device, |patterns, trees| {
         hits.add_trees_at(patterns, trees, 1);
     });
-    Ok(Some((hits.scores(), pieces)))
+    let mut relations = hits.scores();
+    relations.masking = masking;
+    Ok(Some((relations, pieces)))
 }
 
 /// Credit for `target` being the most-attended position of `row`: `1/k` when it is one of

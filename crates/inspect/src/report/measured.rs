@@ -104,8 +104,7 @@ pub fn measure(
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let (relations, relation_sentences) =
-        measure_relations(loaded, context, options.relation_sentences)?;
+    let (relations, relation_sentences) = measure_relations(loaded, context, options)?;
     let Scoring {
         eval,
         left_out,
@@ -187,18 +186,33 @@ fn layer_similarity(weights: &HeadTensorsByLayer, layers: &[LayerProbe]) -> Vec<
 fn measure_relations(
     loaded: &LoadedRun,
     context: MeasureContext,
-    count: Option<usize>,
+    options: &ReportOptions,
 ) -> Result<(Option<Relations>, Vec<TreebankSentence>), ReportError> {
+    let count = options.relation_sentences;
+    // Masked as the task masks in training (`inspect --relations-masked`).
+    let mask_fraction = match &loaded.run.config.task {
+        tasks::TaskConfig::Grammar(spec) if options.relations_masked => Some(spec.mask_fraction),
+        _ => None,
+    };
     let scored = match &loaded.tokenizer {
         Some(tokenizer) => {
             let max_positions = loaded.run.io.max_seq_len;
             let treebank = loaded.treebank.as_deref();
-            relations::measure_word_relations(context, tokenizer, max_positions, treebank, count)?
-                .map(|(relations, pieces)| (relations, pieces.trees))
+            let masking = mask_fraction;
+            relations::measure_word_relations(
+                context,
+                tokenizer,
+                max_positions,
+                treebank,
+                count,
+                masking,
+            )?
+            .map(|(relations, pieces)| (relations, pieces.trees))
         }
         None => {
             let count = count.unwrap_or(relations::RELATION_SENTENCES);
-            relations::measure_relations(context, count).map(|(mut relations, sentences)| {
+            let scored = relations::measure_relations(context, count, mask_fraction);
+            scored.map(|(mut relations, sentences)| {
                 relation_ablation::add_relation_ablation(&mut relations, context);
                 (relations, sentences)
             })

@@ -43,10 +43,11 @@ pub fn write_report(
     options: &ReportOptions,
 ) -> Result<Report, ReportError> {
     let probe = make_probe(loaded, options.probe_size)?;
+    // Measured before the directory is made: a measure that fails leaves nothing behind,
+    // and an earlier report at `out` as it was.
+    let measured = measure(loaded, &probe, options)?;
     let dir = ReportDir::new(out);
     dir.create()?;
-
-    let measured = measure(loaded, &probe, options)?;
     let mut files = write_tensor_files(&dir, &probe, &measured)?;
     files.extend(write_records(&dir, &measured)?);
     let figures = figures::draw_figures(&dir, loaded, &probe, &measured)?;

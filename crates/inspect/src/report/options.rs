@@ -19,6 +19,9 @@ pub struct ReportOptions {
     /// [`crate::measures::relations::RELATION_SENTENCES`] of the task's, or a treebank's
     /// first [`crate::measures::relations::MAX_TREEBANK_SENTENCES`].
     pub relation_sentences: Option<usize>,
+    /// Score `relations.json` on sentences masked as the task masks in training
+    /// (`inspect --relations-masked`) rather than whole ones.
+    pub relations_masked: bool,
 }
 
 impl Default for ReportOptions {
@@ -29,6 +32,7 @@ impl Default for ReportOptions {
             patching: true,
             svg: false,
             relation_sentences: None,
+            relations_masked: false,
         }
     }
 }

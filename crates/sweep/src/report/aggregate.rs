@@ -346,7 +346,7 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
             seed: run.run.config.seed,
             device: &device,
         };
-        let scored = measure_relations(context, RELATION_SENTENCES);
+        let scored = measure_relations(context, RELATION_SENTENCES, None);
         untrained_relations.extend(scored.map(|(relations, _)| relations));
     }
     Ok(Matched {
@@ -499,6 +499,7 @@ mod tests {
                 intervals: None,
                 attended: None,
             }],
+            masking: None,
         }
     }
 
