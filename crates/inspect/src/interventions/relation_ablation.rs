@@ -5,6 +5,11 @@
 //! both. Each best head is zeroed (`drop_on_relation`, `drop_elsewhere` in `relations.json`)
 //! and, apart, resample-ablated (`resample_drop_on_relation`, `resample_drop_elsewhere`):
 //! zeroing pushes later layers off their training distribution, resampling does not.
+//!
+//! A model headlab trained is measured on its task's masked examples; an imported masked-LM
+//! ([`add_relation_ablation_in_pieces`]) on the first [`RELATION_ABLATION_SENTENCES`] of
+//! its relation sentences, every word masked alone in all its pieces (as its other
+//! output-side measures), each masked piece counted under its word's label.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +21,8 @@ use tasks::{Example, ParsedSentence};
 use crate::interventions::ablation::rolled;
 use crate::interventions::activation_patching::head_weight;
 use crate::load::context::MeasureContext;
+use crate::load::masked_words::MaskedWords;
+use crate::load::sentences::PieceSentences;
 use crate::measures::masked::{masked_targets, right_answers_with};
 use crate::measures::relations::{Relations, category_names};
 
@@ -40,7 +47,65 @@ pub fn add_relation_ablation(relations: &mut Relations, context: MeasureContext)
     // Sentence i is example i unmasked: its arcs say what each masked word is.
     let sentences = task.parsed_sentences(RELATION_ABLATION_EXAMPLES, seed);
     let masked = masked_words(&examples, &sentences);
-    let all_on = right_answers_with(model, &examples, device, |_, input| input);
+    fill_drops(relations, model, &examples, &masked, device);
+}
+
+/// Sentences of an imported masked-LM's relation sentences whose words are masked for the
+/// drops: about 1000 masked words, 64 passes over them at most (two ablations of the best
+/// head in each direction of up to 16 relations).
+pub const RELATION_ABLATION_SENTENCES: usize = 128;
+
+/// [`add_relation_ablation`] for an imported masked-LM reading `sentences` (the relation
+/// sentences as its pieces, unmasked) with mask piece `mask`: every word of the first
+/// [`RELATION_ABLATION_SENTENCES`] masked alone, each of its pieces counted under the
+/// word's label (its DEPREL; none for the root). Arcs past a noun (`nsubj_past_noun`,
+/// `dobj_past_noun`) are not told apart here: their best heads' drops on the relation stay
+/// null.
+pub fn add_relation_ablation_in_pieces(
+    relations: &mut Relations,
+    context: MeasureContext,
+    sentences: &PieceSentences,
+    mask: u32,
+) {
+    let mut first = sentences.clone();
+    let keep = first.len().min(RELATION_ABLATION_SENTENCES);
+    first.truncate(keep);
+    let words = MaskedWords::of(&first, mask);
+    // Per masked piece, in the order of `masked_targets`: its word's label.
+    let labels: Vec<Vec<String>> = words
+        .examples
+        .iter()
+        .zip(&words.masked)
+        .flat_map(|(example, &(s, w))| {
+            let tree = &first.trees[s];
+            let label: Vec<String> = (tree.heads[w] > 0)
+                .then(|| tree.relations[w].clone())
+                .into_iter()
+                .collect();
+            let pieces = example.target.iter().filter(|t| t.is_some()).count();
+            std::iter::repeat_n(label, pieces)
+        })
+        .collect();
+    fill_drops(
+        relations,
+        context.model,
+        &words.examples,
+        &labels,
+        context.device,
+    );
+}
+
+/// Fills every best head's drops in `relations` from `model`'s answers on `examples`, with
+/// and without the head, each masked word counted under `categories` (one list per masked
+/// position, in the order of [`masked_targets`]).
+fn fill_drops<S: AsRef<str>>(
+    relations: &mut Relations,
+    model: &Encoder,
+    examples: &[Example],
+    masked: &[Vec<S>],
+    device: &Device,
+) {
+    let all_on = right_answers_with(model, examples, device, |_, input| input);
     let mut ablated: BTreeMap<HeadAblation, Vec<bool>> = BTreeMap::new();
     for relation in &mut relations.relations {
         let name = relation.relation.as_str();
@@ -52,8 +117,8 @@ pub fn add_relation_ablation(relations: &mut Relations, context: MeasureContext)
             let mut drops = |ablation: HeadAblation| {
                 let without = ablated
                     .entry(ablation)
-                    .or_insert_with(|| answers_without(model, &examples, ablation, device));
-                let drop = |on: &dyn Fn(&[&str]) -> bool| {
+                    .or_insert_with(|| answers_without(model, examples, ablation, device));
+                let drop = |on: &dyn Fn(&[S]) -> bool| {
                     let (mut lost, mut count) = (0.0, 0usize);
                     for (i, word) in masked.iter().enumerate() {
                         if on(word) {
@@ -64,7 +129,8 @@ pub fn add_relation_ablation(relations: &mut Relations, context: MeasureContext)
                     }
                     (count > 0).then(|| lost / count as f64)
                 };
-                (drop(&|r| r.contains(&name)), drop(&|r| !r.contains(&name)))
+                let has = |r: &[S]| r.iter().any(|c| c.as_ref() == name);
+                (drop(&has), drop(&|r| !has(r)))
             };
             (best.drop_on_relation, best.drop_elsewhere) = drops(HeadAblation::Zero(id));
             (best.resample_drop_on_relation, best.resample_drop_elsewhere) =

@@ -160,6 +160,14 @@ impl PieceSentences {
         Ok(kept)
     }
 
+    /// Keeps the first `n` sentences.
+    pub fn truncate(&mut self, n: usize) {
+        self.trees.truncate(n);
+        self.ids.truncate(n);
+        self.encoded.truncate(n);
+        self.spans.truncate(n);
+    }
+
     /// Sentences kept.
     pub fn len(&self) -> usize {
         self.trees.len()

@@ -621,7 +621,8 @@ pub const MAX_TREEBANK_SENTENCES: usize = 4096;
 /// [`MAX_TREEBANK_SENTENCES`]) of `treebank` when given, read by
 /// its tokenizer ([`PieceSentences`]), scored on word-level attention with `[CLS]` before
 /// the words. Sentences over `max_positions` pieces are left out
-/// ([`PieceSentences::too_long`] says how many).
+/// ([`PieceSentences::too_long`] says how many). Returns the scores and the sentences as
+/// pieces, whole (masked or not when scored).
 pub fn measure_word_relations(
     context: MeasureContext,
     tokenizer: &WordPieces,
@@ -652,7 +653,9 @@ pub fn measure_word_relations(
             PieceSentences::of_task(task, sentences, tokenizer, max_positions)?
         }
     };
-    let mut pieces = pieces;
+    // What the model reads: the pieces, or a copy with masked words' pieces `[MASK]` (the
+    // pieces returned stay whole, for measures that mask words of their own).
+    let mut read = pieces.clone();
     let mut masking = None;
     if let Some(fraction) = mask_fraction {
         let mask_piece = tokenizer
@@ -660,14 +663,14 @@ pub fn measure_word_relations(
             .ok_or_else(|| PieceProbeError::NoMaskPiece(tokenizer.path().display().to_string()))?;
         let lengths: Vec<usize> = pieces.trees.iter().map(|t| t.words.len()).collect();
         let masks = training_masks(&lengths, fraction, seed);
-        mask_pieces(&mut pieces, &masks, mask_piece);
+        mask_pieces(&mut read, &masks, mask_piece);
         masking = Some(RelationMasking {
             fraction,
             masked: masked_positions(&masks),
         });
     }
     let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
-    pieces.each_chunk(model, device, |patterns, trees| {
+    read.each_chunk(model, device, |patterns, trees| {
         hits.add_trees_at(patterns, trees, 1);
     });
     let mut relations = hits.scores();

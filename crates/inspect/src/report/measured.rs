@@ -104,12 +104,12 @@ pub fn measure(
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let (relations, relation_sentences) = measure_relations(loaded, context, options)?;
     let Scoring {
         eval,
         left_out,
         mask,
     } = scoring(loaded, probe);
+    let (relations, relation_sentences) = measure_relations(loaded, context, options, mask)?;
     let (mut heads, eval_token_acc) = measure_heads(
         loaded,
         eval.as_deref(),
@@ -181,12 +181,13 @@ fn layer_similarity(weights: &HeadTensorsByLayer, layers: &[LayerProbe]) -> Vec<
 }
 
 /// `relations.json` and the sentences it scored: on the task's tokens with relation ablation,
-/// or for an imported model on words (of the task's sentences, or of the treebank given);
-/// none without parses.
+/// or for an imported model on words (of the task's sentences, or of the treebank given),
+/// with relation ablation where it is a masked-LM scored with `mask`; none without parses.
 fn measure_relations(
     loaded: &LoadedRun,
     context: MeasureContext,
     options: &ReportOptions,
+    mask: Option<u32>,
 ) -> Result<(Option<Relations>, Vec<TreebankSentence>), ReportError> {
     let count = options.relation_sentences;
     // Masked as the task masks in training (`inspect --relations-masked`).
@@ -207,7 +208,14 @@ fn measure_relations(
                 count,
                 masking,
             )?
-            .map(|(relations, pieces)| (relations, pieces.trees))
+            .map(|(mut relations, pieces)| {
+                // A masked-LM's best heads taken out, on masked words of the sentences.
+                if let Some(mask) = mask {
+                    let ablate = relation_ablation::add_relation_ablation_in_pieces;
+                    ablate(&mut relations, context, &pieces, mask);
+                }
+                (relations, pieces.trees)
+            })
         }
         None => {
             let count = count.unwrap_or(relations::RELATION_SENTENCES);
@@ -249,8 +257,8 @@ pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, r
      (a BertForMaskedLM has)";
 
 /// What the report of an imported masked-LM checkpoint leaves out, and why.
-pub const LEFT_OUT_MASKED_LM: &str = "relation ablation and the Bayes ceiling: they read \
-     the grammar task's own output classes, and the model predicts word pieces; \
+pub const LEFT_OUT_MASKED_LM: &str = "the Bayes ceiling: it reads the grammar task's own \
+     output classes, and the model predicts word pieces; \
      greedy pruning (H (H + 1) / 2 passes over the masked words, 2628 for 72 heads: the \
      ranked order is measured), head-to-head path patching (6660 runs for 6 layers of 12 \
      heads: layer to layer is measured) and head patching at each position (one run per \
