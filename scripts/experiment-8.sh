@@ -11,7 +11,8 @@
 # from `headlab sweep run configs/sweeps/grammar-selection-ends.toml`; skipped when absent)
 # is inspected again with --relations-masked; each run's two relations.json (whole, from its
 # sweep report; masked) are read into docs/experiments/minilm/toys-masked.json (per run,
-# relation and direction: the best head's score and the offset's, whole and masked).
+# relation and direction: the best head's score and the offset's, whole and masked; and per
+# layer its heads' entropy, distance, similarity and position roles).
 #
 # Last, scripts/experiment8_table.py writes docs/experiments/minilm.md and
 # minilm-relations.{png,svg} beside the toys' reports.
@@ -19,16 +20,19 @@
 #   scripts/experiment-8.sh [CHECKPOINT_DIR]    # about 4 minutes on 2 cores, plus about
 #                                               # 20 s per toy run
 #   TOYS=DIR scripts/experiment-8.sh            # the toys' runs from another directory
+#   scripts/experiment-8.sh --toys-only         # only the toys' part, MiniLM's data kept
 #
 # The run goes to runs/minilm (replaced when it is a headlab run), the reports to
 # runs/minilm-reports/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+minilm=1
+if [ "${1:-}" = --toys-only ]; then minilm=0; shift; fi
 checkpoint="${1:-${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}}"
-[ -f "$checkpoint/model.safetensors" ] || {
+if [ "$minilm" -eq 1 ] && [ ! -f "$checkpoint/model.safetensors" ]; then
     echo "experiment-8: no checkpoint in $checkpoint (run scripts/setup.sh)" >&2
     exit 1
-}
+fi
 toys="${TOYS:-runs/grammar-selection-ends}"
 cargo build --release -p headlab --quiet
 headlab="${CARGO_TARGET_DIR:-target}/release/headlab"
@@ -44,31 +48,34 @@ classed=(--set task.lexicon=classes --set task.nouns=36 --set task.transitive_ve
 ditransitive=("${classed[@]}" --set task.ditransitive_verbs=6 --set task.ditransitive_prob=0.5
               --set task.max_words=20)
 
-start=$(date +%s)
-"$headlab" import "$checkpoint" --out "$run" --force >/dev/null
-for grammar in default classed ditransitive; do
-    case "$grammar" in
-        default) set_list=() ;;
-        classed) set_list=("${classed[@]}") ;;
-        ditransitive) set_list=("${ditransitive[@]}") ;;
-    esac
-    for reading in whole masked; do
-        name="$grammar"
-        masked=()
-        if [ "$reading" = masked ]; then name="$grammar-masked"; masked=(--relations-masked); fi
-        echo "== $name"
-        "$headlab" inspect "$run" --relation-sentences 1000 "${set_list[@]}" "${masked[@]}" \
-            --out "$reports/$name" >/dev/null
-        mkdir -p "$data/$name"
-        for file in relations.json relation-sentences.conllu summary.json heads.json \
-            similarity.json; do
-            cp "$reports/$name/$file" "$data/$name/$file"
+minilm_seconds=0
+if [ "$minilm" -eq 1 ]; then
+    start=$(date +%s)
+    "$headlab" import "$checkpoint" --out "$run" --force >/dev/null
+    for grammar in default classed ditransitive; do
+        case "$grammar" in
+            default) set_list=() ;;
+            classed) set_list=("${classed[@]}") ;;
+            ditransitive) set_list=("${ditransitive[@]}") ;;
+        esac
+        for reading in whole masked; do
+            name="$grammar"
+            masked=()
+            if [ "$reading" = masked ]; then name="$grammar-masked"; masked=(--relations-masked); fi
+            echo "== $name"
+            "$headlab" inspect "$run" --relation-sentences 1000 "${set_list[@]}" "${masked[@]}" \
+                --out "$reports/$name" >/dev/null
+            mkdir -p "$data/$name"
+            for file in relations.json relation-sentences.conllu summary.json heads.json \
+                similarity.json; do
+                cp "$reports/$name/$file" "$data/$name/$file"
+            done
         done
     done
-done
-# The interactive views of MiniLM on the default grammar's first probe sentences.
-cp "$reports/default/explore.html" "$data/explore.html"
-minilm_seconds=$(($(date +%s) - start))
+    # The interactive views of MiniLM on the default grammar's first probe sentences.
+    cp "$reports/default/explore.html" "$data/explore.html"
+    minilm_seconds=$(($(date +%s) - start))
+fi
 
 toy_seconds=0
 if [ -d "$toys" ]; then
@@ -81,6 +88,8 @@ if [ -d "$toys" ]; then
         "$headlab" inspect "$dir" --relations-masked --no-patching \
             --out "$reports/toys/$name" >/dev/null
         cp "$dir/inspect/relations.json" "$reports/toys-data/$name-whole.json"
+        cp "$dir/inspect/heads.json" "$reports/toys-data/$name-heads.json"
+        cp "$dir/inspect/similarity.json" "$reports/toys-data/$name-similarity.json"
         cp "$reports/toys/$name/relations.json" "$reports/toys-data/$name-masked.json"
     done
     toy_seconds=$(($(date +%s) - start))

@@ -43,6 +43,10 @@ GRAMMARS = [
 # head's dependent, whichever their head does), on natural text.
 CLARK = {"det": "94.3%", "dobj": "86.8%"}
 
+# The grammar's relations in relations.json's order (the summary file sorts its keys).
+ORDER = ["det", "amod", "nsubj", "dobj", "iobj", "prep", "pobj", "relcl", "nsubj_past_noun",
+         "dobj_past_noun"]
+
 DIRECTIONS = [("dependent_to_head", "dep -> head"), ("head_to_dependent", "head -> dep")]
 
 
@@ -321,11 +325,76 @@ def toy_summary(toys_data: Path, out: Path) -> dict:
                     }
                     for r in relations
                 }
+            entry["layers"] = toy_layers(toys_data, run)
             summary[run] = entry
         out.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     if not out.exists():
         return {}
     return json.loads(out.read_text())
+
+
+def toy_layers(toys_data: Path, run: str) -> list:
+    """Per layer of one toy run: its heads' mean attention on the first word, entropy and
+    distance, the mean pattern JS distance and output CKA between two of its heads, and
+    how many heads have the previous or the next word as their role."""
+    heads = json.loads((toys_data / f"{run}-heads.json").read_text())
+    similarity = json.loads((toys_data / f"{run}-similarity.json").read_text())["layers"]
+    layers = []
+    for layer in similarity:
+        mine = [h for h in heads if h["layer"] == layer["layer"]]
+        js, cka = layer["pattern_js"], layer["output_cka"]
+        n = len(js)
+        off = [(i, j) for i in range(n) for j in range(n) if i != j] or [(0, 0)]
+        layers.append(
+            {
+                "first_token": sum(h["pattern_scores"].get("first_token", 0) for h in mine) / len(mine),
+                "entropy": sum(h["entropy"] for h in mine) / len(mine),
+                "distance": sum(h["mean_distance"] for h in mine) / len(mine),
+                "pattern_js": sum(js[i][j] for i, j in off) / len(off),
+                "output_cka": sum(cka[i][j] for i, j in off) / len(off),
+                "previous": sum(1 for h in mine if h["role"] == "previous_token"),
+                "next": sum(1 for h in mine if h["role"] == "next_token"),
+            }
+        )
+    return layers
+
+
+def mean_half_width(values: list) -> str:
+    """`mean ± half-width` of a 95% Student's t interval."""
+    from scipy import stats
+
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return f"{mean:.2f}"
+    sd = (sum((x - mean) ** 2 for x in values) / (n - 1)) ** 0.5
+    return f"{mean:.2f} ± {stats.t.ppf(0.975, n - 1) * sd / n**0.5:.2f}"
+
+
+def toy_layer_rows(summary: dict) -> list:
+    """The toys' layers at full selection, beside MiniLM's table."""
+    runs = [e for run, e in summary.items() if re.search(r"-1\.0-s[0-9]+$", run) and "layers" in e]
+    if not runs:
+        return []
+    lines = [
+        "",
+        "The toys at full selection (experiment 7's model, 16 seeds, 3 layers of 4 heads; mean ± "
+        "95% half-width over seeds): their sentences have no [CLS] or [SEP], so the first "
+        "column is the attention on the first word; the role columns count, over the seeds, "
+        "the heads whose role is the previous or the next word.",
+        "",
+        "| layer | first word | entropy | distance | pattern JS | output CKA | previous-word heads | next-word heads |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for layer in range(len(runs[0]["layers"])):
+        cell = lambda key: mean_half_width([e["layers"][layer][key] for e in runs])
+        count = lambda key: sum(e["layers"][layer][key] for e in runs)
+        lines.append(
+            f"| {layer} | {cell('first_token')} | {cell('entropy')} | {cell('distance')} | "
+            f"{cell('pattern_js')} | {cell('output_cka')} | {count('previous')} in {len(runs)} seeds | "
+            f"{count('next')} in {len(runs)} seeds |"
+        )
+    return lines
 
 
 def toy_rows(summary: dict) -> list:
@@ -356,6 +425,7 @@ def toy_rows(summary: dict) -> list:
     for dose in sorted(doses, key=float):
         entries = doses[dose]
         names = [n for n in entries[0]["whole"] if all(n in e["masked"] for e in entries)]
+        names.sort(key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
         for name in names:
             for key, label in DIRECTIONS:
                 cells = []
@@ -373,9 +443,16 @@ def toy_rows(summary: dict) -> list:
 
 
 def main() -> None:
-    data, seconds = Path(sys.argv[1]), sys.argv[2]
-    toy_seconds = sys.argv[3] if len(sys.argv) > 3 else "0"
+    data = Path(sys.argv[1])
     toys_data = Path(sys.argv[4]) if len(sys.argv) > 4 else None
+    # The times of the last runs of each part (0: that part was not rerun this time).
+    timings_path = data / "seconds.json"
+    timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
+    for key, value in (("minilm", sys.argv[2]), ("toys", sys.argv[3] if len(sys.argv) > 3 else "0")):
+        if int(value) > 0:
+            timings[key] = int(value)
+    timings_path.write_text(json.dumps(timings, sort_keys=True) + "\n")
+    seconds, toy_seconds = timings.get("minilm", "?"), timings.get("toys", "?")
     root = data.parent
     reports = {g: data / g for g, *_ in GRAMMARS}
     toys = {g: toys_table(root / md, section) for g, _, md, section in GRAMMARS}
@@ -383,7 +460,7 @@ def main() -> None:
         "# Experiment 8: all-MiniLM-L6-v2's heads beside headlab's toys",
         "",
         f"Written by `scripts/experiment-8.sh` (MiniLM {seconds} s, the toys' masked scoring "
-        f"{toy_seconds} s, on the machine that ran it; 0: not rerun). Every "
+        f"{toy_seconds} s, on the machine that ran them). Every "
         "MiniLM figure is one model on 1000 sentences of each grammar, its 95% interval over "
         "sentences (a bootstrap of 1000 resamples); every toy figure is the mean over 16 seeds of "
         "each seed's best head with its 95% interval over seeds, from experiments 6 and 7's sweep "
@@ -425,9 +502,11 @@ def main() -> None:
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     lines += layer_rows(reports["default"])
+    toys_summary = toy_summary(toys_data, data / "toys-masked.json")
+    lines += toy_layer_rows(toys_summary)
     lines += miss_lines(reports)
     lines += masked_rows(reports)
-    lines += toy_rows(toy_summary(toys_data, data / "toys-masked.json"))
+    lines += toy_rows(toys_summary)
     figure(reports, toys, root / "minilm-relations")
     lines += ["", "![MiniLM against the toys per relation](minilm-relations.png)", ""]
     (root / "minilm.md").write_text("\n".join(lines))
