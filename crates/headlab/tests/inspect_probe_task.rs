@@ -30,15 +30,21 @@ fn inspect(run: &Path, args: &[&str], out: &Path) -> Output {
     headlab::run("inspect", &all)
 }
 
-#[test]
-fn an_imported_model_is_probed_with_the_task_version_and_sentences_asked_for() {
-    let tmp = tempfile::tempdir().unwrap();
-    let run = tmp.path().join("run");
+/// The one-layer fixture imported into `parent/run`.
+fn imported(parent: &Path) -> PathBuf {
+    let run = parent.join("run");
     let output = headlab::run(
         "import",
         &[fixture("one-layer"), "--out".into(), run.clone()],
     );
     assert!(output.status.success(), "{}", stderr(&output));
+    run
+}
+
+#[test]
+fn an_imported_model_is_probed_with_the_task_version_and_sentences_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
     let config_before = std::fs::read(run.join("config.toml")).unwrap();
 
     let classed = [
@@ -108,12 +114,7 @@ fn an_imported_model_is_probed_with_the_task_version_and_sentences_asked_for() {
 #[test]
 fn bad_task_overrides_and_sentence_counts_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let run = tmp.path().join("run");
-    let output = headlab::run(
-        "import",
-        &[fixture("one-layer"), "--out".into(), run.clone()],
-    );
-    assert!(output.status.success(), "{}", stderr(&output));
+    let run = imported(tmp.path());
     let out = tmp.path().join("report");
     let refused = |args: &[&str], code: i32, says: &str| {
         let output = inspect(&run, args, &out);
