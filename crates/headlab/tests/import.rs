@@ -405,6 +405,10 @@ fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one()
     // Attention on [CLS] and [SEP], per layer and head, recomputed from activations.safetensors
     // (the probe's word-level patterns, [CLS] first and [SEP] last in every row).
     let special = summary.special_attention.expect("a probe of words");
+    assert!(
+        special.iter().all(|s| s.punct.is_none()),
+        "the grammar writes no punctuation"
+    );
     let activations =
         run::tensor_file::read_tensors(&report.join("activations.safetensors")).unwrap();
     let pattern = &activations["layers.0.pattern"]; // [probe, heads, len, len]
@@ -806,6 +810,15 @@ fn a_treebank_probes_an_imported_model_with_its_own_labels() {
         .collect();
     for label in ["det", "nsubj", "iobj", "obj", "acl:relcl", "punct"] {
         assert!(labels.contains(&label), "{label} not in {labels:?}");
+    }
+    // Its punctuation holds some of every layer's attention, as [CLS] and [SEP] do.
+    let summary: Summary = dir.read_json().unwrap();
+    for layer in summary.special_attention.expect("a probe of words") {
+        let punct = layer
+            .punct
+            .expect("the treebank's sentences end with a period");
+        assert!(punct > 0.0 && punct < 1.0, "{layer:?}");
+        assert_eq!(layer.heads_punct.unwrap().len(), 3);
     }
     // The probe is the treebank's too: its words in explore.html, [CLS] first.
     let explore = std::fs::read_to_string(out.join("inspect/explore.html")).unwrap();

@@ -3,11 +3,13 @@
 //! and per head, the mean over the probe's sentences and query positions of the attention on
 //! the first word-level position (`[CLS]`) and on the last (`[SEP]`). Only for a probe read
 //! as words, whose sentences all have one number of words, so `[SEP]` is the last position
-//! of every row.
+//! of every row. Where the probe's sentences have punctuation (a treebank's words labelled
+//! `punct`; the grammar writes none), the attention on it too: Clark et al. found BERT's
+//! attention resting on periods and commas as well as on `[SEP]`.
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::probe::LayerProbe;
+use crate::load::probe::{LayerProbe, Probe};
 
 /// One layer's attention on `[CLS]` and `[SEP]`, in `summary.json`'s `special_attention`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,11 +24,44 @@ pub struct SpecialAttention {
     pub heads_cls: Vec<f64>,
     /// Each head's mean attention on `[SEP]`.
     pub heads_sep: Vec<f64>,
+    /// Mean attention on punctuation (every `punct` word of the sentence together) over the
+    /// layer's heads; absent when the probe has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub punct: Option<f64>,
+    /// Each head's mean attention on punctuation; absent when the probe has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads_punct: Option<Vec<f64>>,
+}
+
+/// [`special_attention`] of a probe read as words (`layers` its word-level patterns), each
+/// sentence's `punct` words as its punctuation; `None` for a probe of a task's tokens.
+pub fn probe_special_attention(
+    probe: &Probe,
+    layers: &[LayerProbe],
+) -> Option<Vec<SpecialAttention>> {
+    let pieces = probe.pieces.as_ref()?;
+    // Each sentence's punctuation at its word-level position (after [CLS]).
+    let punctuation: Vec<Vec<usize>> = pieces
+        .trees
+        .iter()
+        .map(|tree| {
+            (0..tree.words.len())
+                .filter(|&w| tree.relations[w] == "punct")
+                .map(|w| w + 1)
+                .collect()
+        })
+        .collect();
+    Some(special_attention(layers, &punctuation))
 }
 
 /// Every layer's attention on the first and the last position of `layers` (word-level
-/// patterns `[batch, heads, len, len]`, `[CLS]` first and `[SEP]` last).
-pub fn special_attention(layers: &[LayerProbe]) -> Vec<SpecialAttention> {
+/// patterns `[batch, heads, len, len]`, `[CLS]` first and `[SEP]` last), and on the
+/// positions `punctuation[b]` of each sentence `b` where any sentence has some.
+pub fn special_attention(
+    layers: &[LayerProbe],
+    punctuation: &[Vec<usize>],
+) -> Vec<SpecialAttention> {
+    let has_punctuation = punctuation.iter().any(|p| !p.is_empty());
     layers
         .iter()
         .enumerate()
@@ -34,16 +69,26 @@ pub fn special_attention(layers: &[LayerProbe]) -> Vec<SpecialAttention> {
             let (batch, heads, len) = probe.dims();
             let values = &probe.pattern.values;
             let rows = (batch * len).max(1) as f64;
-            let mean_on = |h: usize, key: usize| {
+            // Head `h`'s mean attention on the keys `keys(b)` of each sentence `b`.
+            let mean_on = |h: usize, keys: &dyn Fn(usize) -> Vec<usize>| {
                 let sum: f64 = (0..batch)
-                    .flat_map(|b| (0..len).map(move |q| ((b * heads + h) * len + q) * len))
-                    .map(|row| values[row + key] as f64)
+                    .flat_map(|b| {
+                        let keys = keys(b);
+                        (0..len).map(move |q| {
+                            let row = ((b * heads + h) * len + q) * len;
+                            keys.iter().map(|&k| values[row + k] as f64).sum::<f64>()
+                        })
+                    })
                     .sum();
                 sum / rows
             };
-            let heads_cls: Vec<f64> = (0..heads).map(|h| mean_on(h, 0)).collect();
+            let heads_cls: Vec<f64> = (0..heads).map(|h| mean_on(h, &|_| vec![0])).collect();
             let last = len.saturating_sub(1);
-            let heads_sep: Vec<f64> = (0..heads).map(|h| mean_on(h, last)).collect();
+            let heads_sep: Vec<f64> = (0..heads).map(|h| mean_on(h, &|_| vec![last])).collect();
+            let heads_punct: Option<Vec<f64>> = has_punctuation.then(|| {
+                let keys = |b: usize| punctuation.get(b).cloned().unwrap_or_default();
+                (0..heads).map(|h| mean_on(h, &keys)).collect()
+            });
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
             SpecialAttention {
                 layer,
@@ -51,6 +96,8 @@ pub fn special_attention(layers: &[LayerProbe]) -> Vec<SpecialAttention> {
                 sep: mean(&heads_sep),
                 heads_cls,
                 heads_sep,
+                punct: heads_punct.as_deref().map(mean),
+                heads_punct,
             }
         })
         .collect()
@@ -64,12 +111,20 @@ mod tests {
     fn heads_that_rest_on_cls_or_sep_score_one_there() {
         // Head 0 on [CLS], head 1 on [SEP], head 2 on a word, over five positions.
         let layer = LayerProbe::attending_to(&[0, 4, 2], 5);
-        let [special] = &special_attention(&[layer])[..] else {
+        let [special] = &special_attention(std::slice::from_ref(&layer), &[])[..] else {
             panic!("one layer")
         };
         assert_eq!(special.heads_cls, [1.0, 0.0, 0.0]);
         assert_eq!(special.heads_sep, [0.0, 1.0, 0.0]);
         assert!((special.cls - 1.0 / 3.0).abs() < 1e-12);
         assert!((special.sep - 1.0 / 3.0).abs() < 1e-12);
+        // No punctuation in the probe: nothing said about it.
+        assert_eq!((special.punct, special.heads_punct.clone()), (None, None));
+        // Position 2 is a comma: head 2 rests on it, the others never.
+        let [special] = &special_attention(&[layer], &[vec![2]])[..] else {
+            panic!("one layer")
+        };
+        assert_eq!(special.heads_punct, Some(vec![0.0, 0.0, 1.0]));
+        assert!((special.punct.unwrap() - 1.0 / 3.0).abs() < 1e-12);
     }
 }

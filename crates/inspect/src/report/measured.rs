@@ -24,7 +24,7 @@ use crate::measures::importance::spearman;
 use crate::measures::logit_lens::{LogitLens, logit_lens};
 use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
-use crate::measures::special::special_attention;
+use crate::measures::special::probe_special_attention;
 use crate::measures::trajectories::{self, Trajectories};
 use crate::report::dir::ReportContents;
 use crate::report::error::ReportError;
@@ -131,7 +131,7 @@ pub fn measure(
         &outputs,
     );
     summary.probe_token_names = probe.pieces.as_ref().and(probe.token_names.clone());
-    summary.special_attention = probe.pieces.as_ref().map(|_| special_attention(&layers));
+    summary.special_attention = probe_special_attention(probe, &layers);
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let patching = match options.patching {
