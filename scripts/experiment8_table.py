@@ -98,6 +98,21 @@ def relation_rows(relations: dict, toys: dict) -> list:
     return rows
 
 
+def layer_means(heads: list, similarity: dict) -> dict:
+    """One layer's heads (`heads`, their heads.json records) and its similarity.json entry:
+    the mean entropy and distance, and the mean pattern JS distance and output CKA between
+    two of its heads."""
+    js, cka = similarity["pattern_js"], similarity["output_cka"]
+    n = len(js)
+    off = [(i, j) for i in range(n) for j in range(n) if i != j] or [(0, 0)]
+    return {
+        "entropy": sum(h["entropy"] for h in heads) / len(heads),
+        "distance": sum(h["mean_distance"] for h in heads) / len(heads),
+        "pattern_js": sum(js[i][j] for i, j in off) / len(off),
+        "output_cka": sum(cka[i][j] for i, j in off) / len(off),
+    }
+
+
 def layer_rows(report: Path) -> list:
     summary = json.loads((report / "summary.json").read_text())
     heads = json.loads((report / "heads.json").read_text())
@@ -106,20 +121,14 @@ def layer_rows(report: Path) -> list:
     for special in summary.get("special_attention", []):
         layer = special["layer"]
         mine = [h for h in heads if h["layer"] == layer]
-        entropy = sum(h["entropy"] for h in mine) / len(mine)
-        distance = sum(h["mean_distance"] for h in mine) / len(mine)
-        js = similarity["layers"][layer]["pattern_js"]
-        cka = similarity["layers"][layer]["output_cka"]
-        n = len(js)
-        off = [(i, j) for i in range(n) for j in range(n) if i != j]
-        mean_js = sum(js[i][j] for i, j in off) / len(off)
-        mean_cka = sum(cka[i][j] for i, j in off) / len(off)
+        m = layer_means(mine, similarity["layers"][layer])
         prev = [h for h in mine if h["pattern_scores"].get("previous_token", 0) >= 0.5]
         nxt = [h for h in mine if h["pattern_scores"].get("next_token", 0) >= 0.5]
         name = lambda hs: ", ".join(f"H{h['head']}" for h in hs) or "-"
         rows.append(
-            f"| {layer} | {special['cls']:.2f} | {special['sep']:.2f} | {entropy:.2f} | {distance:.2f} "
-            f"| {mean_js:.2f} | {mean_cka:.2f} | {name(prev)} | {name(nxt)} |"
+            f"| {layer} | {special['cls']:.2f} | {special['sep']:.2f} | {m['entropy']:.2f} "
+            f"| {m['distance']:.2f} | {m['pattern_js']:.2f} | {m['output_cka']:.2f} "
+            f"| {name(prev)} | {name(nxt)} |"
         )
     return rows
 
@@ -342,16 +351,10 @@ def toy_layers(toys_data: Path, run: str) -> list:
     layers = []
     for layer in similarity:
         mine = [h for h in heads if h["layer"] == layer["layer"]]
-        js, cka = layer["pattern_js"], layer["output_cka"]
-        n = len(js)
-        off = [(i, j) for i in range(n) for j in range(n) if i != j] or [(0, 0)]
         layers.append(
             {
                 "first_token": sum(h["pattern_scores"].get("first_token", 0) for h in mine) / len(mine),
-                "entropy": sum(h["entropy"] for h in mine) / len(mine),
-                "distance": sum(h["mean_distance"] for h in mine) / len(mine),
-                "pattern_js": sum(js[i][j] for i, j in off) / len(off),
-                "output_cka": sum(cka[i][j] for i, j in off) / len(off),
+                **layer_means(mine, layer),
                 "previous": sum(1 for h in mine if h["role"] == "previous_token"),
                 "next": sum(1 for h in mine if h["role"] == "next_token"),
             }
@@ -400,8 +403,6 @@ def toy_layer_rows(summary: dict) -> list:
 def toy_rows(summary: dict) -> list:
     """Experiment 7's ends, whole against masked: mean best head ± 95% half-width over
     seeds, and seeds beating their own offset."""
-    from scipy import stats
-
     if not summary:
         return []
     doses = {}
@@ -431,13 +432,9 @@ def toy_rows(summary: dict) -> list:
                 cells = []
                 for reading in ("whole", "masked"):
                     pairs = [e[reading][name][key] for e in entries]
-                    scores = [best for best, _ in pairs]
-                    n = len(scores)
-                    mean = sum(scores) / n
-                    sd = (sum((x - mean) ** 2 for x in scores) / (n - 1)) ** 0.5 if n > 1 else 0.0
-                    half = stats.t.ppf(0.975, n - 1) * sd / n**0.5 if n > 1 else 0.0
                     beats = sum(1 for best, base in pairs if best > base)
-                    cells += [f"{mean:.2f} ± {half:.2f}", f"{beats} of {n}"]
+                    scores = [best for best, _ in pairs]
+                    cells += [mean_half_width(scores), f"{beats} of {len(pairs)}"]
                 lines.append(f"| {dose} | {name} | {label} | " + " | ".join(cells) + " |")
     return lines
 

@@ -513,9 +513,7 @@ impl RelationHits {
             masking: None,
         }
     }
-}
 
-impl RelationHits {
     /// The most-attended word of head `columns[0]` from the dependent and of head
     /// `columns[1]` from the head word, on every arc of label `r` in order.
     fn attended(&self, r: usize, columns: [usize; 2]) -> AttendedWords {

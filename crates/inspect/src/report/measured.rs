@@ -199,14 +199,13 @@ fn measure_relations(
         Some(tokenizer) => {
             let max_positions = loaded.run.io.max_seq_len;
             let treebank = loaded.treebank.as_deref();
-            let masking = mask_fraction;
             relations::measure_word_relations(
                 context,
                 tokenizer,
                 max_positions,
                 treebank,
                 count,
-                masking,
+                mask_fraction,
             )?
             .map(|(mut relations, pieces)| {
                 // A masked-LM's best heads taken out, on masked words of the sentences.
