@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that a change which should not change behaviour (a refactor) writes the same files:
 # trains every shipped config for a few steps, inspects each run (and one at a checkpoint),
-# compares two runs, runs and reports a tiny sweep, and diffs every file written against a
+# compares two runs, imports and inspects the BERT test fixtures (and all-MiniLM-L6-v2 where
+# scripts/setup.sh fetched it), runs and reports a tiny sweep, and diffs every file written against a
 # reference recorded before the change.
 #
 #   scripts/same-outputs.sh record DIR   # before the change: run, keep as DIR/reference
@@ -73,6 +74,33 @@ produce() {
     "$bin/headlab" train configs/copy.toml --out "$work/runs/copy-s1" --set seed=1 "${short[@]}" > /dev/null
     "$bin/headlab" compare "$work/runs/copy" "$work/runs/copy-s1" --out "$work/compare" --probe 16 \
         > "$work/compare.txt"
+    echo "  import the BERT fixtures, inspect them (the grammar probe, a treebank, masked"
+    echo "  relations on another grammar) and compare two imports"
+    local fixtures=crates/model/tests/fixtures/bert
+    mkdir -p "$work/imports"
+    for fixture in one-layer three-layers-mlm; do
+        "$bin/headlab" import "$fixtures/$fixture" --out "$work/imports/$fixture" > /dev/null
+        "$bin/headlab" inspect "$work/imports/$fixture" --probe 8 > "$work/imports/$fixture.inspect.txt"
+    done
+    "$bin/headlab" inspect "$work/imports/three-layers-mlm" --probe 8 \
+        --probe-conllu crates/tasks/tests/fixtures/ud-sample.conllu \
+        --out "$work/imports/mlm-treebank" > "$work/imports/mlm-treebank.txt"
+    "$bin/headlab" inspect "$work/imports/three-layers-mlm" --probe 8 --relations-masked \
+        --set task.lexicon=classes --set task.selection=1 --relation-sentences 64 \
+        --out "$work/imports/mlm-classes" > "$work/imports/mlm-classes.txt"
+    "$bin/headlab" import "$fixtures/one-layer" --out "$work/imports/one-layer-again" > /dev/null
+    "$bin/headlab" compare "$work/imports/one-layer" "$work/imports/one-layer-again" \
+        --out "$work/imports/compare" --probe 8 > "$work/imports/compare.txt"
+    # A real model where setup.sh fetched it (all-MiniLM-L6-v2).
+    local minilm="${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}"
+    if [ -f "$minilm/model.safetensors" ]; then
+        echo "  import and inspect all-MiniLM-L6-v2"
+        "$bin/headlab" import "$minilm" --out "$work/imports/minilm" > /dev/null
+        "$bin/headlab" inspect "$work/imports/minilm" --probe 16 --relation-sentences 64 \
+            > "$work/imports/minilm.inspect.txt"
+    else
+        echo "  no all-MiniLM-L6-v2 at $minilm (scripts/setup.sh fetches it): left out"
+    fi
     echo "  a tiny sweep"
     cat > "$work/tiny.toml" <<EOF
 name = "tiny"
