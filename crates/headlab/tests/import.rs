@@ -8,9 +8,9 @@ mod headlab;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use inspect::load::reading::{LEFT_OUT_MASKED_LM, LEFT_OUT_NO_HEAD};
 use inspect::measures::heads::HeadRecord;
 use inspect::report::dir::{ReportContents, ReportDir};
-use inspect::report::measured::{LEFT_OUT_MASKED_LM, LEFT_OUT_NO_HEAD};
 use inspect::report::summary::Summary;
 use run::manifest::{Depth, Verdict};
 
@@ -301,15 +301,9 @@ fn masked_words_scored(run: &Path, size: usize) -> Counted {
     let device = Device::flex();
     let (model, tokenizer) = imported_model(run);
     let mask = tokenizer.id("[MASK]").unwrap() as i64;
-    let probe = inspect::load::probe::Probe::of_words(
-        &resolved.task,
-        None,
-        &tokenizer,
-        (size, resolved.config.seed),
-        resolved.io.max_seq_len,
-        &device,
-    )
-    .unwrap();
+    let reading = inspect::load::reading::Reading::of_run(&resolved, Some(tokenizer.clone()));
+    let seed = resolved.config.seed;
+    let probe = reading.probe(&resolved, (size, seed), 1, &device).unwrap();
     let mut counted = Counted {
         right: 0,
         scored: 0,

@@ -2,7 +2,9 @@
 //! downwards (the order in docs/architecture.md), inspect's folders import only
 //! downwards (the order in `src/lib.rs`), no crate of the workspace has an import circle
 //! between its files, and no file imports from a module above it in its own folder tree
-//! (its parent `mod.rs`), which is how a circle hides from the circle check. And the rooms
+//! (its parent `mod.rs`), which is how a circle hides from the circle check. Only inspect's
+//! `load::reading` tells a model that reads its task's tokens from one that reads word
+//! pieces (`only_the_reading_tells_tokens_from_pieces`). And the rooms
 //! stay small: no source file over 1,000 lines before its tests, no function over 80 lines
 //! unless it is a numerical kernel whose comment says why it is kept in one piece.
 
@@ -230,6 +232,66 @@ fn inspect_folders_import_only_downwards() {
             );
         }
     }
+}
+
+/// Names that tell a model reading its task's tokens from one reading word pieces: only
+/// inspect's `load` folder may use the second group, and only `load/reading.rs` (the one
+/// reading, built once when a run is loaded) the first; every measure takes the reading in
+/// its context and asks it.
+const READING_VARIANTS: &[&str] = &[
+    "Reading::Tokens",
+    "Reading::Pieces",
+    "ReadSentences::Tokens",
+    "ReadSentences::Pieces",
+];
+const PIECE_NAMES: &[&str] = &["WordPieces", "PieceSentences", ".pieces", "tokenizer"];
+
+/// Code lines of `text` outside its `#[cfg(test)]` module, numbered from 1, comments left
+/// out.
+fn code_lines(text: &str) -> Vec<(usize, &str)> {
+    let code = text.split("#[cfg(test)]").next().unwrap();
+    code.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .map(|(n, line)| (n + 1, line))
+        .collect()
+}
+
+/// Where `names` occur in the code of `file`, as `file:line: name`.
+fn uses_of(file: &Path, names: &[&str]) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut found = vec![];
+    for (n, line) in code_lines(&text) {
+        for name in names.iter().filter(|name| line.contains(**name)) {
+            found.push(format!("{}:{n}: {name}", file.display()));
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_reading_tells_tokens_from_pieces() {
+    let mut wrong = vec![];
+    for name in ["inspect", "sweep", "bench", "headlab", "train"] {
+        let src = crates_dir().join(name).join("src");
+        for file in rust_files(&src) {
+            let module = module_of(&src, &file);
+            let in_load = name == "inspect" && module.starts_with("load");
+            if !(name == "inspect" && module == "load::reading") {
+                wrong.extend(uses_of(&file, READING_VARIANTS));
+            }
+            if !in_load {
+                wrong.extend(uses_of(&file, PIECE_NAMES));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "outside inspect's load::reading, code that tells task tokens from word pieces: {wrong:?}"
+    );
+    // The check finds what it looks for.
+    let reading = crates_dir().join("inspect/src/load/reading.rs");
+    assert!(!uses_of(&reading, READING_VARIANTS).is_empty());
 }
 
 #[test]

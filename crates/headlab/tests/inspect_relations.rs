@@ -10,7 +10,7 @@ mod headlab;
 
 use std::path::Path;
 
-use inspect::load::probe::Probe;
+use inspect::load::reading::Reading;
 use run::RunConfig;
 
 const TINY: &str = concat!(
@@ -324,12 +324,10 @@ fn a_grammar_probe_has_one_length_and_names_its_words() {
         .unwrap()
         .resolve(&config)
         .unwrap();
-    let probe = Probe::new(
-        &run.task,
-        32,
-        run.config.seed,
-        &burn::tensor::Device::flex(),
-    );
+    let device = burn::tensor::Device::flex();
+    let probe = Reading::Tokens
+        .probe(&run, (32, run.config.seed), 1, &device)
+        .unwrap();
     assert_eq!(probe.examples.len(), 32);
     let seq = probe.seq_len();
     assert!(probe.examples.iter().all(|e| e.input.len() == seq));

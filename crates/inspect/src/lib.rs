@@ -1,8 +1,10 @@
 //! Head analysis for headlab runs. One folder per layer; a module imports only from the
 //! folders above it in this list (and from `model`, `tasks` and `run`):
 //!
-//! - [`load`]: open a run directory ([`load::run`]), build the probe batch and run it
-//!   ([`load::probe`]).
+//! - [`load`]: open a run directory ([`load::run`]), decide how its model reads its input
+//!   ([`load::reading`]: the task's tokens or word pieces, the one place that tells them
+//!   apart; every measure takes it in its [`load::context::MeasureContext`]), build the
+//!   probe batch and run it ([`load::probe`]).
 //! - [`circuits`]: what the weights alone say, on the plain-f64 linear algebra of
 //!   [`circuits::linalg`]: composition, copying, effective rank; the attention rollout.
 //! - [`measures`]: one file per measure. On the probe batch: [`measures::patterns`]

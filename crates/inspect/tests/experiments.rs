@@ -9,7 +9,6 @@ mod common;
 use std::path::Path;
 
 use inspect::compare::compare;
-use inspect::load::probe::Probe;
 use inspect::load::run::LoadedRun;
 use inspect::measures::heads::head_roles;
 use inspect::report::{Report, ReportOptions, write_report};
@@ -177,12 +176,10 @@ fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
     // Each head's lean, measured independently of `compare` on the reference's probe:
     // previous-token score minus next-token score.
     let reference = &runs[0];
-    let probe = Probe::new(
-        &reference.run.task,
-        32,
-        reference.run.config.seed,
-        &reference.device,
-    );
+    let seed = reference.run.config.seed;
+    let probe = (reference.reading)
+        .probe(&reference.run, (32, seed), 1, &reference.device)
+        .unwrap();
     let tokens = probe.token_ids();
     let leans = |run: &LoadedRun| -> Vec<f64> {
         let layers = probe.run(&run.model);

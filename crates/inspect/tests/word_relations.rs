@@ -1,6 +1,6 @@
 //! Relation scores of a model that reads word pieces (an imported BERT checkpoint), against
 //! an independent reckoning: the batched, padded, word-level scoring of
-//! [`measure_word_relations`] equals scoring each sentence alone, unpadded, with its
+//! [`measure_relations`] on a model that reads word pieces equals scoring each sentence alone, unpadded, with its
 //! word-level attention cut down to its words; on whole sentences and on sentences masked
 //! as in training (`inspect --relations-masked`: every piece of a masked word `[MASK]`).
 
@@ -8,9 +8,10 @@ use std::path::Path;
 
 use burn::prelude::*;
 use inspect::load::context::MeasureContext;
+use inspect::load::reading::Reading;
 use inspect::load::words::WordSpans;
 use inspect::measures::relations::{
-    RELATION_SENTENCES, RELATION_STREAM, RelationHits, Relations, measure_word_relations,
+    RELATION_SENTENCES, RELATION_STREAM, RelationHits, Relations, measure_relations,
 };
 use model::EncoderInput;
 use run::import::{ImportRequest, import};
@@ -61,16 +62,18 @@ fn scored_both_ways(mask_fraction: Option<f64>) -> Relations {
     let fresh = run.config.model.init(&run.io, &device).unwrap();
     let model = weights::load(&dir.final_weights_path(), fresh).unwrap();
     let tokenizer = WordPieces::read(&dir.tokenizer_path()).unwrap();
+    let reading = Reading::of_run(&run, Some(tokenizer.clone()));
     let context = MeasureContext {
         model: &model,
+        reading: &reading,
         task: &run.task,
         seed: 0,
         device: &device,
     };
-    let (relations, pieces) =
-        measure_word_relations(context, &tokenizer, 16, None, None, mask_fraction)
-            .unwrap()
-            .expect("the grammar task has parses");
+    let (relations, sentences) = measure_relations(context, None, mask_fraction)
+        .unwrap()
+        .expect("the grammar task has parses");
+    let pieces = sentences.pieces().expect("an imported model reads pieces");
     // The sentences come back whole; the recorded masks say which words the model read as
     // [MASK] (every piece of each).
     let mask_piece = tokenizer.id("[MASK]").unwrap();

@@ -78,14 +78,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut loaded = crate::load::run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
     loaded.set_task(&args.task_set)?;
     if let Some(path) = &args.probe_conllu {
-        if loaded.tokenizer.is_none() {
-            anyhow::bail!(
-                "--probe-conllu needs a model that reads text: {} reads its task's own tokens; \
-                 import a checkpoint with `headlab import` and inspect that",
-                args.run.display()
-            );
-        }
-        loaded.treebank = Some(tasks::conllu::read(path)?);
+        loaded.reading.probe_with(path, &args.run)?;
     }
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
@@ -130,7 +123,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     for left_out in &report.measured.summary.left_out {
         println!("left out: {left_out}");
     }
-    if report.measured.divergence.is_empty() && loaded.run.config.import.is_none() {
+    if report.measured.divergence.is_empty() && !loaded.reading.reads_text() {
         println!("no snapshots in the run (train.snapshot_every = 0): no divergence curves");
     }
     // The path and a file:// URL to paste into a browser: on a headless machine nothing

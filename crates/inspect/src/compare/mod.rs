@@ -17,7 +17,7 @@ use tasks::{Task, TaskConfig};
 
 use crate::draw::compare_page::{self, ComparePageInput, PageRunInput};
 use crate::draw::figures::{self, FigureError};
-use crate::load::probe::{LayerProbe, Probe, ProbeSizeError};
+use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::{LoadedRun, RunError};
 use crate::measures::heads::{HeadMeasures, measure_layer};
 use crate::measures::matching::{LayerMatch, match_layers};
@@ -116,12 +116,9 @@ pub enum CompareError {
         /// The run that differs.
         other: PathBuf,
     },
-    /// A probe of words that could not be read.
+    /// A probe too large for the runs, or of words that could not be read.
     #[error(transparent)]
-    Words(#[from] crate::load::sentences::PieceProbeError),
-    /// A probe batch too large for the runs.
-    #[error(transparent)]
-    ProbeSize(#[from] ProbeSizeError),
+    Probe(#[from] crate::load::reading::ReadingError),
     /// A run of another task or shape.
     #[error(
         "{other} cannot be matched to {reference}: the {what} differ: {reference} \
@@ -180,8 +177,8 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
         })
         .collect::<Result<Vec<_>, _>>()
         .and_then(|runs| {
-            let imported = runs.iter().find(|r| r.tokenizer.is_some());
-            let trained = runs.iter().find(|r| r.tokenizer.is_none());
+            let imported = runs.iter().find(|r| r.reading.reads_text());
+            let trained = runs.iter().find(|r| !r.reading.reads_text());
             match (imported, trained) {
                 (Some(imported), Some(trained)) => Err(CompareError::Imported {
                     imported: imported.dir.root().to_path_buf(),
@@ -192,38 +189,19 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
         })
 }
 
-/// The probe of `size` sequences each run reads, checked against the memory bound: the
-/// task's tokens, one probe for all; for imported models, the task's sentences read by each
-/// model's own tokenizer, which must keep the same sentences, so that their word-level
-/// attention lines up.
+/// The probe of `size` sequences each run reads ([`crate::load::reading::Reading::probe`]),
+/// checked against the memory bound of all of them: the task's tokens, the same for all; for
+/// imported models, the task's sentences read by each model's own tokenizer, which must keep
+/// the same sentences, so that their word-level attention lines up.
 fn probes_of(runs: &[LoadedRun], size: usize) -> Result<Vec<Probe>, CompareError> {
     let reference = &runs[0];
     let seed = reference.run.config.seed;
-    Probe::check_size(size, &reference.run, runs.len())?;
-    if reference.tokenizer.is_none() {
-        let probe = Probe::new(&reference.run.task, size, seed, &reference.device);
-        return Ok(vec![probe; runs.len()]);
-    }
     let mut probes: Vec<Probe> = vec![];
     for run in runs {
-        let tokenizer = run.tokenizer.as_ref().expect("every run is imported");
-        let max_positions = run.run.io.max_seq_len;
-        let args = (size, seed);
-        let probe = Probe::of_words(
-            &run.run.task,
-            None,
-            tokenizer,
-            args,
-            max_positions,
-            &run.device,
-        )?;
-        Probe::check_size_at(size, &run.run, runs.len(), probe.forward_len())?;
-        fn words(probe: &Probe) -> Option<&[Vec<u32>]> {
-            probe.pieces.as_ref().map(|s| s.ids.as_slice())
-        }
+        let probe = (run.reading).probe(&run.run, (size, seed), runs.len(), &run.device)?;
         if probes
             .first()
-            .is_some_and(|first| words(first) != words(&probe))
+            .is_some_and(|first| first.word_ids() != probe.word_ids())
         {
             return Err(CompareError::OtherSentences {
                 reference: reference.dir.root().to_path_buf(),

@@ -17,9 +17,7 @@ use super::attribution_patching::{AttributionAgreement, attribution_patching};
 use super::pair_runs::PairRuns;
 use super::path_patching::{LayerPathPatching, PathPatching, head_paths, layer_paths};
 use crate::load::context::MeasureContext;
-use crate::load::piece_pairs::PiecePairs;
-use crate::load::sentences::PieceProbeError;
-use run::tokenizer::WordPieces;
+use crate::load::reading::ReadingError;
 
 /// Pairs patched per kind per report.
 pub const PATCHING_PAIRS: usize = 64;
@@ -77,7 +75,7 @@ pub struct PairPatching {
     #[serde(default)]
     pub inputs: Vec<PairInputs>,
     /// Pairs drawn but left out because they do not line up in the model's word pieces (an
-    /// imported model: [`PiecePairs`]); absent for headlab's own models.
+    /// imported model: [`crate::load::piece_pairs::PiecePairs`]); absent for headlab's own models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs_left_out: Option<usize>,
 }
@@ -113,63 +111,41 @@ impl From<&MinimalPair> for PairInputs {
     }
 }
 
-/// Patching of every kind of minimal pair `task` makes (seeded from `seed`); `None` for
-/// tasks without pairs.
-pub fn patching(context: MeasureContext) -> Option<Patching> {
+/// Patching of every kind of minimal pair the task makes (seeded from the run's seed), read
+/// as the model reads them ([`crate::load::reading::Reading::read_pairs`]): every pair for a
+/// model headlab trained; for an imported masked-LM the answer pairs that line up in its
+/// word pieces ([`crate::load::piece_pairs::PiecePairs`]), those left out counted. Where the
+/// reading says per-head detail costs too much (an imported model), two details are left
+/// out: head-to-head path patching (`paths` empty: one run per sender, receiver and channel
+/// is 6660 runs for 6 layers of 12 heads) and head patching at each position (`by_position`
+/// empty); whole heads, the residual stream by position, layer-to-layer paths and
+/// attribution patching are kept. `None` for a task without pairs, or when none is read.
+pub fn patching(context: MeasureContext) -> Result<Option<Patching>, ReadingError> {
     let MeasureContext {
         model,
+        reading,
         task,
         seed,
         device,
     } = context;
-    let section = |kind: PairKind, counter: u64| {
+    let head_detail = reading.per_head_detail();
+    let section = |kind: PairKind, counter: u64| -> Result<Option<PairPatching>, ReadingError> {
         let pairs =
             task.minimal_pairs(kind, PATCHING_PAIRS, mix_seed(seed, PAIRS_STREAM - counter));
-        patch_pairs(model, &pairs, device, true)
+        let Some(read) = reading.read_pairs(task, kind, pairs)? else {
+            return Ok(None);
+        };
+        Ok(
+            patch_pairs(model, &read.pairs, device, head_detail).map(|patched| PairPatching {
+                pairs_left_out: read.left_out,
+                ..patched
+            }),
+        )
     };
     // The answer pairs keep the stream they had before route pairs existed.
-    let answer = section(PairKind::Answer, 0);
-    let route = section(PairKind::Route, 1);
-    (answer.is_some() || route.is_some()).then_some(Patching { answer, route })
-}
-
-/// Patching of an imported masked-LM (mask piece `mask`) on the task's answer pairs, drawn
-/// as for a trained model and read as its word pieces ([`PiecePairs`]). Two per-head
-/// details are left out: head-to-head path patching (`paths` empty: one run per sender,
-/// receiver and channel is 6660 runs for 6 layers of 12 heads) and head patching at each
-/// position (`by_position` empty: 720 runs for 72 heads and 10 positions); whole heads, the residual
-/// stream by position, layer-to-layer paths and attribution patching are kept. `None` for
-/// a task without pairs or words, or when no pair lines up.
-pub fn patching_in_pieces(
-    context: MeasureContext,
-    tokenizer: &WordPieces,
-    mask: u32,
-    max_positions: usize,
-) -> Result<Option<Patching>, PieceProbeError> {
-    let MeasureContext {
-        model,
-        task,
-        seed,
-        device,
-    } = context;
-    let Some(names) = task.token_names() else {
-        return Ok(None);
-    };
-    let pairs = task.minimal_pairs(
-        PairKind::Answer,
-        PATCHING_PAIRS,
-        mix_seed(seed, PAIRS_STREAM),
-    );
-    let read = PiecePairs::of(&pairs, &names, tokenizer, mask, max_positions)?;
-    Ok(
-        patch_pairs(model, &read.pairs, device, false).map(|answer| Patching {
-            answer: Some(PairPatching {
-                pairs_left_out: Some(read.left_out),
-                ..answer
-            }),
-            route: None,
-        }),
-    )
+    let answer = section(PairKind::Answer, 0)?;
+    let route = section(PairKind::Route, 1)?;
+    Ok((answer.is_some() || route.is_some()).then_some(Patching { answer, route }))
 }
 
 /// Every patching analysis of `model` on `pairs` (path patching head to head, and head

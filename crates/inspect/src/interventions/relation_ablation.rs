@@ -7,24 +7,24 @@
 //! zeroing pushes later layers off their training distribution, resampling does not.
 //!
 //! A model headlab trained is measured on its task's masked examples; an imported masked-LM
-//! ([`add_relation_ablation_in_pieces`]) on the first [`RELATION_ABLATION_SENTENCES`] of
-//! its relation sentences, every word masked alone in all its pieces (as its other
-//! output-side measures), each masked piece counted under its word's label.
+//! on the first [`RELATION_ABLATION_SENTENCES`] of its relation sentences, every word masked
+//! alone in all its pieces (as its other output-side measures), each masked piece counted
+//! under its word's categories.
 
 use std::collections::BTreeMap;
 
 use burn::prelude::*;
 use model::{Encoder, HeadId, HeadPatch};
+use tasks::Example;
 use tasks::batch::mix_seed;
-use tasks::{Example, ParsedSentence};
 
 use crate::interventions::ablation::rolled;
 use crate::interventions::activation_patching::head_weight;
 use crate::load::context::MeasureContext;
-use crate::load::masked_words::MaskedWords;
-use crate::load::sentences::PieceSentences;
-use crate::measures::masked::{masked_targets, right_answers_with};
-use crate::measures::relations::{Relations, category_names};
+use crate::load::reading::{ReadSentences, ReadingError};
+use crate::measures::masked::right_answers_with;
+use crate::measures::relation_categories::word_categories;
+use crate::measures::relations::Relations;
 
 /// Masked examples the drops are measured on: about 2800 masked words with the default
 /// grammar, some 200 of them objects.
@@ -33,71 +33,50 @@ pub const RELATION_ABLATION_EXAMPLES: usize = 2000;
 /// Stream of the examples, apart from every other measure's (up to `u64::MAX - 5`).
 const RELATION_ABLATION_STREAM: u64 = u64::MAX - 6;
 
-/// Fills every best head's drops in `relations`, zeroing each best head of `model` in turn
-/// on `task`'s masked examples (seeded from `seed`).
-pub fn add_relation_ablation(relations: &mut Relations, context: MeasureContext) {
-    let MeasureContext {
-        model,
-        task,
-        seed,
-        device,
-    } = context;
-    let seed = mix_seed(seed, RELATION_ABLATION_STREAM);
-    let examples = task.eval_set(RELATION_ABLATION_EXAMPLES, seed);
-    // Sentence i is example i unmasked: its arcs say what each masked word is.
-    let sentences = task.parsed_sentences(RELATION_ABLATION_EXAMPLES, seed);
-    let masked = masked_words(&examples, &sentences);
-    fill_drops(relations, model, &examples, &masked, device);
-}
-
 /// Sentences of an imported masked-LM's relation sentences whose words are masked for the
 /// drops: about 1000 masked words, 64 passes over them at most (two ablations of the best
 /// head in each direction of up to 16 relations).
 pub const RELATION_ABLATION_SENTENCES: usize = 128;
 
-/// [`add_relation_ablation`] for an imported masked-LM reading `sentences` (the relation
-/// sentences as its pieces, unmasked) with mask piece `mask`: every word of the first
-/// [`RELATION_ABLATION_SENTENCES`] masked alone, each of its pieces counted under the
-/// word's label (its DEPREL; none for the root). Arcs past a noun (`nsubj_past_noun`,
-/// `dobj_past_noun`) are not told apart here: their best heads' drops on the relation stay
-/// null.
-pub fn add_relation_ablation_in_pieces(
+/// Fills every best head's drops in `relations`, taking each best head out of the model in
+/// turn on masked words the model's reading gives
+/// ([`crate::load::reading::Reading::masked_relation_words`]): a model headlab trained on
+/// [`RELATION_ABLATION_EXAMPLES`] of its task's masked examples (seeded from the run's seed);
+/// an imported masked-LM on every word of the first [`RELATION_ABLATION_SENTENCES`] of
+/// `sentences` (the relation sentences, whole) masked alone in all its pieces. Each masked
+/// word (each of its pieces) counts under its categories as a dependent
+/// ([`word_categories`]; none for the root).
+pub fn add_relation_ablation(
     relations: &mut Relations,
     context: MeasureContext,
-    sentences: &PieceSentences,
-    mask: u32,
-) {
-    let mut first = sentences.clone();
-    let keep = first.len().min(RELATION_ABLATION_SENTENCES);
-    first.truncate(keep);
-    let words = MaskedWords::of(&first, mask);
-    // Per masked piece, in the order of `masked_targets`: its word's label.
-    let labels: Vec<Vec<String>> = words
-        .examples
-        .iter()
-        .zip(&words.masked)
-        .flat_map(|(example, &(s, w))| {
-            let tree = &first.trees[s];
-            let label: Vec<String> = (tree.heads[w] > 0)
-                .then(|| tree.relations[w].clone())
-                .into_iter()
-                .collect();
-            let pieces = example.target.iter().filter(|t| t.is_some()).count();
-            std::iter::repeat_n(label, pieces)
-        })
-        .collect();
-    fill_drops(
-        relations,
-        context.model,
-        &words.examples,
-        &labels,
-        context.device,
+    sentences: &ReadSentences,
+) -> Result<(), ReadingError> {
+    let MeasureContext {
+        model,
+        reading,
+        task,
+        seed,
+        device,
+    } = context;
+    let draw = (
+        RELATION_ABLATION_EXAMPLES,
+        mix_seed(seed, RELATION_ABLATION_STREAM),
     );
+    let words =
+        reading.masked_relation_words(task, sentences, draw, RELATION_ABLATION_SENTENCES)?;
+    // Per masked position, in the order of `masked_targets`: its word's categories.
+    let categories: Vec<Vec<&str>> = words
+        .targets
+        .iter()
+        .map(|&(s, w)| word_categories(&words.trees[s], w))
+        .collect();
+    fill_drops(relations, model, &words.examples, &categories, device);
+    Ok(())
 }
 
 /// Fills every best head's drops in `relations` from `model`'s answers on `examples`, with
 /// and without the head, each masked word counted under `categories` (one list per masked
-/// position, in the order of [`masked_targets`]).
+/// position, in the order of [`crate::measures::masked::masked_targets`]).
 fn fill_drops<S: AsRef<str>>(
     relations: &mut Relations,
     model: &Encoder,
@@ -149,7 +128,7 @@ enum HeadAblation {
     Resample(HeadId),
 }
 
-/// Per masked word (in the order of [`masked_targets`]): whether `model` without the head
+/// Per masked word (in the order of [`crate::measures::masked::masked_targets`]): whether `model` without the head
 /// `ablation` takes out predicts it.
 fn answers_without(
     model: &Encoder,
@@ -167,21 +146,4 @@ fn answers_without(
             input.head_patch(id.layer, HeadPatch { values, weight })
         }
     })
-}
-
-/// Per masked word, in the order of [`masked_targets`]: the categories of its arc as a
-/// dependent (its relation, and `nsubj_past_noun` where it applies; none for the main verb,
-/// which has no arc).
-fn masked_words(examples: &[Example], sentences: &[ParsedSentence]) -> Vec<Vec<&'static str>> {
-    masked_targets(examples)
-        .map(|(e, position, _)| {
-            let sentence = &sentences[e];
-            sentence
-                .arcs
-                .iter()
-                .find(|arc| arc.dependent == position)
-                .map(|arc| category_names(sentence, arc))
-                .unwrap_or_default()
-        })
-        .collect()
 }

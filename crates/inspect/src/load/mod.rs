@@ -1,4 +1,5 @@
-//! Loading: a run directory opened for measuring ([`run`]), the probe batch every
+//! Loading: a run directory opened for measuring ([`run`]), how its model reads its input
+//! ([`reading`]: the one place that tells task tokens from word pieces), the probe batch every
 //! measure reads, with each layer's attention on it ([`probe`]), and what a seeded measure
 //! runs on ([`context`]); for models that read word pieces, word-level attention
 //! ([`words`]), parsed sentences as pieces ([`sentences`]), their masked words
@@ -9,6 +10,7 @@ pub mod context;
 pub mod masked_words;
 pub mod piece_pairs;
 pub mod probe;
+pub mod reading;
 pub mod run;
 pub mod sentences;
 pub mod words;

@@ -4,11 +4,14 @@
 //!
 //! Every probe sequence has one length. The measures average over the probe's query rows
 //! and read `[seq, seq]` patterns without a mask, so padding would count as queries and
-//! keys. For tasks whose examples vary in length (`grammar`), [`Probe::new`] draws
+//! keys. For tasks whose examples vary in length (`grammar`), [`Probe::of_tokens`] draws
 //! [`CANDIDATES_PER_SEQUENCE`] times the size asked for, takes the most common length (ties:
 //! the longer) and keeps the first `size` sequences of that length, in drawing order. For
 //! tasks of one length that is the first `size` drawn, as before: generators draw
 //! sequentially from the seed, so a longer draw starts with the shorter one.
+//!
+//! A probe is made by the model's reading ([`crate::load::reading::Reading::probe`]), which
+//! checks its size and picks the task's tokens or word pieces.
 
 use burn::prelude::*;
 use model::memory::forward_values_per_sequence;
@@ -86,7 +89,7 @@ impl Probe {
     /// `size` sequences of one length drawn from `task` with the run's `seed` (see the
     /// module doc). The file task has a fixed eval split: its first `size` records. Fewer
     /// than `size` when the split, or the most common length, has fewer.
-    pub fn new(task: &Task, size: usize, seed: u64, device: &Device) -> Self {
+    pub(crate) fn of_tokens(task: &Task, size: usize, seed: u64, device: &Device) -> Self {
         let seed = mix_seed(seed, PROBE_STREAM);
         let mut examples = task.eval_set(size, seed);
         examples.truncate(size);
@@ -111,11 +114,11 @@ impl Probe {
 
     /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences,
     /// or of `treebank`'s when given, with one number of words (the most common, ties the
-    /// longer, as [`Probe::new`] picks), read by `tokenizer` ([`PieceSentences`]; fewer when
+    /// longer, as [`Probe::of_tokens`] picks), read by `tokenizer` ([`PieceSentences`]; fewer when
     /// some are over `max_positions` pieces). Its examples are word-level: the sentences'
     /// word ids ([`PieceSentences::names`]), with `[CLS]` and `[SEP]` as the two ids after
     /// them, named so in `token_names`.
-    pub fn of_words(
+    pub(crate) fn of_pieces(
         task: &Task,
         treebank: Option<&[TreebankSentence]>,
         tokenizer: &WordPieces,
@@ -164,6 +167,43 @@ impl Probe {
             token_names: Some(token_names),
             pieces: Some(pieces),
         })
+    }
+
+    /// The probe's examples as the model reads them, where they can be scored as they are:
+    /// a task's tokens; `None` for a probe of words, whose examples are word-level (the model
+    /// reads their pieces, and an imported masked-LM is scored on its masked words instead).
+    pub fn scorable_examples(&self) -> Option<&[Example]> {
+        match self.pieces {
+            Some(_) => None,
+            None => Some(&self.examples),
+        }
+    }
+
+    /// For a probe of words (a model that reads word pieces), the name of each word id and
+    /// of `[CLS]` and `[SEP]` (`summary.json`'s `probe_token_names`: the ids are the probe's
+    /// own); `None` for a probe of a task's tokens, whose names are the task's.
+    pub fn word_names(&self) -> Option<Vec<String>> {
+        self.pieces.as_ref().and(self.token_names.clone())
+    }
+
+    /// For a probe of words, each sentence's words as ids into [`Probe::word_names`]; `None`
+    /// for a probe of a task's tokens.
+    pub fn word_ids(&self) -> Option<&[Vec<u32>]> {
+        self.pieces.as_ref().map(|pieces| pieces.ids.as_slice())
+    }
+
+    /// For a probe of words, each sentence's punctuation (its words labelled `punct`, as a
+    /// treebank labels them) at their word-level positions, after `[CLS]`; `None` for a
+    /// probe of a task's tokens.
+    pub fn punctuation(&self) -> Option<Vec<Vec<usize>>> {
+        let pieces = self.pieces.as_ref()?;
+        let of_tree = |tree: &TreebankSentence| -> Vec<usize> {
+            (0..tree.words.len())
+                .filter(|&w| tree.relations[w] == "punct")
+                .map(|w| w + 1)
+                .collect()
+        };
+        Some(pieces.trees.iter().map(of_tree).collect())
     }
 
     /// The most word pieces in one probe sentence (the sequence length of the forward pass);
@@ -546,7 +586,7 @@ mod tests {
     fn a_probe_of_a_one_length_task_is_the_first_sequences_drawn() {
         let task = tiny().task;
         let seed = mix_seed(3, PROBE_STREAM);
-        let probe = Probe::new(&task, 7, 3, &Device::flex());
+        let probe = Probe::of_tokens(&task, 7, 3, &Device::flex());
         assert_eq!(probe.examples, task.eval_set(7, seed));
         assert_eq!(probe.tokens.dims(), [7, 6]);
         assert_eq!(probe.seq_len(), 6);
@@ -568,7 +608,7 @@ mod tests {
         .unwrap();
         let task = TaskConfig::File(spec).build(Path::new(".")).unwrap();
         assert_eq!(task.eval_set(3, 0).len(), 20, "the whole eval split");
-        let probe = Probe::new(&task, 3, 0, &Device::flex());
+        let probe = Probe::of_tokens(&task, 3, 0, &Device::flex());
         assert_eq!(probe.examples.len(), 3);
         assert_eq!(probe.tokens.dims(), [3, 3]);
     }

@@ -11,7 +11,8 @@ use run::dir::{LockHolder, RunDirError, RunLock};
 use run::snapshot::{SnapshotError, load_snapshot};
 use run::tokenizer::{TokenizerError, WordPieces};
 use run::{ResolvedRun, RunDir, checkpoint, weights};
-use tasks::conllu::TreebankSentence;
+
+use crate::load::reading::Reading;
 
 /// A run ready to be measured.
 #[derive(Debug)]
@@ -28,12 +29,10 @@ pub struct LoadedRun {
     pub device: Device,
     /// Said when the weights are not the ones asked for (a run still training).
     pub note: Option<String>,
-    /// An imported model's tokenizer (`tokenizer.json` in the run): its probe is read as
-    /// words through it. `None` for headlab's own models, which read the task's tokens.
-    pub tokenizer: Option<WordPieces>,
-    /// Sentences of a treebank to probe an imported model with instead of the task's
-    /// (`inspect --probe-conllu`); `None`: the task's.
-    pub treebank: Option<Vec<TreebankSentence>>,
+    /// How the model reads its input: headlab's own models the task's tokens, an imported
+    /// one word pieces through its tokenizer (`tokenizer.json` in the run), with the
+    /// treebank it is probed with (`inspect --probe-conllu`).
+    pub reading: Reading,
     /// The `task.KEY=VALUE` overrides the probe's task was built with ([`LoadedRun::set_task`]);
     /// empty: the run's own task.
     pub task_overrides: Vec<String>,
@@ -51,14 +50,13 @@ impl LoadedRun {
             .cloned()
             .unwrap_or_else(Device::flex);
         LoadedRun {
+            reading: Reading::of_run(&run, None),
             dir,
             run,
             model: model.valid(),
             weights,
             device,
             note: None,
-            tokenizer: None,
-            treebank: None,
             task_overrides: vec![],
             _lock: None,
         }
@@ -74,7 +72,7 @@ impl LoadedRun {
         if overrides.is_empty() {
             return Ok(());
         }
-        if self.run.config.import.is_none() {
+        if !self.reading.reads_text() {
             return Err(TaskOverrideError::Trained(self.dir.root().to_path_buf()));
         }
         for assignment in overrides {
@@ -166,7 +164,7 @@ pub fn load_on(
         Err(holder) => (None, Some(holder)),
     };
     let run = run_dir.resolve()?;
-    let tokenizer = imported_tokenizer(&run_dir, &run)?;
+    let reading = Reading::of_run(&run, imported_tokenizer(&run_dir, &run)?);
     device.seed(run.config.seed);
     let model = run
         .config
@@ -213,8 +211,7 @@ pub fn load_on(
         weights,
         device,
         note,
-        tokenizer,
-        treebank: None,
+        reading,
         task_overrides: vec![],
         _lock: lock,
     })

@@ -11,13 +11,11 @@
 //! split by the attractor, the noun nearest the verb between it and its subject: `none`,
 //! `same` number as the subject, or `different`. Word accuracy (the most probable word is the
 //! verb itself) is given beside it. An imported masked-LM reads the same sentences as its
-//! word pieces ([`agreement_in_pieces`]).
+//! word pieces.
 
 use crate::load::context::MeasureContext;
-use crate::load::piece_pairs::mask_in_pieces;
-use crate::load::sentences::PieceProbeError;
+use crate::load::reading::ReadingError;
 use run::tensor_file::HostTensor;
-use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
 use tasks::batch::{Batch, mix_seed};
 use tasks::{Example, ParsedSentence, Relation, Task, WordClass};
@@ -40,7 +38,8 @@ pub struct Agreement {
     /// Per kind of attractor: `none`, `same`, `different`, in that order.
     pub cases: Vec<AttractorCase>,
     /// For an imported masked-LM: verbs left out because the verb or its other form is not
-    /// one piece of the vocabulary, or the sentence is too long ([`mask_in_pieces`]).
+    /// one piece of the vocabulary, or the sentence is too long
+    /// ([`crate::load::piece_pairs::mask_in_pieces`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verbs_left_out: Option<usize>,
 }
@@ -137,56 +136,35 @@ pub fn agreement_items(task: &Task, sentence: &ParsedSentence) -> Vec<AgreementI
         .collect()
 }
 
-/// Agreement per kind of attractor on `task`'s sentences seeded from `seed`; `None` for
-/// tasks without a parse.
-pub fn agreement(context: MeasureContext) -> Option<Agreement> {
-    let items = task_items(context)?;
-    Some(Agreement {
-        sentences: AGREEMENT_SENTENCES,
-        cases: score_items(context, &items),
-        verbs_left_out: None,
-    })
-}
-
-/// [`agreement`] for an imported masked-LM (mask piece `mask`, positions `max_positions`):
-/// the same verbs, each sentence read as `tokenizer`'s pieces with the verb one `[MASK]`, the
-/// two forms compared as pieces. A verb is kept where it and its other form are each one
-/// piece spelled as the word ([`mask_in_pieces`]); the rest are counted in
-/// `verbs_left_out`.
-pub fn agreement_in_pieces(
-    context: MeasureContext,
-    tokenizer: &WordPieces,
-    mask: u32,
-    max_positions: usize,
-) -> Result<Option<Agreement>, PieceProbeError> {
+/// Agreement per kind of attractor on the task's sentences seeded from the run's seed, read
+/// as the model reads them ([`crate::load::reading::Reading::mask_word`]): for an imported
+/// masked-LM each sentence as its pieces with the verb one `[MASK]`, the two forms compared
+/// as pieces, a verb kept where it and its other form are each one piece spelled as the word
+/// (the rest counted in `verbs_left_out`). `None` for tasks without a parse.
+pub fn agreement(context: MeasureContext) -> Result<Option<Agreement>, ReadingError> {
     let (Some(items), Some(names)) = (task_items(context), context.task.token_names()) else {
         return Ok(None);
     };
-    let mut in_pieces = vec![];
+    let reading = context.reading;
+    let mut read = vec![];
     for item in &items {
         let at = (item.position, item.right);
-        let read = mask_in_pieces(
-            &item.example.input,
-            &names,
-            at,
-            tokenizer,
-            mask,
-            max_positions,
-        )?;
-        if let (Some(read), Some(wrong)) = (read, tokenizer.id(&names[item.wrong as usize])) {
-            in_pieces.push(AgreementItem {
-                example: read.example,
-                position: read.position,
-                right: read.answer,
+        let masked = reading.mask_word(&item.example, &names, at)?;
+        if let (Some(masked), Some(wrong)) = (masked, reading.answer_id(&names, item.wrong)) {
+            read.push(AgreementItem {
+                example: masked.example,
+                position: masked.position,
+                right: masked.answer,
                 wrong,
                 attractor: item.attractor,
             });
         }
     }
+    let left_out = items.len() - read.len();
     Ok(Some(Agreement {
         sentences: AGREEMENT_SENTENCES,
-        cases: score_items(context, &in_pieces),
-        verbs_left_out: Some(items.len() - in_pieces.len()),
+        cases: score_items(context, &read),
+        verbs_left_out: reading.may_leave_words_out().then_some(left_out),
     }))
 }
 

@@ -57,14 +57,19 @@ pub struct ClassAgainstCeiling {
 }
 
 /// The model against the ceiling on `task`'s masked examples seeded from `seed`; `None`
-/// for tasks without a ceiling (every task but `grammar`).
+/// for tasks without a ceiling (every task but `grammar`), and for a model whose outputs are
+/// not the task's own classes (an imported one predicts word pieces).
 pub fn ceiling(context: MeasureContext) -> Option<Ceiling> {
     let MeasureContext {
         model,
+        reading,
         task,
         seed,
         device,
     } = context;
+    if !reading.outputs_task_classes() {
+        return None;
+    }
     let seed = mix_seed(seed, CEILING_STREAM);
     let bayes = task.ceiling(CEILING_EXAMPLES, seed);
     if bayes.is_empty() {

@@ -138,10 +138,7 @@ pub fn measure_heads(
     let outputs = eval.map(|eval| {
         let (_, base) = evaluate(model, eval, device, None);
         // A probe of words scores nothing; its masked words (the eval set) are scored instead.
-        let attributed = match probe.pieces {
-            Some(_) => eval,
-            None => &probe.examples,
-        };
+        let attributed = probe.scorable_examples().unwrap_or(eval);
         let attribution = mean_direct_attribution(model, attributed, device);
         let importance = gradient_importance(model, eval, device);
         let drops: Vec<f64> = (0..model.n_layers() * n_heads)

@@ -8,12 +8,11 @@
 //!
 //! A masked word reads as the task's `<mask>` token for a model headlab trained, and as
 //! `[MASK]` in place of every one of its pieces for an imported one (whole-word masking, so
-//! the word keeps its pieces' positions).
+//! the word keeps its pieces' positions): the model's reading hides it
+//! ([`crate::load::reading::ReadSentences::masked`]).
 
 use serde::{Deserialize, Serialize};
 use tasks::batch::mix_seed;
-
-use crate::load::sentences::PieceSentences;
 
 /// Stream of the masks' draws, apart from every other stream of a report.
 pub const RELATION_MASK_STREAM: u64 = u64::MAX - 8;
@@ -64,27 +63,6 @@ pub fn masked_positions(masks: &[Vec<bool>]) -> Vec<Vec<u16>> {
         .collect()
 }
 
-/// `words` with the masked ones replaced by `mask_token`.
-pub fn mask_words(words: &[u32], mask: &[bool], mask_token: u32) -> Vec<u32> {
-    words
-        .iter()
-        .zip(mask)
-        .map(|(&word, &hidden)| if hidden { mask_token } else { word })
-        .collect()
-}
-
-/// Replaces every piece of each masked word of `sentences` by `mask_piece` (whole-word
-/// masking; positions and word spans stay as they were).
-pub fn mask_pieces(sentences: &mut PieceSentences, masks: &[Vec<bool>], mask_piece: u32) {
-    for (encoded, mask) in sentences.encoded.iter_mut().zip(masks) {
-        for (id, word) in encoded.ids.iter_mut().zip(&encoded.words) {
-            if word.is_some_and(|w| mask[w]) {
-                *id = mask_piece;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,12 +82,11 @@ mod tests {
     }
 
     #[test]
-    fn positions_and_words_follow_the_mask() {
+    fn positions_follow_the_mask() {
         let mask = vec![false, true, false, true];
         assert_eq!(
             masked_positions(std::slice::from_ref(&mask)),
             vec![vec![1u16, 3]]
         );
-        assert_eq!(mask_words(&[5, 6, 7, 8], &mask, 1), vec![5, 1, 7, 1]);
     }
 }

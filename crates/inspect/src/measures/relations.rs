@@ -28,21 +28,18 @@
 use std::collections::BTreeMap;
 
 use crate::load::context::MeasureContext;
-use crate::load::sentences::{PieceProbeError, PieceSentences};
-use crate::measures::relation_categories::{CATEGORIES, category_name};
+use crate::load::reading::{ReadSentences, ReadingError};
+use crate::measures::relation_categories::{CATEGORIES, category_name, word_categories};
 pub use crate::measures::relation_categories::{
     OBJECT_PAST_A_NOUN, PAST_A_NOUN, categories, category_names,
 };
 use crate::measures::relation_intervals::{RelationIntervals, SentenceCredits, relation_intervals};
-use crate::measures::relation_masks::{
-    RelationMasking, mask_pieces, mask_words, masked_positions, training_masks,
-};
+use crate::measures::relation_masks::{RelationMasking, masked_positions, training_masks};
 use run::tensor_file::HostTensor;
-use run::tokenizer::WordPieces;
 use serde::{Deserialize, Serialize};
-use tasks::batch::{Batch, mix_seed};
+use tasks::ParsedSentence;
+use tasks::batch::mix_seed;
 use tasks::conllu::TreebankSentence;
-use tasks::{Example, ParsedSentence};
 
 /// Sentences scored per report: enough arcs of every relation for fractions to about two
 /// points (a relation on a quarter of 512 sentences still has over 100 arcs).
@@ -65,9 +62,6 @@ pub fn parse_relation_sentences(text: &str) -> Result<usize, String> {
 /// Stream of the relation sentences, apart from the probe (`u64::MAX - 1`), the evaluation
 /// set (`u64::MAX`) and the training batches.
 pub const RELATION_STREAM: u64 = u64::MAX - 2;
-
-/// Sentences per forward pass: bounds the cached activations held at once.
-const RELATION_CHUNK: usize = 64;
 
 /// One head's two scores on one relation, each the fraction of the relation's arcs it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -331,33 +325,15 @@ impl RelationHits {
         let scored: Vec<(usize, Vec<ScoredArc>)> = trees
             .iter()
             .map(|tree| {
-                let is_noun = |position: usize| {
-                    (0..tree.words.len())
-                        .any(|w| tree.relations[w] == "det" && tree.heads[w] == position + 1)
-                };
                 let arcs = (0..tree.words.len())
                     .filter(|&w| tree.heads[w] > 0)
-                    .map(|w| {
-                        let (dependent, head) = (w, tree.heads[w] - 1);
-                        let relation = tree.relations[w].as_str();
-                        let mut labels = vec![self.label(relation)];
-                        let extra = match relation {
-                            "nsubj" => Some(PAST_A_NOUN),
-                            "dobj" => Some(OBJECT_PAST_A_NOUN),
-                            _ => None,
-                        };
-                        let (low, high) = (dependent.min(head), dependent.max(head));
-                        if let Some(extra) = extra
-                            && is_noun(dependent)
-                            && (low + 1..high).any(is_noun)
-                        {
-                            labels.push(self.label(extra));
-                        }
-                        ScoredArc {
-                            dependent,
-                            head,
-                            labels,
-                        }
+                    .map(|w| ScoredArc {
+                        dependent: w,
+                        head: tree.heads[w] - 1,
+                        labels: word_categories(tree, w)
+                            .into_iter()
+                            .map(|name| self.label(name))
+                            .collect(),
                     })
                     .collect();
                 (tree.words.len(), arcs)
@@ -544,136 +520,65 @@ pub fn score_relations(patterns: &[HostTensor], sentences: &[ParsedSentence]) ->
     hits.scores()
 }
 
-/// Runs `model` on `count` of `task`'s parsed sentences (seeded from the run's `seed`, apart
-/// from the probe; [`RELATION_SENTENCES`] in a report unless `inspect --relation-sentences`
-/// says otherwise) and scores every head; with the sentences scored, as trees of named words
-/// (`relation-sentences.conllu`); `None` for tasks without parses.
-/// With `mask_fraction`, the sentences are masked as in training ([`crate::measures::relation_masks`]).
-pub fn measure_relations(
-    context: MeasureContext,
-    count: usize,
-    mask_fraction: Option<f64>,
-) -> Option<(Relations, Vec<TreebankSentence>)> {
-    let MeasureContext {
-        model,
-        task,
-        seed,
-        device,
-    } = context;
-    let sentences = task.parsed_sentences(count, mix_seed(seed, RELATION_STREAM));
-    if sentences.is_empty() {
-        return None;
-    }
-    let lengths: Vec<usize> = sentences.iter().map(|s| s.words.len()).collect();
-    let masks = mask_fraction.map(|fraction| training_masks(&lengths, fraction, seed));
-    let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
-    for (c, chunk) in sentences.chunks(RELATION_CHUNK).enumerate() {
-        let examples: Vec<Example> = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, sentence)| Example {
-                input: match &masks {
-                    Some(masks) => {
-                        let mask = &masks[c * RELATION_CHUNK + i];
-                        mask_words(&sentence.words, mask, tasks::Task::MASK_TOKEN)
-                    }
-                    None => sentence.words.clone(),
-                },
-                target: vec![None; sentence.words.len()],
-            })
-            .collect();
-        // Padded to the chunk's longest sentence, the padding masked as keys.
-        let batch = Batch::new(&examples, device);
-        let (_, cache) = model.forward_with_cache(batch.encoder_input());
-        let patterns: Vec<HostTensor> = cache
-            .layers
-            .into_iter()
-            .map(|layer| HostTensor::of(layer.pattern)) // [chunk, heads, seq, seq]
-            .collect();
-        hits.add(&patterns, chunk);
-    }
-    // The words by name (a grammar's always have names; ids stand in otherwise).
-    let names: Vec<String> = task
-        .token_names()
-        .unwrap_or_else(|| (0..task.input_vocab()).map(|id| id.to_string()).collect());
-    let trees = sentences
-        .iter()
-        .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
-        .collect();
-    let mut relations = hits.scores();
-    relations.masking = mask_fraction
-        .zip(masks)
-        .map(|(fraction, masks)| RelationMasking {
-            fraction,
-            masked: masked_positions(&masks),
-        });
-    Some((relations, trees))
-}
-
 /// Most treebank sentences scored: the probe's memory bound aside, a treebank's whole
 /// development set (UD English EWT's has 2001 sentences) in a minute or two on a CPU.
 pub const MAX_TREEBANK_SENTENCES: usize = 4096;
 
-/// [`measure_relations`] for a model that reads word pieces: the same sentences (seeded
-/// from `seed`, `count` of them or [`RELATION_SENTENCES`]), or the first `count` (or
-/// [`MAX_TREEBANK_SENTENCES`]) of `treebank` when given, read by
-/// its tokenizer ([`PieceSentences`]), scored on word-level attention with `[CLS]` before
-/// the words. Sentences over `max_positions` pieces are left out
-/// ([`PieceSentences::too_long`] says how many). Returns the scores and the sentences as
-/// pieces, whole (masked or not when scored).
-pub fn measure_word_relations(
+/// Runs the model on `count` of the task's parsed sentences (seeded from the run's seed,
+/// apart from the probe; [`RELATION_SENTENCES`] unless `inspect --relation-sentences` says
+/// otherwise), or on the first `count` (at most [`MAX_TREEBANK_SENTENCES`]) of the treebank
+/// an imported model is probed with, read as the model reads ([`Reading::relation_sentences`]:
+/// an imported model's sentences over its positions are left out and counted), and scores
+/// every head on its word-level attention. With `mask_fraction`, the sentences are masked as
+/// in training ([`crate::measures::relation_masks`]). Returns the scores and the sentences,
+/// whole; `None` for tasks without parses.
+pub fn measure_relations(
     context: MeasureContext,
-    tokenizer: &WordPieces,
-    max_positions: usize,
-    treebank: Option<&[TreebankSentence]>,
     count: Option<usize>,
     mask_fraction: Option<f64>,
-) -> Result<Option<(Relations, PieceSentences)>, PieceProbeError> {
+) -> Result<Option<(Relations, ReadSentences)>, ReadingError> {
     let MeasureContext {
         model,
+        reading,
         task,
         seed,
         device,
     } = context;
-    let pieces = match treebank {
-        Some(trees) => {
-            let count = count.unwrap_or(MAX_TREEBANK_SENTENCES);
-            let trees = trees[..trees.len().min(count)].to_vec();
-            PieceSentences::of_treebank(trees, tokenizer, max_positions)?
+    let counts = (
+        count.unwrap_or(RELATION_SENTENCES),
+        count.unwrap_or(MAX_TREEBANK_SENTENCES),
+    );
+    let seeded = mix_seed(seed, RELATION_STREAM);
+    let Some(sentences) = reading.relation_sentences(task, counts, seeded)? else {
+        return Ok(None);
+    };
+    // What the model reads: the sentences, or a copy with the masked words hidden (the
+    // sentences returned stay whole, for measures that mask words of their own).
+    let (masking, masked);
+    let read = match mask_fraction {
+        Some(fraction) => {
+            let mask = reading.mask()?;
+            let lengths: Vec<usize> = sentences.trees().iter().map(|t| t.words.len()).collect();
+            let masks = training_masks(&lengths, fraction, seed);
+            masking = Some(RelationMasking {
+                fraction,
+                masked: masked_positions(&masks),
+            });
+            masked = sentences.masked(&masks, mask);
+            &masked
         }
         None => {
-            let seed = mix_seed(seed, RELATION_STREAM);
-            let count = count.unwrap_or(RELATION_SENTENCES);
-            let sentences = task.parsed_sentences(count, seed);
-            if sentences.is_empty() {
-                return Ok(None);
-            }
-            PieceSentences::of_task(task, sentences, tokenizer, max_positions)?
+            masking = None;
+            &sentences
         }
     };
-    // What the model reads: the pieces, or a copy with masked words' pieces `[MASK]` (the
-    // pieces returned stay whole, for measures that mask words of their own).
-    let mut read = pieces.clone();
-    let mut masking = None;
-    if let Some(fraction) = mask_fraction {
-        let mask_piece = tokenizer
-            .id("[MASK]")
-            .ok_or_else(|| PieceProbeError::NoMaskPiece(tokenizer.path().display().to_string()))?;
-        let lengths: Vec<usize> = pieces.trees.iter().map(|t| t.words.len()).collect();
-        let masks = training_masks(&lengths, fraction, seed);
-        mask_pieces(&mut read, &masks, mask_piece);
-        masking = Some(RelationMasking {
-            fraction,
-            masked: masked_positions(&masks),
-        });
-    }
     let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
-    read.each_chunk(model, device, |patterns, trees| {
-        hits.add_trees_at(patterns, trees, 1);
+    read.each_chunk(model, device, |patterns, trees, first| {
+        hits.add_trees_at(patterns, trees, first);
     });
     let mut relations = hits.scores();
     relations.masking = masking;
-    Ok(Some((relations, pieces)))
+    Ok(Some((relations, sentences)))
 }
 
 /// Credit for `target` being the most-attended position of `row`: `1/k` when it is one of
@@ -1078,6 +983,49 @@ mod tests {
             assert_eq!((r.arcs, r.baseline), (s.arcs, s.baseline));
             assert_eq!(r.heads[0], s.heads[0], "head 0 attends to itself in both");
         }
+    }
+
+    /// A model that reads its task's tokens is scored through the same tree path as an
+    /// imported one ([`RelationHits::add_trees_at`] on the sentences written as trees): on
+    /// the grammar's own sentences (ditransitive, so both categories past a noun occur) it
+    /// counts exactly what the arcs of the parsed sentences count.
+    #[test]
+    fn grammar_sentences_score_the_same_as_parses_and_as_trees() {
+        let spec = tasks::GrammarSpec {
+            ditransitive_prob: 0.5,
+            ..Default::default()
+        };
+        let task = tasks::TaskConfig::Grammar(spec)
+            .build(std::path::Path::new("."))
+            .unwrap();
+        let names = task.token_names().unwrap();
+        let sentences = task.parsed_sentences(40, 3);
+        let seq = sentences.iter().map(|s| s.words.len()).max().unwrap();
+        // Attention that varies with the sentence, head and query, padding included.
+        let rows = |b: usize, h: usize, q: usize| -> Vec<f32> {
+            (0..seq)
+                .map(|k| ((b * 7 + h * 5 + q * 3 + k * 11) % 13) as f32)
+                .collect()
+        };
+        let patterns = [
+            layer(40, 3, seq, rows),
+            layer(40, 3, seq, |b, h, q| rows(q, b, h)),
+        ];
+        let mut parsed = RelationHits::new(2, 3);
+        parsed.add(&patterns, &sentences);
+        let trees: Vec<TreebankSentence> = sentences
+            .iter()
+            .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
+            .collect();
+        let mut read = RelationHits::new(2, 3);
+        read.add_trees_at(&patterns, &trees, 0);
+        assert_eq!(parsed, read);
+        let past = read.arcs[read
+            .labels
+            .iter()
+            .position(|l| l == OBJECT_PAST_A_NOUN)
+            .unwrap()];
+        assert!(past > 0, "the sentences have objects past a noun");
     }
 
     #[test]

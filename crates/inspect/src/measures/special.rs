@@ -39,18 +39,7 @@ pub fn probe_special_attention(
     probe: &Probe,
     layers: &[LayerProbe],
 ) -> Option<Vec<SpecialAttention>> {
-    let pieces = probe.pieces.as_ref()?;
-    // Each sentence's punctuation at its word-level position (after [CLS]).
-    let punctuation: Vec<Vec<usize>> = pieces
-        .trees
-        .iter()
-        .map(|tree| {
-            (0..tree.words.len())
-                .filter(|&w| tree.relations[w] == "punct")
-                .map(|w| w + 1)
-                .collect()
-        })
-        .collect();
+    let punctuation = probe.punctuation()?;
     Some(special_attention(layers, &punctuation))
 }
 

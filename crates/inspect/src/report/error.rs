@@ -5,16 +5,16 @@ use run::tensor_file::TensorFileError;
 
 use crate::circuits::CircuitError;
 use crate::draw::figures::FigureError;
-use crate::load::probe::ProbeSizeError;
-use crate::load::sentences::PieceProbeError;
+use crate::load::reading::ReadingError;
 use crate::report::dir::WriteError;
 
 /// A report that could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// A probe batch too large for the run.
+    /// A probe batch too large for the run, or input the model cannot read (sentences its
+    /// tokenizer cannot read as words, a mask it does not have).
     #[error(transparent)]
-    ProbeSize(#[from] ProbeSizeError),
+    Reading(#[from] ReadingError),
     /// A tensor file.
     #[error(transparent)]
     Tensors(#[from] TensorFileError),
@@ -27,9 +27,6 @@ pub enum ReportError {
     /// A circuit whose eigenvalues did not converge.
     #[error(transparent)]
     Circuits(#[from] CircuitError),
-    /// Probe sentences the model's tokenizer could not read as words.
-    #[error(transparent)]
-    Words(#[from] PieceProbeError),
     /// Another file.
     #[error(transparent)]
     Write(#[from] WriteError),

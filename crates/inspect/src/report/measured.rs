@@ -5,16 +5,15 @@
 use burn::module::Module;
 use run::snapshot::HeadTensorsByLayer;
 use tasks::Example;
-use tasks::batch::EVAL_CHUNK;
 
 use crate::circuits::{Circuits, rollout};
 use crate::interventions::ablation::ablation_drops;
-use crate::interventions::patching::{Patching, patching, patching_in_pieces};
+use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
 use crate::interventions::relation_ablation;
 use crate::load::context::MeasureContext;
-use crate::load::masked_words::MaskedWords;
 use crate::load::probe::{LayerProbe, Probe};
+use crate::load::reading::Scoring;
 use crate::load::run::LoadedRun;
 use crate::measures::agreement::{self, Agreement};
 use crate::measures::ceiling::{self, Ceiling};
@@ -91,8 +90,10 @@ impl Measured {
 /// dependency relations (if it has parses), measures and ablates every head, compares heads,
 /// prunes, and follows the heads through the run's snapshots. An imported model's output
 /// layer is scored on the probe's masked words where it has a prediction head; what its
-/// report leaves out is said in `summary.left_out` ([`LEFT_OUT_NO_HEAD`],
-/// [`LEFT_OUT_MASKED_LM`]).
+/// report leaves out is said in `summary.left_out`
+/// ([`crate::load::reading::LEFT_OUT_NO_HEAD`], [`crate::load::reading::LEFT_OUT_MASKED_LM`]).
+/// What the model reads, and so which of its measures can run, is its reading's to say
+/// ([`crate::load::reading::Reading`]).
 pub fn measure(
     loaded: &LoadedRun,
     probe: &Probe,
@@ -104,12 +105,11 @@ pub fn measure(
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let Scoring {
-        eval,
-        left_out,
-        mask,
-    } = scoring(loaded, probe);
-    let (relations, relation_sentences) = measure_relations(loaded, context, options, mask)?;
+    let eval_set = || config.eval_examples(&loaded.run.task);
+    let Scoring { eval, left_out } = loaded.reading.scoring(model, &loaded.run, probe, eval_set);
+    // The measures that read the output layer run where it is scored.
+    let scored = eval.is_some();
+    let (relations, relation_sentences) = measure_relations(loaded, context, options, scored)?;
     let (mut heads, eval_token_acc) = measure_heads(
         loaded,
         eval.as_deref(),
@@ -130,24 +130,18 @@ pub fn measure(
         eval_token_acc,
         &outputs,
     );
-    summary.probe_token_names = probe.pieces.as_ref().and(probe.token_names.clone());
+    summary.probe_token_names = probe.word_names();
     summary.special_attention = probe_special_attention(probe, &layers);
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
-    let patching = match options.patching {
-        true => measure_patching(loaded, context, mask)?,
+    let patching = match options.patching && scored {
+        true => patching(context)?,
         false => None,
     };
-    // The ceiling reads the task's own output classes.
-    let trained = config.import.is_none();
-    let ceiling = trained.then(|| ceiling::ceiling(context)).flatten();
-    let agreement = match (&loaded.tokenizer, mask) {
-        (None, _) => agreement::agreement(context),
-        (Some(tokenizer), Some(mask)) => {
-            let max_positions = loaded.run.io.max_seq_len;
-            agreement::agreement_in_pieces(context, tokenizer, mask, max_positions)?
-        }
-        (Some(_), None) => None,
+    let ceiling = ceiling::ceiling(context);
+    let agreement = match scored {
+        true => agreement::agreement(context)?,
+        false => None,
     };
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
@@ -180,142 +174,30 @@ fn layer_similarity(weights: &HeadTensorsByLayer, layers: &[LayerProbe]) -> Vec<
         .collect()
 }
 
-/// `relations.json` and the sentences it scored: on the task's tokens with relation ablation,
-/// or for an imported model on words (of the task's sentences, or of the treebank given),
-/// with relation ablation where it is a masked-LM scored with `mask`; none without parses.
+/// `relations.json` and the sentences it scored (the task's, or the treebank an imported
+/// model is probed with, as the model reads them), with relation ablation where the output
+/// layer is `scored`; none without parses.
 fn measure_relations(
     loaded: &LoadedRun,
     context: MeasureContext,
     options: &ReportOptions,
-    mask: Option<u32>,
+    scored: bool,
 ) -> Result<(Option<Relations>, Vec<TreebankSentence>), ReportError> {
-    let count = options.relation_sentences;
     // Masked as the task masks in training (`inspect --relations-masked`).
     let mask_fraction = match &loaded.run.config.task {
         tasks::TaskConfig::Grammar(spec) if options.relations_masked => Some(spec.mask_fraction),
         _ => None,
     };
-    let scored = match &loaded.tokenizer {
-        Some(tokenizer) => {
-            let max_positions = loaded.run.io.max_seq_len;
-            let treebank = loaded.treebank.as_deref();
-            relations::measure_word_relations(
-                context,
-                tokenizer,
-                max_positions,
-                treebank,
-                count,
-                mask_fraction,
-            )?
-            .map(|(mut relations, pieces)| {
-                // A masked-LM's best heads taken out, on masked words of the sentences.
-                if let Some(mask) = mask {
-                    let ablate = relation_ablation::add_relation_ablation_in_pieces;
-                    ablate(&mut relations, context, &pieces, mask);
-                }
-                (relations, pieces.trees)
-            })
-        }
-        None => {
-            let count = count.unwrap_or(relations::RELATION_SENTENCES);
-            let scored = relations::measure_relations(context, count, mask_fraction);
-            scored.map(|(mut relations, sentences)| {
-                relation_ablation::add_relation_ablation(&mut relations, context);
-                (relations, sentences)
-            })
-        }
+    let count = options.relation_sentences;
+    let Some((mut relations, sentences)) =
+        relations::measure_relations(context, count, mask_fraction)?
+    else {
+        return Ok((None, vec![]));
     };
-    Ok(match scored {
-        Some((relations, sentences)) => (Some(relations), sentences),
-        None => (None, vec![]),
-    })
-}
-
-/// `patching.json`: on the task's minimal pairs, or for an imported masked-LM (its mask
-/// piece `mask`) on them read as its pieces; none for an imported model that is not
-/// scored, or a task without pairs.
-fn measure_patching(
-    loaded: &LoadedRun,
-    context: MeasureContext,
-    mask: Option<u32>,
-) -> Result<Option<Patching>, ReportError> {
-    Ok(match (&loaded.tokenizer, mask) {
-        (None, _) => patching(context),
-        (Some(tokenizer), Some(mask)) => {
-            let max_positions = loaded.run.io.max_seq_len;
-            patching_in_pieces(context, tokenizer, mask, max_positions)?
-        }
-        (Some(_), None) => None,
-    })
-}
-
-/// What the report of an imported `BertModel` leaves out, and why.
-pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, resample), \
-     direct logit attribution, gradient importance, pruning and the logit lens: they score \
-     the output layer on masked words, and a BertModel checkpoint has no prediction head \
-     (a BertForMaskedLM has)";
-
-/// What the report of an imported masked-LM checkpoint leaves out, and why.
-pub const LEFT_OUT_MASKED_LM: &str = "the Bayes ceiling: it reads the grammar task's own \
-     output classes, and the model predicts word pieces; \
-     greedy pruning (H (H + 1) / 2 passes over the masked words, 2628 for 72 heads: the \
-     ranked order is measured), head-to-head path patching (6660 runs for 6 layers of 12 \
-     heads: layer to layer is measured) and head patching at each position (one run per \
-     head and position: whole heads are measured)";
-
-/// What the output layer is scored on, and what the report leaves out.
-struct Scoring {
-    /// The examples the output layer is scored on; none where it is not.
-    eval: Option<Vec<Example>>,
-    /// What the report leaves out, each with why.
-    left_out: Vec<String>,
-    /// An imported masked-LM's mask piece, when it is scored.
-    mask: Option<u32>,
-}
-
-/// A model headlab trained is scored on its task's evaluation set; an imported masked-LM
-/// checkpoint on the probe's sentences, each word masked alone ([`MaskedWords`]), when its
-/// tokenizer has a `[MASK]` piece and a chunk of them fits the memory bound; an imported
-/// `BertModel` is not scored.
-fn scoring(loaded: &LoadedRun, probe: &Probe) -> Scoring {
-    let config = &loaded.run.config;
-    let not_scored = |left_out: Vec<String>| Scoring {
-        eval: None,
-        left_out,
-        mask: None,
-    };
-    let (Some(tokenizer), Some(pieces)) = (&loaded.tokenizer, &probe.pieces) else {
-        return Scoring {
-            eval: Some(config.eval_examples(&loaded.run.task)),
-            left_out: vec![],
-            mask: None,
-        };
-    };
-    if loaded.model.output_transform.is_none() {
-        return not_scored(vec![LEFT_OUT_NO_HEAD.to_string()]);
+    if scored {
+        relation_ablation::add_relation_ablation(&mut relations, context, &sentences)?;
     }
-    let left_out_because = |why: String| {
-        let what = LEFT_OUT_NO_HEAD.split(": they").next().unwrap_or_default();
-        vec![
-            format!("{what}, patching and agreement: {why}"),
-            LEFT_OUT_MASKED_LM.to_string(),
-        ]
-    };
-    let Some(mask) = tokenizer.id("[MASK]") else {
-        let file = tokenizer.path().display();
-        return not_scored(left_out_because(format!("{file} has no [MASK] piece")));
-    };
-    let masked = MaskedWords::of(pieces, mask);
-    let chunk = masked.len().clamp(1, EVAL_CHUNK);
-    if let Err(e) = Probe::check_size_at(chunk, &loaded.run, 1, probe.forward_len()) {
-        let why = format!("a chunk of {chunk} masked sentences is over the memory bound ({e})");
-        return not_scored(left_out_because(why));
-    }
-    Scoring {
-        eval: Some(masked.examples),
-        left_out: vec![LEFT_OUT_MASKED_LM.to_string()],
-        mask: Some(mask),
-    }
+    Ok((Some(relations), sentences.trees().to_vec()))
 }
 
 /// The measures that score the output layer on `eval`: mean and resample ablation drops
@@ -336,8 +218,9 @@ fn measure_outputs(
         .iter()
         .map(|h| h.ablation_drop.unwrap_or(0.0))
         .collect();
-    // The greedy search costs H (H + 1) / 2 evaluations: left out for imported models.
-    let greedy = loaded.run.config.import.is_none();
+    // The greedy search costs H (H + 1) / 2 evaluations: left out where the reading says
+    // per-head detail costs too much (imported models).
+    let greedy = loaded.reading.per_head_detail();
     let pruning = pruning::prune_model(
         model,
         eval,

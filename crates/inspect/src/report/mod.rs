@@ -42,7 +42,9 @@ pub fn write_report(
     out: &Path,
     options: &ReportOptions,
 ) -> Result<Report, ReportError> {
-    let probe = make_probe(loaded, options.probe_size)?;
+    let seed = loaded.run.config.seed;
+    let probe =
+        (loaded.reading).probe(&loaded.run, (options.probe_size, seed), 1, &loaded.device)?;
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
     let measured = measure(loaded, &probe, options)?;
@@ -68,29 +70,6 @@ pub fn write_report(
     files.push(manifest);
 
     Ok(Report { measured, files })
-}
-
-/// The probe of `size` sequences, checked against the memory bound before the model runs
-/// on it: the task's own tokens, or for an imported model its sentences read as words (whose
-/// length in pieces is known only once they are read).
-fn make_probe(loaded: &LoadedRun, size: usize) -> Result<Probe, ReportError> {
-    let run = &loaded.run;
-    let Some(tokenizer) = &loaded.tokenizer else {
-        Probe::check_size(size, run, 1)?;
-        return Ok(Probe::new(&run.task, size, run.config.seed, &loaded.device));
-    };
-    Probe::check_size(size, run, 1)?; // the empty probe, and the bound in words
-    let max_positions = run.io.max_seq_len;
-    let probe = Probe::of_words(
-        &run.task,
-        loaded.treebank.as_deref(),
-        tokenizer,
-        (size, run.config.seed),
-        max_positions,
-        &loaded.device,
-    )?;
-    Probe::check_size_at(size, run, 1, probe.forward_len())?;
-    Ok(probe)
 }
 
 /// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer

@@ -312,12 +312,15 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
     let comparison =
         inspect::compare::compare(&loaded, dir, probe_size, false).map_err(|e| e.to_string())?;
     // The null on the same probe: untrained models, each seeded as its run was.
-    let probe = Probe::new(
-        &reference.run.task,
-        probe_size,
-        reference.run.config.seed,
-        &reference.device,
-    );
+    let seed = reference.run.config.seed;
+    let probe = (reference.reading)
+        .probe(
+            &reference.run,
+            (probe_size, seed),
+            loaded.len(),
+            &reference.device,
+        )
+        .map_err(|e| e.to_string())?;
     let tokens = probe.token_ids();
     let n_layers = reference.model.n_layers();
     let mut untrained: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); n_layers];
@@ -342,11 +345,13 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
         }
         let context = MeasureContext {
             model: &model,
+            reading: &run.reading,
             task: &run.run.task,
             seed: run.run.config.seed,
             device: &device,
         };
-        let scored = measure_relations(context, RELATION_SENTENCES, None);
+        let scored = measure_relations(context, Some(RELATION_SENTENCES), None);
+        let scored = scored.map_err(|e| e.to_string())?;
         untrained_relations.extend(scored.map(|(relations, _)| relations));
     }
     Ok(Matched {

@@ -1,0 +1,642 @@
+//! How a model reads its input, decided once, when its run is loaded ([`Reading`]): a model
+//! headlab trained reads its task's token ids; an imported checkpoint reads word pieces
+//! through its own tokenizer, and what it attends to is taken back to words
+//! ([`crate::load::words`]). Every measure has one entry point that takes the reading with
+//! its [`crate::load::context::MeasureContext`] and asks it for its input: the probe
+//! ([`Reading::probe`]), parsed sentences ([`Reading::relation_sentences`], read in chunks by
+//! [`ReadSentences::each_chunk`]), a sentence with one word masked
+//! ([`Reading::mask_word`]), minimal pairs ([`Reading::read_pairs`]), the masked words of the
+//! relation ablation ([`Reading::masked_relation_words`]) and the examples the output layer
+//! is scored on ([`Reading::scoring`]). This file is the one place that tells the two
+//! readings apart.
+
+use std::path::Path;
+
+use burn::prelude::*;
+use model::Encoder;
+use run::ResolvedRun;
+use run::tensor_file::HostTensor;
+use run::tokenizer::WordPieces;
+use tasks::batch::{Batch, EVAL_CHUNK};
+use tasks::conllu::TreebankSentence;
+use tasks::{Example, MinimalPair, PairKind, Task};
+
+use crate::load::masked_words::MaskedWords;
+use crate::load::piece_pairs::{PiecePairs, mask_in_pieces};
+use crate::load::probe::{Probe, ProbeSizeError};
+use crate::load::sentences::{PieceProbeError, PieceSentences};
+
+/// Sentences per forward pass when a model reads its task's tokens: bounds the cached
+/// activations held at once ([`PieceSentences::each_chunk`] has its own, for pieces).
+const TOKEN_CHUNK: usize = 64;
+
+/// How a model reads its input.
+#[derive(Debug)]
+pub enum Reading {
+    /// A model headlab trained: its task's token ids, the words at positions `0..n`.
+    Tokens,
+    /// An imported checkpoint: word pieces through its tokenizer, `[CLS]` before the words.
+    Pieces(PieceReading),
+}
+
+/// What an imported model reads with.
+#[derive(Debug)]
+pub struct PieceReading {
+    /// The checkpoint's tokenizer (`tokenizer.json` in the run).
+    pub tokenizer: WordPieces,
+    /// Its `[MASK]` piece, where it has one.
+    pub mask: Option<u32>,
+    /// The most pieces one sequence may hold (the model's positions).
+    pub max_positions: usize,
+    /// A treebank's sentences to probe with instead of the task's (`inspect
+    /// --probe-conllu`); `None`: the task's.
+    pub treebank: Option<Vec<TreebankSentence>>,
+}
+
+/// A reading that cannot do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadingError {
+    /// A treebank given to a model that reads its task's tokens.
+    #[error(
+        "--probe-conllu needs a model that reads text: {0} reads its task's own tokens; import \
+         a checkpoint with `headlab import` and inspect that"
+    )]
+    TreebankForTokens(String),
+    /// Sentences that cannot be read as word pieces.
+    #[error(transparent)]
+    Pieces(#[from] PieceProbeError),
+    /// A probe over the memory bound.
+    #[error(transparent)]
+    Size(#[from] ProbeSizeError),
+    /// A treebank that cannot be read.
+    #[error(transparent)]
+    Treebank(#[from] tasks::conllu::ConlluError),
+}
+
+/// What the output layer is scored on, and what a report leaves out.
+#[derive(Debug, Clone)]
+pub struct Scoring {
+    /// The examples the output layer is scored on; none where it is not.
+    pub eval: Option<Vec<Example>>,
+    /// What the report leaves out, each with why.
+    pub left_out: Vec<String>,
+}
+
+/// What the report of an imported `BertModel` leaves out, and why.
+pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, resample), \
+     direct logit attribution, gradient importance, pruning and the logit lens: they score \
+     the output layer on masked words, and a BertModel checkpoint has no prediction head \
+     (a BertForMaskedLM has)";
+
+/// What the report of an imported masked-LM checkpoint leaves out, and why.
+pub const LEFT_OUT_MASKED_LM: &str = "the Bayes ceiling: it reads the grammar task's own \
+     output classes, and the model predicts word pieces; \
+     greedy pruning (H (H + 1) / 2 passes over the masked words, 2628 for 72 heads: the \
+     ranked order is measured), head-to-head path patching (6660 runs for 6 layers of 12 \
+     heads: layer to layer is measured) and head patching at each position (one run per \
+     head and position: whole heads are measured)";
+
+/// Minimal pairs as the model reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadPairs {
+    /// The pairs kept.
+    pub pairs: Vec<MinimalPair>,
+    /// Pairs left out because they do not line up in the model's pieces; `None` for a model
+    /// that reads its task's tokens, which reads every pair.
+    pub left_out: Option<usize>,
+}
+
+/// A task sentence with one word masked, as the model reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaskedWord {
+    /// The sentence, the word masked and scored against `answer`.
+    pub example: Example,
+    /// Where the masked word (its one piece) is.
+    pub position: usize,
+    /// The word (its piece) the mask hides.
+    pub answer: u32,
+}
+
+/// Masked words of parsed sentences, for the relation ablation: the examples, and for every
+/// scored position (in example order, then position) the sentence and word it hides.
+#[derive(Debug, Clone)]
+pub struct MaskedSentenceWords {
+    /// The masked examples.
+    pub examples: Vec<Example>,
+    /// Per scored position: (sentence in `trees`, word, 0-based).
+    pub targets: Vec<(usize, usize)>,
+    /// The sentences, unmasked.
+    pub trees: Vec<TreebankSentence>,
+}
+
+/// Parsed sentences as the model reads them (see [`Reading::relation_sentences`]).
+#[derive(Debug, Clone)]
+pub enum ReadSentences {
+    /// Task sentences as token ids.
+    Tokens {
+        /// Each sentence's word ids.
+        ids: Vec<Vec<u32>>,
+        /// The sentences as trees of named words.
+        trees: Vec<TreebankSentence>,
+    },
+    /// Sentences as word pieces.
+    Pieces(PieceSentences),
+}
+
+impl Reading {
+    /// The reading of `run`: its tokenizer's pieces when it was imported (`tokenizer`),
+    /// else its task's tokens.
+    pub fn of_run(run: &ResolvedRun, tokenizer: Option<WordPieces>) -> Self {
+        match tokenizer {
+            None => Reading::Tokens,
+            Some(tokenizer) => Reading::Pieces(PieceReading {
+                mask: tokenizer.id("[MASK]"),
+                tokenizer,
+                max_positions: run.io.max_seq_len,
+                treebank: None,
+            }),
+        }
+    }
+
+    /// Whether the model reads text (word pieces), so it can be probed with any sentences.
+    pub fn reads_text(&self) -> bool {
+        matches!(self, Reading::Pieces(_))
+    }
+
+    /// The tokenizer, for a model that reads word pieces.
+    pub fn tokenizer(&self) -> Option<&WordPieces> {
+        match self {
+            Reading::Tokens => None,
+            Reading::Pieces(pieces) => Some(&pieces.tokenizer),
+        }
+    }
+
+    /// Probes with the sentences of the treebank at `path` (CoNLL-U) instead of the task's;
+    /// refused, before the file is read, for a model that reads its task's tokens (`run`
+    /// names it).
+    pub fn probe_with(&mut self, path: &Path, run: &Path) -> Result<(), ReadingError> {
+        match self {
+            Reading::Tokens => Err(ReadingError::TreebankForTokens(run.display().to_string())),
+            Reading::Pieces(pieces) => {
+                pieces.treebank = Some(tasks::conllu::read(path)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the measures that cost one pass per head and position, or per pair of heads
+    /// (greedy pruning, head-to-head path patching, head patching at each position), run:
+    /// for headlab's models; an imported model's 72 heads and more would take thousands.
+    pub fn per_head_detail(&self) -> bool {
+        matches!(self, Reading::Tokens)
+    }
+
+    /// Whether the model's outputs are its task's own classes (what the Bayes ceiling
+    /// reads); an imported model predicts word pieces.
+    pub fn outputs_task_classes(&self) -> bool {
+        matches!(self, Reading::Tokens)
+    }
+
+    /// Whether reading a task's words can leave some out (a word that is not one piece),
+    /// so a measure says how many it left out.
+    pub fn may_leave_words_out(&self) -> bool {
+        matches!(self, Reading::Pieces(_))
+    }
+
+    /// The probe of `size` sequences, checked against the memory bound of `runs` runs
+    /// probed together before the model runs on it: the task's own tokens (`seed` the run's),
+    /// or its sentences (or the treebank's) read as words, whose length in pieces is known
+    /// only once they are read.
+    pub fn probe(
+        &self,
+        run: &ResolvedRun,
+        (size, seed): (usize, u64),
+        runs: usize,
+        device: &Device,
+    ) -> Result<Probe, ReadingError> {
+        Probe::check_size(size, run, runs)?; // the empty probe, and the bound in words
+        let probe = match self {
+            Reading::Tokens => Probe::of_tokens(&run.task, size, seed, device),
+            Reading::Pieces(pieces) => Probe::of_pieces(
+                &run.task,
+                pieces.treebank.as_deref(),
+                &pieces.tokenizer,
+                (size, seed),
+                pieces.max_positions,
+                device,
+            )?,
+        };
+        Probe::check_size_at(size, run, runs, probe.forward_len())?;
+        Ok(probe)
+    }
+
+    /// Parsed sentences to score relations on: `count` of `task`'s, drawn from `seed` (a
+    /// measure's stream), or for a model probed with a treebank its first `count` (at most
+    /// `treebank_count`). `None` for a task without parses.
+    pub fn relation_sentences(
+        &self,
+        task: &Task,
+        (count, treebank_count): (usize, usize),
+        seed: u64,
+    ) -> Result<Option<ReadSentences>, ReadingError> {
+        if let Reading::Pieces(PieceReading {
+            treebank: Some(trees),
+            tokenizer,
+            max_positions,
+            ..
+        }) = self
+        {
+            let trees = trees[..trees.len().min(treebank_count)].to_vec();
+            let pieces = PieceSentences::of_treebank(trees, tokenizer, *max_positions)?;
+            return Ok(Some(ReadSentences::Pieces(pieces)));
+        }
+        let sentences = task.parsed_sentences(count, seed);
+        if sentences.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(match self {
+            Reading::Tokens => {
+                // The words by name (a grammar's always have names; ids stand in otherwise).
+                let names: Vec<String> = task
+                    .token_names()
+                    .unwrap_or_else(|| (0..task.input_vocab()).map(|id| id.to_string()).collect());
+                let trees = sentences
+                    .iter()
+                    .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
+                    .collect();
+                let ids = sentences.into_iter().map(|s| s.words).collect();
+                ReadSentences::Tokens { ids, trees }
+            }
+            Reading::Pieces(pieces) => ReadSentences::Pieces(PieceSentences::of_task(
+                task,
+                sentences,
+                &pieces.tokenizer,
+                pieces.max_positions,
+            )?),
+        }))
+    }
+
+    /// The mask a word is hidden behind: the task's `<mask>` token, or the `[MASK]` piece.
+    pub fn mask(&self) -> Result<u32, ReadingError> {
+        match self {
+            Reading::Tokens => Ok(Task::MASK_TOKEN),
+            Reading::Pieces(pieces) => pieces.mask.ok_or_else(|| {
+                let file = pieces.tokenizer.path().display().to_string();
+                ReadingError::Pieces(PieceProbeError::NoMaskPiece(file))
+            }),
+        }
+    }
+
+    /// The task sentence `input` (ids named by `names`) with `answer` at word `position`,
+    /// that word masked: as it is for a model that reads the task's tokens; read as pieces
+    /// for an imported one, `None` where the word is not one piece or the sentence does not
+    /// fit ([`mask_in_pieces`]).
+    pub fn mask_word(
+        &self,
+        example: &Example,
+        names: &[String],
+        (position, answer): (usize, u32),
+    ) -> Result<Option<MaskedWord>, ReadingError> {
+        match self {
+            Reading::Tokens => Ok(Some(MaskedWord {
+                example: example.clone(),
+                position,
+                answer,
+            })),
+            Reading::Pieces(pieces) => {
+                let read = mask_in_pieces(
+                    &example.input,
+                    names,
+                    (position, answer),
+                    &pieces.tokenizer,
+                    self.mask()?,
+                    pieces.max_positions,
+                )?;
+                Ok(read.map(|read| MaskedWord {
+                    example: read.example,
+                    position: read.position,
+                    answer: read.answer,
+                }))
+            }
+        }
+    }
+
+    /// The id the model predicts for the task's word `word` (named by `names`): the word's
+    /// own id, or its piece where it is one piece of the vocabulary.
+    pub fn answer_id(&self, names: &[String], word: u32) -> Option<u32> {
+        match self {
+            Reading::Tokens => Some(word),
+            Reading::Pieces(pieces) => pieces.tokenizer.id(&names[word as usize]),
+        }
+    }
+
+    /// `pairs` of `kind` as the model reads them: as drawn for a model that reads its task's
+    /// tokens; for an imported one the answer pairs of a task of words read as its pieces
+    /// ([`PiecePairs`]), `None` for other kinds and tasks.
+    pub fn read_pairs(
+        &self,
+        task: &Task,
+        kind: PairKind,
+        pairs: Vec<MinimalPair>,
+    ) -> Result<Option<ReadPairs>, ReadingError> {
+        match self {
+            Reading::Tokens => Ok(Some(ReadPairs {
+                pairs,
+                left_out: None,
+            })),
+            Reading::Pieces(pieces) => {
+                let (PairKind::Answer, Some(names)) = (kind, task.token_names()) else {
+                    return Ok(None);
+                };
+                let read = PiecePairs::of(
+                    &pairs,
+                    &names,
+                    &pieces.tokenizer,
+                    self.mask()?,
+                    pieces.max_positions,
+                )?;
+                Ok(Some(ReadPairs {
+                    pairs: read.pairs,
+                    left_out: Some(read.left_out),
+                }))
+            }
+        }
+    }
+
+    /// The masked words a relation's best heads are taken out on: for a model that reads its
+    /// task's tokens, `examples` of the task's masked examples drawn from `seed` (sentence
+    /// `i` is example `i` unmasked); for an imported masked-LM, every word of the first
+    /// `first_sentences` of `sentences` masked alone in all its pieces, each piece a target.
+    pub fn masked_relation_words(
+        &self,
+        task: &Task,
+        sentences: &ReadSentences,
+        (examples, seed): (usize, u64),
+        first_sentences: usize,
+    ) -> Result<MaskedSentenceWords, ReadingError> {
+        match (self, sentences) {
+            (Reading::Pieces(_), ReadSentences::Pieces(pieces)) => {
+                let mut first = pieces.clone();
+                first.truncate(first.len().min(first_sentences));
+                let words = MaskedWords::of(&first, self.mask()?);
+                let targets = words
+                    .examples
+                    .iter()
+                    .zip(&words.masked)
+                    .flat_map(|(example, &at)| {
+                        let pieces = example.target.iter().filter(|t| t.is_some()).count();
+                        std::iter::repeat_n(at, pieces)
+                    })
+                    .collect();
+                Ok(MaskedSentenceWords {
+                    examples: words.examples,
+                    targets,
+                    trees: first.trees,
+                })
+            }
+            _ => {
+                let masked = task.eval_set(examples, seed);
+                let names: Vec<String> = task.token_names().unwrap_or_default();
+                let trees = task
+                    .parsed_sentences(examples, seed)
+                    .iter()
+                    .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
+                    .collect();
+                let targets = masked
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(e, example)| {
+                        let scored = example.target.iter().enumerate();
+                        scored.filter_map(move |(at, t)| t.is_some().then_some((e, at)))
+                    })
+                    .collect();
+                Ok(MaskedSentenceWords {
+                    examples: masked,
+                    targets,
+                    trees,
+                })
+            }
+        }
+    }
+
+    /// What `model`'s output layer is scored on: a model headlab trained on its task's
+    /// evaluation set (`eval`, made only then); an imported masked-LM on `probe`'s sentences,
+    /// each word masked alone ([`MaskedWords`]), when its tokenizer has a `[MASK]` piece
+    /// and a chunk of them fits the memory bound; an imported `BertModel` is not scored.
+    pub fn scoring(
+        &self,
+        model: &Encoder,
+        run: &ResolvedRun,
+        probe: &Probe,
+        eval: impl FnOnce() -> Vec<Example>,
+    ) -> Scoring {
+        let not_scored = |left_out: Vec<String>| Scoring {
+            eval: None,
+            left_out,
+        };
+        let (Reading::Pieces(reading), Some(pieces)) = (self, &probe.pieces) else {
+            return Scoring {
+                eval: Some(eval()),
+                left_out: vec![],
+            };
+        };
+        if model.output_transform.is_none() {
+            return not_scored(vec![LEFT_OUT_NO_HEAD.to_string()]);
+        }
+        let left_out_because = |why: String| {
+            let what = LEFT_OUT_NO_HEAD.split(": they").next().unwrap_or_default();
+            vec![
+                format!("{what}, patching and agreement: {why}"),
+                LEFT_OUT_MASKED_LM.to_string(),
+            ]
+        };
+        let Some(mask) = reading.mask else {
+            let file = reading.tokenizer.path().display();
+            return not_scored(left_out_because(format!("{file} has no [MASK] piece")));
+        };
+        let masked = MaskedWords::of(pieces, mask);
+        let chunk = masked.len().clamp(1, EVAL_CHUNK);
+        if let Err(e) = Probe::check_size_at(chunk, run, 1, probe.forward_len()) {
+            let why = format!("a chunk of {chunk} masked sentences is over the memory bound ({e})");
+            return not_scored(left_out_because(why));
+        }
+        Scoring {
+            eval: Some(masked.examples),
+            left_out: vec![LEFT_OUT_MASKED_LM.to_string()],
+        }
+    }
+}
+
+impl ReadSentences {
+    /// The sentences, as trees of named words.
+    pub fn trees(&self) -> &[TreebankSentence] {
+        match self {
+            ReadSentences::Tokens { trees, .. } => trees,
+            ReadSentences::Pieces(pieces) => &pieces.trees,
+        }
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.trees().len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.trees().is_empty()
+    }
+
+    /// A copy with the words `masks` hides (one mask per sentence, one flag per word)
+    /// replaced by `mask` ([`Reading::mask`]): a word's token, or every one of its pieces
+    /// (whole-word masking; positions and word spans stay as they were).
+    pub fn masked(&self, masks: &[Vec<bool>], mask: u32) -> Self {
+        match self {
+            ReadSentences::Tokens { ids, trees } => ReadSentences::Tokens {
+                ids: ids
+                    .iter()
+                    .zip(masks)
+                    .map(|(words, hidden)| {
+                        let each = words.iter().zip(hidden);
+                        each.map(|(&word, &hide)| if hide { mask } else { word })
+                            .collect()
+                    })
+                    .collect(),
+                trees: trees.clone(),
+            },
+            ReadSentences::Pieces(pieces) => {
+                let mut masked = pieces.clone();
+                for (encoded, hidden) in masked.encoded.iter_mut().zip(masks) {
+                    for (id, word) in encoded.ids.iter_mut().zip(&encoded.words) {
+                        if word.is_some_and(|w| hidden[w]) {
+                            *id = mask;
+                        }
+                    }
+                }
+                ReadSentences::Pieces(masked)
+            }
+        }
+    }
+
+    /// Runs `model` on the sentences a chunk at a time and calls `each` with the chunk's
+    /// word-level attention (one tensor per layer, `[chunk, heads, seq, seq]`, shorter
+    /// sentences padded), its sentences, and the position of their first word (0 for task
+    /// tokens; 1 for pieces, after `[CLS]`).
+    pub fn each_chunk(
+        &self,
+        model: &Encoder,
+        device: &Device,
+        mut each: impl FnMut(&[HostTensor], &[TreebankSentence], usize),
+    ) {
+        match self {
+            ReadSentences::Tokens { ids, trees } => {
+                for (words, trees) in ids.chunks(TOKEN_CHUNK).zip(trees.chunks(TOKEN_CHUNK)) {
+                    let examples: Vec<Example> = words
+                        .iter()
+                        .map(|words| Example {
+                            input: words.clone(),
+                            target: vec![None; words.len()],
+                        })
+                        .collect();
+                    // Padded to the chunk's longest sentence, the padding masked as keys.
+                    let batch = Batch::new(&examples, device);
+                    let (_, cache) = model.forward_with_cache(batch.encoder_input());
+                    let patterns: Vec<HostTensor> = cache
+                        .layers
+                        .into_iter()
+                        .map(|layer| HostTensor::of(layer.pattern)) // [chunk, heads, seq, seq]
+                        .collect();
+                    each(&patterns, trees, 0);
+                }
+            }
+            ReadSentences::Pieces(pieces) => {
+                pieces.each_chunk(model, device, |patterns, trees| each(patterns, trees, 1));
+            }
+        }
+    }
+
+    /// The sentences as word pieces, for a model that reads them.
+    pub fn pieces(&self) -> Option<&PieceSentences> {
+        match self {
+            ReadSentences::Tokens { .. } => None,
+            ReadSentences::Pieces(pieces) => Some(pieces),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grammar() -> Task {
+        tasks::TaskConfig::Grammar(tasks::GrammarSpec::default())
+            .build(Path::new("."))
+            .expect("the default grammar builds")
+    }
+
+    #[test]
+    fn a_treebank_is_refused_for_a_model_that_reads_tokens_before_it_is_read() {
+        let error = Reading::Tokens
+            .probe_with(Path::new("/no/such/file.conllu"), Path::new("runs/copy"))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("--probe-conllu needs a model that reads text: runs/copy"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn task_sentences_are_masked_word_by_word_and_keep_their_trees() {
+        let task = grammar();
+        let sentences = Reading::Tokens
+            .relation_sentences(&task, (5, 5), 9)
+            .unwrap()
+            .expect("the grammar has parses");
+        assert_eq!(sentences.len(), 5);
+        let masks: Vec<Vec<bool>> = sentences
+            .trees()
+            .iter()
+            .map(|t| (0..t.words.len()).map(|w| w % 2 == 1).collect())
+            .collect();
+        let masked = sentences.masked(&masks, Task::MASK_TOKEN);
+        let (ReadSentences::Tokens { ids, trees }, ReadSentences::Tokens { ids: hidden, .. }) =
+            (&sentences, &masked)
+        else {
+            panic!("a model that reads tokens reads token sentences")
+        };
+        assert_eq!(masked.trees(), trees.as_slice(), "the trees stay whole");
+        for (whole, hidden) in ids.iter().zip(hidden) {
+            for (w, (&word, &read)) in whole.iter().zip(hidden).enumerate() {
+                let expected = if w % 2 == 1 { Task::MASK_TOKEN } else { word };
+                assert_eq!(read, expected);
+            }
+        }
+    }
+
+    #[test]
+    fn the_relation_ablation_words_of_task_tokens_are_the_masked_examples_words() {
+        let task = grammar();
+        let sentences = Reading::Tokens
+            .relation_sentences(&task, (1, 1), 0)
+            .unwrap()
+            .unwrap();
+        let words = Reading::Tokens
+            .masked_relation_words(&task, &sentences, (50, 4), 0)
+            .unwrap();
+        assert_eq!((words.examples.len(), words.trees.len()), (50, 50));
+        let names = task.token_names().unwrap();
+        // In example order then position; each target hides its sentence's word.
+        let mut expected = vec![];
+        for (e, example) in words.examples.iter().enumerate() {
+            for (at, target) in example.target.iter().enumerate() {
+                if let Some(word) = target {
+                    expected.push((e, at));
+                    assert_eq!(words.trees[e].words[at], names[*word as usize]);
+                }
+            }
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(words.targets, expected);
+    }
+}
