@@ -12,7 +12,8 @@
 # the outputs mention are equal. Files are compared byte for byte, except the fields that
 # hold wall-clock time, which are blanked in both before the diff: `tokens_per_s` and
 # `elapsed_s` (metrics.jsonl, checkpoints' state.json) and `ms_per_step` (the sweep report's
-# sweep.csv, report.json, report.md, and its ms_per_step.png figure, which is skipped), and
+# sweep.csv, report.json, report.md, and its ms_per_step.png figure, which is skipped), the
+# size and hash that a manifest records of those files and of Burn's records, and
 # the sweep's own logs (progress lines with times) and claims (lock files). Burn's own files
 # are not byte-stable from one process to the next: safetensors files are compared with their header's keys sorted
 # (Burn writes a map in random order; headlab sorts model.safetensors's header since
@@ -174,6 +175,16 @@ for path in root.rglob("*"):
         n = int.from_bytes(data[:8], "little")
         header = json.dumps(json.loads(data[8:8 + n]), sort_keys=True).encode()
         path.write_bytes(len(header).to_bytes(8, "little") + header + data[8 + n:])
+    elif path.name == "manifest.json":
+        # A manifest's size and hash of a file that holds wall-clock times (blanked above) or
+        # a Burn record (left out below) differ from run to run as that file does.
+        manifest = json.loads(path.read_text())
+        varying = ("metrics.jsonl", "state.json", "report.json", "sweep.csv", "report.md")
+        for name, entry in manifest.get("files", {}).items():
+            base = name.rsplit("/", 1)[-1]
+            if base in varying or base.endswith(".bpk"):
+                entry["bytes"] = entry["sha256"] = None
+        path.write_text(json.dumps(manifest, indent=1))
     elif path.suffix == ".bpk" or path.name == ".lock" or path.parent.name in ("logs", "claims"):
         path.unlink()
 PY
