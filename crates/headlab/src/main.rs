@@ -29,8 +29,8 @@ struct Cli {
 enum Command {
     Train(train::cli::Args),
     Import(run::import::cli::Args),
-    Inspect(inspect::cli::inspect::Args),
-    Compare(inspect::cli::compare::Args),
+    Inspect(report::cli::inspect::Args),
+    Compare(report::cli::compare::Args),
     Sweep(sweep::cli::Args),
     Bench(bench::cli::Cli),
     /// Print a shell completion script, e.g. `headlab completions bash > headlab.bash`.
@@ -52,8 +52,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Train(args) => train::cli::main(args),
         Command::Import(args) => run::import::cli::main(args),
-        Command::Inspect(args) => inspect::cli::inspect::main(args),
-        Command::Compare(args) => inspect::cli::compare::main(args),
+        Command::Inspect(args) => report::cli::inspect::main(args),
+        Command::Compare(args) => report::cli::compare::main(args),
         Command::Sweep(args) => sweep::cli::main(args),
         Command::Bench(args) => bench::cli::main(args),
         Command::Completions { shell } => {

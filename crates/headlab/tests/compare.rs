@@ -3,7 +3,7 @@
 //! files (`compare.html` loaded in headless Chromium), and clear refusals for runs that
 //! cannot be matched.
 
-#[path = "../../inspect/tests/common/mod.rs"]
+#[path = "../../report/tests/common/mod.rs"]
 mod common;
 #[path = "common/headlab.rs"]
 mod headlab;

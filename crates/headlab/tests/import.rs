@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use inspect::load::reading::{LEFT_OUT_MASKED_LM, LEFT_OUT_NO_HEAD};
+use inspect::measure::summary::Summary;
 use inspect::measures::heads::HeadRecord;
-use inspect::report::dir::{ReportContents, ReportDir};
-use inspect::report::summary::Summary;
+use report::dir::{ReportContents, ReportDir};
 use run::manifest::{Depth, Verdict};
 
 fn fixture(name: &str) -> PathBuf {

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use burn::prelude::*;
 use inspect::interventions::relation_ablation::RELATION_ABLATION_SENTENCES;
 use inspect::measures::relations::Relations;
-use inspect::report::dir::ReportDir;
 use model::{EncoderInput, HeadId};
+use report::dir::ReportDir;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

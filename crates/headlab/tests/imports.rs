@@ -12,15 +12,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// inspect's folders, lowest first: a file may import from its own folder and the ones
-/// before it. `report` and `compare` share a layer and import neither each other; `cli`, the
-/// command line, sits on top.
+/// before it. `measure` (one run's report, measured) and `compare` (heads matched across
+/// runs) share the top layer and import neither each other.
 const LAYERS: &[&[&str]] = &[
     &["load"],
     &["circuits"],
     &["measures"],
     &["interventions"],
+    &["measure", "compare"],
+];
+
+/// report's modules, lowest first, likewise: drawing, then the report directory and the
+/// errors, which figures and pages a report has, the writers of a report and of a
+/// comparison, and the command line on top.
+const REPORT_LAYERS: &[&[&str]] = &[
     &["draw"],
-    &["report", "compare"],
+    &["dir"],
+    &["error"],
+    &["figures", "pages"],
+    &["write", "compare"],
     &["cli"],
 ];
 
@@ -192,26 +202,30 @@ fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>
     None
 }
 
-fn layer_of(module: &str) -> Option<(usize, &'static str)> {
+fn layer_of(
+    module: &str,
+    layers: &'static [&'static [&'static str]],
+) -> Option<(usize, &'static str)> {
     let folder = module.split("::").next()?;
-    LAYERS
+    layers
         .iter()
         .enumerate()
         .find_map(|(rank, names)| names.iter().find(|n| **n == folder).map(|n| (rank, *n)))
 }
 
-#[test]
-fn inspect_folders_import_only_downwards() {
-    let src = crates_dir().join("inspect/src");
+/// In crate `name`, every module imports only from its own layer's folder and the ones
+/// below it in `layers`, and every folder or file under `src` is in a layer.
+fn check_layers(name: &str, layers: &'static [&'static [&'static str]]) {
+    let src = crates_dir().join(name).join("src");
     let graph = import_graph(&src);
     let mut wrong = vec![];
     for (module, imports) in &graph {
-        let Some((rank, folder)) = layer_of(module) else {
+        let Some((rank, folder)) = layer_of(module, layers) else {
             continue; // lib.rs, main.rs, bin/: the crate's roots may use everything
         };
         for target in imports {
-            let (target_rank, target_folder) = layer_of(target)
-                .unwrap_or_else(|| panic!("{module} imports {target}, which is in no folder"));
+            let (target_rank, target_folder) = layer_of(target, layers)
+                .unwrap_or_else(|| panic!("{module} imports {target}, which is in no layer"));
             if target_folder != folder && target_rank >= rank {
                 wrong.push(format!("{module} -> {target}"));
             }
@@ -219,19 +233,29 @@ fn inspect_folders_import_only_downwards() {
     }
     assert!(
         wrong.is_empty(),
-        "imports that go up or sideways between inspect's folders: {wrong:?}"
+        "imports that go up or sideways between {name}'s layers: {wrong:?}"
     );
-    // Every folder of src is in LAYERS, so a new one is placed on purpose.
+    // Every folder and file of src is in a layer, so a new one is placed on purpose.
     for entry in std::fs::read_dir(&src).unwrap() {
         let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() && name != "bin" {
+        let module = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if module != "bin" && module != "lib" && module != "main" {
             assert!(
-                layer_of(&name).is_some(),
-                "src/{name}/ is in no layer of LAYERS in tests/imports.rs"
+                layer_of(&module, layers).is_some(),
+                "{name}/src/{module} is in no layer in tests/imports.rs"
             );
         }
     }
+}
+
+#[test]
+fn inspect_folders_import_only_downwards() {
+    check_layers("inspect", LAYERS);
+}
+
+#[test]
+fn report_modules_import_only_downwards() {
+    check_layers("report", REPORT_LAYERS);
 }
 
 /// Names that tell a model reading its task's tokens from one reading word pieces: only
@@ -322,6 +346,7 @@ const CRATE_LAYERS: &[&[&str]] = &[
     &["run"],
     &["train"],
     &["inspect"],
+    &["report"],
     &["bench", "sweep"],
     &["headlab"],
 ];

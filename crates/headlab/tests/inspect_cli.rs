@@ -2,7 +2,7 @@
 //! be recomputed from the dumped weights and activations, and clear errors for runs that
 //! cannot be inspected.
 
-#[path = "../../inspect/tests/common/mod.rs"]
+#[path = "../../report/tests/common/mod.rs"]
 mod common;
 #[path = "common/headlab.rs"]
 mod headlab;
@@ -632,7 +632,7 @@ fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::load::probe::L
 /// the page, and must take under a second (hundreds of lines on a canvas).
 #[test]
 fn a_256_token_explore_page_renders_and_responds() {
-    use inspect::draw::explore::{ExploreInput, QkWeights, build, render};
+    use report::draw::explore::{ExploreInput, QkWeights, build, render};
     let (batch, heads, seq) = (3, 4, 256);
     let layers = vec![long_layer(batch, heads, seq), long_layer(batch, heads, seq)];
     let weights = QkWeights {

@@ -9,9 +9,9 @@ mod headlab;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use inspect::measure::summary::Summary;
 use inspect::measures::relations::Relations;
-use inspect::report::dir::ReportDir;
-use inspect::report::summary::Summary;
+use report::dir::ReportDir;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

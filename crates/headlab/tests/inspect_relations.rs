@@ -3,7 +3,7 @@
 //! `heads.json` record, with fractions in [0, 1], and keeps its words in `vocab.txt`; a task
 //! without parses gets none of them.
 
-#[path = "../../inspect/tests/common/mod.rs"]
+#[path = "../../report/tests/common/mod.rs"]
 mod common;
 #[path = "common/headlab.rs"]
 mod headlab;
@@ -336,7 +336,7 @@ fn a_grammar_probe_has_one_length_and_names_its_words() {
         .token_names
         .as_deref()
         .expect("grammar names its words");
-    let labels = inspect::draw::figures::token_labels(&probe.examples[0].input, Some(names));
+    let labels = report::draw::figures::token_labels(&probe.examples[0].input, Some(names));
     assert_eq!(labels.len(), seq);
     assert!(
         labels.iter().all(|l| l.parse::<u32>().is_err()),

@@ -3,7 +3,7 @@
 //! (its newest checkpoint), and refusals, by name, of a run whose config or dataset copy was
 //! edited.
 
-#[path = "../../inspect/tests/common/mod.rs"]
+#[path = "../../report/tests/common/mod.rs"]
 mod common;
 #[path = "common/headlab.rs"]
 mod headlab;

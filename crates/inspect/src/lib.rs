@@ -1,5 +1,5 @@
-//! Head analysis for headlab runs. One folder per layer; a module imports only from the
-//! folders above it in this list (and from `model`, `tasks` and `run`):
+//! Head analysis for headlab runs: measures only. One folder per layer; a module imports only
+//! from the folders above it in this list (and from `model`, `tasks` and `run`):
 //!
 //! - [`load`]: open a run directory ([`load::run`]), decide how its model reads its input
 //!   ([`load::reading`]: the task's tokens or word pieces, the one place that tells them
@@ -23,16 +23,16 @@
 //!   [`interventions::activation_patching`], [`interventions::attribution_patching`],
 //!   [`interventions::path_patching`], gathered in [`interventions::patching`]
 //!   (`patching.json`).
-//! - [`draw`]: figures, `index.html`, `explore.html`, `compare.html`.
-//! - [`report`]: one run's report directory ([`report::ReportDir`]) and `inspect`'s
-//!   [`report::write_report`]; [`compare`]: heads matched across runs, `compare`'s output.
-//! - [`cli`]: the `headlab inspect` and `headlab compare` commands.
+//! - [`measure`]: the orchestrator: everything a report on one run measures, returned as
+//!   records ([`measure::measure`], [`measure::Measured`]; its options and errors);
+//!   [`compare`]: heads matched across runs ([`compare::compare`]).
+//!
+//! Nothing here writes a report: the `report` crate writes what is measured (the report
+//! directory, figures, pages) and holds the `inspect` and `compare` commands.
 
 pub mod circuits;
-pub mod cli;
 pub mod compare;
-pub mod draw;
 pub mod interventions;
 pub mod load;
+pub mod measure;
 pub mod measures;
-pub mod report;

@@ -3,7 +3,7 @@
 //! written; [`ReportDir`] writes and reads each of them as a typed value, and knows when a
 //! report is complete. `inspect` writes through it, `sweep` reads through it, the page's
 //! list of files and the book's file table (docs/inspect.md) come from the same table (a test,
-//! crates/inspect/tests/report_dir.rs, keeps the book in step).
+//! crates/report/tests/report_dir.rs, keeps the book in step).
 //!
 //! ```text
 //! REPORT/weights.safetensors, activations.safetensors   tensors
@@ -20,17 +20,19 @@ use run::manifest::{Depth, MANIFEST, Verdict};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::circuits::Circuits;
-use crate::interventions::patching::Patching;
-use crate::interventions::pruning::Pruning;
-use crate::measures::agreement::Agreement;
-use crate::measures::ceiling::Ceiling;
-use crate::measures::divergence::{self, DivergencePoint};
-use crate::measures::heads::HeadRecord;
-use crate::measures::logit_lens::LogitLens;
-use crate::measures::relations::Relations;
-use crate::measures::trajectories::Trajectories;
-use crate::report::summary::{SimilarityFile, Summary};
+use inspect::circuits::Circuits;
+use inspect::interventions::patching::Patching;
+use inspect::interventions::pruning::Pruning;
+use inspect::load::run::LoadedRun;
+use inspect::measure::Measured;
+use inspect::measure::summary::{SimilarityFile, Summary};
+use inspect::measures::agreement::Agreement;
+use inspect::measures::ceiling::Ceiling;
+use inspect::measures::divergence::{self, DivergencePoint};
+use inspect::measures::heads::HeadRecord;
+use inspect::measures::logit_lens::LogitLens;
+use inspect::measures::relations::Relations;
+use inspect::measures::trajectories::Trajectories;
 
 /// `weights.safetensors`.
 pub const WEIGHTS: &str = "weights.safetensors";
@@ -156,6 +158,24 @@ pub struct ReportContents {
     pub outputs: bool,
     /// Headlab trained the model (it was not imported).
     pub trained: bool,
+}
+
+impl ReportContents {
+    /// Which conditional files the report of `loaded` holds, given what was `measured`.
+    pub fn of(measured: &Measured, loaded: &LoadedRun) -> Self {
+        ReportContents {
+            word_task: measured
+                .relations
+                .as_ref()
+                .is_some_and(|r| !r.relations.is_empty()),
+            snapshots: !measured.divergence.is_empty(),
+            n_layers: loaded.model.n_layers(),
+            metrics: !loaded.dir.metrics().is_empty(),
+            pairs: measured.patching.is_some(),
+            outputs: measured.pruning.is_some(),
+            trained: loaded.run.config.import.is_none(),
+        }
+    }
 }
 
 /// One file of a report.

@@ -1,32 +1,24 @@
-//! Why a report could not be written.
+//! Why a report could not be made: a run that could not be measured
+//! ([`inspect::measure::MeasureError`]), or a file that could not be written.
 
-use run::snapshot::SnapshotError;
+use inspect::measure::MeasureError;
 use run::tensor_file::TensorFileError;
 
-use crate::circuits::CircuitError;
+use crate::dir::WriteError;
 use crate::draw::figures::FigureError;
-use crate::load::reading::ReadingError;
-use crate::report::dir::WriteError;
 
-/// A report that could not be written.
+/// A report that could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// A probe batch too large for the run, or input the model cannot read (sentences its
-    /// tokenizer cannot read as words, a mask it does not have).
+    /// Measuring failed; nothing was written.
     #[error(transparent)]
-    Reading(#[from] ReadingError),
+    Measure(#[from] MeasureError),
     /// A tensor file.
     #[error(transparent)]
     Tensors(#[from] TensorFileError),
-    /// A snapshot that does not load.
-    #[error(transparent)]
-    Snapshot(#[from] SnapshotError),
     /// A figure.
     #[error(transparent)]
     Figure(#[from] FigureError),
-    /// A circuit whose eigenvalues did not converge.
-    #[error(transparent)]
-    Circuits(#[from] CircuitError),
     /// Another file.
     #[error(transparent)]
     Write(#[from] WriteError),

@@ -1,15 +1,15 @@
-//! The report's figures: which of [`FILES`](crate::report::dir::FILES)' figures a report
+//! The report's figures: which of [`FILES`](crate::dir::FILES)' figures a report
 //! draws (by their presence), and what each is drawn from. Their captions on `index.html`
 //! are the table's descriptions.
 
 use std::path::{Path, PathBuf};
 
+use crate::dir::{FILES, ReportContents, ReportDir};
 use crate::draw::figures::{self, FigureError};
-use crate::load::probe::Probe;
-use crate::load::run::LoadedRun;
-use crate::measures::norms::head_weight_norm_pairs;
-use crate::report::dir::{FILES, ReportDir};
-use crate::report::measured::Measured;
+use inspect::load::probe::Probe;
+use inspect::load::run::LoadedRun;
+use inspect::measure::Measured;
+use inspect::measures::norms::head_weight_norm_pairs;
 
 /// Draws every figure the report holds, in the page's order, and returns each with its
 /// caption.
@@ -19,7 +19,7 @@ pub fn draw_figures(
     probe: &Probe,
     measured: &Measured,
 ) -> Result<Vec<(PathBuf, &'static str)>, FigureError> {
-    let contents = measured.contents(loaded);
+    let contents = ReportContents::of(measured, loaded);
     let mut drawn = vec![];
     for file in FILES
         .iter()
@@ -43,7 +43,7 @@ pub fn vector_copies(
     measured: &Measured,
     svg: bool,
 ) -> Result<Vec<PathBuf>, FigureError> {
-    let contents = measured.contents(loaded);
+    let contents = ReportContents::of(measured, loaded);
     let mut drawn = vec![];
     for file in FILES.iter().filter(|f| f.is_figure()) {
         let path = dir.path(file.name).with_extension("svg");

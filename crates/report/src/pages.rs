@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use run::tensor_file::HostTensor;
 
+use crate::dir::{EXPLORE, FILES, INDEX, ReportContents, ReportDir, WriteError};
 use crate::draw::explore::{self, ExploreInput, QkWeights};
 use crate::draw::{figures, html};
-use crate::load::probe::Probe;
-use crate::load::run::LoadedRun;
-use crate::report::dir::{EXPLORE, FILES, INDEX, ReportDir, WriteError};
-use crate::report::measured::Measured;
+use inspect::load::probe::Probe;
+use inspect::load::run::LoadedRun;
+use inspect::measure::Measured;
 
 /// `index.html`: the summary line, head table, figures, the run's config and the files.
 pub fn write_page(
@@ -23,7 +23,7 @@ pub fn write_page(
 ) -> Result<PathBuf, WriteError> {
     let config = &loaded.run.config;
     let config_toml = std::fs::read_to_string(loaded.dir.config_path()).unwrap_or_default();
-    let contents = measured.contents(loaded);
+    let contents = ReportContents::of(measured, loaded);
     let page = html::Page {
         title: &config.name,
         summary: summary_line(loaded, probe, measured),

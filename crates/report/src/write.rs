@@ -1,31 +1,22 @@
-//! The report on one run, `inspect`'s output: [`dir`] owns the report directory (every
-//! file's name, contents, presence; typed readers and writers), [`measured`] measures
-//! everything before anything is written, [`summary`] holds `summary.json`, [`figures`] and
-//! [`pages`] draw the figures and write `index.html` and `explore.html`. [`write_report`]
-//! runs them in that order: tensors, records, figures, `explore.html`, and `index.html`
-//! last, so a report with its `index.html` is complete.
-
-pub mod dir;
-pub mod error;
-pub mod figures;
-pub mod measured;
-pub mod options;
-pub mod pages;
-pub mod summary;
-
-pub use options::ReportOptions;
+//! The report on one run, `inspect`'s output: measured by [`inspect::measure::measure`]
+//! before anything is written, then written in order: tensors, records, figures,
+//! `explore.html`, and `index.html` last, so a report with its `index.html` is complete; its
+//! manifest seals it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use run::tensor_file::{HostTensor, write_tensors};
 
-use crate::load::probe::Probe;
-use crate::load::run::LoadedRun;
-use crate::report::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError};
-use crate::report::error::ReportError;
-use crate::report::measured::{Measured, measure};
-use crate::report::summary::SimilarityFile;
+use inspect::load::probe::Probe;
+use inspect::load::run::LoadedRun;
+use inspect::measure::summary::SimilarityFile;
+use inspect::measure::{MeasureOptions, Measured, measure};
+
+use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError};
+use crate::error::ReportError;
+use crate::figures;
+use crate::pages;
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
@@ -36,35 +27,40 @@ pub struct Report {
     pub files: Vec<PathBuf>,
 }
 
+/// What a report measures beyond the defaults, and how its figures are written.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ReportOptions {
+    /// What is measured.
+    pub measure: MeasureOptions,
+    /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
+    pub svg: bool,
+}
+
 /// Measures every head of `loaded` on a probe batch and writes the report into `out`.
 pub fn write_report(
     loaded: &LoadedRun,
     out: &Path,
     options: &ReportOptions,
 ) -> Result<Report, ReportError> {
-    let seed = loaded.run.config.seed;
-    let probe =
-        (loaded.reading).probe(&loaded.run, (options.probe_size, seed), 1, &loaded.device)?;
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
-    let measured = measure(loaded, &probe, options)?;
+    let measured = measure(loaded, &options.measure)?;
+    let probe = &measured.probe;
     let dir = ReportDir::new(out);
     dir.create()?;
-    let mut files = write_tensor_files(&dir, &probe, &measured)?;
+    let mut files = write_tensor_files(&dir, probe, &measured)?;
     files.extend(write_records(&dir, &measured)?);
-    let figures = figures::draw_figures(&dir, loaded, &probe, &measured)?;
+    let figures = figures::draw_figures(&dir, loaded, probe, &measured)?;
     files.extend(figures.iter().map(|(path, _)| path.clone()));
     files.extend(figures::vector_copies(
         &dir,
         loaded,
-        &probe,
+        probe,
         &measured,
         options.svg,
     )?);
-    files.push(pages::write_explore(&dir, loaded, &probe, &measured)?);
-    files.push(pages::write_page(
-        &dir, loaded, &probe, &measured, &figures,
-    )?);
+    files.push(pages::write_explore(&dir, loaded, probe, &measured)?);
+    files.push(pages::write_page(&dir, loaded, probe, &measured, &figures)?);
     // Last: the manifest makes the report complete (run::manifest).
     let manifest = dir.seal(&files)?;
     files.push(manifest);

@@ -19,8 +19,9 @@ use std::path::Path;
 
 use burn::module::Param;
 use burn::prelude::*;
-use inspect::report::{ReportOptions, write_report};
+use inspect::measure::MeasureOptions;
 use model::{Encoder, MultiHeadAttention};
+use report::{ReportOptions, write_report};
 
 const D_MODEL: usize = 16;
 const N_HEADS: usize = 2;
@@ -123,8 +124,11 @@ fn a_hand_built_model_has_the_circuits_it_was_wired_with() {
         &loaded,
         &out,
         &ReportOptions {
-            probe_size: 8,
-            ..Default::default()
+            measure: MeasureOptions {
+                probe_size: 8,
+                ..MeasureOptions::default()
+            },
+            ..ReportOptions::default()
         },
     )
     .unwrap();

@@ -8,10 +8,11 @@ mod common;
 
 use std::path::Path;
 
-use inspect::compare::compare;
 use inspect::load::run::LoadedRun;
+use inspect::measure::MeasureOptions;
 use inspect::measures::heads::head_roles;
-use inspect::report::{Report, ReportOptions, write_report};
+use report::compare::compare;
+use report::{Report, ReportOptions, write_report};
 
 /// `(x[i-1] - x[i+1]) mod 5` on sequences of 8, one layer of two heads.
 const NEIGHBORS_DIFFERENCE: &str = r#"
@@ -56,8 +57,11 @@ fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
         &loaded,
         Path::new(&run_dir.join("inspect")),
         &ReportOptions {
-            probe_size: 32,
-            ..Default::default()
+            measure: MeasureOptions {
+                probe_size: 32,
+                ..MeasureOptions::default()
+            },
+            ..ReportOptions::default()
         },
     )
     .unwrap()

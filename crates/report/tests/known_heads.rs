@@ -12,9 +12,10 @@ mod common;
 use burn::module::Param;
 use burn::prelude::*;
 use inspect::interventions::patching::Patching;
+use inspect::measure::MeasureOptions;
 use inspect::measures::heads::HeadRecord;
-use inspect::report::{ReportOptions, write_report};
 use model::Encoder;
+use report::{ReportOptions, write_report};
 use run::tensor_file::HostTensor;
 use tasks::{Batch, Example};
 
@@ -134,8 +135,11 @@ fn a_hand_built_previous_token_head_is_detected_and_matters() {
         &loaded,
         &tmp.path().join("report"),
         &ReportOptions {
-            probe_size: 32,
-            ..Default::default()
+            measure: MeasureOptions {
+                probe_size: 32,
+                ..MeasureOptions::default()
+            },
+            ..ReportOptions::default()
         },
     )
     .unwrap();

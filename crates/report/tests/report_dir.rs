@@ -10,11 +10,12 @@ use std::path::Path;
 
 use inspect::circuits::Circuits;
 use inspect::interventions::pruning::Pruning;
+use inspect::measure::MeasureOptions;
+use inspect::measure::summary::Summary;
 use inspect::measures::heads::HeadRecord;
 use inspect::measures::trajectories::Trajectories;
-use inspect::report::dir::{FILES, Presence, ReadError, ReportContents, ReportDir};
-use inspect::report::summary::Summary;
-use inspect::report::{ReportOptions, write_report};
+use report::dir::{FILES, Presence, ReadError, ReportContents, ReportDir};
+use report::{ReportOptions, write_report};
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -163,7 +164,10 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
     let loaded = inspect::load::run::load(&run, None).unwrap();
     let out = tmp.path().join("report");
     let options = ReportOptions {
-        probe_size: 8,
+        measure: MeasureOptions {
+            probe_size: 8,
+            ..MeasureOptions::default()
+        },
         ..ReportOptions::default()
     };
     let report = write_report(&loaded, &out, &options).unwrap();

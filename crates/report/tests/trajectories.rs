@@ -7,8 +7,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use inspect::measure::MeasureOptions;
 use inspect::measures::trajectories::Trajectories;
-use inspect::report::{Report, ReportOptions, write_report};
+use report::{Report, ReportOptions, write_report};
 
 const TINY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -24,7 +25,10 @@ fn trained_report(overrides: &[&str]) -> (tempfile::TempDir, PathBuf, Report) {
     let loaded = inspect::load::run::load(&run, None).unwrap();
     let out = tmp.path().join("report");
     let options = ReportOptions {
-        probe_size: 8,
+        measure: MeasureOptions {
+            probe_size: 8,
+            ..MeasureOptions::default()
+        },
         ..ReportOptions::default()
     };
     let report = write_report(&loaded, &out, &options).unwrap();

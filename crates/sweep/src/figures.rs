@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use inspect::draw::backend::FigureBackend;
-use inspect::draw::figures::{Area, DrawResult, FONT, FigureError, render};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use report::draw::backend::FigureBackend;
+use report::draw::figures::{Area, DrawResult, FONT, FigureError, render};
 
 use crate::report::aggregate::{EstimateJson, PointReport, RelationAcrossSeeds};
 use crate::report::collect::RunRow;

@@ -8,6 +8,15 @@
 //! submits it as a job array whose tasks call [`exec`] too; [`report`] collects the finished
 //! runs into tables and [`figures`], with the means and 95% intervals of [`stats`]. [`cli`] is
 //! the `headlab sweep` command.
+//!
+//! A sweep measures no head itself: each run's report is `headlab inspect`'s, run as a child
+//! process. From the `inspect` crate it takes the records those reports hold (their types)
+//! and what no single report holds: heads matched across a grid point's seeds
+//! (`inspect::compare::compare`) and the null of untrained models
+//! (`inspect::compare::null`). From the `report` crate it takes the report directory
+//! (`report::dir::ReportDir`, to find and check reports), the writer of the matched heads'
+//! files (`report::compare::write_comparison`) and the figure primitives
+//! (`report::draw::figures`).
 
 pub mod cli;
 pub mod exec;

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use inspect::report::dir::ReportDir;
+use report::dir::ReportDir;
 use run::RunDir;
 use run::dir::{RunDirError, holds_nothing_yet};
 use run::manifest::{Damage, Depth, Verdict};

@@ -50,7 +50,7 @@ fn two_seeds_compared(dir: &Path) -> PathBuf {
     assert!(
         page.is_file(),
         "compare ran but wrote no compare.html (it wrote {:?}); the page comes with \
-         crates/inspect/src/draw/compare_page.rs",
+         crates/report/src/draw/compare_page.rs",
         std::fs::read_dir(&out)
             .map(|dir| dir.map(|e| e.unwrap().file_name()).collect::<Vec<_>>())
             .unwrap_or_default()

@@ -4,9 +4,10 @@
 //! collect the matched heads' roles. A role found in the slot of every run is a regularity
 //! of the task; one found in some runs only is an accident of the seed.
 //!
-//! Writes `matching.json`, `matched-attention.png` (slots x runs, the matched heads'
-//! attention on probe sequence 0) and the interactive `compare.html`
-//! ([`crate::draw::compare_page`]).
+//! Measures only: `report::compare` writes `matching.json`, `matched-attention.png` and the
+//! interactive `compare.html`.
+
+pub mod null;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,8 +16,6 @@ use model::HeadId;
 use serde::{Deserialize, Serialize};
 use tasks::{Task, TaskConfig};
 
-use crate::draw::compare_page::{self, ComparePageInput, PageRunInput};
-use crate::draw::figures::{self, FigureError};
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::run::{LoadedRun, RunError};
 use crate::measures::heads::{HeadMeasures, measure_layer};
@@ -135,18 +134,6 @@ pub enum CompareError {
         reference_value: String,
         /// The other run's, in words.
         other_value: String,
-    },
-    /// The figure.
-    #[error(transparent)]
-    Figure(#[from] FigureError),
-    /// `matching.json`.
-    #[error("cannot write {path}: {error}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main
-        /// would print it twice.
-        error: std::io::Error,
     },
 }
 
@@ -277,31 +264,26 @@ fn task_difference(a: &TaskConfig, b: &TaskConfig) -> (String, String) {
     (describe(a, &keys_a, &keys_b), describe(b, &keys_b, &keys_a))
 }
 
-/// Matches the heads of every run in `runs` to those of `runs[0]` and writes the comparison
-/// into `out`.
-pub fn compare(
-    runs: &[LoadedRun],
-    out: &Path,
-    probe_size: usize,
-    svg: bool,
-) -> Result<Comparison, CompareError> {
+/// Matches the heads of every run in `runs` to those of `runs[0]` on a probe of
+/// `probe_size` sequences: what `compare` writes (`report::compare`).
+pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, CompareError> {
     let reference = runs.first().expect("at least one run to compare");
     for other in &runs[1..] {
         check_comparable(reference, other)?;
     }
     let run_probes = probes_of(runs, probe_size)?;
-    let probe = &run_probes[0];
-    let probes: Vec<Vec<LayerProbe>> = runs
+    let layers: Vec<Vec<LayerProbe>> = runs
         .iter()
         .zip(&run_probes)
         .map(|(run, probe)| probe.run(&run.model))
         .collect();
-    let measures = measure_heads(&reference.run.task, probe, &probes);
+    let probe = run_probes.into_iter().next().expect("a probe per run");
+    let measures = measure_heads(&reference.run.task, &probe, &layers);
     let compared: Vec<ComparedRun> = runs
         .iter()
-        .zip(&probes)
+        .zip(&layers)
         .zip(&measures)
-        .map(|((run, layers), measures)| compare_run(run, &probes[0], layers, measures))
+        .map(|((run, own), measures)| compare_run(run, &layers[0], own, measures))
         .collect();
     let slots: Vec<Slot> = reference
         .model
@@ -309,59 +291,31 @@ pub fn compare(
         .map(|id| slot(id, &compared))
         .collect();
     let runs_with_role = runs_with_role(reference.model.n_layers(), &compared);
-
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| CompareError::Write { path, error }
-    };
-    std::fs::create_dir_all(out).map_err(write_error(out))?;
-    let figure_path = out.join("matched-attention.png");
-    matched_attention_figure(&figure_path, probe, &probes, &compared, &slots)?;
-    // The same figure as SVG on request; otherwise none is left from an earlier call.
-    let svg_path = figure_path.with_extension("svg");
-    if svg {
-        matched_attention_figure(&svg_path, probe, &probes, &compared, &slots)?;
-    } else if earlier_comparison_wrote(out, &svg_path) {
-        std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
-    }
-    let page_path = out.join("compare.html");
-    let page = page_data(runs, probe, &probes, &compared, &measures);
-    run::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
-        .map_err(write_error(&page_path))?;
-    let json_path = out.join("matching.json");
-    let mut comparison = Comparison {
-        probe_size,
-        runs: compared,
-        slots,
-        runs_with_role,
-        files: [json_path.clone(), figure_path, page_path]
-            .into_iter()
-            .chain(svg.then_some(svg_path))
-            .collect(),
-    };
-    let json = serde_json::to_vec_pretty(&comparison).expect("comparison serializes");
-    run::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
-    comparison.files.sort();
-    Ok(comparison)
+    Ok(Compared {
+        comparison: Comparison {
+            probe_size,
+            runs: compared,
+            slots,
+            runs_with_role,
+            files: vec![],
+        },
+        probe,
+        layers,
+        measures,
+    })
 }
 
-/// Whether `file` in `out` is a plain file that an earlier `compare` into `out` wrote: its
-/// `matching.json` lists it. `--out` may name a user's own directory, so a file there that
-/// merely has the name `compare` writes is left alone (a link too: never followed).
-fn earlier_comparison_wrote(out: &Path, file: &Path) -> bool {
-    let is_plain_file = std::fs::symlink_metadata(file).is_ok_and(|meta| meta.is_file());
-    let listed = || {
-        let text = std::fs::read(out.join("matching.json")).ok()?;
-        let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        let files = earlier.get("files")?.as_array()?;
-        Some(
-            files
-                .iter()
-                .filter_map(|f| f.as_str())
-                .any(|listed| Path::new(listed).file_name() == file.file_name()),
-        )
-    };
-    is_plain_file && listed().unwrap_or(false)
+/// What [`compare`] measured: the matching, and what its figure and page show.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// `matching.json` (its `files` empty until written).
+    pub comparison: Comparison,
+    /// The reference run's probe.
+    pub probe: Probe,
+    /// Each run's attention on its probe, `[run][layer]`.
+    pub layers: Vec<Vec<LayerProbe>>,
+    /// Each run's head measures, `[run][layer][head]`.
+    pub measures: Vec<Vec<Vec<HeadMeasures>>>,
 }
 
 /// Every head's measures on the shared probe, `[run][layer][head]`: the roles and the page's
@@ -465,134 +419,6 @@ fn runs_with_role(n_layers: usize, compared: &[ComparedRun]) -> Vec<BTreeMap<Str
             counts
         })
         .collect()
-}
-
-/// `compare.html`'s data: every run's matched heads, their measures and patterns on the first
-/// probe sequences.
-fn page_data(
-    runs: &[LoadedRun],
-    probe: &Probe,
-    probes: &[Vec<LayerProbe>],
-    compared: &[ComparedRun],
-    measures: &[Vec<Vec<HeadMeasures>>],
-) -> compare_page::CompareData {
-    let reference = &runs[0];
-    let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    compare_page::build(&ComparePageInput {
-        title: format!("{} ({} runs)", reference.run.config.name, runs.len()),
-        summary: format!(
-            "task {}, {n_layers} layer{} x {n_heads} head{}; heads matched to the first \
-             run's by attention-pattern similarity on a probe batch of {} sequences drawn \
-             with its seed ({})",
-            reference.run.task.name(),
-            plural(n_layers),
-            plural(n_heads),
-            probe.examples.len(),
-            reference.run.config.seed,
-        ),
-        runs: compared
-            .iter()
-            .zip(probes)
-            .zip(measures)
-            .map(|((run, layers), measures)| PageRunInput {
-                name: run.dir.file_name().map_or_else(
-                    || run.dir.display().to_string(),
-                    |name| name.to_string_lossy().into_owned(),
-                ),
-                dir: run.dir.display().to_string(),
-                seed: run.seed,
-                eval_token_acc: run.eval_token_acc,
-                layers,
-                matches: &run.layers,
-                measures,
-            })
-            .collect(),
-        labels: probe
-            .examples
-            .iter()
-            .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
-            .collect(),
-    })
-}
-
-/// Rows: slots (reference heads, layer-major); columns: runs; each panel the matched
-/// head's attention on probe sequence 0.
-fn matched_attention_figure(
-    path: &Path,
-    probe: &Probe,
-    probes: &[Vec<LayerProbe>],
-    compared: &[ComparedRun],
-    slots: &[Slot],
-) -> Result<(), FigureError> {
-    let tokens = &probe.examples[0].input;
-    let seq = tokens.len();
-    let mut patterns = vec![];
-    let mut captions = vec![];
-    for slot in slots {
-        let (mut row, mut row_captions) = (vec![], vec![]);
-        for (run, layers) in compared.iter().zip(probes) {
-            let matched = &run.layers[slot.layer];
-            let partner = matched.partner[slot.head];
-            row.push(layers[slot.layer].head_pattern(partner)[..seq * seq].to_vec());
-            row_captions.push(format!(
-                "seed {} {}: {} ({:.2})",
-                run.seed,
-                HeadId::new(slot.layer, partner),
-                run.roles[slot.layer][slot.head],
-                matched.similarity[slot.head]
-            ));
-        }
-        patterns.push(row);
-        captions.push(row_captions);
-    }
-    figures::attention_patterns(
-        path,
-        &figures::PatternFigure {
-            title: "Matched heads: a column per run, a row per head of the first run \
-                    (pattern similarity)",
-            patterns: &patterns,
-            labels: &figures::token_labels(tokens, probe.token_names.as_deref()),
-            captions: &captions,
-        },
-    )
-}
-
-/// The slot table printed on the terminal: one row per reference head, one column per run.
-pub fn table(comparison: &Comparison) -> String {
-    let mut header = format!("{:<6}", "slot");
-    for run in &comparison.runs {
-        header.push_str(&format!(" {:<24}", format!("seed {}", run.seed)));
-    }
-    header.push_str(" consistent");
-    let mut lines = vec![header];
-    for slot in &comparison.slots {
-        let mut line = format!("{:<6} ", HeadId::new(slot.layer, slot.head));
-        for (run, role) in comparison.runs.iter().zip(&slot.roles) {
-            let matched = &run.layers[slot.layer];
-            line.push_str(&format!(
-                "{:<24} ",
-                format!(
-                    "{role} H{} {:.2}",
-                    matched.partner[slot.head], matched.similarity[slot.head]
-                )
-            ));
-        }
-        line.push_str(slot.consistent_role.as_deref().unwrap_or("-"));
-        lines.push(line);
-    }
-    let n_runs = comparison.runs.len();
-    for (layer, counts) in comparison.runs_with_role.iter().enumerate() {
-        let counts: Vec<String> = counts
-            .iter()
-            .map(|(role, n)| format!("{role} in {n}/{n_runs}"))
-            .collect();
-        lines.push(format!(
-            "layer {layer}: runs with a head of each role: {}",
-            counts.join(", ")
-        ));
-    }
-    lines.join("\n")
 }
 
 #[cfg(test)]

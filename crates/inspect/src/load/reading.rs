@@ -36,7 +36,7 @@ pub enum Reading {
     /// A model headlab trained: its task's token ids, the words at positions `0..n`.
     Tokens,
     /// An imported checkpoint: word pieces through its tokenizer, `[CLS]` before the words.
-    Pieces(PieceReading),
+    Pieces(Box<PieceReading>),
 }
 
 /// What an imported model reads with.
@@ -149,12 +149,12 @@ impl Reading {
     pub fn of_run(run: &ResolvedRun, tokenizer: Option<WordPieces>) -> Self {
         match tokenizer {
             None => Reading::Tokens,
-            Some(tokenizer) => Reading::Pieces(PieceReading {
+            Some(tokenizer) => Reading::Pieces(Box::new(PieceReading {
                 mask: tokenizer.id("[MASK]"),
                 tokenizer,
                 max_positions: run.io.max_seq_len,
                 treebank: None,
-            }),
+            })),
         }
     }
 
@@ -239,16 +239,12 @@ impl Reading {
         (count, treebank_count): (usize, usize),
         seed: u64,
     ) -> Result<Option<ReadSentences>, ReadingError> {
-        if let Reading::Pieces(PieceReading {
-            treebank: Some(trees),
-            tokenizer,
-            max_positions,
-            ..
-        }) = self
+        if let Reading::Pieces(pieces) = self
+            && let Some(trees) = &pieces.treebank
         {
             let trees = trees[..trees.len().min(treebank_count)].to_vec();
-            let pieces = PieceSentences::of_treebank(trees, tokenizer, *max_positions)?;
-            return Ok(Some(ReadSentences::Pieces(pieces)));
+            let read = PieceSentences::of_treebank(trees, &pieces.tokenizer, pieces.max_positions)?;
+            return Ok(Some(ReadSentences::Pieces(read)));
         }
         let sentences = task.parsed_sentences(count, seed);
         if sentences.is_empty() {

@@ -1,6 +1,15 @@
-//! Everything a report measures, before anything is written: circuits from the weights,
-//! the probe, relation scores, every head's record, similarity, pruning, the summary, and
-//! the heads followed through the run's snapshots.
+//! Everything a report on one run measures, returned as records and nothing written
+//! ([`measure`], the orchestrator): circuits from the weights, the probe, relation scores,
+//! every head's record, similarity, pruning, the summary ([`summary`]), and the heads
+//! followed through the run's snapshots; what it measures beyond the defaults ([`options`]),
+//! and why it could not ([`error`]). The `report` crate writes what it returns.
+
+pub mod error;
+pub mod options;
+pub mod summary;
+
+pub use error::MeasureError;
+pub use options::MeasureOptions;
 
 use burn::module::Module;
 use run::snapshot::HeadTensorsByLayer;
@@ -15,6 +24,7 @@ use crate::load::context::MeasureContext;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::reading::Scoring;
 use crate::load::run::LoadedRun;
+use crate::measure::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 use crate::measures::agreement::{self, Agreement};
 use crate::measures::ceiling::{self, Ceiling};
 use crate::measures::divergence::{self, DivergencePoint};
@@ -25,15 +35,13 @@ use crate::measures::relations::{self, Relations};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::special::probe_special_attention;
 use crate::measures::trajectories::{self, Trajectories};
-use crate::report::dir::ReportContents;
-use crate::report::error::ReportError;
-use crate::report::options::ReportOptions;
-use crate::report::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 use tasks::conllu::TreebankSentence;
 
 /// Everything the report measures.
 #[derive(Debug, Clone)]
 pub struct Measured {
+    /// The probe batch every probe measure read.
+    pub probe: Probe,
     /// Per-head weights and circuits (`weights.safetensors`).
     pub weights: HeadTensorsByLayer,
     /// Each layer's attention on the probe batch.
@@ -68,24 +76,6 @@ pub struct Measured {
     pub agreement: Option<Agreement>,
 }
 
-impl Measured {
-    /// Which of the report's conditional files this report holds.
-    pub fn contents(&self, loaded: &LoadedRun) -> ReportContents {
-        ReportContents {
-            word_task: self
-                .relations
-                .as_ref()
-                .is_some_and(|r| !r.relations.is_empty()),
-            snapshots: !self.divergence.is_empty(),
-            n_layers: loaded.model.n_layers(),
-            metrics: !loaded.dir.metrics().is_empty(),
-            pairs: self.patching.is_some(),
-            outputs: self.pruning.is_some(),
-            trained: loaded.run.config.import.is_none(),
-        }
-    }
-}
-
 /// Reads the circuits from the weights, runs the probe, scores the heads on the task's
 /// dependency relations (if it has parses), measures and ablates every head, compares heads,
 /// prunes, and follows the heads through the run's snapshots. An imported model's output
@@ -94,12 +84,12 @@ impl Measured {
 /// ([`crate::load::reading::LEFT_OUT_NO_HEAD`], [`crate::load::reading::LEFT_OUT_MASKED_LM`]).
 /// What the model reads, and so which of its measures can run, is its reading's to say
 /// ([`crate::load::reading::Reading`]).
-pub fn measure(
-    loaded: &LoadedRun,
-    probe: &Probe,
-    options: &ReportOptions,
-) -> Result<Measured, ReportError> {
+pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
     let (config, model) = (&loaded.run.config, &loaded.model);
+    let (size, seed) = (options.probe_size, config.seed);
+    let probe = &loaded
+        .reading
+        .probe(&loaded.run, (size, seed), 1, &loaded.device)?;
     let weights = HeadTensorsByLayer::of(model, true);
     let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
@@ -146,6 +136,7 @@ pub fn measure(
     let divergence = divergence::divergence(loaded, probe)?;
     let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
     Ok(Measured {
+        probe: probe.clone(),
         weights,
         layers,
         heads,
@@ -180,9 +171,9 @@ fn layer_similarity(weights: &HeadTensorsByLayer, layers: &[LayerProbe]) -> Vec<
 fn measure_relations(
     loaded: &LoadedRun,
     context: MeasureContext,
-    options: &ReportOptions,
+    options: &MeasureOptions,
     scored: bool,
-) -> Result<(Option<Relations>, Vec<TreebankSentence>), ReportError> {
+) -> Result<(Option<Relations>, Vec<TreebankSentence>), MeasureError> {
     // Masked as the task masks in training (`inspect --relations-masked`).
     let mask_fraction = match &loaded.run.config.task {
         tasks::TaskConfig::Grammar(spec) if options.relations_masked => Some(spec.mask_fraction),
@@ -206,7 +197,7 @@ fn measure_outputs(
     loaded: &LoadedRun,
     eval: &[Example],
     heads: &mut [HeadRecord],
-    options: &ReportOptions,
+    options: &MeasureOptions,
 ) -> (Pruning, LogitLens) {
     let (model, device) = (&loaded.model, &loaded.device);
     let drops = ablation_drops(model, eval, device);

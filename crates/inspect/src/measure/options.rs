@@ -1,11 +1,11 @@
-//! What a report measures beyond the defaults ([`ReportOptions`]): `inspect`'s flags and a
-//! sweep's `[inspect]` section, read by [`super::measured`].
+//! What a report measures beyond the defaults ([`MeasureOptions`]): `inspect`'s flags and a
+//! sweep's `[inspect]` section, read by [`super::measure`].
 
 use crate::interventions::pruning;
 
 /// What a report measures beyond the defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ReportOptions {
+pub struct MeasureOptions {
     /// Sequences in the probe batch.
     pub probe_size: usize,
     /// Accuracy a pruned model may lose and still count as solving the task (0.01: one
@@ -13,8 +13,6 @@ pub struct ReportOptions {
     pub prune_tolerance: f64,
     /// Activation patching on the task's minimal pairs (`patching.json`).
     pub patching: bool,
-    /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
-    pub svg: bool,
     /// Sentences `relations.json` scores (`inspect --relation-sentences`); `None`:
     /// [`crate::measures::relations::RELATION_SENTENCES`] of the task's, or a treebank's
     /// first [`crate::measures::relations::MAX_TREEBANK_SENTENCES`].
@@ -24,13 +22,12 @@ pub struct ReportOptions {
     pub relations_masked: bool,
 }
 
-impl Default for ReportOptions {
+impl Default for MeasureOptions {
     fn default() -> Self {
         Self {
             probe_size: 64,
             prune_tolerance: pruning::DEFAULT_TOLERANCE,
             patching: true,
-            svg: false,
             relation_sentences: None,
             relations_masked: false,
         }

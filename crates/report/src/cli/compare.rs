@@ -24,7 +24,7 @@ pub struct Args {
     // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
     // as an unknown flag.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true,
-          value_parser = crate::load::probe::parse_size)]
+          value_parser = inspect::load::probe::parse_size)]
     probe: usize,
     /// Write matched-attention also as SVG (matched-attention.svg), for papers.
     #[arg(long)]
@@ -38,7 +38,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let loaded = crate::compare::load_runs(&args.runs)?;
+    let loaded = inspect::compare::load_runs(&args.runs)?;
     let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
     let comparison = crate::compare::compare(&loaded, &out, args.probe, args.svg)?;
     println!("{}", crate::compare::table(&comparison));

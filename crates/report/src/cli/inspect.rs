@@ -26,12 +26,12 @@ pub struct Args {
     // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
     // as an unknown flag.
     #[arg(long, default_value_t = 64, allow_negative_numbers = true,
-          value_parser = crate::load::probe::parse_size)]
+          value_parser = inspect::load::probe::parse_size)]
     probe: usize,
     /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
     /// task counts as failed; in [0, 1].
-    #[arg(long, default_value_t = crate::interventions::pruning::DEFAULT_TOLERANCE,
-          allow_negative_numbers = true, value_parser = crate::interventions::pruning::parse_tolerance)]
+    #[arg(long, default_value_t = inspect::interventions::pruning::DEFAULT_TOLERANCE,
+          allow_negative_numbers = true, value_parser = inspect::interventions::pruning::parse_tolerance)]
     prune_tolerance: f64,
     /// Skip the causal tests on the task's minimal pairs (patching.json, figures/patching.png,
     /// figures/paths.png).
@@ -55,7 +55,7 @@ pub struct Args {
     task_set: Vec<String>,
     /// Sentences relations.json scores, 1 to 4096. Default: 512 of the task's, or a
     /// treebank's first 4096.
-    #[arg(long, value_parser = crate::measures::relations::parse_relation_sentences)]
+    #[arg(long, value_parser = inspect::measures::relations::parse_relation_sentences)]
     relation_sentences: Option<usize>,
     /// Score relations.json on sentences masked as the grammar task masks in training (each
     /// word with task.mask_fraction, at least one per sentence; [MASK] for an imported model)
@@ -75,7 +75,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         run::cli::give_graphics_a_runtime_dir();
     }
     let device = args.backend.device()?;
-    let mut loaded = crate::load::run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
+    let mut loaded = inspect::load::run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
     loaded.set_task(&args.task_set)?;
     if let Some(path) = &args.probe_conllu {
         loaded.reading.probe_with(path, &args.run)?;
@@ -84,15 +84,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("note: {note}");
     }
     let out = args.out.unwrap_or_else(|| loaded.dir.report_dir());
-    let options = crate::report::ReportOptions {
-        probe_size: args.probe,
-        prune_tolerance: args.prune_tolerance,
-        patching: !args.no_patching,
+    let options = crate::write::ReportOptions {
+        measure: inspect::measure::MeasureOptions {
+            probe_size: args.probe,
+            prune_tolerance: args.prune_tolerance,
+            patching: !args.no_patching,
+            relation_sentences: args.relation_sentences,
+            relations_masked: args.relations_masked,
+        },
         svg: args.svg,
-        relation_sentences: args.relation_sentences,
-        relations_masked: args.relations_masked,
     };
-    let report = crate::report::write_report(&loaded, &out, &options)?;
+    let report = crate::write::write_report(&loaded, &out, &options)?;
     let accuracy = report.measured.eval_token_acc.map_or_else(
         || "not scored".to_string(),
         |acc| format!("{:.2}%", acc * 100.0),
@@ -102,7 +104,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         args.run.display(),
         loaded.weights.display(),
     );
-    println!("{}", crate::report::table(&report));
+    println!("{}", crate::write::table(&report));
     for file in &report.files {
         println!("wrote {}", file.display());
     }
@@ -128,7 +130,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     // The path and a file:// URL to paste into a browser: on a headless machine nothing
     // opens one, and a terminal turns the URL into a link.
-    let index = crate::report::dir::ReportDir::new(&out).path(crate::report::dir::INDEX);
+    let index = crate::dir::ReportDir::new(&out).path(crate::dir::INDEX);
     let url = std::path::absolute(&index).map_or_else(
         |_| String::new(),
         |absolute| format!(" (file://{})", absolute.display()),

@@ -15,15 +15,15 @@
 //! sequences and fewer
 //! when the matched heads' patterns of every run would pass [`MAX_PATTERN_VALUES`] (the first
 //! is always embedded). The measures are `heads.json`'s pattern measures
-//! ([`crate::measures::patterns`], [`crate::measures::heads::head_roles`]), on the shared probe.
+//! ([`inspect::measures::patterns`], [`inspect::measures::heads::head_roles`]), on the shared probe.
 
 use serde::Serialize;
 
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, script_json, thousandths};
 use crate::draw::explore::{MAX_PATTERN_VALUES, sequences_to_embed};
-use crate::load::probe::LayerProbe;
-use crate::measures::heads::HeadMeasures;
-use crate::measures::matching::{LayerMatch, pattern_similarity};
+use inspect::load::probe::LayerProbe;
+use inspect::measures::heads::HeadMeasures;
+use inspect::measures::matching::{LayerMatch, pattern_similarity};
 
 const STYLE: &str = include_str!("compare_page/compare.css");
 const SCRIPT: &str = include_str!("compare_page/compare.js");
@@ -116,7 +116,7 @@ pub struct PageRunInput<'a> {
     pub layers: &'a [LayerProbe],
     /// Per layer, its matching to the reference (identity for the reference).
     pub matches: &'a [LayerMatch],
-    /// `[layer][own head]`, from [`crate::measures::heads::measure_layer`].
+    /// `[layer][own head]`, from [`inspect::measures::heads::measure_layer`].
     pub measures: &'a [Vec<HeadMeasures>],
 }
 
@@ -332,8 +332,8 @@ mod tests {
 
     use super::*;
     use crate::draw::explore::EXPLORE_SEQUENCES;
-    use crate::measures::heads::measure_layer;
-    use crate::measures::matching::match_layers;
+    use inspect::measures::heads::measure_layer;
+    use inspect::measures::matching::match_layers;
 
     fn reverse() -> Task {
         TaskConfig::Reverse(SequenceSpec {

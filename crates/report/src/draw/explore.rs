@@ -27,12 +27,12 @@
 
 use serde::Serialize;
 
-use crate::circuits::linalg::{Matrix, column_norms, orthogonalize_columns};
 pub use crate::draw::embed::script_json;
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, thousandths};
-use crate::interventions::patching::Patching;
-use crate::load::probe::LayerProbe;
-use crate::measures::heads::HeadRecord;
+use inspect::circuits::linalg::{Matrix, column_norms, orthogonalize_columns};
+use inspect::interventions::patching::Patching;
+use inspect::load::probe::LayerProbe;
+use inspect::measures::heads::HeadRecord;
 
 /// Probe sequences embedded in the page (the first ones of the probe batch).
 pub const EXPLORE_SEQUENCES: usize = 8;

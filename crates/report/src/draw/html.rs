@@ -13,8 +13,8 @@ use base64::engine::general_purpose::STANDARD;
 use model::HeadId;
 
 use super::embed::escape_html as escape;
-use crate::measures::heads::HeadRecord;
-use crate::measures::relations::{BestHead, Relations};
+use inspect::measures::heads::HeadRecord;
+use inspect::measures::relations::{BestHead, Relations};
 
 /// A figure to embed: its PNG file and what it shows.
 pub struct Figure<'a> {

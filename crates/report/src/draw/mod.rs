@@ -1,5 +1,5 @@
 //! Drawing: everything a person looks at, from the records below it
-//! ([`crate::measures`], [`crate::circuits`], [`crate::interventions`]):
+//! ([`inspect::measures`], [`inspect::circuits`], [`inspect::interventions`]):
 //!
 //! - [`figures`]: the figures, PNG or SVG (plotters, through [`backend`]), also used by
 //!   `sweep` for its own.

@@ -5,14 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use burn::tensor::Device;
+use inspect::compare::null::untrained_null;
 use inspect::compare::{Comparison, Slot};
-use inspect::load::context::MeasureContext;
 use inspect::load::probe::Probe;
-use inspect::measures::heads::head_roles;
-use inspect::measures::relations::{
-    BestHead, BestHeads, RELATION_SENTENCES, Relations, measure_relations,
-};
+use inspect::measures::relations::{BestHead, BestHeads, Relations};
 use model::HeadId;
 use serde::Serialize;
 
@@ -309,55 +305,16 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
     let loaded = inspect::compare::load_runs(&dirs).map_err(|e| e.to_string())?;
     let reference = &loaded[0];
     let probe_size = Probe::max_size(&reference.run, loaded.len()).clamp(1, MATCH_PROBE);
-    let comparison =
-        inspect::compare::compare(&loaded, dir, probe_size, false).map_err(|e| e.to_string())?;
-    // The null on the same probe: untrained models, each seeded as its run was.
-    let seed = reference.run.config.seed;
-    let probe = (reference.reading)
-        .probe(
-            &reference.run,
-            (probe_size, seed),
-            loaded.len(),
-            &reference.device,
-        )
+    // Measured by inspect: the matching, and the null on the same probe (untrained models,
+    // each seeded as its run was); written by report as `compare` writes it.
+    let compared = inspect::compare::compare(&loaded, probe_size).map_err(|e| e.to_string())?;
+    let null = untrained_null(&loaded, &compared.probe).map_err(|e| e.to_string())?;
+    let comparison = report::compare::write_comparison(&loaded, compared, dir, false)
         .map_err(|e| e.to_string())?;
-    let tokens = probe.token_ids();
-    let n_layers = reference.model.n_layers();
-    let mut untrained: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); n_layers];
-    let mut untrained_relations = Vec::new();
-    for run in &loaded {
-        let device = Device::flex();
-        device.seed(run.run.config.seed);
-        let model = run
-            .run
-            .config
-            .model
-            .init(&run.run.io, &device)
-            .map_err(|e| e.to_string())?;
-        for (layer, probed) in probe.run(&model).iter().enumerate() {
-            let roles: BTreeSet<String> = head_roles(&run.run.task, probed, &tokens)
-                .into_iter()
-                .map(|(_, role)| role)
-                .collect();
-            for role in roles {
-                *untrained[layer].entry(role).or_default() += 1;
-            }
-        }
-        let context = MeasureContext {
-            model: &model,
-            reading: &run.reading,
-            task: &run.run.task,
-            seed: run.run.config.seed,
-            device: &device,
-        };
-        let scored = measure_relations(context, Some(RELATION_SENTENCES), None);
-        let scored = scored.map_err(|e| e.to_string())?;
-        untrained_relations.extend(scored.map(|(relations, _)| relations));
-    }
     Ok(Matched {
         comparison,
-        untrained_roles: untrained,
-        untrained_relations,
+        untrained_roles: null.roles,
+        untrained_relations: null.relations,
     })
 }
 

@@ -1,6 +1,6 @@
 // compare.js: the interactive views of compare.html (matched heads, slot view, diff view),
 // drawn on canvases from the JSON in <script id="data"> (see
-// crates/inspect/src/compare_page.rs for its format). Vanilla JS, no network.
+// crates/report/src/draw/compare_page.rs for its format). Vanilla JS, no network.
 //
 // For automated checks the page publishes its state as attributes:
 // - <body data-ready="ok"> once the first views are drawn (or "error: ..."), and

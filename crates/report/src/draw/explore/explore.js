@@ -1,5 +1,5 @@
 // explore.js: the interactive views of explore.html (model, head, query/key), drawn on
-// canvases from the JSON in <script id="data"> (see crates/inspect/src/explore.rs for its
+// canvases from the JSON in <script id="data"> (see crates/report/src/draw/explore.rs for its
 // format). Vanilla JS, no network.
 //
 // For automated checks the page publishes its state as attributes:

@@ -59,7 +59,7 @@ pub fn attention_patterns(path: &Path, figure: &PatternFigure) -> Result<(), Fig
     )
 }
 
-/// `rollout.png`: the attention rollout after each layer ([`crate::circuits::rollout`],
+/// `rollout.png`: the attention rollout after each layer ([`inspect::circuits::rollout`],
 /// `[layer][query][input position]`) on one probe sequence whose tokens label the axes
 /// (`labels`, from [`token_labels`]), one heatmap per layer side by side, on the 0-1 scale
 /// of attention.

@@ -6,8 +6,8 @@ use std::path::Path;
 use model::HeadId;
 use tasks::PairKind;
 
-use crate::interventions::patching::{PairPatching, Patching};
-use crate::interventions::path_patching::PathChannel;
+use inspect::interventions::patching::{PairPatching, Patching};
+use inspect::interventions::path_patching::PathChannel;
 
 use super::canvas::{Area, DrawResult, FONT, FigureError, Heatmap, render, value_range};
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::circuits::{Circuits, HeadCircuits, LayerComposition};
+use inspect::circuits::{Circuits, HeadCircuits, LayerComposition};
 
 use super::canvas::{FONT, FigureError, Heatmap, render};
 
@@ -139,14 +139,14 @@ pub struct NormPanel {
     /// The panel's title: the head and its `norm_weight_correlation`.
     pub caption: String,
     /// `(alpha_ij, alpha_ij ||f(x_j)||)` for the probe's query/key pairs
-    /// ([`crate::measures::norms::weight_norm_pairs`]); at most [`NORM_POINTS`] are drawn.
+    /// ([`inspect::measures::norms::weight_norm_pairs`]); at most [`NORM_POINTS`] are drawn.
     pub pairs: Vec<(f64, f64)>,
 }
 
 /// At most `max` of `points`, the same ones on every call: all of them if they fit, else
 /// those at `k * step mod n` for `k < max`, a prime `step` that does not divide `n` (a
 /// spread that no row or column structure of the pairs lines up with, unlike the even
-/// stride of [`crate::measures::trajectories::subsample`], which could keep a single key column).
+/// stride of [`inspect::measures::trajectories::subsample`], which could keep a single key column).
 pub(crate) fn spread_sample<T: Copy>(points: &[T], max: usize) -> Vec<T> {
     let n = points.len();
     if n <= max {

@@ -8,10 +8,10 @@ use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 use run::metrics::MetricsRecord;
 
-use crate::interventions::pruning::{PruneCurve, Pruning};
-use crate::measures::divergence::DivergencePoint;
-use crate::measures::heads::HeadRecord;
-use crate::measures::trajectories::Trajectories;
+use inspect::interventions::pruning::{PruneCurve, Pruning};
+use inspect::measures::divergence::DivergencePoint;
+use inspect::measures::heads::HeadRecord;
+use inspect::measures::trajectories::Trajectories;
 
 use super::canvas::{FONT, FigureError, draw_line, legend_below, line_chart, render};
 

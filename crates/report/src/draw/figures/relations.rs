@@ -4,7 +4,7 @@ use std::path::Path;
 
 use model::HeadId;
 
-use crate::measures::relations::{HeadRelationScore, Relations};
+use inspect::measures::relations::{HeadRelationScore, Relations};
 
 use super::canvas::{FONT, FigureError, Heatmap, LABEL_CHAR_PX, render};
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::measures::similarity::LayerSimilarity;
+use inspect::measures::similarity::LayerSimilarity;
 
 use super::canvas::{FONT, FigureError, Heatmap, render};
 

@@ -1,0 +1,245 @@
+//! `headlab compare`'s output: what [`inspect::compare::compare`] measured, written as
+//! `matching.json`, `matched-attention.png` (slots x runs, the matched heads' attention on
+//! probe sequence 0; `.svg` too on request) and the interactive `compare.html`
+//! ([`crate::draw::compare_page`]), and the slot table printed on the terminal.
+
+use std::path::{Path, PathBuf};
+
+use inspect::compare::{CompareError, Compared, ComparedRun, Comparison, Slot};
+use inspect::load::probe::{LayerProbe, Probe};
+use inspect::load::run::LoadedRun;
+use inspect::measures::heads::HeadMeasures;
+use model::HeadId;
+
+use crate::draw::compare_page::{self, ComparePageInput, PageRunInput};
+use crate::draw::figures::{self, FigureError};
+
+/// A comparison that could not be measured or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareOutputError {
+    /// Runs that cannot be compared (boxed: it is large, and errors travel by value).
+    #[error(transparent)]
+    Compare(Box<CompareError>),
+    /// The figure.
+    #[error(transparent)]
+    Figure(#[from] FigureError),
+    /// A file of the comparison.
+    #[error("cannot write {path}: {error}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main
+        /// would print it twice.
+        error: std::io::Error,
+    },
+}
+
+impl From<CompareError> for CompareOutputError {
+    fn from(error: CompareError) -> Self {
+        CompareOutputError::Compare(Box::new(error))
+    }
+}
+
+/// Matches the heads of every run in `runs` to those of `runs[0]` on a probe of
+/// `probe_size` sequences ([`inspect::compare::compare`]) and writes the comparison into
+/// `out` ([`write_comparison`]).
+pub fn compare(
+    runs: &[LoadedRun],
+    out: &Path,
+    probe_size: usize,
+    svg: bool,
+) -> Result<Comparison, CompareOutputError> {
+    let compared = inspect::compare::compare(runs, probe_size)?;
+    write_comparison(runs, compared, out, svg)
+}
+
+/// Writes what [`inspect::compare::compare`] measured on `runs` into `out`: the figure (and
+/// its SVG copy when `svg`; otherwise none is left from an earlier call), the page, then
+/// `matching.json`, which lists every file written.
+pub fn write_comparison(
+    runs: &[LoadedRun],
+    compared: Compared,
+    out: &Path,
+    svg: bool,
+) -> Result<Comparison, CompareOutputError> {
+    let Compared {
+        mut comparison,
+        probe,
+        layers,
+        measures,
+    } = compared;
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| CompareOutputError::Write { path, error }
+    };
+    std::fs::create_dir_all(out).map_err(write_error(out))?;
+    let (compared_runs, slots) = (&comparison.runs, &comparison.slots);
+    let figure_path = out.join("matched-attention.png");
+    matched_attention_figure(&figure_path, &probe, &layers, compared_runs, slots)?;
+    let svg_path = figure_path.with_extension("svg");
+    if svg {
+        matched_attention_figure(&svg_path, &probe, &layers, compared_runs, slots)?;
+    } else if earlier_comparison_wrote(out, &svg_path) {
+        std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
+    }
+    let page_path = out.join("compare.html");
+    let page = page_data(runs, &probe, &layers, compared_runs, &measures);
+    run::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
+        .map_err(write_error(&page_path))?;
+    let json_path = out.join("matching.json");
+    comparison.files = [json_path.clone(), figure_path, page_path]
+        .into_iter()
+        .chain(svg.then_some(svg_path))
+        .collect();
+    let json = serde_json::to_vec_pretty(&comparison).expect("comparison serializes");
+    run::atomic::write_atomic(&json_path, &json).map_err(write_error(&json_path))?;
+    comparison.files.sort();
+    Ok(comparison)
+}
+
+/// Whether `file` in `out` is a plain file that an earlier `compare` into `out` wrote: its
+/// `matching.json` lists it. `--out` may name a user's own directory, so a file there that
+/// merely has the name `compare` writes is left alone (a link too: never followed).
+fn earlier_comparison_wrote(out: &Path, file: &Path) -> bool {
+    let is_plain_file = std::fs::symlink_metadata(file).is_ok_and(|meta| meta.is_file());
+    let listed = || {
+        let text = std::fs::read(out.join("matching.json")).ok()?;
+        let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        let files = earlier.get("files")?.as_array()?;
+        Some(
+            files
+                .iter()
+                .filter_map(|f| f.as_str())
+                .any(|listed| Path::new(listed).file_name() == file.file_name()),
+        )
+    };
+    is_plain_file && listed().unwrap_or(false)
+}
+
+/// `compare.html`'s data: every run's matched heads, their measures and patterns on the first
+/// probe sequences.
+fn page_data(
+    runs: &[LoadedRun],
+    probe: &Probe,
+    probes: &[Vec<LayerProbe>],
+    compared: &[ComparedRun],
+    measures: &[Vec<Vec<HeadMeasures>>],
+) -> compare_page::CompareData {
+    let reference = &runs[0];
+    let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    compare_page::build(&ComparePageInput {
+        title: format!("{} ({} runs)", reference.run.config.name, runs.len()),
+        summary: format!(
+            "task {}, {n_layers} layer{} x {n_heads} head{}; heads matched to the first \
+             run's by attention-pattern similarity on a probe batch of {} sequences drawn \
+             with its seed ({})",
+            reference.run.task.name(),
+            plural(n_layers),
+            plural(n_heads),
+            probe.examples.len(),
+            reference.run.config.seed,
+        ),
+        runs: compared
+            .iter()
+            .zip(probes)
+            .zip(measures)
+            .map(|((run, layers), measures)| PageRunInput {
+                name: run.dir.file_name().map_or_else(
+                    || run.dir.display().to_string(),
+                    |name| name.to_string_lossy().into_owned(),
+                ),
+                dir: run.dir.display().to_string(),
+                seed: run.seed,
+                eval_token_acc: run.eval_token_acc,
+                layers,
+                matches: &run.layers,
+                measures,
+            })
+            .collect(),
+        labels: probe
+            .examples
+            .iter()
+            .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
+            .collect(),
+    })
+}
+
+/// Rows: slots (reference heads, layer-major); columns: runs; each panel the matched
+/// head's attention on probe sequence 0.
+fn matched_attention_figure(
+    path: &Path,
+    probe: &Probe,
+    probes: &[Vec<LayerProbe>],
+    compared: &[ComparedRun],
+    slots: &[Slot],
+) -> Result<(), FigureError> {
+    let tokens = &probe.examples[0].input;
+    let seq = tokens.len();
+    let mut patterns = vec![];
+    let mut captions = vec![];
+    for slot in slots {
+        let (mut row, mut row_captions) = (vec![], vec![]);
+        for (run, layers) in compared.iter().zip(probes) {
+            let matched = &run.layers[slot.layer];
+            let partner = matched.partner[slot.head];
+            row.push(layers[slot.layer].head_pattern(partner)[..seq * seq].to_vec());
+            row_captions.push(format!(
+                "seed {} {}: {} ({:.2})",
+                run.seed,
+                HeadId::new(slot.layer, partner),
+                run.roles[slot.layer][slot.head],
+                matched.similarity[slot.head]
+            ));
+        }
+        patterns.push(row);
+        captions.push(row_captions);
+    }
+    figures::attention_patterns(
+        path,
+        &figures::PatternFigure {
+            title: "Matched heads: a column per run, a row per head of the first run \
+                    (pattern similarity)",
+            patterns: &patterns,
+            labels: &figures::token_labels(tokens, probe.token_names.as_deref()),
+            captions: &captions,
+        },
+    )
+}
+
+/// The slot table printed on the terminal: one row per reference head, one column per run.
+pub fn table(comparison: &Comparison) -> String {
+    let mut header = format!("{:<6}", "slot");
+    for run in &comparison.runs {
+        header.push_str(&format!(" {:<24}", format!("seed {}", run.seed)));
+    }
+    header.push_str(" consistent");
+    let mut lines = vec![header];
+    for slot in &comparison.slots {
+        let mut line = format!("{:<6} ", HeadId::new(slot.layer, slot.head));
+        for (run, role) in comparison.runs.iter().zip(&slot.roles) {
+            let matched = &run.layers[slot.layer];
+            line.push_str(&format!(
+                "{:<24} ",
+                format!(
+                    "{role} H{} {:.2}",
+                    matched.partner[slot.head], matched.similarity[slot.head]
+                )
+            ));
+        }
+        line.push_str(slot.consistent_role.as_deref().unwrap_or("-"));
+        lines.push(line);
+    }
+    let n_runs = comparison.runs.len();
+    for (layer, counts) in comparison.runs_with_role.iter().enumerate() {
+        let counts: Vec<String> = counts
+            .iter()
+            .map(|(role, n)| format!("{role} in {n}/{n_runs}"))
+            .collect();
+        lines.push(format!(
+            "layer {layer}: runs with a head of each role: {}",
+            counts.join(", ")
+        ));
+    }
+    lines.join("\n")
+}

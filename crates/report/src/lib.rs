@@ -1,0 +1,25 @@
+//! Writing what `inspect` measured, for people and for programs. One layer per entry; a
+//! module imports only from the ones above it in this list (and from `inspect`, `model`,
+//! `tasks` and `run`):
+//!
+//! - [`draw`]: figures (PNG or SVG, also used by `sweep` for its own), `index.html`,
+//!   `explore.html`, `compare.html`.
+//! - [`dir`]: one run's report directory ([`dir::ReportDir`]: every file's name, contents,
+//!   presence; typed readers and writers), [`error`]: why a report could not be made.
+//! - [`figures`] and [`pages`]: which figures a report draws, its `index.html` and
+//!   `explore.html`.
+//! - [`write`]: `inspect`'s report ([`write::write_report`]: measured by
+//!   [`inspect::measure::measure`], then tensors, records, figures, `explore.html`, and
+//!   `index.html` last); [`compare`]: `compare`'s output.
+//! - [`cli`]: the `headlab inspect` and `headlab compare` commands.
+
+pub mod cli;
+pub mod compare;
+pub mod dir;
+pub mod draw;
+pub mod error;
+pub mod figures;
+pub mod pages;
+pub mod write;
+
+pub use write::{Report, ReportOptions, table, write_report};
