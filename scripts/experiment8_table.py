@@ -82,12 +82,12 @@ def relation_rows(relations: dict, toys: dict) -> list:
             toy = toys.get((name, label), ("-", "-", "-"))
             if intervals:
                 ours = intervals[key]
-                best_text = f"L{best['layer']}-H{best['head']} {best['score']:.2f} ({interval(ours['best_head'])})"
+                best_text = f"L{best['layer']}H{best['head']} {best['score']:.2f} ({interval(ours['best_head'])})"
                 base_text = f"{base['score']:.2f} ({interval(intervals['baseline'])}) at {base['offset']:+d}"
                 margin = interval(ours["margin"])
                 beats = f"{ours['heads_above_baseline']} ({ours['heads_clearly_above_baseline']})"
             else:
-                best_text = f"L{best['layer']}-H{best['head']} {best['score']:.2f}"
+                best_text = f"L{best['layer']}H{best['head']} {best['score']:.2f}"
                 base_text = f"{base['score']:.2f} at {base['offset']:+d}"
                 margin, beats = "-", "-"
             clark = CLARK.get(name, "") if key == "dependent_to_head" else ""
@@ -223,7 +223,7 @@ def miss_lines(reports: dict) -> list:
         before, start = edges["just before the phrase"], edges["phrase start"]
         lines += [
             "",
-            f"- **{title}**, L{best['layer']}-H{best['head']}: misses {missed} of {arcs} objects "
+            f"- **{title}**, L{best['layer']}H{best['head']}: misses {missed} of {arcs} objects "
             f"({missed / arcs:.0%}). It looks at: {top}. Over all {arcs} objects it attends "
             f"to the word just before the object's noun phrase {before / arcs:.0%} of the time "
             f"and to the phrase's first word {start / arcs:.0%}.",
@@ -308,7 +308,7 @@ def masked_rows(reports: dict) -> list:
                     ci = f" ({interval(iv[key]['best_head'])})" if iv else ""
                     clearly = iv[key]["heads_clearly_above_baseline"] if iv else "-"
                     cells += [
-                        f"L{best['layer']}-H{best['head']} {best['score']:.2f}{ci}",
+                        f"L{best['layer']}H{best['head']} {best['score']:.2f}{ci}",
                         f"{r['baseline']['score']:.2f} at {r['baseline']['offset']:+d}",
                         str(clearly),
                     ]
