@@ -8,7 +8,7 @@
 //! ([`table::markdown`]); `--rounds` repeats the cases interleaved and reports medians
 //! ([`rounds`]). `scripts/bench.sh` builds and runs it.
 //!
-//! The map: [`case`] (one case and its measurement), [`reference`] (Burn's built-in encoder
+//! The map: [`case`] (one case and its measurement), [`reference`](mod@reference) (Burn's built-in encoder
 //! at the same sizes), [`pytorch`] (the PyTorch reference), [`accuracy`] (time to a token
 //! accuracy), [`machine`] (what it ran on: CPU, threads, peak memory), [`rounds`] (repeats,
 //! medians), [`table`] (the markdown table), [`cli`] (the command).

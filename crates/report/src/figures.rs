@@ -1,4 +1,4 @@
-//! The report's figures: which of [`FILES`](crate::dir::FILES)' figures a report
+//! The report's figures: which of [`crate::dir::FILES`]' figures a report
 //! draws (by their presence), and what each is drawn from. Their captions on `index.html`
 //! are the table's descriptions.
 

@@ -8,7 +8,7 @@
 //!   presence; typed readers and writers), [`error`]: why a report could not be made.
 //! - [`figures`] and [`pages`]: which figures a report draws, its `index.html` and
 //!   `explore.html`.
-//! - [`write`]: `inspect`'s report ([`write::write_report`]: measured by
+//! - [`write`](mod@write): `inspect`'s report ([`write::write_report`]: measured by
 //!   [`inspect::measure::measure`], then tensors, records, figures, `explore.html`, and
 //!   `index.html` last); [`compare`]: `compare`'s output.
 //! - [`cli`]: the `headlab inspect` and `headlab compare` commands.

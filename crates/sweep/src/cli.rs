@@ -23,6 +23,9 @@ pub struct Args {
     command: Command,
 }
 
+// The doc comments below are the command's --help text, written for a terminal: `<NAME>`
+// and `[MASK]` there are text, not HTML or links.
+#[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 /// The sweep file and where its runs go.
 #[derive(clap::Args, Debug)]
 struct Target {

@@ -94,7 +94,7 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
 }
 
 /// Brings the runs of `group` (one grid point, different seeds) to done: while any needs
-/// training, the whole group trains together as one batched model ([`group_training`]), so
+/// training, the whole group trains together as one batched model (`group_training`), so
 /// that a fault never leaves a seed to train alone or in a smaller stack (whose numbers would
 /// differ in their last bits); then each goes on alone (inspect) as [`execute`] takes it. A
 /// group of one is [`execute`]. Returns each run's attempt.

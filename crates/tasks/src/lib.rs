@@ -16,7 +16,7 @@
 //! - [`task`]: the `[task]` section ([`TaskConfig`]) and the ready [`Task`].
 //! - [`batch`]: examples padded into tensors ([`Batch`]), the training stream's seeds, the
 //!   masked loss and accuracy.
-//! - [`evaluate`]: a model's loss and accuracy on examples, with heads ablated or not.
+//! - [`evaluate`](mod@evaluate): a model's loss and accuracy on examples, with heads ablated or not.
 //! - [`conllu`]: Universal Dependencies treebanks (CoNLL-U) read as trees, and the
 //!   `grammar` task's sentences written as CoNLL-U.
 

@@ -11,6 +11,9 @@ use anyhow::Context;
 use run::dir::{EXIT_RUN_IN_USE, RunDirError};
 use run::{BackendKind, RunConfig, RunDir, StopSignal};
 
+// The doc comments below are the command's --help text, written for a terminal: `<NAME>`
+// and `[MASK]` there are text, not HTML or links.
+#[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 /// Train an encoder on a toy task as a config file says, into a run directory.
 ///
 /// Trains a transformer encoder on a toy sequence task and writes a run directory

@@ -3,7 +3,7 @@
 //! `alpha_ij f(x_j)` with `f(x) = (x v + b_v) o` (the head's value projection and its rows
 //! of the output projection), so its size is `alpha_ij ||f(x_j)||`, not `alpha_ij` alone.
 //! A head whose weights are large where `||f(x_j)||` is small attends but writes almost
-//! nothing (Kobayashi et al.'s attention to [SEP] and punctuation).
+//! nothing (Kobayashi et al.'s attention to `[SEP]` and punctuation).
 
 use model::HeadWeights;
 use run::tensor_file::HostTensor;

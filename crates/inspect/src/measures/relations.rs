@@ -13,7 +13,7 @@
 //! from the dependent or "look `o` back" from the head). A head that beats it does more than
 //! attend by position.
 //!
-//! The sentences are the task's own parsed sentences ([`Task::parsed_sentences`]), fed
+//! The sentences are the task's own parsed sentences ([`tasks::Task::parsed_sentences`]), fed
 //! unmasked (as Clark et al. fed BERT whole sentences), padded into batches whose padding is
 //! masked as keys. Only the `grammar` task has parses; every other task gets no relations.
 //!
@@ -170,7 +170,7 @@ pub struct AttendedWords {
     pub head_to_dependent: Vec<u16>,
 }
 
-/// `relations.json`: every relation that occurs in the sentences, in [`Relation::ALL`]'s
+/// `relations.json`: every relation that occurs in the sentences, in [`tasks::Relation::ALL`]'s
 /// order (relations without arcs are left out).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Relations {
@@ -216,7 +216,7 @@ pub struct RelationHits {
     sentences: usize,
     /// Every arc once (a category such as [`PAST_A_NOUN`] counts some twice in `arcs`).
     total_arcs: usize,
-    /// The labels: the relations in [`Relation::ALL`]'s order, then [`PAST_A_NOUN`] and
+    /// The labels: the relations in [`tasks::Relation::ALL`]'s order, then [`PAST_A_NOUN`] and
     /// [`OBJECT_PAST_A_NOUN`], then labels met since.
     labels: Vec<String>,
     /// Arcs per label.
@@ -527,7 +527,7 @@ pub const MAX_TREEBANK_SENTENCES: usize = 4096;
 /// Runs the model on `count` of the task's parsed sentences (seeded from the run's seed,
 /// apart from the probe; [`RELATION_SENTENCES`] unless `inspect --relation-sentences` says
 /// otherwise), or on the first `count` (at most [`MAX_TREEBANK_SENTENCES`]) of the treebank
-/// an imported model is probed with, read as the model reads ([`Reading::relation_sentences`]:
+/// an imported model is probed with, read as the model reads ([`crate::load::reading::Reading::relation_sentences`]:
 /// an imported model's sentences over its positions are left out and counted), and scores
 /// every head on its word-level attention. With `mask_fraction`, the sentences are masked as
 /// in training ([`crate::measures::relation_masks`]). Returns the scores and the sentences,

@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// The doc comments below are the command's --help text, written for a terminal: `<NAME>`
+// and `[MASK]` there are text, not HTML or links.
+#[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 /// Measure every attention head of a trained run and write a report (index.html).
 ///
 /// Writes into RUN/inspect (or --out): weights.safetensors, activations.safetensors, heads.json,

@@ -20,7 +20,7 @@ use crate::pattern::AttentionPattern;
 #[serde(deny_unknown_fields)]
 pub struct FileSpec {
     /// The JSONL file; a relative path is resolved against the directory given to
-    /// [`TaskConfig::build`](super::TaskConfig::build).
+    /// [`TaskConfig::build`](crate::TaskConfig::build).
     pub path: PathBuf,
     /// Fraction of records held out for evaluation, in (0, 1).
     #[serde(default = "default_eval_fraction")]

@@ -11,7 +11,7 @@ pub struct PatternFigure<'a> {
     /// Per grid row, per column: `[seq, seq]` attention on one probe sequence, row-major.
     /// In `attention.png` rows are layers and columns heads.
     pub patterns: &'a [Vec<Vec<f32>>],
-    /// That sequence's tokens as axis labels ([`token_labels`]).
+    /// That sequence's tokens as axis labels ([`token_labels`](super::canvas::token_labels)).
     pub labels: &'a [String],
     /// One caption per panel, like `patterns`.
     pub captions: &'a [Vec<String>],
@@ -61,7 +61,7 @@ pub fn attention_patterns(path: &Path, figure: &PatternFigure) -> Result<(), Fig
 
 /// `rollout.png`: the attention rollout after each layer ([`inspect::circuits::rollout`],
 /// `[layer][query][input position]`) on one probe sequence whose tokens label the axes
-/// (`labels`, from [`token_labels`]), one heatmap per layer side by side, on the 0-1 scale
+/// (`labels`, from [`token_labels`](super::canvas::token_labels)), one heatmap per layer side by side, on the 0-1 scale
 /// of attention.
 pub fn rollout(
     path: &Path,

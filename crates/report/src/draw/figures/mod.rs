@@ -4,9 +4,9 @@
 //! its family's file, or a new one here.
 //!
 //! - [`attention`]: `attention_L*.png` (patterns on probe sequences) and `rollout.png`.
-//! - [`similarity`], `similarity.png`.
-//! - [`relations`], `relations.png`.
-//! - [`circuits`]: `composition.png`, `circuits.png`, `norms.png`.
+//! - [`similarity`](mod@similarity), `similarity.png`.
+//! - [`relations`](mod@relations), `relations.png`.
+//! - [`circuits`](mod@circuits): `composition.png`, `circuits.png`, `norms.png`.
 //! - [`causal`]: `patching.png`, `paths.png`.
 //! - [`curves`]: `divergence.png`, `trajectories.png`, `ablation.png`, `pruning.png`,
 //!   `training.png`.

@@ -139,7 +139,7 @@ impl<'a> Inside<'a> {
         out
     }
 
-    /// NP -> Det Adj{0,2} Noun [PP] [RelClause] from `start`, as
+    /// `NP -> Det Adj{0,2} Noun [PP] [RelClause]` from `start`, as
     /// [`GrammarTask::noun_phrase`] draws it.
     fn noun_phrase(
         &mut self,

@@ -677,7 +677,7 @@ impl GrammarTask {
         draft.finish(verb)
     }
 
-    /// NP -> Det Adj{0,2} Noun [PP] [RelClause], of `number`, at clause `depth`, its noun
+    /// `NP -> Det Adj{0,2} Noun [PP] [RelClause]`, of `number`, at clause `depth`, its noun
     /// selected by a verb's `selects` (classed lexicon). Returns the noun's position.
     fn noun_phrase(
         &self,
@@ -732,7 +732,7 @@ impl GrammarTask {
         noun
     }
 
-    /// VP -> IntransVerb [PP] | TransVerb NP [PP] | DitransVerb NP NP [PP], agreeing with a
+    /// `VP -> IntransVerb [PP] | TransVerb NP [PP] | DitransVerb NP NP [PP]`, agreeing with a
     /// subject of `number`:
     /// the verb `choice` made beforehand, or one chosen now. Returns the verb's position.
     fn verb_phrase(
