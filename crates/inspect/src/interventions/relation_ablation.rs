@@ -23,8 +23,8 @@ use crate::interventions::activation_patching::head_weight;
 use crate::load::context::MeasureContext;
 use crate::load::reading::{ReadSentences, ReadingError};
 use crate::measures::masked::right_answers_with;
-use crate::measures::relation_categories::word_categories;
 use crate::measures::relations::Relations;
+use crate::measures::relations::categories::word_categories;
 
 /// Masked examples the drops are measured on: about 2800 masked words with the default
 /// grammar, some 200 of them objects.

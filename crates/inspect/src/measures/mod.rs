@@ -5,9 +5,10 @@
 //! - [`heads`]: one record per head (`heads.json`), gathering every measure below.
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
-//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks), with
-//!   [`relation_intervals`]: their 95% intervals over sentences (a bootstrap), and
-//!   [`relation_masks`]: the same on sentences masked as in training.
+//! - [`relations`]: dependency-relation scores on parsed sentences (word tasks), with the
+//!   categories arcs count in ([`relations::categories`]), their 95% intervals over
+//!   sentences (a bootstrap, [`relations::intervals`]), and masks for scoring sentences
+//!   masked as in training ([`relations::masks`]).
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
@@ -29,9 +30,6 @@ pub mod masked;
 pub mod matching;
 pub mod norms;
 pub mod patterns;
-pub mod relation_categories;
-pub mod relation_intervals;
-pub mod relation_masks;
 pub mod relations;
 pub mod similarity;
 pub mod special;

@@ -25,16 +25,22 @@
 //! The scoring is a pure function of host data ([`RelationHits::add`], [`score_relations`]);
 //! [`measure_relations`] only runs the model to get the patterns.
 
+pub mod categories;
+pub mod intervals;
+pub mod masks;
+
 use std::collections::BTreeMap;
 
 use crate::load::context::MeasureContext;
 use crate::load::reading::{ReadSentences, ReadingError};
-use crate::measures::relation_categories::{CATEGORIES, category_name, word_categories};
-pub use crate::measures::relation_categories::{
+use crate::measures::relations::categories::{CATEGORIES, category_name, word_categories};
+pub use crate::measures::relations::categories::{
     OBJECT_PAST_A_NOUN, PAST_A_NOUN, categories, category_names,
 };
-use crate::measures::relation_intervals::{RelationIntervals, SentenceCredits, relation_intervals};
-use crate::measures::relation_masks::{RelationMasking, masked_positions, training_masks};
+use crate::measures::relations::intervals::{
+    RelationIntervals, SentenceCredits, relation_intervals,
+};
+use crate::measures::relations::masks::{RelationMasking, masked_positions, training_masks};
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 use tasks::ParsedSentence;
@@ -146,7 +152,7 @@ pub struct RelationScores {
     pub heads: Vec<HeadRelationScore>,
     /// The best head in each direction, and whether it beats the baseline.
     pub best: BestHeads,
-    /// 95% intervals over sentences (a bootstrap, [`crate::measures::relation_intervals`]);
+    /// 95% intervals over sentences (a bootstrap, [`crate::measures::relations::intervals`]);
     /// absent in a file written before they were measured, and for a relation too rare to
     /// be in half the resamples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -530,7 +536,7 @@ pub const MAX_TREEBANK_SENTENCES: usize = 4096;
 /// an imported model is probed with, read as the model reads ([`crate::load::reading::Reading::relation_sentences`]:
 /// an imported model's sentences over its positions are left out and counted), and scores
 /// every head on its word-level attention. With `mask_fraction`, the sentences are masked as
-/// in training ([`crate::measures::relation_masks`]). Returns the scores and the sentences,
+/// in training ([`crate::measures::relations::masks`]). Returns the scores and the sentences,
 /// whole; `None` for tasks without parses.
 pub fn measure_relations(
     context: MeasureContext,
