@@ -242,7 +242,7 @@ fn check_layers(name: &str, layers: &'static [&'static [&'static str]]) {
         if module != "bin" && module != "lib" && module != "main" {
             assert!(
                 layer_of(&module, layers).is_some(),
-                "{name}/src/{module} is in no layer in tests/imports.rs"
+                "{name}/src/{module} is in no layer in tests/architecture.rs"
             );
         }
     }
