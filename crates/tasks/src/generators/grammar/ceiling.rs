@@ -21,7 +21,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::common_words::Number;
 use super::lexicon::{CLASSES, NounClass};
-use super::task::{GrammarTask, MASK, MAX_ADJECTIVES, VerbChoice, VerbKind};
+use super::spec::MAX_ADJECTIVES;
+use super::task::{GrammarTask, MASK, VerbChoice, VerbKind};
 use crate::words::{ClassCeiling, Inflection, WordClass};
 
 /// Where each constituent can end: `ends[e]` is the probability that it covers the words

@@ -48,12 +48,21 @@
 //! masked with probability `mask_fraction` (at least one per sentence): a masked position holds
 //! `<mask>` and its target is the word's id; every other position is unscored. Examples have
 //! the length of their sentence; [`Generator::seq_len`](crate::generator::Generator::seq_len) is `max_words`.
+//!
+//! # Files
+//!
+//! [`spec`]: the `[task]` keys and their checks; [`lexicon`], [`animate`] and
+//! [`common_words`]: the words; [`vocabulary`]: the vocabulary as laid out; [`task`]: the
+//! generator (sentences, parses, masking, agreement pairs), its tests in `task/tests.rs`;
+//! [`ceiling`]: the Bayes-optimal ceiling of the masked words.
 
 pub mod animate;
 pub mod ceiling;
 pub mod common_words;
 pub mod lexicon;
+pub mod spec;
 pub mod task;
+pub mod vocabulary;
 
-pub use task::GrammarSpec;
+pub use spec::GrammarSpec;
 pub(crate) use task::GrammarTask;
