@@ -726,30 +726,9 @@ fn a_probe_over_the_memory_bound_is_refused_with_the_largest_accepted() {
     assert!(!out.join("inspect").exists());
 }
 
-/// all-MiniLM-L6-v2 as `scripts/setup.sh` unpacks it; `None` (the test passes, saying so)
-/// without it, unless HEADLAB_REQUIRE_MINILM is set, as `.ci/run` does.
-fn minilm_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HEADLAB_MINILM_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| Path::new(&home).join(".cache/headlab/all-MiniLM-L6-v2"))
-        })?;
-    if dir.join("model.safetensors").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("HEADLAB_REQUIRE_MINILM").is_none(),
-        "HEADLAB_REQUIRE_MINILM is set but {} holds no all-MiniLM-L6-v2",
-        dir.display()
-    );
-    eprintln!("skipped: no all-MiniLM-L6-v2 in {}", dir.display());
-    None
-}
-
 #[test]
 fn all_minilm_l6_v2_imports_and_inspects_on_the_grammar_sentences() {
-    let Some(checkpoint) = minilm_dir() else {
+    let Some(checkpoint) = testkit::minilm_dir("the MiniLM import test") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -876,7 +855,7 @@ fn an_imported_model_inspects_on_wgpu_as_on_flex() {
         (headlab::run("inspect", &args), ReportDir::new(report))
     };
     let (output, wgpu) = report("wgpu");
-    if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+    if !output.status.success() && !testkit::is_required("HEADLAB_REQUIRE_WGPU") {
         eprintln!("skipped: no wgpu adapter here ({})", stderr(&output).trim());
         return;
     }

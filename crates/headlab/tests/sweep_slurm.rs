@@ -31,12 +31,9 @@ fn slurm_or_skip() -> bool {
     if slurm_up() {
         return true;
     }
-    assert!(
-        std::env::var("HEADLAB_REQUIRE_SLURM").as_deref() != Ok("1"),
-        "HEADLAB_REQUIRE_SLURM=1 but no Slurm cluster answers (start one with \
-         scripts/slurm-local.sh install && scripts/slurm-local.sh start)"
-    );
-    eprintln!("skipped: no Slurm cluster (scripts/slurm-local.sh start runs one)");
+    let why = "no Slurm cluster answers (start one with scripts/slurm-local.sh install && \
+               scripts/slurm-local.sh start)";
+    testkit::skip_unless_required("the Slurm test", "HEADLAB_REQUIRE_SLURM", why);
     false
 }
 

@@ -495,7 +495,7 @@ fn wgpu_without_an_adapter_says_so_and_suggests_flex() {
         .output()
         .unwrap();
     let err = stderr(&output);
-    if output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+    if output.status.success() && !testkit::is_required("HEADLAB_REQUIRE_WGPU") {
         eprintln!("skipped: the adapter could not be hidden on this machine");
         return;
     }
@@ -525,7 +525,7 @@ fn wgpu_on_an_opengl_adapter_is_refused_before_anything_is_written() {
         .unwrap();
     let err = stderr(&output);
     let refused_for_atomics = err.contains("lacks 32-bit float atomic add");
-    if !refused_for_atomics && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+    if !refused_for_atomics && !testkit::is_required("HEADLAB_REQUIRE_WGPU") {
         eprintln!(
             "skipped: no OpenGL adapter to fall back to here ({})",
             err.trim()
@@ -564,7 +564,7 @@ fn wgpu_trains_a_few_steps_or_says_why_not() {
         "train.eval_every=3",
     ]);
     let err = stderr(&output);
-    if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+    if !output.status.success() && !testkit::is_required("HEADLAB_REQUIRE_WGPU") {
         assert!(
             err.contains("no usable GPU adapter") && err.contains("--backend flex"),
             "{err}"
@@ -597,7 +597,7 @@ fn a_wgpu_run_without_xdg_runtime_dir_is_quiet_about_it() {
         .output()
         .unwrap();
     let err = stderr(&output);
-    if !output.status.success() && std::env::var_os("HEADLAB_REQUIRE_WGPU").is_none() {
+    if !output.status.success() && !testkit::is_required("HEADLAB_REQUIRE_WGPU") {
         eprintln!("skipped: no wgpu adapter on this machine ({})", err.trim());
         return;
     }

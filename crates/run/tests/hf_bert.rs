@@ -195,34 +195,9 @@ fn a_checkpoint_that_is_not_bert_or_not_whole_is_refused_by_name() {
     assert_eq!((config.hidden_size, config.num_attention_heads), (32, 4));
 }
 
-/// all-MiniLM-L6-v2 as `scripts/setup.sh` unpacks it: HEADLAB_MINILM_DIR, else
-/// ~/.cache/headlab/all-MiniLM-L6-v2. Without it the test says so and passes, unless
-/// HEADLAB_REQUIRE_MINILM is set (as `.ci/run` does).
-fn minilm_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HEADLAB_MINILM_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| Path::new(&home).join(".cache/headlab/all-MiniLM-L6-v2"))
-        })?;
-    if dir.join("model.safetensors").is_file() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("HEADLAB_REQUIRE_MINILM").is_none(),
-        "HEADLAB_REQUIRE_MINILM is set but {} holds no all-MiniLM-L6-v2 (run scripts/setup.sh)",
-        dir.display()
-    );
-    eprintln!(
-        "skipped: no all-MiniLM-L6-v2 in {} (scripts/setup.sh installs it)",
-        dir.display()
-    );
-    None
-}
-
 #[test]
 fn all_minilm_l6_v2_matches_transformers_and_sentence_transformers() {
-    let Some(dir) = minilm_dir() else {
+    let Some(dir) = testkit::minilm_dir("the MiniLM reference test") else {
         return;
     };
     // The very checkpoint the reference was made from.
@@ -371,7 +346,7 @@ fn an_imported_run_holds_the_model_transformers_ran() {
 
 #[test]
 fn the_minilm_tokenizer_reads_the_sentences_as_transformers_did() {
-    let Some(dir) = minilm_dir() else {
+    let Some(dir) = testkit::minilm_dir("the MiniLM reference test") else {
         return;
     };
     let record: serde_json::Value =
