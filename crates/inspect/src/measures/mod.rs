@@ -6,9 +6,9 @@
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
 //! - [`relations`]: dependency-relation scores on parsed sentences (word tasks), with the
-//!   categories arcs count in ([`relations::categories`]), their 95% intervals over
-//!   sentences (a bootstrap, [`relations::intervals`]), and masks for scoring sentences
-//!   masked as in training ([`relations::masks`]).
+//!   categories arcs count in ([`relations::categories`](mod@relations::categories)), their
+//!   95% intervals over sentences (a bootstrap, [`relations::intervals`]), and masks for
+//!   scoring sentences masked as in training ([`relations::masks`]).
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
