@@ -52,15 +52,16 @@ impl PiecePairs {
     }
 }
 
-/// A sentence of the task's words read as pieces with one word masked: the word one piece of
-/// the vocabulary, spelled as the word, replaced by the mask.
+/// A task sentence with one word masked, as the model reads it: for a model that reads word
+/// pieces ([`mask_in_pieces`]), the word one piece of the vocabulary, spelled as the word,
+/// replaced by the mask.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MaskedInPieces {
-    /// The sentence as pieces, the word's piece masked and scored against the piece.
+pub struct MaskedWord {
+    /// The sentence, the word masked and scored against `answer`.
     pub example: Example,
-    /// Where the word's piece is.
+    /// Where the masked word (its one piece) is.
     pub position: usize,
-    /// The word's piece.
+    /// The word (its piece) the mask hides.
     pub answer: u32,
 }
 
@@ -75,7 +76,7 @@ pub fn mask_in_pieces(
     tokenizer: &WordPieces,
     mask: u32,
     max_positions: usize,
-) -> Result<Option<MaskedInPieces>, PieceProbeError> {
+) -> Result<Option<MaskedWord>, PieceProbeError> {
     let words: Vec<&str> = input
         .iter()
         .enumerate()
@@ -102,7 +103,7 @@ pub fn mask_in_pieces(
     input[at] = mask;
     let mut target = vec![None; input.len()];
     target[at] = Some(answer);
-    Ok(Some(MaskedInPieces {
+    Ok(Some(MaskedWord {
         example: Example { input, target },
         position: at,
         answer,

@@ -19,10 +19,10 @@ use run::tensor_file::HostTensor;
 use run::tokenizer::WordPieces;
 use tasks::batch::{Batch, EVAL_CHUNK};
 use tasks::conllu::TreebankSentence;
-use tasks::{Example, MinimalPair, PairKind, Task};
+use tasks::{Example, MinimalPair, PairKind, ParsedSentence, Task};
 
 use crate::load::masked_words::MaskedWords;
-use crate::load::piece_pairs::{PiecePairs, mask_in_pieces};
+use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
 use crate::load::sentences::{PieceProbeError, PieceSentences};
 
@@ -106,17 +106,6 @@ pub struct ReadPairs {
     pub left_out: Option<usize>,
 }
 
-/// A task sentence with one word masked, as the model reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MaskedWord {
-    /// The sentence, the word masked and scored against `answer`.
-    pub example: Example,
-    /// Where the masked word (its one piece) is.
-    pub position: usize,
-    /// The word (its piece) the mask hides.
-    pub answer: u32,
-}
-
 /// Masked words of parsed sentences, for the relation ablation: the examples, and for every
 /// scored position (in example order, then position) the sentence and word it hides.
 #[derive(Debug, Clone)]
@@ -161,14 +150,6 @@ impl Reading {
     /// Whether the model reads text (word pieces), so it can be probed with any sentences.
     pub fn reads_text(&self) -> bool {
         matches!(self, Reading::Pieces(_))
-    }
-
-    /// The tokenizer, for a model that reads word pieces.
-    pub fn tokenizer(&self) -> Option<&WordPieces> {
-        match self {
-            Reading::Tokens => None,
-            Reading::Pieces(pieces) => Some(&pieces.tokenizer),
-        }
     }
 
     /// Probes with the sentences of the treebank at `path` (CoNLL-U) instead of the task's;
@@ -252,14 +233,7 @@ impl Reading {
         }
         Ok(Some(match self {
             Reading::Tokens => {
-                // The words by name (a grammar's always have names; ids stand in otherwise).
-                let names: Vec<String> = task
-                    .token_names()
-                    .unwrap_or_else(|| (0..task.input_vocab()).map(|id| id.to_string()).collect());
-                let trees = sentences
-                    .iter()
-                    .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
-                    .collect();
+                let trees = task_trees(task, &sentences);
                 let ids = sentences.into_iter().map(|s| s.words).collect();
                 ReadSentences::Tokens { ids, trees }
             }
@@ -299,21 +273,14 @@ impl Reading {
                 position,
                 answer,
             })),
-            Reading::Pieces(pieces) => {
-                let read = mask_in_pieces(
-                    &example.input,
-                    names,
-                    (position, answer),
-                    &pieces.tokenizer,
-                    self.mask()?,
-                    pieces.max_positions,
-                )?;
-                Ok(read.map(|read| MaskedWord {
-                    example: read.example,
-                    position: read.position,
-                    answer: read.answer,
-                }))
-            }
+            Reading::Pieces(pieces) => Ok(mask_in_pieces(
+                &example.input,
+                names,
+                (position, answer),
+                &pieces.tokenizer,
+                self.mask()?,
+                pieces.max_positions,
+            )?),
         }
     }
 
@@ -392,12 +359,7 @@ impl Reading {
             }
             _ => {
                 let masked = task.eval_set(examples, seed);
-                let names: Vec<String> = task.token_names().unwrap_or_default();
-                let trees = task
-                    .parsed_sentences(examples, seed)
-                    .iter()
-                    .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
-                    .collect();
+                let trees = task_trees(task, &task.parsed_sentences(examples, seed));
                 let targets = masked
                     .iter()
                     .enumerate()
@@ -461,6 +423,18 @@ impl Reading {
             left_out: vec![LEFT_OUT_MASKED_LM.to_string()],
         }
     }
+}
+
+/// A task's parsed `sentences` as trees of named words (a grammar's words always have names;
+/// ids stand in otherwise).
+fn task_trees(task: &Task, sentences: &[ParsedSentence]) -> Vec<TreebankSentence> {
+    let names: Vec<String> = task
+        .token_names()
+        .unwrap_or_else(|| (0..task.input_vocab()).map(|id| id.to_string()).collect());
+    sentences
+        .iter()
+        .map(|sentence| TreebankSentence::of_parsed(sentence, &names))
+        .collect()
 }
 
 impl ReadSentences {

@@ -87,23 +87,21 @@ pub struct Measured {
 pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
     let (config, model) = (&loaded.run.config, &loaded.model);
     let (size, seed) = (options.probe_size, config.seed);
-    let probe = &loaded
-        .reading
-        .probe(&loaded.run, (size, seed), 1, &loaded.device)?;
+    let probe = (loaded.reading).probe(&loaded.run, (size, seed), 1, &loaded.device)?;
     let weights = HeadTensorsByLayer::of(model, true);
     let mut circuits = Circuits::of_model(model, &weights)?;
     let layers = probe.run(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
     let eval_set = || config.eval_examples(&loaded.run.task);
-    let Scoring { eval, left_out } = loaded.reading.scoring(model, &loaded.run, probe, eval_set);
+    let Scoring { eval, left_out } = loaded.reading.scoring(model, &loaded.run, &probe, eval_set);
     // The measures that read the output layer run where it is scored.
     let scored = eval.is_some();
     let (relations, relation_sentences) = measure_relations(loaded, context, options, scored)?;
     let (mut heads, eval_token_acc) = measure_heads(
         loaded,
         eval.as_deref(),
-        probe,
+        &probe,
         &layers,
         &circuits,
         relations.as_ref(),
@@ -121,7 +119,7 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
         &outputs,
     );
     summary.probe_token_names = probe.word_names();
-    summary.special_attention = probe_special_attention(probe, &layers);
+    summary.special_attention = probe_special_attention(&probe, &layers);
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let patching = match options.patching && scored {
@@ -133,10 +131,10 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
         true => agreement::agreement(context)?,
         false => None,
     };
-    let divergence = divergence::divergence(loaded, probe)?;
-    let trajectories = trajectories::trajectories(loaded, probe, &layers)?;
+    let divergence = divergence::divergence(loaded, &probe)?;
+    let trajectories = trajectories::trajectories(loaded, &probe, &layers)?;
     Ok(Measured {
-        probe: probe.clone(),
+        probe,
         weights,
         layers,
         heads,
