@@ -13,10 +13,7 @@ use std::process::Output;
 
 use common::{attribute, check_in_chromium, opening_tag};
 
-const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+const TINY: &str = testkit::TINY_CONFIG;
 
 fn compare(args: &[&Path]) -> Output {
     headlab::run("compare", args)

@@ -477,7 +477,7 @@ fn compare_matches_imported_models_on_the_same_words_and_refuses_a_mix() {
     let output = headlab::run(
         "train",
         &[
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../train/tests/fixtures/tiny.toml"),
+            PathBuf::from(testkit::TINY_CONFIG),
             PathBuf::from("--out"),
             trained.clone(),
         ],
@@ -817,9 +817,9 @@ fn a_treebank_probes_an_imported_model_with_its_own_labels() {
         "{}",
         stderr(&output)
     );
-    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../train/tests/fixtures/tiny.toml");
+    let tiny = Path::new(testkit::TINY_CONFIG);
     let trained = tmp.path().join("tiny");
-    let output = headlab::run("train", &[tiny.as_path(), Path::new("--out"), &trained]);
+    let output = headlab::run("train", &[tiny, Path::new("--out"), &trained]);
     assert!(output.status.success(), "{}", stderr(&output));
     let output = headlab::run(
         "inspect",

@@ -129,12 +129,7 @@ fn an_imported_masked_lm_loses_what_a_count_without_the_head_loses() {
     for relation in &relations.relations {
         let name = relation.relation.as_str();
         let best = relation.best.dependent_to_head;
-        let without = answers(
-            &model,
-            &tokenizer,
-            &trees,
-            Some(HeadId::new(best.layer, best.head)),
-        );
+        let without = answers(&model, &tokenizer, &trees, Some(best.id));
         let drop = |on: &dyn Fn(&[String]) -> bool| {
             let (mut lost, mut n) = (0.0, 0);
             for ((label, right), (_, still)) in all_on.iter().zip(&without) {

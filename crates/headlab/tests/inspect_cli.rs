@@ -15,10 +15,7 @@ use inspect::load::probe::Probe;
 use run::RunConfig;
 use run::tensor_file::read_tensors;
 
-const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+const TINY: &str = testkit::TINY_CONFIG;
 
 /// Trains the tiny config (with `overrides`) into `dir` through the library.
 fn train_tiny(dir: &Path, overrides: &[&str]) {
@@ -103,33 +100,42 @@ fn inspect_fails(args: &[&str]) -> String {
     err
 }
 
-#[test]
-fn a_trained_run_gets_every_report_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let run = tmp.path().join("run");
-    train_tiny(&run, &[]);
-    let output = inspect(&[run.to_str().unwrap(), "--probe", "8"]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(stdout.contains("layer head  role"), "{stdout}");
-    // The report's path and a URL to open it by, on a machine where nothing opens a browser.
-    let index = run.join("inspect/index.html");
-    assert!(
-        stdout.contains(&format!(
-            "the report: {} (file://{}); open it in a browser",
-            index.display(),
-            std::path::absolute(&index).unwrap().display()
-        )),
-        "{stdout}"
-    );
+/// Checks one file of the report directory it is given.
+type CheckFile = fn(&Path);
 
-    let report = run.join("inspect");
-    let heads: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(report.join("heads.json")).unwrap()).unwrap();
+/// The report's data files, each with what it must hold for the tiny run (one layer of two
+/// heads, d_model 16, d_head 8, a probe of 8 sequences of 6, snapshots every 5 of 20 steps).
+const REPORT_FILES: &[(&str, CheckFile)] = &[
+    ("heads.json", check_heads),
+    ("circuits.json", check_circuits),
+    ("weights.safetensors", check_weights),
+    ("activations.safetensors", check_activations),
+    ("similarity.json", check_similarity),
+    ("divergence.csv", check_divergence),
+    ("pruning.json", check_pruning),
+];
+
+/// The figures, each as `figures/NAME.png` (and `.svg` with `--svg`).
+const FIGURES: &[&str] = &[
+    "attention",
+    "rollout",
+    "similarity",
+    "divergence",
+    "circuits",
+    "norms",
+    "ablation",
+    "patching",
+    "pruning",
+    "trajectories",
+    "training",
+];
+
+fn heads_of(report: &Path) -> Vec<serde_json::Value> {
+    serde_json::from_slice(&std::fs::read(report.join("heads.json")).unwrap()).unwrap()
+}
+
+fn check_heads(report: &Path) {
+    let heads = heads_of(report);
     assert_eq!(heads.len(), 2, "one layer of two heads");
     for key in [
         "layer",
@@ -147,16 +153,6 @@ fn a_trained_run_gets_every_report_file() {
     ] {
         assert!(heads[1].get(key).is_some(), "{key} missing");
     }
-    // One layer: nothing composes; reverse maps 5 tokens to 5 classes, so the full circuit
-    // is scored; no rank above d_head.
-    let circuits = read_json(&report.join("circuits.json"));
-    assert_eq!(circuits["composition"].as_array().unwrap().len(), 0);
-    for head in circuits["heads"].as_array().unwrap() {
-        let copying = head["full_copying_score"].as_f64().unwrap();
-        assert!((-1.0 - 1e-9..=1.0 + 1e-9).contains(&copying), "{head}");
-        let rank = head["ov_effective_rank"].as_f64().unwrap();
-        assert!(rank > 0.0 && rank <= 8.0 + 1e-9, "{head}");
-    }
     let scores = &heads[0]["pattern_scores"];
     for pattern in [
         "previous_token",
@@ -168,17 +164,39 @@ fn a_trained_run_gets_every_report_file() {
         let score = scores[pattern].as_f64().unwrap();
         assert!((0.0..=1.0 + 1e-9).contains(&score), "{pattern}: {score}");
     }
+}
 
+/// One layer: nothing composes; reverse maps 5 tokens to 5 classes, so the full circuit is
+/// scored; no rank above d_head.
+fn check_circuits(report: &Path) {
+    let circuits = read_json(&report.join("circuits.json"));
+    assert_eq!(circuits["composition"].as_array().unwrap().len(), 0);
+    for head in circuits["heads"].as_array().unwrap() {
+        let copying = head["full_copying_score"].as_f64().unwrap();
+        assert!((-1.0 - 1e-9..=1.0 + 1e-9).contains(&copying), "{head}");
+        let rank = head["ov_effective_rank"].as_f64().unwrap();
+        assert!(rank > 0.0 && rank <= 8.0 + 1e-9, "{head}");
+    }
+}
+
+fn check_weights(report: &Path) {
     let weights = read_tensors(&report.join("weights.safetensors")).unwrap();
     assert_eq!(weights["layers.0.heads.1.qk"].shape, [16, 16]);
     assert_eq!(weights["layers.0.heads.1.ov"].shape, [16, 16]);
     assert_eq!(weights["layers.0.heads.0.v_bias"].shape, [8]);
+}
+
+fn check_activations(report: &Path) {
     let activations = read_tensors(&report.join("activations.safetensors")).unwrap();
     assert_eq!(activations["tokens"].shape, [8, 6]);
     assert_eq!(activations["layers.0.pattern"].shape, [8, 2, 6, 6]);
     assert_eq!(activations["layers.0.head_out"].shape, [8, 6, 2, 8]);
     assert_eq!(activations["layers.0.attn_input"].shape, [8, 6, 16]);
+}
 
+/// Every similarity matrix is 2 x 2, symmetric, with a head's similarity to itself on the
+/// diagonal.
+fn check_similarity(report: &Path) {
     let similarity = read_json(&report.join("similarity.json"));
     let layer = &similarity["layers"][0];
     for (measure, same) in [
@@ -194,8 +212,10 @@ fn a_trained_run_gets_every_report_file() {
         }
         assert_eq!(matrix[0][1], matrix[1][0], "{measure} is symmetric");
     }
+}
 
-    // Snapshots every 5 steps of 20, one layer: a row each for steps 0, 5, 10, 15, 20.
+/// Snapshots every 5 steps of 20, one layer: a row each for steps 0, 5, 10, 15, 20.
+fn check_divergence(report: &Path) {
     let csv = std::fs::read_to_string(report.join("divergence.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows[0], "step,layer,qk_cosine,ov_cosine,pattern_js");
@@ -204,9 +224,12 @@ fn a_trained_run_gets_every_report_file() {
         .map(|r| r.split(',').next().unwrap())
         .collect();
     assert_eq!(steps, ["0", "5", "10", "15", "20"]);
+}
 
-    // Greedy pruning's first step removes the head whose single ablation costs least, so
-    // its accuracy is the best of heads.json's single-head results.
+/// Greedy pruning's first step removes the head whose single ablation costs least, so its
+/// accuracy is the best of heads.json's single-head results; the summary agrees.
+fn check_pruning(report: &Path) {
+    let heads = heads_of(report);
     let pruning = read_json(&report.join("pruning.json"));
     let base = pruning["base_token_acc"].as_f64().unwrap();
     let tolerance = pruning["tolerance"].as_f64().unwrap();
@@ -234,21 +257,12 @@ fn a_trained_run_gets_every_report_file() {
     assert_eq!(summary["eval_token_acc"].as_f64().unwrap(), base);
     assert_eq!(summary["task"], "reverse");
     assert_eq!(summary["removable_heads"], pruning["greedy"]["removable"]);
+}
 
-    let figures = [
-        "attention",
-        "rollout",
-        "similarity",
-        "divergence",
-        "circuits",
-        "norms",
-        "ablation",
-        "patching",
-        "pruning",
-        "trajectories",
-        "training",
-    ];
-    for name in figures {
+/// Every figure a PNG of a readable size; with `--svg`, also a standalone SVG document with
+/// the figure's text in it, which a later report without `--svg` removes again.
+fn check_figures(run: &Path, report: &Path) {
+    for name in FIGURES {
         let path = report.join("figures").join(format!("{name}.png"));
         let decoder =
             png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
@@ -260,8 +274,6 @@ fn a_trained_run_gets_every_report_file() {
             info.height
         );
     }
-    // Without --svg, no SVG; with it, every figure also as a standalone SVG document with
-    // the figure's text in it, and a later report without --svg removes them again.
     assert!(!report.join("figures/attention.svg").exists());
     let with_svg = inspect(&[run.to_str().unwrap(), "--probe", "8", "--svg"]);
     assert!(
@@ -269,7 +281,7 @@ fn a_trained_run_gets_every_report_file() {
         "{}",
         String::from_utf8_lossy(&with_svg.stderr)
     );
-    for name in figures {
+    for name in FIGURES {
         let svg = std::fs::read_to_string(report.join("figures").join(format!("{name}.svg")))
             .unwrap_or_else(|e| panic!("{name}.svg: {e}"));
         assert!(
@@ -292,30 +304,64 @@ fn a_trained_run_gets_every_report_file() {
         !report.join("figures/patching.svg").exists(),
         "stale SVGs are removed"
     );
+}
+
+/// `index.html`: every figure inline, the heads table with the three ablations in points
+/// (heads.json x 100), a link to explore.html; both pages load in Chromium.
+fn check_pages(report: &Path) {
     let html = std::fs::read_to_string(report.join("index.html")).unwrap();
     assert_eq!(
         html.matches("data:image/png;base64,").count(),
-        figures.len()
+        FIGURES.len()
     );
     assert!(html.contains("<th>role</th>") && html.contains("kind = &quot;reverse&quot;"));
     assert!(html.contains("href=\"explore.html\""));
-    // The three ablations side by side, in one unit (points), as in heads.json x 100.
     assert!(
         html.contains("<th>zero drop (points)</th><th>mean drop</th><th>resample drop</th>"),
         "{html}"
     );
-    let heads: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(report.join("heads.json")).unwrap()).unwrap();
-    let mean_points = heads[0]["mean_ablation_drop"].as_f64().unwrap() * 100.0;
+    let mean_points = heads_of(report)[0]["mean_ablation_drop"].as_f64().unwrap() * 100.0;
     assert!(
         html.contains(&format!("<td>{mean_points:.2}</td>")),
         "{html}"
     );
     check_in_chromium(
         &report.join("index.html"),
-        &format!("data-figures=\"ok {}\"", figures.len()),
+        &format!("data-figures=\"ok {}\"", FIGURES.len()),
     );
     check_explore(&report.join("explore.html"));
+}
+
+#[test]
+fn a_trained_run_gets_every_report_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    train_tiny(&run, &[]);
+    let output = inspect(&[run.to_str().unwrap(), "--probe", "8"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("layer head  role"), "{stdout}");
+    // The report's path and a URL to open it by, on a machine where nothing opens a browser.
+    let index = run.join("inspect/index.html");
+    assert!(
+        stdout.contains(&format!(
+            "the report: {} (file://{}); open it in a browser",
+            index.display(),
+            std::path::absolute(&index).unwrap().display()
+        )),
+        "{stdout}"
+    );
+    let report = run.join("inspect");
+    for (file, check) in REPORT_FILES {
+        assert!(report.join(file).is_file(), "no {file}");
+        check(&report);
+    }
+    check_figures(&run, &report);
+    check_pages(&report);
 
     // A checkpoint can be inspected too, into another directory.
     let other = tmp.path().join("at-10");

@@ -150,9 +150,9 @@ fn bad_task_overrides_and_sentence_counts_are_refused_by_name() {
     refused(&["--relation-sentences", "4097"], 2, "from 1 to 4096");
 
     // A model headlab trained reads its own task's tokens.
-    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../train/tests/fixtures/tiny.toml");
+    let tiny = Path::new(testkit::TINY_CONFIG);
     let trained = tmp.path().join("tiny");
-    let output = headlab::run("train", &[tiny.as_path(), Path::new("--out"), &trained]);
+    let output = headlab::run("train", &[tiny, Path::new("--out"), &trained]);
     assert!(output.status.success(), "{}", stderr(&output));
     let output = inspect(&trained, &["--set", "task.seq_len=4"], &out);
     assert_eq!(output.status.code(), Some(1));

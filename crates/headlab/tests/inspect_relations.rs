@@ -13,10 +13,7 @@ use std::path::Path;
 use inspect::load::reading::Reading;
 use run::RunConfig;
 
-const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+const TINY: &str = testkit::TINY_CONFIG;
 
 /// A grammar run small enough to train in a second: short sentences of varied length.
 const TINY_GRAMMAR: &str = r#"

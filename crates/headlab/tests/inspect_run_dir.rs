@@ -13,10 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+const TINY: &str = testkit::TINY_CONFIG;
 
 fn inspect_in(cwd: &Path, args: &[&str]) -> Output {
     headlab::command("inspect", args)

@@ -1,7 +1,7 @@
 //! Head analysis for headlab runs: measures only. One folder per layer; a module imports only
 //! from the folders above it in this list (and from `model`, `tasks` and `run`):
 //!
-//! - [`load`]: open a run directory ([`load::run`]), decide how its model reads its input
+//! - [`load`]: open a run directory ([`load::loaded_run`]), decide how its model reads its input
 //!   ([`load::reading`]: the task's tokens or word pieces, the one place that tells them
 //!   apart; every measure takes it in its [`load::context::MeasureContext`]), build the
 //!   probe batch and run it ([`load::probe`]).

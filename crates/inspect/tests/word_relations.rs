@@ -69,6 +69,7 @@ fn scored_both_ways(mask_fraction: Option<f64>) -> Relations {
         task: &run.task,
         seed: 0,
         device: &device,
+        snapshots: None,
     };
     let (relations, sentences) = measure_relations(context, None, mask_fraction)
         .unwrap()

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use inspect::compare::{CompareError, Compared, ComparedRun, Comparison, Slot};
+use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::{LayerProbe, Probe};
-use inspect::load::run::LoadedRun;
 use inspect::measures::heads::HeadMeasures;
 use model::HeadId;
 
@@ -129,16 +129,16 @@ fn page_data(
     let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     compare_page::build(&ComparePageInput {
-        title: format!("{} ({} runs)", reference.run.config.name, runs.len()),
+        title: format!("{} ({} runs)", reference.resolved.config.name, runs.len()),
         summary: format!(
             "task {}, {n_layers} layer{} x {n_heads} head{}; heads matched to the first \
              run's by attention-pattern similarity on a probe batch of {} sequences drawn \
              with its seed ({})",
-            reference.run.task.name(),
+            reference.resolved.task.name(),
             plural(n_layers),
             plural(n_heads),
             probe.examples.len(),
-            reference.run.config.seed,
+            reference.resolved.config.seed,
         ),
         runs: compared
             .iter()
@@ -180,16 +180,17 @@ fn matched_attention_figure(
     let mut captions = vec![];
     for slot in slots {
         let (mut row, mut row_captions) = (vec![], vec![]);
+        let HeadId { layer, head } = slot.reference;
         for (run, layers) in compared.iter().zip(probes) {
-            let matched = &run.layers[slot.layer];
-            let partner = matched.partner[slot.head];
-            row.push(layers[slot.layer].head_pattern(partner)[..seq * seq].to_vec());
+            let matched = &run.layers[layer];
+            let partner = matched.partner[head];
+            row.push(layers[layer].head_pattern(partner)[..seq * seq].to_vec());
             row_captions.push(format!(
                 "seed {} {}: {} ({:.2})",
                 run.seed,
-                HeadId::new(slot.layer, partner),
-                run.roles[slot.layer][slot.head],
-                matched.similarity[slot.head]
+                HeadId::new(layer, partner),
+                run.roles[layer][head],
+                matched.similarity[head]
             ));
         }
         patterns.push(row);
@@ -216,15 +217,14 @@ pub fn table(comparison: &Comparison) -> String {
     header.push_str(" consistent");
     let mut lines = vec![header];
     for slot in &comparison.slots {
-        let mut line = format!("{:<6} ", HeadId::new(slot.layer, slot.head));
+        let HeadId { layer, head } = slot.reference;
+        let mut line = format!("{:<6} ", slot.reference);
         for (run, role) in comparison.runs.iter().zip(&slot.roles) {
-            let matched = &run.layers[slot.layer];
+            let matched = &run.layers[layer];
+            let partner = HeadId::new(layer, matched.partner[head]);
             line.push_str(&format!(
                 "{:<24} ",
-                format!(
-                    "{role} H{} {:.2}",
-                    matched.partner[slot.head], matched.similarity[slot.head]
-                )
+                format!("{role} {partner} {:.2}", matched.similarity[head])
             ));
         }
         line.push_str(slot.consistent_role.as_deref().unwrap_or("-"));

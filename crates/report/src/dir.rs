@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use inspect::circuits::Circuits;
 use inspect::interventions::patching::Patching;
 use inspect::interventions::pruning::Pruning;
-use inspect::load::run::LoadedRun;
+use inspect::load::loaded_run::LoadedRun;
 use inspect::measure::Measured;
 use inspect::measure::summary::{SimilarityFile, Summary};
 use inspect::measures::agreement::Agreement;
@@ -173,7 +173,7 @@ impl ReportContents {
             metrics: !loaded.dir.metrics().is_empty(),
             pairs: measured.patching.is_some(),
             outputs: measured.pruning.is_some(),
-            trained: loaded.run.config.import.is_none(),
+            trained: loaded.resolved.config.import.is_none(),
         }
     }
 }

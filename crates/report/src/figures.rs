@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::dir::{FILES, ReportContents, ReportDir};
 use crate::draw::figures::{self, FigureError};
+use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::load::run::LoadedRun;
 use inspect::measure::Measured;
 use inspect::measures::norms::head_weight_norm_pairs;
 
@@ -136,11 +136,12 @@ fn draw_norms(path: &Path, loaded: &LoadedRun, measured: &Measured) -> Result<()
             let attention = &loaded.model.blocks[l].attention;
             (0..n_heads)
                 .map(|h| {
-                    let correlation = measured.heads[l * n_heads + h]
+                    let record = &measured.heads[l * n_heads + h];
+                    let correlation = record
                         .norm_weight_correlation
                         .map_or_else(|| "none".to_string(), |r| format!("{r:.2}"));
                     figures::NormPanel {
-                        caption: format!("L{l} H{h}: correlation {correlation}"),
+                        caption: format!("{}: correlation {correlation}", record.id),
                         pairs: head_weight_norm_pairs(layer, h, &attention.head_weights(h)),
                     }
                 })
@@ -169,7 +170,10 @@ fn draw_attention(path: &Path, probe: &Probe, measured: &Measured) -> Result<(),
         .enumerate()
         .map(|(l, layer)| {
             (0..layer.len())
-                .map(|h| format!("L{l} H{h}: {}", measured.heads[l * layer.len() + h].role))
+                .map(|h| {
+                    let record = &measured.heads[l * layer.len() + h];
+                    format!("{}: {}", record.id, record.role)
+                })
                 .collect()
         })
         .collect();

@@ -9,8 +9,8 @@ use run::tensor_file::HostTensor;
 use crate::dir::{EXPLORE, FILES, INDEX, ReportContents, ReportDir, WriteError};
 use crate::draw::explore::{self, ExploreInput, QkWeights};
 use crate::draw::{figures, html};
+use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::load::run::LoadedRun;
 use inspect::measure::Measured;
 
 /// `index.html`: the summary line, head table, figures, the run's config and the files.
@@ -21,7 +21,7 @@ pub fn write_page(
     measured: &Measured,
     figures: &[(PathBuf, &str)],
 ) -> Result<PathBuf, WriteError> {
-    let config = &loaded.run.config;
+    let config = &loaded.resolved.config;
     let config_toml = std::fs::read_to_string(loaded.dir.config_path()).unwrap_or_default();
     let contents = ReportContents::of(measured, loaded);
     let page = html::Page {
@@ -57,7 +57,7 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
     format!(
         "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {}, \
          probe batch {} sequences",
-        loaded.run.task.name(),
+        loaded.resolved.task.name(),
         model.n_layers(),
         model.n_heads(),
         measured.summary.head_layout,
@@ -100,7 +100,7 @@ pub fn write_explore(
         .map(|e| figures::token_labels(&e.input, probe.token_names.as_deref()))
         .collect();
     let data = explore::build(&ExploreInput {
-        title: &loaded.run.config.name,
+        title: &loaded.resolved.config.name,
         summary: summary_line(loaded, probe, measured),
         layers: &measured.layers,
         labels,

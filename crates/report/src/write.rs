@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use run::tensor_file::{HostTensor, write_tensors};
 
+use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::load::run::LoadedRun;
 use inspect::measure::summary::SimilarityFile;
 use inspect::measure::{MeasureOptions, Measured, measure};
 
@@ -146,8 +146,8 @@ pub fn table(report: &Report) -> String {
     for h in &report.measured.heads {
         lines.push(format!(
             "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>9} {:>9} {:>9}",
-            h.layer,
-            h.head,
+            h.id.layer,
+            h.id.head,
             h.role,
             h.entropy,
             h.confidence,

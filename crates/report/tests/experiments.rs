@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use inspect::load::run::LoadedRun;
+use inspect::load::loaded_run::LoadedRun;
 use inspect::measure::MeasureOptions;
 use inspect::measures::heads::head_roles;
 use report::compare::compare;
@@ -52,7 +52,7 @@ fn train_and_inspect(config_text: &str, overrides: &[&str]) -> Report {
     std::fs::write(&config_path, config_text).unwrap();
     let run_dir = tmp.path().join("run");
     common::train_run(&config_path, overrides, &run_dir);
-    let loaded = inspect::load::run::load(&run_dir, None).unwrap();
+    let loaded = inspect::load::loaded_run::load(&run_dir, None).unwrap();
     write_report(
         &loaded,
         Path::new(&run_dir.join("inspect")),
@@ -172,7 +172,7 @@ fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
             let run_dir = tmp.path().join(format!("seed-{seed}"));
             let seed = format!("seed={seed}");
             common::train_run(&config_path, &[&seed, "train.snapshot_every=0"], &run_dir);
-            inspect::load::run::load(&run_dir, None).unwrap()
+            inspect::load::loaded_run::load(&run_dir, None).unwrap()
         })
         .collect();
     let comparison = compare(&runs, &tmp.path().join("compare"), 32, false).unwrap();
@@ -180,14 +180,14 @@ fn heads_matched_across_seeds_lean_to_the_same_neighbour() {
     // Each head's lean, measured independently of `compare` on the reference's probe:
     // previous-token score minus next-token score.
     let reference = &runs[0];
-    let seed = reference.run.config.seed;
+    let seed = reference.resolved.config.seed;
     let probe = (reference.reading)
-        .probe(&reference.run, (32, seed), 1, &reference.device)
+        .probe(&reference.resolved, (32, seed), 1, &reference.device)
         .unwrap();
     let tokens = probe.token_ids();
     let leans = |run: &LoadedRun| -> Vec<f64> {
-        let layers = probe.run(&run.model);
-        head_roles(&run.run.task, &layers[0], &tokens)
+        let layers = probe.forward(&run.model);
+        head_roles(&run.resolved.task, &layers[0], &tokens)
             .iter()
             .map(|(scores, _)| scores["previous_token"] - scores["next_token"])
             .collect()

@@ -123,7 +123,7 @@ fn wire_previous_token_copier(model: &mut Encoder, device: &Device) {
 }
 
 fn head(heads: &[HeadRecord], h: usize) -> &HeadRecord {
-    heads.iter().find(|r| r.head == h).unwrap()
+    heads.iter().find(|r| r.id.head == h).unwrap()
 }
 
 #[test]

@@ -17,10 +17,7 @@ use inspect::measures::trajectories::Trajectories;
 use report::dir::{FILES, Presence, ReadError, ReportContents, ReportDir};
 use report::{ReportOptions, write_report};
 
-const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+const TINY: &str = testkit::TINY_CONFIG;
 
 /// The rows of the table of `inspect`'s files in the book's inspect chapter
 /// (docs/inspect.md, section "The files of a report"): (file, contents).
@@ -161,7 +158,7 @@ fn a_report_holds_the_tables_files_and_reads_back_what_was_written() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     common::train_run(Path::new(TINY), &["model.n_layers=2"], &run);
-    let loaded = inspect::load::run::load(&run, None).unwrap();
+    let loaded = inspect::load::loaded_run::load(&run, None).unwrap();
     let out = tmp.path().join("report");
     let options = ReportOptions {
         measure: MeasureOptions {

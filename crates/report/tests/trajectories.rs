@@ -11,10 +11,7 @@ use inspect::measure::MeasureOptions;
 use inspect::measures::trajectories::Trajectories;
 use report::{Report, ReportOptions, write_report};
 
-const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+const TINY: &str = testkit::TINY_CONFIG;
 
 /// Trains the tiny config with `overrides` and writes its report (probe of 8) into
 /// `TMP/report`: the temporary directory (kept alive), the report directory and the report.
@@ -22,7 +19,7 @@ fn trained_report(overrides: &[&str]) -> (tempfile::TempDir, PathBuf, Report) {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     common::train_run(Path::new(TINY), overrides, &run);
-    let loaded = inspect::load::run::load(&run, None).unwrap();
+    let loaded = inspect::load::loaded_run::load(&run, None).unwrap();
     let out = tmp.path().join("report");
     let options = ReportOptions {
         measure: MeasureOptions {
@@ -64,11 +61,11 @@ fn the_last_point_of_each_trajectory_is_the_final_head() {
     );
     assert_eq!(trajectories.heads.len(), report.measured.heads.len());
     for (trajectory, head) in trajectories.heads.iter().zip(&report.measured.heads) {
-        assert_eq!((trajectory.layer, trajectory.head), (head.layer, head.head));
+        assert_eq!(trajectory.id, head.id);
         // Snapshots at 0..15, then the final model at step 20 (its snapshot is the same
         // weights and is left out).
         assert_eq!(trajectory.steps, [0, 5, 10, 15, 20]);
-        assert_eq!(trajectory.heads.last(), Some(&head.head));
+        assert_eq!(trajectory.heads.last(), Some(&head.id.head));
         assert_eq!(trajectory.roles.last(), Some(&head.role));
         assert_eq!(trajectory.pattern_scores.last(), Some(&head.pattern_scores));
         let n_heads = 2;

@@ -5,10 +5,18 @@
 //!   machine: it says why and passes, unless its `HEADLAB_REQUIRE_*` variable is set, as
 //!   `.ci/run` sets every one, where a missing part is a failure.
 //! - [`minilm_dir`]: where `scripts/setup.sh` unpacks all-MiniLM-L6-v2.
+//! - [`TINY_CONFIG`]: the tiny run most tests train.
 //!
 //! It depends on nothing, so the tests of every crate, the lowest included, can use it.
 
 use std::path::{Path, PathBuf};
+
+/// The tiny config most tests train (`crates/train/tests/fixtures/tiny.toml`: reverse, one
+/// layer of two heads, d_model 16, 20 steps with snapshots every 5), by absolute path.
+pub const TINY_CONFIG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../train/tests/fixtures/tiny.toml"
+);
 
 /// For a test that cannot run here because `why` (a missing real part): panics with `why`
 /// when the environment variable `required` (`HEADLAB_REQUIRE_...`) is set, non-empty and not

@@ -10,10 +10,7 @@ use std::time::{Duration, Instant};
 pub const HEADLAB: &str = env!("CARGO_BIN_EXE_headlab");
 
 /// train's tiny test config: a run trains in well under a second.
-pub const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+pub const TINY: &str = testkit::TINY_CONFIG;
 
 /// `headlab sweep ARGS` in `dir`.
 pub fn sweep_cmd(dir: &Path, args: &[&str]) -> Command {

@@ -11,10 +11,7 @@ use std::process::{Command, Output};
 pub const HEADLAB: &str = env!("CARGO_BIN_EXE_headlab");
 
 /// A config that trains in about a second on two cores.
-pub const TINY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../train/tests/fixtures/tiny.toml"
-);
+pub const TINY: &str = testkit::TINY_CONFIG;
 
 /// `headlab train` with `args`, to adjust further or to spawn. XDG_RUNTIME_DIR is kept, or set to
 /// /tmp where it is unset: graphics drivers probed by the wgpu backend complain on stderr

@@ -13,7 +13,7 @@ pub mod rank;
 pub mod rollout;
 
 use burn::prelude::*;
-use model::Encoder;
+use model::{Encoder, HeadId};
 use run::snapshot::{HeadTensors, HeadTensorsByLayer};
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
@@ -115,10 +115,9 @@ pub struct LayerComposition {
 /// One head's copying scores and ranks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadCircuits {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
+    /// The head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub id: HeadId,
     /// `sum(lambda) / sum(|lambda|)` of `ov`'s eigenvalues, in [-1, 1].
     pub copying_score: f64,
     /// `ov`'s eigenvalues as `[re, im]`, largest modulus first: `d_head` of them (the
@@ -158,12 +157,10 @@ pub struct LayerRanks {
 
 /// A circuit whose eigenvalues did not converge.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the copying score of layer {layer} head {head} ({circuit}): {cause}")]
+#[error("the copying score of head {head} ({circuit}): {cause}")]
 pub struct CircuitError {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index.
-    pub head: usize,
+    /// The head.
+    pub head: HeadId,
     /// `ov` or the full circuit.
     pub circuit: &'static str,
     /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main would
@@ -219,7 +216,12 @@ impl Circuits {
         let mut head_records = vec![];
         for (layer, layer_circuits) in circuits.iter().enumerate() {
             for (head, (qk, ov)) in layer_circuits.iter().enumerate() {
-                head_records.push(head_circuits(layer, head, qk, ov, unembed_embed.as_ref())?);
+                head_records.push(head_circuits(
+                    HeadId::new(layer, head),
+                    qk,
+                    ov,
+                    unembed_embed.as_ref(),
+                )?);
             }
         }
         let layers = heads
@@ -241,15 +243,15 @@ impl Circuits {
         })
     }
 
-    /// Head `head` of layer `layer`.
+    /// Head `id`'s circuits.
     ///
     /// # Panics
     /// If there is no such head.
-    pub fn head(&self, layer: usize, head: usize) -> &HeadCircuits {
+    pub fn head(&self, id: HeadId) -> &HeadCircuits {
         self.heads
             .iter()
-            .find(|h| h.layer == layer && h.head == head)
-            .unwrap_or_else(|| panic!("no head {head} in layer {layer}"))
+            .find(|h| h.id == id)
+            .unwrap_or_else(|| panic!("no head {id}"))
     }
 }
 
@@ -274,19 +276,17 @@ fn layer_compositions(circuits: &[Vec<(LowRank, LowRank)>]) -> Vec<LayerComposit
     composition
 }
 
-/// Head `head` of layer `layer`'s copying scores and ranks, from its circuits `qk` and `ov`;
-/// the full circuit `E ov U` only when the embedding and the output layer make it square
-/// (`unembed_embed`: `U E`).
+/// Head `id`'s copying scores and ranks, from its circuits `qk` and `ov`; the full circuit
+/// `E ov U` only when the embedding and the output layer make it square (`unembed_embed`:
+/// `U E`).
 fn head_circuits(
-    layer: usize,
-    head: usize,
+    id: HeadId,
     qk: &LowRank,
     ov: &LowRank,
     unembed_embed: Option<&Matrix>,
 ) -> Result<HeadCircuits, CircuitError> {
     let fail = |circuit, cause| CircuitError {
-        layer,
-        head,
+        head: id,
         circuit,
         cause,
     };
@@ -298,8 +298,7 @@ fn head_circuits(
     let qk_singular_values = low_rank_singular_values(qk);
     let ov_singular_values = low_rank_singular_values(ov);
     Ok(HeadCircuits {
-        layer,
-        head,
+        id,
         copying_score: eigenvalue_score(&ov_eigenvalues),
         ov_eigenvalues: pairs(&ov_eigenvalues),
         full_copying_score: full_eigenvalues.as_deref().map(eigenvalue_score),
@@ -406,12 +405,15 @@ mod tests {
         assert_eq!(pair.q[1][0] + pair.v[1][1], 0.0);
 
         // L0H0 writes where it does not read (score 0) but maps token t to class t.
-        let copier = circuits.head(0, 0);
+        let copier = circuits.head(HeadId::new(0, 0));
         assert_eq!(copier.copying_score, 0.0);
         assert!((copier.full_copying_score.unwrap() - 1.0).abs() < 1e-12);
-        assert_eq!(circuits.head(0, 1).full_copying_score, Some(0.0));
-        assert!((circuits.head(1, 0).copying_score - 1.0).abs() < 1e-12);
-        assert!((circuits.head(1, 1).copying_score + 1.0).abs() < 1e-12);
+        assert_eq!(
+            circuits.head(HeadId::new(0, 1)).full_copying_score,
+            Some(0.0)
+        );
+        assert!((circuits.head(HeadId::new(1, 0)).copying_score - 1.0).abs() < 1e-12);
+        assert!((circuits.head(HeadId::new(1, 1)).copying_score + 1.0).abs() < 1e-12);
         assert_eq!(copier.ov_eigenvalues.len(), D_HEAD);
 
         // Every circuit maps four unit directions to four: effective rank 4.
@@ -483,8 +485,7 @@ mod tests {
     #[test]
     fn a_circuit_that_does_not_converge_is_named_in_one_message() {
         let error = CircuitError {
-            layer: 1,
-            head: 3,
+            head: HeadId::new(1, 3),
             circuit: "ov",
             cause: NoConvergence {
                 n: 16,
@@ -493,7 +494,7 @@ mod tests {
         };
         assert_eq!(
             error.to_string(),
-            "the copying score of layer 1 head 3 (ov): the eigenvalues of a 16 x 16 matrix did \
+            "the copying score of head L1H3 (ov): the eigenvalues of a 16 x 16 matrix did \
              not converge in 480 QR iterations"
         );
         assert!(

@@ -16,8 +16,8 @@ use model::HeadId;
 use serde::{Deserialize, Serialize};
 use tasks::{Task, TaskConfig};
 
+use crate::load::loaded_run::{LoadedRun, RunError};
 use crate::load::probe::{LayerProbe, Probe};
-use crate::load::run::{LoadedRun, RunError};
 use crate::measures::heads::{HeadMeasures, measure_layer};
 use crate::measures::matching::{LayerMatch, match_layers};
 
@@ -39,10 +39,9 @@ pub struct ComparedRun {
 /// One reference head and what its matched heads did across runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slot {
-    /// Layer.
-    pub layer: usize,
-    /// The reference run's head.
-    pub head: usize,
+    /// The reference run's head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub reference: HeadId,
     /// The matched head's role in each run, reference first.
     pub roles: Vec<String>,
     /// The role if every run agrees on it (and it is not "mixed"), else None.
@@ -153,7 +152,7 @@ fn checkpoint_advice(run: &Path, available: &str) -> String {
 pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
     dirs.iter()
         .map(|dir| {
-            crate::load::run::load(dir, None).map_err(|error| match error {
+            crate::load::loaded_run::load(dir, None).map_err(|error| match error {
                 RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
                     run: dir.clone(),
                     weights,
@@ -182,10 +181,10 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
 /// the same sentences, so that their word-level attention lines up.
 fn probes_of(runs: &[LoadedRun], size: usize) -> Result<Vec<Probe>, CompareError> {
     let reference = &runs[0];
-    let seed = reference.run.config.seed;
+    let seed = reference.resolved.config.seed;
     let mut probes: Vec<Probe> = vec![];
     for run in runs {
-        let probe = (run.reading).probe(&run.run, (size, seed), runs.len(), &run.device)?;
+        let probe = (run.reading).probe(&run.resolved, (size, seed), runs.len(), &run.device)?;
         if probes
             .first()
             .is_some_and(|first| first.word_ids() != probe.word_ids())
@@ -209,7 +208,7 @@ fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), Comp
         reference_value: a,
         other_value: b,
     };
-    let (a, b) = (&reference.run.config.task, &other.run.config.task);
+    let (a, b) = (&reference.resolved.config.task, &other.resolved.config.task);
     if a != b {
         let (a, b) = task_difference(a, b);
         return Err(mismatch("tasks", format!("is {a}"), format!("is {b}")));
@@ -275,10 +274,10 @@ pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, Compar
     let layers: Vec<Vec<LayerProbe>> = runs
         .iter()
         .zip(&run_probes)
-        .map(|(run, probe)| probe.run(&run.model))
+        .map(|(run, probe)| probe.forward(&run.model))
         .collect();
     let probe = run_probes.into_iter().next().expect("a probe per run");
-    let measures = measure_heads(&reference.run.task, &probe, &layers);
+    let measures = measure_heads(&reference.resolved.task, &probe, &layers);
     let compared: Vec<ComparedRun> = runs
         .iter()
         .zip(&layers)
@@ -370,7 +369,7 @@ fn compare_run(
         .find_map(|r| r.eval_token_acc);
     ComparedRun {
         dir: run.dir.root().to_path_buf(),
-        seed: run.run.config.seed,
+        seed: run.resolved.config.seed,
         eval_token_acc,
         layers: matches,
         roles,
@@ -397,8 +396,7 @@ fn slot(id: HeadId, compared: &[ComparedRun]) -> Slot {
         others.iter().sum::<f64>() / others.len() as f64
     };
     Slot {
-        layer,
-        head,
+        reference: id,
         roles,
         consistent_role,
         mean_similarity,

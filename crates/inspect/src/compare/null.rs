@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use burn::prelude::*;
 
 use crate::load::context::MeasureContext;
+use crate::load::loaded_run::LoadedRun;
 use crate::load::probe::Probe;
 use crate::load::reading::ReadingError;
-use crate::load::run::LoadedRun;
 use crate::measures::heads::head_roles;
 use crate::measures::relations::{RELATION_SENTENCES, Relations, measure_relations};
 
@@ -35,12 +35,12 @@ pub fn untrained_null(runs: &[LoadedRun], probe: &Probe) -> Result<UntrainedNull
     };
     for run in runs {
         let device = Device::flex();
-        device.seed(run.run.config.seed);
-        let model = (run.run.config.model)
-            .init(&run.run.io, &device)
+        device.seed(run.resolved.config.seed);
+        let model = (run.resolved.config.model)
+            .init(&run.resolved.io, &device)
             .expect("a resolved config builds");
-        for (layer, probed) in probe.run(&model).iter().enumerate() {
-            let roles: BTreeSet<String> = head_roles(&run.run.task, probed, &tokens)
+        for (layer, probed) in probe.forward(&model).iter().enumerate() {
+            let roles: BTreeSet<String> = head_roles(&run.resolved.task, probed, &tokens)
                 .into_iter()
                 .map(|(_, role)| role)
                 .collect();
@@ -51,9 +51,10 @@ pub fn untrained_null(runs: &[LoadedRun], probe: &Probe) -> Result<UntrainedNull
         let context = MeasureContext {
             model: &model,
             reading: &run.reading,
-            task: &run.run.task,
-            seed: run.run.config.seed,
+            task: &run.resolved.task,
+            seed: run.resolved.config.seed,
             device: &device,
+            snapshots: None,
         };
         let scored = measure_relations(context, Some(RELATION_SENTENCES), None)?;
         null.relations

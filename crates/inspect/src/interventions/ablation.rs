@@ -21,6 +21,7 @@ use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId, HeadPatch};
 
 use crate::interventions::activation_patching::head_weight;
+use crate::load::context::MeasureContext;
 use tasks::Example;
 use tasks::batch::{Accuracy, Batch, EVAL_CHUNK};
 
@@ -41,9 +42,10 @@ struct Chunk<'a> {
     head_outputs: Vec<Tensor<4>>,
 }
 
-/// Mean and resample ablation of every head of `model` on `eval` (its inference copy, as
-/// `tasks::evaluate` runs it).
-pub fn ablation_drops(model: &Encoder, eval: &[Example], device: &Device) -> AblationDrops {
+/// Mean and resample ablation of every head of the context's model on `eval` (its
+/// inference copy, as `tasks::evaluate` runs it).
+pub fn ablation_drops(context: MeasureContext, eval: &[Example]) -> AblationDrops {
+    let MeasureContext { model, device, .. } = context;
     let chunks: Vec<Chunk> = eval
         .chunks(EVAL_CHUNK)
         .map(|examples| {

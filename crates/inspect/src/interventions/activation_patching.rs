@@ -13,10 +13,9 @@ use super::pair_runs::PairRuns;
 /// What putting one head's clean output back restores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadPatching {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
+    /// The head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub id: HeadId,
     /// Restored fraction with the head's clean output at every position; null when the
     /// clean and corrupted logit differences are equal (nothing to restore).
     pub restored: Option<f64>,
@@ -56,8 +55,7 @@ pub(crate) fn head_patching(runs: &PairRuns, by_position: bool) -> Vec<HeadPatch
                 runs.restored_by(runs.corrupted_input().head_patch(id.layer, patch))
             };
             HeadPatching {
-                layer: id.layer,
-                head: id.head,
+                id,
                 restored: patched(head_weight(id, None, seq, n_heads, device)),
                 by_position: (0..seq)
                     .filter(|_| by_position)

@@ -95,7 +95,7 @@ fn first_order_change(runs: &PairRuns, layer: usize) -> Vec<Vec<f64>> {
 fn agreement(heads: &[HeadPatching]) -> AttributionAgreement {
     let whole: Vec<(HeadId, f64, f64)> = heads
         .iter()
-        .filter_map(|h| Some((HeadId::new(h.layer, h.head), h.attribution?, h.restored?)))
+        .filter_map(|h| Some((h.id, h.attribution?, h.restored?)))
         .collect();
     let (estimates, exact): (Vec<f64>, Vec<f64>) = whole.iter().map(|&(_, a, e)| (a, e)).unzip();
     let (position_estimates, position_exact): (Vec<f64>, Vec<f64>) = heads
@@ -136,7 +136,7 @@ mod tests {
             let section = patch_pairs(&model, &pairs, &device, true).unwrap();
             let eps = 1e-2;
             for head in &section.heads {
-                let id = HeadId::new(head.layer, head.head);
+                let id = head.id;
                 let partly = |fraction: f64| {
                     let patch = HeadPatch {
                         values: runs.clean_cache.layers[id.layer].head_outputs.clone(),

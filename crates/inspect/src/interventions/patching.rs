@@ -127,6 +127,7 @@ pub fn patching(context: MeasureContext) -> Result<Option<Patching>, ReadingErro
         task,
         seed,
         device,
+        ..
     } = context;
     let head_detail = reading.per_head_detail();
     let section = |kind: PairKind, counter: u64| -> Result<Option<PairPatching>, ReadingError> {

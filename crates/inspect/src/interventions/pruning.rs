@@ -16,11 +16,12 @@
 //! The search itself ([`prune`]) takes the accuracy as a function of a keep-mask, so it is
 //! tested without a model; [`prune_model`] wires it to a trained encoder.
 
-use burn::prelude::*;
-use model::Encoder;
+use model::HeadId;
 use serde::{Deserialize, Serialize};
 use tasks::Example;
 use tasks::evaluate;
+
+use crate::load::context::MeasureContext;
 
 /// The accuracy a model loses before we say the task failed: one point.
 pub const DEFAULT_TOLERANCE: f64 = 0.01;
@@ -41,10 +42,9 @@ pub fn parse_tolerance(text: &str) -> Result<f64, String> {
 pub struct PruneStep {
     /// Heads removed so far, this one included.
     pub heads_removed: usize,
-    /// The head removed at this step.
-    pub layer: usize,
-    /// Its index within the layer.
-    pub head: usize,
+    /// The head removed at this step (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub removed: HeadId,
     /// Eval token accuracy with every head removed so far masked.
     pub token_acc: f64,
 }
@@ -89,7 +89,6 @@ pub fn prune(
     let total = n_layers * n_heads;
     assert_eq!(single_drops.len(), total, "one ablation drop per head");
     let base = accuracy(&vec![true; total]);
-    let locate = |index: usize| (index / n_heads, index % n_heads);
 
     // Ranked: a stable sort keeps index order among equal drops.
     let mut order: Vec<usize> = (0..total).collect();
@@ -100,11 +99,9 @@ pub fn prune(
         .enumerate()
         .map(|(removed, &index)| {
             keep[index] = false;
-            let (layer, head) = locate(index);
             PruneStep {
                 heads_removed: removed + 1,
-                layer,
-                head,
+                removed: HeadId::from_flat_index(index, n_heads),
                 token_acc: accuracy(&keep),
             }
         })
@@ -132,7 +129,6 @@ fn greedy_steps(
     total: usize,
     accuracy: &mut impl FnMut(&[bool]) -> f64,
 ) -> Vec<PruneStep> {
-    let locate = |index: usize| (index / n_heads, index % n_heads);
     let mut keep = vec![true; total];
     let mut greedy = Vec::with_capacity(total);
     for removed in 1..=total {
@@ -150,25 +146,24 @@ fn greedy_steps(
         }
         let (index, token_acc) = best.expect("a head is left while removed <= total");
         keep[index] = false;
-        let (layer, head) = locate(index);
         greedy.push(PruneStep {
             heads_removed: removed,
-            layer,
-            head,
+            removed: HeadId::from_flat_index(index, n_heads),
             token_acc,
         });
     }
     greedy
 }
 
-/// Prunes `model` on the evaluation examples `eval` (greedily too when `greedy`).
+/// Prunes the context's model on the evaluation examples `eval` (greedily too when
+/// `greedy`).
 pub fn prune_model(
-    model: &Encoder,
+    context: MeasureContext,
     eval: &[Example],
-    device: &Device,
     single_drops: &[f64],
     (tolerance, greedy): (f64, bool),
 ) -> Pruning {
+    let MeasureContext { model, device, .. } = context;
     let (n_layers, n_heads) = (model.n_layers(), model.n_heads());
     prune(
         (n_layers, n_heads),
@@ -226,7 +221,7 @@ mod tests {
             .ranked
             .steps
             .iter()
-            .map(|s| (s.layer, s.head))
+            .map(|s| (s.removed.layer, s.removed.head))
             .collect();
         assert_eq!(order, vec![(0, 1), (1, 1), (1, 0), (0, 0)]);
         let accs: Vec<f64> = pruning.ranked.steps.iter().map(|s| s.token_acc).collect();
@@ -249,14 +244,14 @@ mod tests {
         let drops = [0.0, 0.0, 0.002, 0.2];
         let pruning = prune((1, 4), &drops, 0.01, true, toy_accuracy(&costs, &pairs));
         // The ranking removes 0, then 1 (it cannot see the pair): the second step loses 0.5.
-        assert_eq!(pruning.ranked.steps[1].head, 1);
+        assert_eq!(pruning.ranked.steps[1].removed.head, 1);
         assert!((pruning.ranked.steps[1].token_acc - 0.5).abs() < 1e-12);
         assert_eq!(pruning.ranked.removable, 1);
         // Greedy removes 0, then 2 (0.002) rather than 1 (0.5), and keeps 1 until it must.
         let greedy = pruning.greedy.unwrap();
         assert_eq!(greedy.removable, 2);
         assert!((greedy.steps[3].token_acc - (1.0 - 0.702)).abs() < 1e-12);
-        let greedy: Vec<usize> = greedy.steps.iter().map(|s| s.head).collect();
+        let greedy: Vec<usize> = greedy.steps.iter().map(|s| s.removed.head).collect();
         assert_eq!(greedy, vec![0, 2, 3, 1]);
     }
 

@@ -57,6 +57,7 @@ pub fn add_relation_ablation(
         task,
         seed,
         device,
+        ..
     } = context;
     let draw = (
         RELATION_ABLATION_EXAMPLES,
@@ -92,7 +93,7 @@ fn fill_drops<S: AsRef<str>>(
             &mut relation.best.dependent_to_head,
             &mut relation.best.head_to_dependent,
         ] {
-            let id = HeadId::new(best.layer, best.head);
+            let id = best.id;
             let mut drops = |ablation: HeadAblation| {
                 let without = ablated
                     .entry(ablation)

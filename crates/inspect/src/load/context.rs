@@ -1,13 +1,16 @@
 //! What a seeded measure runs on ([`MeasureContext`]): the model, how it reads its input
 //! ([`Reading`]), the task, the run's seed (each measure draws its examples on a stream of its
-//! own from it) and the device. One argument in one order, instead of five in two.
+//! own from it), the device and, for a loaded run, its training snapshots. Every measure that
+//! runs the model takes it first, then what it reads (the probe, its layers' attention, the
+//! eval set); measures of what was already read (similarity, special attention) take that.
 
 use burn::prelude::*;
 use model::Encoder;
 use tasks::Task;
 
+use crate::load::loaded_run::LoadedRun;
 use crate::load::reading::Reading;
-use crate::load::run::LoadedRun;
+use crate::load::snapshots::Snapshots;
 
 /// A model with the task and seed it is measured on.
 #[derive(Debug, Clone, Copy)]
@@ -22,17 +25,20 @@ pub struct MeasureContext<'a> {
     pub seed: u64,
     /// Where the model lives.
     pub device: &'a Device,
+    /// The run's training snapshots; none for a model measured without its run directory.
+    pub snapshots: Option<Snapshots<'a>>,
 }
 
 impl<'a> MeasureContext<'a> {
-    /// A loaded run's model, reading, task, seed and device.
+    /// A loaded run's model, reading, task, seed, device and snapshots.
     pub fn of_run(loaded: &'a LoadedRun) -> Self {
         Self {
             model: &loaded.model,
             reading: &loaded.reading,
-            task: &loaded.run.task,
-            seed: loaded.run.config.seed,
+            task: &loaded.resolved.task,
+            seed: loaded.resolved.config.seed,
             device: &loaded.device,
+            snapshots: Some(Snapshots::of_run(loaded)),
         }
     }
 }

@@ -1,16 +1,17 @@
-//! Loading: a run directory opened for measuring ([`run`]), how its model reads its input
-//! ([`reading`]: the one place that tells task tokens from word pieces), the probe batch every
-//! measure reads, with each layer's attention on it ([`probe`]), and what a seeded measure
-//! runs on ([`context`]); for models that read word pieces, word-level attention
-//! ([`words`]), parsed sentences as pieces ([`sentences`]), their masked words
-//! ([`masked_words`]) and the task's minimal pairs as pieces ([`piece_pairs`]). Imports nothing else of this
-//! crate.
+//! Loading: a run directory opened for measuring ([`loaded_run`]), how its model reads its
+//! input ([`reading`]: the one place that tells task tokens from word pieces), the probe batch
+//! every measure reads, with each layer's attention on it ([`probe`]), what a seeded measure
+//! runs on ([`context`]) and the run's training snapshots ([`snapshots`]); for models that read
+//! word pieces, word-level attention ([`words`]), parsed sentences as pieces ([`sentences`]),
+//! their masked words ([`masked_words`]) and the task's minimal pairs as pieces
+//! ([`piece_pairs`]). Imports nothing else of this crate.
 
 pub mod context;
+pub mod loaded_run;
 pub mod masked_words;
 pub mod piece_pairs;
 pub mod probe;
 pub mod reading;
-pub mod run;
 pub mod sentences;
+pub mod snapshots;
 pub mod words;

@@ -282,9 +282,9 @@ impl Probe {
 
     /// Runs `model` on the probe and returns each layer's attention on the host; for a
     /// probe of word pieces, taken back to words ([`crate::load::words`]).
-    pub fn run(&self, model: &Encoder) -> Vec<LayerProbe> {
+    pub fn forward(&self, model: &Encoder) -> Vec<LayerProbe> {
         if let Some(pieces) = &self.pieces {
-            return run_on_pieces(model, pieces, &self.tokens.device());
+            return forward_on_pieces(model, pieces, &self.tokens.device());
         }
         let (_, cache) = model.forward_with_cache(EncoderInput::new(self.tokens.clone()));
         cache
@@ -302,7 +302,7 @@ impl Probe {
 /// [`Probe::run`] for sentences of word pieces: the model on the padded pieces, each layer's
 /// pattern taken to words (sum to, mean from) and its input and head outputs to the mean of
 /// each word's pieces.
-fn run_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) -> Vec<LayerProbe> {
+fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) -> Vec<LayerProbe> {
     let batch = pieces.batch(0..pieces.len(), device); // [batch, pieces], padding masked
     let (_, cache) = model.forward_with_cache(batch.encoder_input());
     let spans = &pieces.spans;
@@ -485,10 +485,7 @@ mod tests {
     /// The tiny test config: one layer, d_model 16, 2 heads of 8, d_ff 32, reverse on
     /// sequences of 6 over 5 tokens.
     fn tiny() -> ResolvedRun {
-        let path = Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../train/tests/fixtures/tiny.toml"
-        ));
+        let path = Path::new(testkit::TINY_CONFIG);
         RunConfig::load(path, &[]).unwrap().resolve(path).unwrap()
     }
 

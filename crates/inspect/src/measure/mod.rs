@@ -21,9 +21,9 @@ use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
 use crate::interventions::relation_ablation;
 use crate::load::context::MeasureContext;
+use crate::load::loaded_run::LoadedRun;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::reading::Scoring;
-use crate::load::run::LoadedRun;
 use crate::measure::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 use crate::measures::agreement::{self, Agreement};
 use crate::measures::ceiling::{self, Ceiling};
@@ -85,21 +85,24 @@ pub struct Measured {
 /// What the model reads, and so which of its measures can run, is its reading's to say
 /// ([`crate::load::reading::Reading`]).
 pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
-    let (config, model) = (&loaded.run.config, &loaded.model);
+    let (config, model) = (&loaded.resolved.config, &loaded.model);
     let (size, seed) = (options.probe_size, config.seed);
-    let probe = (loaded.reading).probe(&loaded.run, (size, seed), 1, &loaded.device)?;
+    let probe = (loaded.reading).probe(&loaded.resolved, (size, seed), 1, &loaded.device)?;
     let weights = HeadTensorsByLayer::of(model, true);
     let mut circuits = Circuits::of_model(model, &weights)?;
-    let layers = probe.run(model);
+    let layers = probe.forward(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
-    let eval_set = || config.eval_examples(&loaded.run.task);
-    let Scoring { eval, left_out } = loaded.reading.scoring(model, &loaded.run, &probe, eval_set);
+    let eval_set = || config.eval_examples(&loaded.resolved.task);
+    let Scoring { eval, left_out } =
+        loaded
+            .reading
+            .scoring(model, &loaded.resolved, &probe, eval_set);
     // The measures that read the output layer run where it is scored.
     let scored = eval.is_some();
     let (relations, relation_sentences) = measure_relations(loaded, context, options, scored)?;
     let (mut heads, eval_token_acc) = measure_heads(
-        loaded,
+        context,
         eval.as_deref(),
         &probe,
         &layers,
@@ -109,7 +112,7 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
     let similarity = layer_similarity(&weights, &layers);
     let outputs = eval
         .as_deref()
-        .map(|eval| measure_outputs(loaded, eval, &mut heads, options));
+        .map(|eval| measure_outputs(context, eval, &mut heads, options));
     let mut summary = summarise(
         loaded,
         &heads,
@@ -131,8 +134,8 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
         true => agreement::agreement(context)?,
         false => None,
     };
-    let divergence = divergence::divergence(loaded, &probe)?;
-    let trajectories = trajectories::trajectories(loaded, &probe, &layers)?;
+    let divergence = divergence::divergence(context, &probe)?;
+    let trajectories = trajectories::trajectories(context, &probe, &layers)?;
     Ok(Measured {
         probe,
         weights,
@@ -173,7 +176,7 @@ fn measure_relations(
     scored: bool,
 ) -> Result<(Option<Relations>, Vec<TreebankSentence>), MeasureError> {
     // Masked as the task masks in training (`inspect --relations-masked`).
-    let mask_fraction = match &loaded.run.config.task {
+    let mask_fraction = match &loaded.resolved.config.task {
         tasks::TaskConfig::Grammar(spec) if options.relations_masked => Some(spec.mask_fraction),
         _ => None,
     };
@@ -192,13 +195,12 @@ fn measure_relations(
 /// The measures that score the output layer on `eval`: mean and resample ablation drops
 /// (into `heads`), pruning and the logit lens.
 fn measure_outputs(
-    loaded: &LoadedRun,
+    context: MeasureContext,
     eval: &[Example],
     heads: &mut [HeadRecord],
     options: &MeasureOptions,
 ) -> (Pruning, LogitLens) {
-    let (model, device) = (&loaded.model, &loaded.device);
-    let drops = ablation_drops(model, eval, device);
+    let drops = ablation_drops(context, eval);
     for (head, (mean, resample)) in heads.iter_mut().zip(drops.mean.iter().zip(&drops.resample)) {
         head.mean_ablation_drop = Some(*mean);
         head.resample_ablation_drop = Some(*resample);
@@ -209,15 +211,9 @@ fn measure_outputs(
         .collect();
     // The greedy search costs H (H + 1) / 2 evaluations: left out where the reading says
     // per-head detail costs too much (imported models).
-    let greedy = loaded.reading.per_head_detail();
-    let pruning = pruning::prune_model(
-        model,
-        eval,
-        device,
-        &drops,
-        (options.prune_tolerance, greedy),
-    );
-    (pruning, logit_lens(model, eval, device))
+    let greedy = context.reading.per_head_detail();
+    let pruning = pruning::prune_model(context, eval, &drops, (options.prune_tolerance, greedy));
+    (pruning, logit_lens(context, eval))
 }
 
 /// `summary.json` from what was measured; the pruning figures where the output layer was
@@ -230,7 +226,7 @@ fn summarise(
     eval_token_acc: Option<f64>,
     outputs: &Option<(Pruning, LogitLens)>,
 ) -> Summary {
-    let (config, model) = (&loaded.run.config, &loaded.model);
+    let (config, model) = (&loaded.resolved.config, &loaded.model);
     let drops: Vec<f64> = heads.iter().filter_map(|h| h.ablation_drop).collect();
     let importance: Vec<f64> = heads.iter().filter_map(|h| h.gradient_importance).collect();
     let pruning = outputs.as_ref().map(|(pruning, _)| pruning);
@@ -239,7 +235,7 @@ fn summarise(
     let imported = config.import.as_ref();
     Summary {
         name: config.name.clone(),
-        task: loaded.run.task.name().to_string(),
+        task: loaded.resolved.task.name().to_string(),
         head_layout: format!("{:?}", config.model.head_layout).to_lowercase(),
         n_layers: model.n_layers(),
         n_heads: model.n_heads(),

@@ -84,7 +84,7 @@ pub fn greedy_removal_steps(pruning: &Pruning, n_heads: usize) -> Option<Vec<f64
     let greedy = pruning.greedy.as_ref()?;
     let mut steps = vec![0.0; pruning.total_heads];
     for step in &greedy.steps {
-        steps[step.layer * n_heads + step.head] = step.heads_removed as f64;
+        steps[step.removed.flat_index(n_heads)] = step.heads_removed as f64;
     }
     Some(steps)
 }

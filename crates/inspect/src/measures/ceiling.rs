@@ -66,6 +66,7 @@ pub fn ceiling(context: MeasureContext) -> Option<Ceiling> {
         task,
         seed,
         device,
+        ..
     } = context;
     if !reading.outputs_task_classes() {
         return None;

@@ -3,11 +3,11 @@
 //! the probe batch. Heads that start identical (symmetric init) stay at cosine 1, distance 0
 //! unless something breaks the symmetry; random init starts apart and moves.
 
-use run::snapshot::{HeadTensorsByLayer, SnapshotError, list_snapshots};
+use run::snapshot::{HeadTensorsByLayer, SnapshotError};
 use std::fmt::Write as _;
 
+use crate::load::context::MeasureContext;
 use crate::load::probe::Probe;
-use crate::load::run::LoadedRun;
 use crate::measures::similarity::{LayerSimilarity, mean_off_diagonal};
 
 /// One row of `divergence.csv`.
@@ -25,17 +25,20 @@ pub struct DivergencePoint {
     pub pattern_js: f64,
 }
 
-/// The divergence curve of every layer over the snapshots of `loaded.dir` (empty when the
-/// run took none).
+/// The divergence curve of every layer over the run's snapshots (empty when the run took
+/// none, or the context has no run).
 pub fn divergence(
-    loaded: &LoadedRun,
+    context: MeasureContext,
     probe: &Probe,
 ) -> Result<Vec<DivergencePoint>, SnapshotError> {
     let mut points = vec![];
-    for (step, path) in list_snapshots(&loaded.dir.snapshots_dir()) {
-        let model = loaded.snapshot_model(&path)?;
+    let Some(snapshots) = context.snapshots else {
+        return Ok(points);
+    };
+    for (step, path) in snapshots.list() {
+        let model = snapshots.model(&path)?;
         let weights = HeadTensorsByLayer::of(&model, true);
-        for (layer, layer_probe) in probe.run(&model).iter().enumerate() {
+        for (layer, layer_probe) in probe.forward(&model).iter().enumerate() {
             let similarity = LayerSimilarity::measure(layer, &weights, layer_probe, false);
             points.push(DivergencePoint {
                 step,

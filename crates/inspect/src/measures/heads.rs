@@ -14,8 +14,8 @@ use tasks::evaluate;
 use tasks::{AttentionPattern, Example, Task};
 
 use crate::circuits::Circuits;
+use crate::load::context::MeasureContext;
 use crate::load::probe::{LayerProbe, Probe};
-use crate::load::run::LoadedRun;
 use crate::measures::attribution::mean_direct_attribution;
 use crate::measures::importance::gradient_importance;
 use crate::measures::norms::head_norm_scores;
@@ -29,10 +29,9 @@ pub const ROLE_THRESHOLD: f64 = 0.5;
 /// One head's line of `heads.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadRecord {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
+    /// The head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub id: HeadId,
     /// Mean entropy of the attention rows, in nats.
     pub entropy: f64,
     /// Mean largest attention probability (Voita et al. 2019).
@@ -125,14 +124,19 @@ struct OutputMeasures {
 /// words (an imported masked-LM), `eval` holds its masked words and the direct logit
 /// attribution is taken on them.
 pub fn measure_heads(
-    loaded: &LoadedRun,
+    context: MeasureContext,
     eval: Option<&[Example]>,
     probe: &Probe,
     layers: &[LayerProbe],
     circuits: &Circuits,
     relations: Option<&Relations>,
 ) -> (Vec<HeadRecord>, Option<f64>) {
-    let (task, model, device) = (&loaded.run.task, &loaded.model, &loaded.device);
+    let MeasureContext {
+        task,
+        model,
+        device,
+        ..
+    } = context;
     let n_heads = model.n_heads();
     let tokens = probe.token_ids();
     let outputs = eval.map(|eval| {
@@ -169,11 +173,10 @@ pub fn measure_heads(
             let flat = HeadId::new(l, h).flat_index(n_heads);
             let output =
                 |pick: fn(&OutputMeasures) -> &Vec<f64>| outputs.as_ref().map(|o| pick(o)[flat]);
-            let circuit = circuits.head(l, h);
+            let circuit = circuits.head(HeadId::new(l, h));
             let norms = head_norm_scores(layer, h, &model.blocks[l].attention.head_weights(h));
             heads.push(HeadRecord {
-                layer: l,
-                head: h,
+                id: HeadId::new(l, h),
                 entropy: pattern.entropy,
                 confidence: pattern.confidence,
                 mean_distance: pattern.mean_distance,
@@ -190,7 +193,7 @@ pub fn measure_heads(
                 mean_weighted_norm: norms.mean_weighted_norm,
                 norm_weight_correlation: norms.norm_weight_correlation,
                 task_target_score: pattern.task_target_score,
-                relation_scores: relations.map(|r| r.head_scores(l, h)),
+                relation_scores: relations.map(|r| r.head_scores(HeadId::new(l, h))),
                 mean_ablation_drop: None,
                 resample_ablation_drop: None,
             });
@@ -315,6 +318,7 @@ mod tests {
             "mean_distance": 1.0, "pattern_scores": {"self": 0.75}, "ablation_drop": 0.25,
             "role": "self"}]"#;
         let heads: Vec<HeadRecord> = serde_json::from_str(old).unwrap();
+        assert_eq!(heads[0].id, HeadId::new(1, 0));
         assert_eq!(heads[0].role, "self");
         assert_eq!(heads[0].pattern_scores["self"], 0.75);
         assert_eq!(heads[0].copying_score, 0.0);
@@ -351,6 +355,11 @@ mod tests {
             ..heads[0].clone()
         };
         let json = serde_json::to_string(&new).unwrap();
+        // The head is written as before, `layer` and `head` first.
+        assert!(
+            json.starts_with(r#"{"layer":1,"head":0,"entropy":"#),
+            "{json}"
+        );
         assert_eq!(serde_json::from_str::<HeadRecord>(&json).unwrap(), new);
     }
 }

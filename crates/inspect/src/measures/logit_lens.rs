@@ -5,11 +5,11 @@
 //! residual stream, in the output layer's own terms; after the last block it is the model
 //! itself. `logit_lens.json`.
 
-use burn::prelude::*;
-use model::Encoder;
 use serde::{Deserialize, Serialize};
 use tasks::Example;
 use tasks::batch::{Accuracy, Batch, EVAL_CHUNK, masked_cross_entropy};
+
+use crate::load::context::MeasureContext;
 
 /// `logit_lens.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,8 +29,9 @@ pub struct LensPoint {
     pub loss: f64,
 }
 
-/// The logit lens of `model` (its inference copy) on `eval`.
-pub fn logit_lens(model: &Encoder, eval: &[Example], device: &Device) -> LogitLens {
+/// The logit lens of the context's model (its inference copy) on `eval`.
+pub fn logit_lens(context: MeasureContext, eval: &[Example]) -> LogitLens {
+    let MeasureContext { model, device, .. } = context;
     let points = model.n_layers() + 1;
     let mut accuracy = vec![Accuracy::default(); points];
     let mut weighted_loss = vec![0.0f64; points];

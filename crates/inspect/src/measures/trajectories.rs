@@ -14,13 +14,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use run::snapshot::{SnapshotError, list_snapshots};
+use model::HeadId;
+use run::snapshot::SnapshotError;
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 use tasks::Task;
 
+use crate::load::context::MeasureContext;
 use crate::load::probe::{LayerProbe, Probe};
-use crate::load::run::LoadedRun;
 use crate::measures::heads::head_roles;
 use crate::measures::matching::match_layers;
 
@@ -30,10 +31,9 @@ pub const MAX_SNAPSHOTS: usize = 40;
 /// One head of the final model through training: `trajectories.json` holds one per head.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadTrajectory {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer, in the final model.
-    pub head: usize,
+    /// The head in the final model (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub id: HeadId,
     /// Training step of each point, ascending; the last is the final model.
     pub steps: Vec<usize>,
     /// `heads[i]`: the head of the snapshot at `steps[i]` matched to this one.
@@ -92,21 +92,23 @@ pub fn formed_at(roles: &[String]) -> Option<usize> {
     Some(changed.map_or(0, |i| i + 1))
 }
 
-/// The trajectories of every head of `loaded.model`, whose probe is `final_layers`, or
-/// `None` when the run took no snapshots. The final model stands at the last metrics step
-/// (or the last snapshot's, if later); a snapshot at that step is the same weights and is
-/// left out.
+/// The trajectories of every head of the context's model, whose probe is `final_layers`, or
+/// `None` when the run took no snapshots (or the context has no run). The final model
+/// stands at [`crate::load::snapshots::Snapshots::final_step`]; a snapshot at that step is
+/// the same weights and is left out.
 pub fn trajectories(
-    loaded: &LoadedRun,
+    context: MeasureContext,
     probe: &Probe,
     final_layers: &[LayerProbe],
 ) -> Result<Option<Trajectories>, SnapshotError> {
-    let all = list_snapshots(&loaded.dir.snapshots_dir());
+    let Some(snapshots) = context.snapshots else {
+        return Ok(None);
+    };
+    let all = snapshots.list();
     if all.is_empty() {
         return Ok(None);
     }
-    let last_metric = loaded.dir.metrics().last().map_or(0, |r| r.step);
-    let final_step = last_metric.max(all.last().map_or(0, |s| s.0));
+    let final_step = snapshots.final_step(&all);
     let earlier: Vec<(usize, PathBuf)> = all
         .iter()
         .filter(|(step, _)| *step < final_step)
@@ -114,15 +116,15 @@ pub fn trajectories(
         .collect();
     let used = subsample(&earlier, MAX_SNAPSHOTS);
     let tokens = probe.token_ids();
-    let task = &loaded.run.task;
+    let task = context.task;
 
     let mut later = patterns_only(final_layers.to_vec());
     let mut chain: Vec<Vec<usize>> = later.iter().map(|l| (0..l.dims().1).collect()).collect();
     // Points from the final model backwards: (step, chain, roles per layer).
     let mut points = vec![(final_step, chain.clone(), roles_of(task, &later, &tokens))];
     for (step, path) in used.iter().rev() {
-        let model = loaded.snapshot_model(path)?;
-        let layers = patterns_only(probe.run(&model));
+        let model = snapshots.model(path)?;
+        let layers = patterns_only(probe.forward(&model));
         chain = chain_back(&later, &layers, &chain);
         points.push((*step, chain.clone(), roles_of(task, &layers, &tokens)));
         later = layers;
@@ -133,8 +135,7 @@ pub fn trajectories(
     for (l, final_heads) in points.last().expect("the final model").1.iter().enumerate() {
         for h in 0..final_heads.len() {
             let mut trajectory = HeadTrajectory {
-                layer: l,
-                head: h,
+                id: HeadId::new(l, h),
                 steps: vec![],
                 heads: vec![],
                 roles: vec![],

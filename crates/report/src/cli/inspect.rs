@@ -78,7 +78,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         run::cli::give_graphics_a_runtime_dir();
     }
     let device = args.backend.device()?;
-    let mut loaded = inspect::load::run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
+    let mut loaded =
+        inspect::load::loaded_run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
     loaded.set_task(&args.task_set)?;
     if let Some(path) = &args.probe_conllu {
         loaded.reading.probe_with(path, &args.run)?;

@@ -330,14 +330,14 @@ pub fn render(data: &ExploreData) -> String {
 mod tests {
     use std::collections::BTreeMap;
 
+    use model::HeadId;
     use run::tensor_file::HostTensor;
 
     use super::*;
 
     fn record(layer: usize, head: usize) -> HeadRecord {
         HeadRecord {
-            layer,
-            head,
+            id: HeadId::new(layer, head),
             entropy: 0.5,
             confidence: 0.9,
             mean_distance: 1.0,

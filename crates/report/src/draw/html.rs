@@ -10,7 +10,6 @@ use std::path::Path;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use model::HeadId;
 
 use super::embed::escape_html as escape;
 use inspect::measures::heads::HeadRecord;
@@ -116,8 +115,8 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
             "<tr><td>{}</td><td>{}</td><td class=\"role\">{}</td><td>{:.3}</td><td>{:.3}</td>\
              <td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td>\
              <td style=\"text-align:left\">{}</td></tr>",
-            head.layer,
-            head.head,
+            head.id.layer,
+            head.id.head,
             escape(&head.role),
             head.entropy,
             head.confidence,
@@ -196,7 +195,7 @@ fn relations_table(w: &mut String, relations: &Relations) {
         relations.sentences, relations.arcs,
     );
     let best = |b: &BestHead| {
-        let cell = format!("{} {:.2}", HeadId::new(b.layer, b.head), b.score);
+        let cell = format!("{} {:.2}", b.id, b.score);
         if b.beats_baseline {
             format!("<strong>{cell}</strong>")
         } else {

@@ -34,7 +34,7 @@ pub fn hand_built_run(
     dir: &Path,
     config_text: &str,
     wire: impl FnOnce(&mut model::Encoder, &burn::tensor::Device),
-) -> (inspect::load::run::LoadedRun, run::dir::RunLock) {
+) -> (inspect::load::loaded_run::LoadedRun, run::dir::RunLock) {
     let config_path = dir.join("config.toml");
     std::fs::write(&config_path, config_text).unwrap();
     let run = RunConfig::from_toml(&config_path)
@@ -46,7 +46,7 @@ pub fn hand_built_run(
     wire(&mut model, &device);
     let (run_dir, lock) = run::RunDir::create(&dir.join("run"), &run, false, "test").unwrap();
     let weights = Path::new("hand-built").to_path_buf();
-    let loaded = inspect::load::run::LoadedRun::from_model(run_dir, run, model, weights);
+    let loaded = inspect::load::loaded_run::LoadedRun::from_model(run_dir, run, model, weights);
     (loaded, lock)
 }
 

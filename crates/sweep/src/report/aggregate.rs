@@ -115,10 +115,9 @@ pub struct RoleCount {
 /// One slot of the matching: a reference head and its matches in the other seeds.
 #[derive(Debug, Clone, Serialize)]
 pub struct SlotReport {
-    /// Layer.
-    pub layer: usize,
-    /// The reference seed's head.
-    pub head: usize,
+    /// The reference seed's head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub reference: HeadId,
     /// The most frequent role of the matched heads ("mixed" if none has a role).
     pub role: String,
     /// In how many seeds the matched head has that role.
@@ -268,9 +267,10 @@ fn slot_report(slot: &Slot, comparison: &Comparison, rows: &[&RunRow]) -> SlotRe
         .runs
         .iter()
         .filter_map(|run| {
-            let partner = *run.layers.get(slot.layer)?.partner.get(slot.head)?;
+            let HeadId { layer, head } = slot.reference;
+            let partner = *run.layers.get(layer)?.partner.get(head)?;
             let row = rows.iter().find(|row| row.seed == run.seed)?;
-            row.head_numbers.get(&HeadId::new(slot.layer, partner))
+            row.head_numbers.get(&HeadId::new(layer, partner))
         })
         .collect();
     let mut numbers = BTreeMap::new();
@@ -285,8 +285,7 @@ fn slot_report(slot: &Slot, comparison: &Comparison, rows: &[&RunRow]) -> SlotRe
         .max_by_key(|(_, count)| *count)
         .map_or(("mixed".to_string(), 0), |(r, c)| (r.clone(), c));
     SlotReport {
-        layer: slot.layer,
-        head: slot.head,
+        reference: slot.reference,
         role,
         count,
         of: slot.roles.len(),
@@ -304,7 +303,7 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
     let dirs: Vec<PathBuf> = runs.iter().map(|run| out.run_dir(run)).collect();
     let loaded = inspect::compare::load_runs(&dirs).map_err(|e| e.to_string())?;
     let reference = &loaded[0];
-    let probe_size = Probe::max_size(&reference.run, loaded.len()).clamp(1, MATCH_PROBE);
+    let probe_size = Probe::max_size(&reference.resolved, loaded.len()).clamp(1, MATCH_PROBE);
     // Measured by inspect: the matching, and the null on the same probe (untrained models,
     // each seeded as its run was); written by report as `compare` writes it.
     let compared = inspect::compare::compare(&loaded, probe_size).map_err(|e| e.to_string())?;
@@ -358,7 +357,7 @@ fn relations_across_seeds(
             let scores: Vec<f64> = best.iter().map(|b| b.score).collect();
             let baselines: Vec<f64> = seeds.iter().map(|r| r.baseline.score).collect();
             let offsets = counts(seeds.iter().map(|r| r.baseline.offset));
-            let best_layers = counts(best.iter().map(|b| b.layer));
+            let best_layers = counts(best.iter().map(|b| b.id.layer));
             let (Some(best_score), Some(baseline)) =
                 (Estimate::of(&scores), Estimate::of(&baselines))
             else {
@@ -434,8 +433,7 @@ mod tests {
     ) -> Relations {
         use inspect::measures::relations::{Baseline, RelationScores};
         let best = |(layer, score): (usize, f64)| BestHead {
-            layer,
-            head: 0,
+            id: HeadId::new(layer, 0),
             score,
             beats_baseline: score > baseline,
             drop_on_relation: Some(0.1),

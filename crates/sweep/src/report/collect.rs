@@ -295,10 +295,7 @@ fn add_head_numbers(row: &mut RunRow) {
     }
     row.numbers.insert("total_heads", row.heads.len() as f64);
     for head in &row.heads {
-        let numbers = row
-            .head_numbers
-            .entry(HeadId::new(head.layer, head.head))
-            .or_default();
+        let numbers = row.head_numbers.entry(head.id).or_default();
         numbers.extend(head.ablation_drop.map(|d| ("ablation_drop", d)));
         numbers.extend(head.mean_ablation_drop.map(|d| ("mean_ablation_drop", d)));
         numbers.extend(
@@ -381,7 +378,7 @@ pub fn add_patching_numbers(row: &mut RunRow, patching: &Patching) {
         for head in &section.heads {
             if let Some(restored) = head.restored {
                 row.head_numbers
-                    .entry(HeadId::new(head.layer, head.head))
+                    .entry(head.id)
                     .or_default()
                     .insert(per_head, restored);
             }
@@ -495,8 +492,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &token_acc)| PruneStep {
                     heads_removed: i + 1,
-                    layer: 0,
-                    head: i,
+                    removed: HeadId::new(0, i),
                     token_acc,
                 })
                 .collect(),

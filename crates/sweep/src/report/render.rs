@@ -4,8 +4,6 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use model::HeadId;
-
 use crate::report::aggregate::{EstimateJson, PointReport, SweepReport};
 use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
 use crate::spec::Sweep;
@@ -83,8 +81,8 @@ pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
             let mut record = vec![row.name.clone(), row.config.clone(), row.seed.to_string()];
             record.extend(sweep.grid_keys.iter().map(|k| row.grid[k].clone()));
             record.extend([
-                head.layer.to_string(),
-                head.head.to_string(),
+                head.id.layer.to_string(),
+                head.id.head.to_string(),
                 head.role.clone(),
                 head.entropy.to_string(),
                 head.confidence.to_string(),
@@ -242,11 +240,7 @@ fn slots_markdown(md: &mut String, point: &PointReport) {
         let _ = writeln!(
             md,
             "| {} | {} | {} of {} | {:.2} |{cells}",
-            HeadId::new(slot.layer, slot.head),
-            slot.role,
-            slot.count,
-            slot.of,
-            slot.mean_similarity
+            slot.reference, slot.role, slot.count, slot.of, slot.mean_similarity
         );
     }
 }

@@ -41,6 +41,7 @@ use crate::measures::relations::intervals::{
     RelationIntervals, SentenceCredits, relation_intervals,
 };
 use crate::measures::relations::masks::{RelationMasking, masked_positions, training_masks};
+use model::HeadId;
 use run::tensor_file::HostTensor;
 use serde::{Deserialize, Serialize};
 use tasks::ParsedSentence;
@@ -81,10 +82,9 @@ pub struct DirectionScores {
 /// One head's scores on one relation, in `relations.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HeadRelationScore {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
+    /// The head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub id: HeadId,
     /// The dependent's most-attended word is its head.
     pub dependent_to_head: f64,
     /// The head word's most-attended word is the dependent.
@@ -104,10 +104,9 @@ pub struct Baseline {
 /// The best head of a relation in one direction.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BestHead {
-    /// Layer index.
-    pub layer: usize,
-    /// Head index within the layer.
-    pub head: usize,
+    /// The head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub id: HeadId,
     /// Its score (ties: the first head, layer-major).
     pub score: f64,
     /// Whether the score is above the baseline's (strictly).
@@ -193,15 +192,12 @@ pub struct Relations {
 }
 
 impl Relations {
-    /// Head `(layer, head)`'s scores per relation name, for its `heads.json` record.
-    pub fn head_scores(&self, layer: usize, head: usize) -> BTreeMap<String, DirectionScores> {
+    /// Head `id`'s scores per relation name, for its `heads.json` record.
+    pub fn head_scores(&self, id: HeadId) -> BTreeMap<String, DirectionScores> {
         self.relations
             .iter()
             .filter_map(|relation| {
-                let scores = relation
-                    .heads
-                    .iter()
-                    .find(|h| h.layer == layer && h.head == head)?;
+                let scores = relation.heads.iter().find(|h| h.id == id)?;
                 let pair = DirectionScores {
                     dependent_to_head: scores.dependent_to_head,
                     head_to_dependent: scores.head_to_dependent,
@@ -458,8 +454,7 @@ impl RelationHits {
                 let arcs = self.arcs[r] as f64;
                 let heads: Vec<HeadRelationScore> = (0..self.n_layers * self.n_heads)
                     .map(|column| HeadRelationScore {
-                        layer: column / self.n_heads,
-                        head: column % self.n_heads,
+                        id: HeadId::from_flat_index(column, self.n_heads),
                         dependent_to_head: self.dependent_to_head[r][column] / arcs,
                         head_to_dependent: self.head_to_dependent[r][column] / arcs,
                     })
@@ -469,7 +464,7 @@ impl RelationHits {
                     dependent_to_head: best_head(&heads, baseline, |h| h.dependent_to_head),
                     head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
                 };
-                let column = |b: &BestHead| b.layer * self.n_heads + b.head;
+                let column = |b: &BestHead| b.id.flat_index(self.n_heads);
                 let best_columns = [
                     column(&best.dependent_to_head),
                     column(&best.head_to_dependent),
@@ -549,6 +544,7 @@ pub fn measure_relations(
         task,
         seed,
         device,
+        ..
     } = context;
     let counts = (
         count.unwrap_or(RELATION_SENTENCES),
@@ -636,8 +632,7 @@ fn best_head(
         });
     best.map_or(
         BestHead {
-            layer: 0,
-            head: 0,
+            id: HeadId::new(0, 0),
             score: 0.0,
             beats_baseline: false,
             drop_on_relation: None,
@@ -646,8 +641,7 @@ fn best_head(
             resample_drop_elsewhere: None,
         },
         |h| BestHead {
-            layer: h.layer,
-            head: h.head,
+            id: h.id,
             score: score(h),
             beats_baseline: score(h) > baseline.score,
             drop_on_relation: None,
@@ -763,7 +757,7 @@ mod tests {
         assert_eq!(det.heads[0].dependent_to_head, 1.0);
         // The nouns attend to themselves, never back to their determiners.
         assert_eq!(det.heads[0].head_to_dependent, 0.0);
-        assert_eq!(det.best.dependent_to_head.head, 0);
+        assert_eq!(det.best.dependent_to_head.id.head, 0);
         assert_eq!(det.best.dependent_to_head.score, 1.0);
         // amod's dependent attends to itself: head 0 finds no amod arc.
         assert_eq!(relation(&relations, "amod").heads[0].dependent_to_head, 0.0);
@@ -966,7 +960,7 @@ mod tests {
         // towards the first head.
         let nsubj = relation(&relations, "nsubj");
         assert_eq!(nsubj.heads[1].dependent_to_head, 1.0);
-        assert_eq!(nsubj.best.dependent_to_head.head, 1);
+        assert_eq!(nsubj.best.dependent_to_head.id.head, 1);
     }
 
     #[test]
@@ -1040,12 +1034,12 @@ mod tests {
         let relations = score_relations(&[det_and_uniform(&sentence)], &[sentence]);
         let json = serde_json::to_string(&relations).unwrap();
         assert_eq!(serde_json::from_str::<Relations>(&json).unwrap(), relations);
-        let head = relations.head_scores(0, 0);
+        let head = relations.head_scores(HeadId::new(0, 0));
         assert_eq!(
             head.keys().collect::<Vec<_>>(),
             ["amod", "det", "dobj", "nsubj"]
         );
         assert_eq!(head["det"].dependent_to_head, 1.0);
-        assert!(relations.head_scores(3, 0).is_empty());
+        assert!(relations.head_scores(HeadId::new(3, 0)).is_empty());
     }
 }

@@ -413,7 +413,7 @@
         var row = body.insertRow();
         row.setAttribute('data-layer', String(l));
         row.setAttribute('data-slot', String(s));
-        var cells = ['L' + l + 'H' + s, 'H' + ma.head, 'H' + mb.head, ma.role, mb.role];
+        var cells = ['L' + l + 'H' + s, 'L' + l + 'H' + ma.head, 'L' + l + 'H' + mb.head, ma.role, mb.role];
         cells.forEach(function (text, i) {
           var cell = row.insertCell();
           cell.textContent = text;

@@ -444,7 +444,7 @@
       }
     }
     canvas.setAttribute('data-points', String(projection.queries.length + projection.keys.length));
-    legend.textContent = 'Layer ' + state.layer + ' head ' + head + ': ' +
+    legend.textContent = 'L' + state.layer + 'H' + head + ': ' +
       projection.queries.length + ' queries (dots) and ' + projection.keys.length +
       ' keys (squares) from ' + data.sequences.length + ' sequences. PC1 holds ' +
       (100 * projection.explained[0]).toFixed(1) + '% of the variance, PC2 ' +

@@ -53,11 +53,7 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
                     values: &value,
                     rows,
                     cols,
-                    row_labels: section
-                        .heads
-                        .iter()
-                        .map(|h| HeadId::new(h.layer, h.head).to_string())
-                        .collect(),
+                    row_labels: section.heads.iter().map(|h| h.id.to_string()).collect(),
                     col_labels,
                     range: (lo, hi),
                     annotate: cols <= 32,
@@ -79,7 +75,7 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
 pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
     let rows = path_rows(patching);
     let n_heads = rows.first().map_or(1, |(_, s, a, _)| {
-        s.heads.iter().filter(|h| h.layer == *a).count()
+        s.heads.iter().filter(|h| h.id.layer == *a).count()
     });
     let panel = (180 + 40 * n_heads as u32).min(520);
     // Without head-to-head paths (an imported model's), a row is its two lines of text.

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use model::HeadId;
 use plotters::prelude::*;
 
 use inspect::circuits::{Circuits, HeadCircuits, LayerComposition};
@@ -66,7 +67,12 @@ pub fn composition(
 /// effective ranks of the QK and OV circuits.
 pub fn circuits(path: &Path, circuits: &Circuits) -> Result<(), FigureError> {
     let n_layers = circuits.layers.len().max(1);
-    let n_heads = circuits.heads.iter().map(|h| h.head + 1).max().unwrap_or(1);
+    let n_heads = circuits
+        .heads
+        .iter()
+        .map(|h| h.id.head + 1)
+        .max()
+        .unwrap_or(1);
     let d_head = circuits.d_head.max(1) as f64;
     type Measure<'a> = (&'a str, fn(&HeadCircuits) -> f64, (f64, f64));
     let mut measures: Vec<Measure> =
@@ -109,7 +115,7 @@ pub fn circuits(path: &Path, circuits: &Circuits) -> Result<(), FigureError> {
                 circuits
                     .heads
                     .iter()
-                    .find(|r| r.layer == l && r.head == h)
+                    .find(|r| r.id == HeadId::new(l, h))
                     .map_or(0.0, value)
             };
             Heatmap {

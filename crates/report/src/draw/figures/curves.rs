@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use model::HeadId;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 use run::metrics::MetricsRecord;
@@ -85,7 +84,7 @@ pub fn trajectories(
                 .zip(&t.pattern_scores)
                 .map(|(&step, s)| (step as f64, s.get(pattern).copied().unwrap_or(f64::NAN)))
                 .collect();
-            (format!("L{} H{}: {pattern}", t.layer, t.head), line)
+            (format!("{}: {pattern}", t.id), line)
         })
         .collect();
     let loss = vec![(
@@ -145,7 +144,7 @@ pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
                 let i = x.floor() as usize;
                 let centre = (x - x.floor() - 0.5).abs() < 1e-6;
                 match heads.get(i) {
-                    Some(h) if centre => HeadId::new(h.layer, h.head).to_string(),
+                    Some(h) if centre => h.id.to_string(),
                     _ => String::new(),
                 }
             })
@@ -165,7 +164,7 @@ pub fn ablation(path: &Path, heads: &[HeadRecord]) -> Result<(), FigureError> {
                     drop.is_finite().then(|| {
                         Rectangle::new(
                             [(left, 0.0), (left + 0.8 / 3.0 - 0.02, drop)],
-                            Palette99::pick(h.layer).mix(*shade).filled(),
+                            Palette99::pick(h.id.layer).mix(*shade).filled(),
                         )
                     })
                 },
@@ -333,6 +332,7 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
 mod tests {
     use super::*;
     use crate::draw::figures::circuits::{NORM_POINTS, spread_sample};
+    use model::HeadId;
 
     #[test]
     fn spread_sampling_is_deterministic_distinct_and_spread() {
@@ -355,8 +355,7 @@ mod tests {
         // 46 px per bar: 20000 heads make a 920240 x 380 canvas, 350 M pixels.
         let heads: Vec<HeadRecord> = (0..20_000)
             .map(|h| HeadRecord {
-                layer: 0,
-                head: h,
+                id: HeadId::new(0, h),
                 entropy: 0.0,
                 confidence: 1.0,
                 mean_distance: 0.0,

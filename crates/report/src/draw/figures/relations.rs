@@ -2,8 +2,6 @@
 
 use std::path::Path;
 
-use model::HeadId;
-
 use inspect::measures::relations::{HeadRelationScore, Relations};
 
 use super::canvas::{FONT, FigureError, Heatmap, LABEL_CHAR_PX, render};
@@ -19,12 +17,7 @@ pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> 
     let heads: Vec<String> = relations
         .relations
         .first()
-        .map(|r| {
-            r.heads
-                .iter()
-                .map(|h| HeadId::new(h.layer, h.head).to_string())
-                .collect()
-        })
+        .map(|r| r.heads.iter().map(|h| h.id.to_string()).collect())
         .unwrap_or_default();
     let cols = heads.len().max(1);
     let row_labels: Vec<String> = relations

@@ -19,8 +19,8 @@ use crate::load::reading::Reading;
 pub struct LoadedRun {
     /// The run directory.
     pub dir: RunDir,
-    /// Config, task and model sizes.
-    pub run: ResolvedRun,
+    /// The run's config resolved: config, task and model sizes.
+    pub resolved: ResolvedRun,
     /// The model, inference-only, on `device`.
     pub model: Encoder,
     /// Where the weights came from.
@@ -43,16 +43,21 @@ pub struct LoadedRun {
 impl LoadedRun {
     /// A run whose model was made in memory (a hand-built model in a test, say) rather than
     /// loaded: `dir` holds its config, `weights` says where the weights came from.
-    pub fn from_model(dir: RunDir, run: ResolvedRun, model: Encoder, weights: PathBuf) -> Self {
+    pub fn from_model(
+        dir: RunDir,
+        resolved: ResolvedRun,
+        model: Encoder,
+        weights: PathBuf,
+    ) -> Self {
         let device = model
             .devices()
             .first()
             .cloned()
             .unwrap_or_else(Device::flex);
         LoadedRun {
-            reading: Reading::of_run(&run, None),
+            reading: Reading::of_run(&resolved, None),
             dir,
-            run,
+            resolved,
             model: model.valid(),
             weights,
             device,
@@ -82,8 +87,8 @@ impl LoadedRun {
             }
         }
         let path = self.dir.config_path();
-        self.run = self
-            .run
+        self.resolved = self
+            .resolved
             .config
             .with_overrides(&path, overrides)
             .and_then(|config| config.resolve(&path))
@@ -99,10 +104,10 @@ impl LoadedRun {
     /// on the run's device: what the divergence curves and the role trajectories measure.
     pub fn snapshot_model(&self, path: &Path) -> Result<Encoder, SnapshotError> {
         let fresh = self
-            .run
+            .resolved
             .config
             .model
-            .init(&self.run.io, &self.device)
+            .init(&self.resolved.io, &self.device)
             .expect("a resolved config builds");
         load_snapshot(path, fresh)
     }
@@ -163,13 +168,13 @@ pub fn load_on(
         Ok(lock) => (lock, None),
         Err(holder) => (None, Some(holder)),
     };
-    let run = run_dir.resolve()?;
-    let reading = Reading::of_run(&run, imported_tokenizer(&run_dir, &run)?);
-    device.seed(run.config.seed);
-    let model = run
+    let resolved = run_dir.resolve()?;
+    let reading = Reading::of_run(&resolved, imported_tokenizer(&run_dir, &resolved)?);
+    device.seed(resolved.config.seed);
+    let model = resolved
         .config
         .model
-        .init(&run.io, &device)
+        .init(&resolved.io, &device)
         .expect("a resolved config builds");
 
     let newest = checkpoint::list(&run_dir).first().map(|(step, _)| *step);
@@ -206,7 +211,7 @@ pub fn load_on(
     let (model, weights) = load_weights(&run_dir, checkpoint_dir, model)?;
     Ok(LoadedRun {
         dir: run_dir,
-        run,
+        resolved,
         model: model.valid(),
         weights,
         device,
