@@ -15,7 +15,9 @@
 # layer its heads' entropy, distance, similarity and position roles).
 #
 # Last, scripts/experiment8_table.py writes docs/experiments/minilm.md and
-# minilm-relations.{png,svg} beside the toys' reports.
+# minilm-relations.{png,svg} beside the toys' reports, from the toys' relation heads across
+# seeds that scripts/experiments.sh keeps in docs/experiments/SWEEP.json, its intervals over
+# seeds from `headlab sweep stats`.
 #
 #   scripts/experiment-8.sh [CHECKPOINT_DIR]    # about 4 minutes on 2 cores, plus about
 #                                               # 20 s per toy run
@@ -96,5 +98,5 @@ if [ -d "$toys" ]; then
 else
     echo "experiment-8: no toy runs in $toys: the masked-sentence comparison keeps $data/toys-masked.json"
 fi
-python3 scripts/experiment8_table.py "$data" "$minilm_seconds" "$toy_seconds" "$reports/toys-data"
+HEADLAB="$headlab" python3 scripts/experiment8_table.py "$data" "$minilm_seconds" "$toy_seconds" "$reports/toys-data"
 echo "experiment-8: wrote docs/experiments/minilm.md (MiniLM $minilm_seconds s, toys $toy_seconds s)"

@@ -4,12 +4,14 @@
 Reads what scripts/experiment-8.sh wrote, the imported model's `headlab inspect` reports
 per grammar, on whole sentences and masked ones (`relations.json`, `summary.json`,
 `heads.json`, `similarity.json`, `relation-sentences.conllu` in DIR/GRAMMAR[-masked]/), and
-the toys' "Syntax heads across seeds" tables of experiments 6 and 7
-(docs/experiments/grammar.md, grammar-selection.md and grammar-ditransitive.md, written by
-`headlab sweep report` through scripts/experiments.sh). With TOYS_DATA (each toy run's
-relations.json whole and masked, RUN-whole.json and RUN-masked.json) it writes
-DIR/toys-masked.json, the per-run figures of the masked comparison; without, it reads that
-file. Writes DIR/../minilm.md (the tables) and DIR/../minilm-relations.png and .svg.
+the toys' relation heads across seeds of experiments 6 and 7 (`points[].relations` of the
+sweep reports' report.json, as scripts/experiments.sh keeps them in
+docs/experiments/grammar.json, grammar-selection.json and grammar-ditransitive.json). With
+TOYS_DATA (each toy run's relations.json whole and masked, RUN-whole.json and
+RUN-masked.json) it writes DIR/toys-masked.json, the per-run figures of the masked
+comparison; without, it reads that file. Writes DIR/../minilm.md (the tables) and
+DIR/../minilm-relations.png and .svg. Intervals over seeds are `headlab sweep stats`'s
+(headlab_stats.py): the headlab binary must be built.
 
     scripts/experiment8_table.py DIR MINILM_SECONDS TOY_SECONDS [TOYS_DATA]
 """
@@ -19,21 +21,23 @@ import re
 import sys
 from pathlib import Path
 
-# The grammars, each with the toys' table it sits beside: (name, title, toys' report, its
-# section, the inspect --set list).
+import headlab_stats
+
+# The grammars, each with the toys' grid point it sits beside: (name, title, the toys' sweep,
+# its grid point).
 GRAMMARS = [
-    ("default", "default grammar (experiment 6)", "grammar.md", "### grammar"),
+    ("default", "default grammar (experiment 6)", "grammar", "grammar"),
     (
         "classed",
         "classed grammar, selection 1 (experiment 7)",
-        "grammar-selection.md",
-        "### grammar-selection task.selection=1.0",
+        "grammar-selection",
+        "grammar-selection task.selection=1.0",
     ),
     (
         "ditransitive",
         "ditransitive grammar, selection 1 (experiment 7)",
-        "grammar-ditransitive.md",
-        "### grammar-ditransitive task.selection=1.0",
+        "grammar-ditransitive",
+        "grammar-ditransitive task.selection=1.0",
     ),
 ]
 
@@ -50,20 +54,22 @@ ORDER = ["det", "amod", "nsubj", "dobj", "iobj", "prep", "pobj", "relcl", "nsubj
 DIRECTIONS = [("dependent_to_head", "dep -> head"), ("head_to_dependent", "head -> dep")]
 
 
-def toys_table(path: Path, section: str) -> dict:
-    """The toys' rows of one grid point: (relation, direction) -> (best head, offset, beats it)."""
-    text = path.read_text()
-    syntax = text[text.index("## Syntax heads across seeds") :]
-    start = syntax.index(section + "\n")
-    block = syntax[start + len(section) :]
-    end = block.find("\n### ")
-    block = block if end < 0 else block[:end]
+def toys_table(path: Path, point: str) -> dict:
+    """The toys' relations at one grid point of a sweep report (report.json, or the part of it
+    experiments.sh keeps): (relation, direction) -> (best head, seeds above offset, mean best
+    head), the first two as the report's table writes them."""
+    points = json.loads(path.read_text())["points"]
+    relations = next(p for p in points if p["point"] == point)["relations"]
+    labels = dict(DIRECTIONS)
     rows = {}
-    for line in block.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 5 or cells[0] in ("relation", "---"):
-            continue
-        rows[(cells[0], cells[1])] = (cells[2], cells[3], cells[4])
+    for r in relations:
+        best = r["best_score"]
+        text = headlab_stats.show({"mean": best["mean"], "half_width": best["ci95"]}, 2)
+        rows[(r["relation"], labels[r["direction"]])] = (
+            text,
+            f"{r['beats_baseline']} of {r['of']}",
+            best["mean"],
+        )
     return rows
 
 
@@ -79,7 +85,7 @@ def relation_rows(relations: dict, toys: dict) -> list:
         base = relation["baseline"]
         for key, label in DIRECTIONS:
             best = relation["best"][key]
-            toy = toys.get((name, label), ("-", "-", "-"))
+            toy = toys.get((name, label), ("-", "-", None))
             if intervals:
                 ours = intervals[key]
                 best_text = f"L{best['layer']}H{best['head']} {best['score']:.2f} ({interval(ours['best_head'])})"
@@ -93,7 +99,7 @@ def relation_rows(relations: dict, toys: dict) -> list:
             clark = CLARK.get(name, "") if key == "dependent_to_head" else ""
             rows.append(
                 f"| {name} | {label} | {relation['arcs']} | {best_text} | {base_text} | {margin} "
-                f"| {beats} | {toy[0]} | {toy[2]} | {clark or '-'} |"
+                f"| {beats} | {toy[0]} | {toy[1]} | {clark or '-'} |"
             )
     return rows
 
@@ -253,9 +259,7 @@ def figure(reports: dict, toys: dict, out: Path) -> None:
                 minilm_err.append((best["score"] - i["low"], i["high"] - best["score"]))
             else:
                 minilm_err.append((0, 0))
-            cell = toys[grammar].get((name, "dep -> head"), ("nan",))[0]
-            match = re.match(r"([0-9.]+)", cell)
-            toy.append(float(match.group(1)) if match else float("nan"))
+            toy.append(toys[grammar].get((name, "dep -> head"), (None, None, float("nan")))[2])
             offset.append(relation["baseline"]["score"])
         x = range(len(labels))
         width = 0.27
@@ -362,18 +366,6 @@ def toy_layers(toys_data: Path, run: str) -> list:
     return layers
 
 
-def mean_half_width(values: list) -> str:
-    """`mean ± half-width` of a 95% Student's t interval."""
-    from scipy import stats
-
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return f"{mean:.2f}"
-    sd = (sum((x - mean) ** 2 for x in values) / (n - 1)) ** 0.5
-    return f"{mean:.2f} ± {stats.t.ppf(0.975, n - 1) * sd / n**0.5:.2f}"
-
-
 def toy_layer_rows(summary: dict) -> list:
     """The toys' layers at full selection, beside MiniLM's table."""
     runs = [e for run, e in summary.items() if re.search(r"-1\.0-s[0-9]+$", run) and "layers" in e]
@@ -389,8 +381,13 @@ def toy_layer_rows(summary: dict) -> list:
         "| layer | first word | entropy | distance | pattern JS | output CKA | previous-word heads | next-word heads |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for layer in range(len(runs[0]["layers"])):
-        cell = lambda key: mean_half_width([e["layers"][layer][key] for e in runs])
+    keys = ["first_token", "entropy", "distance", "pattern_js", "output_cka"]
+    layers = range(len(runs[0]["layers"]))
+    cells = headlab_stats.intervals(
+        {f"layer {layer} {key}": [e["layers"][layer][key] for e in runs] for layer in layers for key in keys}
+    )
+    for layer in layers:
+        cell = lambda key: headlab_stats.show(cells[f"layer {layer} {key}"], 2)
         count = lambda key: sum(e["layers"][layer][key] for e in runs)
         lines.append(
             f"| {layer} | {cell('first_token')} | {cell('entropy')} | {cell('distance')} | "
@@ -423,19 +420,24 @@ def toy_rows(summary: dict) -> list:
         "| selection | relation | direction | whole: best head | whole: seeds above offset | masked: best head | masked: seeds above offset |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
+    # (dose, relation, direction, reading) -> each seed's (best head, offset), in table order.
+    rows = {}
     for dose in sorted(doses, key=float):
         entries = doses[dose]
         names = [n for n in entries[0]["whole"] if all(n in e["masked"] for e in entries)]
         names.sort(key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
         for name in names:
-            for key, label in DIRECTIONS:
-                cells = []
+            for key, _ in DIRECTIONS:
                 for reading in ("whole", "masked"):
-                    pairs = [e[reading][name][key] for e in entries]
-                    beats = sum(1 for best, base in pairs if best > base)
-                    scores = [best for best, _ in pairs]
-                    cells += [mean_half_width(scores), f"{beats} of {len(pairs)}"]
-                lines.append(f"| {dose} | {name} | {label} | " + " | ".join(cells) + " |")
+                    rows[(dose, name, key, reading)] = [e[reading][name][key] for e in entries]
+    scores = headlab_stats.intervals({" ".join(row): [best for best, _ in pairs] for row, pairs in rows.items()})
+    for dose, name, key in dict.fromkeys(row[:3] for row in rows):
+        cells = []
+        for reading in ("whole", "masked"):
+            pairs = rows[(dose, name, key, reading)]
+            beats = sum(1 for best, base in pairs if best > base)
+            cells += [headlab_stats.show(scores[f"{dose} {name} {key} {reading}"], 2), f"{beats} of {len(pairs)}"]
+        lines.append(f"| {dose} | {name} | {dict(DIRECTIONS)[key]} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -452,7 +454,7 @@ def main() -> None:
     seconds, toy_seconds = timings.get("minilm", "?"), timings.get("toys", "?")
     root = data.parent
     reports = {g: data / g for g, *_ in GRAMMARS}
-    toys = {g: toys_table(root / md, section) for g, _, md, section in GRAMMARS}
+    toys = {g: toys_table(root / f"{sweep}.json", point) for g, _, sweep, point in GRAMMARS}
     lines = [
         "# Experiment 8: all-MiniLM-L6-v2's heads beside headlab's toys",
         "",
@@ -471,7 +473,7 @@ def main() -> None:
         "best heads beat their offset; Clark et al. 2019's BERT-base best head, on their data "
         "(WSJ, natural text), where they name the relation alike.",
     ]
-    for grammar, title, md, section in GRAMMARS:
+    for grammar, title, sweep, point in GRAMMARS:
         relations = json.loads((reports[grammar] / "relations.json").read_text())
         summary = json.loads((reports[grammar] / "summary.json").read_text())
         overrides = " ".join(f"--set {o}" for o in summary.get("task_overrides", [])) or "(none)"
@@ -480,7 +482,7 @@ def main() -> None:
             f"## {title}",
             "",
             f"{relations['sentences']} sentences, {relations['arcs']} arcs; inspect's task "
-            f"overrides: `{overrides}`; toys: [{md}]({md}), section \"{section[4:]}\".",
+            f"overrides: `{overrides}`; toys: [{sweep}.md]({sweep}.md), section \"{point}\".",
             "",
             "| relation | direction | arcs | MiniLM best head | offset baseline | margin | MiniLM heads above offset (clearly) | toys' best head | toys' seeds above offset | Clark et al. BERT-base |",
             "| --- | --- | ---: | --- | --- | --- | --- | --- | --- | --- |",

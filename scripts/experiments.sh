@@ -3,10 +3,12 @@
 # configs/sweeps/, on this machine: every run trained and inspected (`sweep run`), then
 # `sweep report` (means with 95% intervals over seeds, roles against untrained models,
 # heads matched across seeds). Copies each report and the figures the README shows into
-# docs/experiments/.
+# docs/experiments/, and beside the report of a sweep of a word task, NAME.json: its
+# report.json's relation heads across seeds (`points[].relations`), the data experiment 8
+# reads.
 #
 # Usage: scripts/experiments.sh [SWEEP...]   (default: all nine, then minilm: experiment 8,
-#   scripts/experiment-8.sh, which reads the grammar sweeps' reports in docs/experiments/)
+#   scripts/experiment-8.sh, which reads the grammar sweeps' NAME.json in docs/experiments/)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
 # On this project's 2-core machine the first six took about 4 hours with 2 workers (before
@@ -31,6 +33,28 @@ copy() {
     if [ -f "$1" ]; then cp "$1" "$docs/$2"; fi
 }
 
+# relations_json SWEEP REPORT_JSON TARGET: report.json's points with their relations only (a
+# few tens of kB where the whole report.json holds every run's relations.json), when any
+# point has relations.
+relations_json() {
+    python3 - "$@" <<'EOF'
+import datetime
+import json
+import sys
+
+sweep, report, target = sys.argv[1:]
+with open(report) as f:
+    points = [{"point": p["point"], "relations": p["relations"]} for p in json.load(f)["points"]]
+if any(p["relations"] for p in points):
+    source = (f"runs/{sweep}/_sweep/report/report.json of {datetime.date.today()}, its points' "
+              "relations, copied by scripts/experiments.sh")
+    with open(target, "w") as f:
+        json.dump({"sweep": sweep, "source": source, "points": points}, f, indent=1,
+                  ensure_ascii=False)
+        f.write("\n")
+EOF
+}
+
 for sweep in "$@"; do
     if [ "$sweep" = minilm ]; then
         # Experiment 8: a real model beside the toys, from the grammar sweeps' reports.
@@ -45,6 +69,7 @@ for sweep in "$@"; do
     "$bin/headlab" sweep report "$file" >/dev/null
     report="runs/$sweep/_sweep/report"
     cp "$report/report.md" "$docs/$sweep.md"
+    relations_json "$sweep" "$report/report.json" "$docs/$sweep.json"
     for figure in "$report"/figures/*.png "$report"/figures/*.svg; do
         [ -f "$figure" ] || continue
         cp "$figure" "$docs/$sweep-$(basename "$figure")"

@@ -22,7 +22,8 @@ n (default 4).
 
   python3 scripts/patching_across_seeds.py runs/recall-patching [--pairs 4]
 
-Standard library only; the sweep report does not collect these yet.
+Standard library only, and the intervals of `headlab sweep stats` (headlab_stats.py: the
+binary must be built); the sweep report does not collect these yet.
 """
 
 import argparse
@@ -31,25 +32,17 @@ import math
 import statistics
 from pathlib import Path
 
-# Two-sided 95% Student's t quantiles by degrees of freedom (1..30); 1.96 beyond.
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+from headlab_stats import intervals, show
 
 CHANNELS = ["query", "key", "value"]
 
 
-def estimate(values):
-    values = [v for v in values if v is not None]
-    n = len(values)
-    if n == 0:
-        return "-"
-    mean = statistics.fmean(values)
-    if n < 2:
-        return f"{mean:.3f}"
-    t = T95[n - 2] if n - 1 <= len(T95) else 1.96
-    half = t * statistics.stdev(values) / math.sqrt(n)
-    return f"{mean:.3f} ± {half:.3f}"
+def estimates(rows):
+    """Per row, `mean ± half-width` over the seeds that have a value ("-" where none has)."""
+    name = lambda key: " / ".join(part for part in key if part)
+    values = {key: [v for v in vals if v is not None] for key, vals in rows.items()}
+    cells = intervals({name(key): vals for key, vals in values.items() if vals})
+    return {key: show(cells[name(key)], 3) if vals else "-" for key, vals in values.items()}
 
 
 def pearson(a, b):
@@ -140,14 +133,15 @@ def main():
             section_rows(kind, section, args.pairs, rows)
             composition_rows(kind, section, circuits, rows)
     print(f"{seeds} seeds of {args.out}")
+    cells = estimates(rows)
     table = None
-    for (name, kind, where, measure), vals in rows.items():
+    for (name, kind, where, measure) in rows:
         if name != table:
             table = name
             print(f"\n{name}\n")
             print("| pairs | where | measure | mean ± 95% CI |")
             print("| --- | --- | --- | --- |")
-        print(f"| {kind} | {where} | {measure} | {estimate(vals)} |")
+        print(f"| {kind} | {where} | {measure} | {cells[(name, kind, where, measure)]} |")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-//! `headlab sweep`: plan, run, submit, follow and report a sweep of headlab runs.
+//! `headlab sweep`: plan, run, submit, follow and report a sweep of headlab runs; and `sweep
+//! stats`, the sweep report's statistic for numbers of one's own.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,7 +17,7 @@ use run::StopSignal;
 ///
 /// Runs many headlab runs from one sweep file: base configs, a grid of overrides and seeds.
 /// Each run trains into OUT/NAME and is inspected there; `headlab sweep report` collects
-/// them.
+/// them. `headlab sweep stats` computes the reports' statistic for numbers of your own.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(subcommand)]
@@ -100,6 +101,23 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// The statistic every table of the book reports, for your own numbers: reads
+    /// `{"name": [numbers], ...}` (JSON, from FILE or stdin) and prints, per name, the mean
+    /// and its 95% confidence interval (Student's t) as JSON.
+    ///
+    /// Prints `{"name": {"n": .., "mean": .., "half_width": .., "low": .., "high": ..}, ...}`,
+    /// names sorted; `half_width`, `low` and `high` are null for a single value. The interval
+    /// is `mean ± half_width`, with half_width = t(0.975, n - 1) * sd / sqrt(n), the one
+    /// every sweep report and the book's scripts write. A value that is not a finite number,
+    /// a name whose value is not a list, or an empty list is refused with a message naming
+    /// it, and exit status 1.
+    ///
+    /// Example: `echo '{"steps": [1, 2, 3, 4]}' | headlab sweep stats`
+    Stats {
+        /// The JSON file; `-` or nothing for stdin.
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+    },
     /// Run one run of the plan (what each Slurm array task calls).
     #[command(hide = true)]
     Task {
@@ -158,7 +176,29 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Task { target, index } => task(&target, index),
+        Command::Stats { file } => stats(file.as_deref()),
     }
+}
+
+/// `sweep stats`: each named list's mean and 95% interval, as JSON on stdout.
+fn stats(file: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let (text, source) = match file {
+        Some(path) if path != Path::new("-") => (
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+            path.display().to_string(),
+        ),
+        _ => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .context("cannot read stdin")?;
+            (text, "stdin".to_string())
+        }
+    };
+    let intervals =
+        crate::stats::intervals_json(&text).map_err(|why| anyhow::anyhow!("{source}: {why}"))?;
+    println!("{}", serde_json::to_string_pretty(&intervals)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The sweep and its output directory.

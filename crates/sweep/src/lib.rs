@@ -7,7 +7,8 @@
 //! inspect, as child processes); [`local`] runs the plan on a worker pool and [`slurm`]
 //! submits it as a job array whose tasks call [`exec`] too; [`report`] collects the finished
 //! runs into tables and [`figures`], with the means and 95% intervals of [`stats`]. [`cli`] is
-//! the `headlab sweep` command.
+//! the `headlab sweep` command, `sweep stats` included: [`stats`] for numbers of one's own,
+//! which the book's Python tables call too.
 //!
 //! A sweep measures no head itself: each run's report is `headlab inspect`'s, run as a child
 //! process. From the `inspect` crate it takes the records those reports hold (their types)

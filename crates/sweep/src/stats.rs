@@ -2,6 +2,14 @@
 //! table reports. The t quantiles are a table for 1 to 30 degrees of freedom and the
 //! Cornish-Fisher expansion beyond (within 1e-4 of the exact value there); a statistics crate
 //! would pull in a linear-algebra library for these thirty numbers.
+//!
+//! [`intervals_json`] is the same statistic for numbers of one's own (`headlab sweep stats`):
+//! the scripts behind the book's other tables call it rather than computing it again.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
 
 /// t quantile at 0.975 for 1 to 30 degrees of freedom.
 const T_975: [f64; 30] = [
@@ -68,6 +76,84 @@ impl Estimate {
     }
 }
 
+/// One named list's [`Estimate`] as `headlab sweep stats` writes it: the interval is
+/// `mean ± half_width`, all three null with fewer than two values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct IntervalJson {
+    /// Values averaged.
+    pub n: usize,
+    /// The mean.
+    pub mean: f64,
+    /// Half-width of the 95% interval (null with one value).
+    pub half_width: Option<f64>,
+    /// `mean - half_width`.
+    pub low: Option<f64>,
+    /// `mean + half_width`.
+    pub high: Option<f64>,
+}
+
+impl From<Estimate> for IntervalJson {
+    fn from(e: Estimate) -> Self {
+        let half_width = (!e.half_width.is_nan()).then_some(e.half_width);
+        IntervalJson {
+            n: e.n,
+            mean: e.mean,
+            half_width,
+            low: half_width.map(|h| e.mean - h),
+            high: half_width.map(|h| e.mean + h),
+        }
+    }
+}
+
+/// `{"name": [numbers], ...}` (JSON text) to each name's [`IntervalJson`], by name. Refuses,
+/// naming the key, anything but an object of non-empty lists of finite numbers.
+pub fn intervals_json(text: &str) -> Result<BTreeMap<String, IntervalJson>, String> {
+    let kind = |value: &Value| match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    };
+    let input: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(groups) = input else {
+        return Err(format!(
+            "expected an object of named lists of numbers, like {{\"a\": [1, 2]}}, not {}",
+            kind(&input)
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (name, list) in groups {
+        let Value::Array(items) = list else {
+            return Err(format!(
+                "{name:?}: expected a list of numbers, not {}",
+                kind(&list)
+            ));
+        };
+        let mut values = Vec::with_capacity(items.len());
+        for (at, item) in items.iter().enumerate() {
+            match item.as_f64() {
+                Some(v) if v.is_finite() => values.push(v),
+                Some(_) => return Err(format!("{name:?}, value {at}: not a finite number")),
+                None => {
+                    return Err(format!(
+                        "{name:?}, value {at}: expected a number, not {}",
+                        kind(item)
+                    ));
+                }
+            }
+        }
+        let Some(estimate) = Estimate::of(&values) else {
+            return Err(format!(
+                "{name:?}: an empty list has no mean; leave the name out"
+            ));
+        };
+        out.insert(name, estimate.into());
+    }
+    Ok(out)
+}
+
 /// The Wilson score interval of a proportion `k / n` at 95%: (low, high). Better than the
 /// normal interval near 0 and 1, where role frequencies often are.
 pub fn wilson(k: usize, n: usize) -> (f64, f64) {
@@ -108,6 +194,43 @@ mod tests {
         assert!(one.half_width.is_nan());
         assert_eq!(one.show(1), "0.5");
         assert!(Estimate::of(&[]).is_none());
+    }
+
+    #[test]
+    fn named_lists_get_their_intervals_and_bad_input_names_its_key() {
+        let out = intervals_json(r#"{"b": [1, 2, 3, 4], "a": [0.5]}"#).unwrap();
+        let b = out["b"];
+        assert_eq!((b.n, b.mean), (4, 2.5));
+        let half = 3.182 * (5.0f64 / 12.0).sqrt();
+        assert!((b.half_width.unwrap() - half).abs() < 1e-12);
+        assert!((b.low.unwrap() - (2.5 - half)).abs() < 1e-12);
+        assert!((b.high.unwrap() - (2.5 + half)).abs() < 1e-12);
+        let a = out["a"];
+        assert_eq!(
+            (a.n, a.mean, a.half_width, a.low, a.high),
+            (1, 0.5, None, None, None)
+        );
+        for (input, says) in [
+            ("[1, 2]", "not a list"),
+            (
+                "{\"x\": 3}",
+                "\"x\": expected a list of numbers, not a number",
+            ),
+            (
+                "{\"x\": [1, \"2\"]}",
+                "\"x\", value 1: expected a number, not a string",
+            ),
+            (
+                "{\"x\": [1, null]}",
+                "\"x\", value 1: expected a number, not null",
+            ),
+            ("{\"x\": []}", "\"x\": an empty list"),
+            ("{\"x\": [1e999]}", "not JSON"),
+            ("{\"x\": [NaN]}", "not JSON"),
+        ] {
+            let error = intervals_json(input).unwrap_err();
+            assert!(error.contains(says), "{input}: {error}");
+        }
     }
 
     #[test]

@@ -1,0 +1,127 @@
+//! `headlab sweep stats`, the sweep reports' statistic for numbers of one's own, as the book's
+//! scripts call it: JSON in (a file or stdin), JSON out, checked against hand-computed
+//! intervals; bad input refused with one line naming the key, and no panic.
+
+#[path = "common/headlab.rs"]
+mod headlab;
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+/// `headlab sweep stats ARGS` with `input` on stdin.
+fn stats(args: &[&str], input: &str) -> Output {
+    let mut child = headlab::command("sweep", &[&["stats"], args].concat())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("headlab runs");
+    // A refusal may come before stdin is read; a closed pipe is not the test's failure.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().expect("headlab ends")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "{:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+fn close(value: &serde_json::Value, expected: f64) {
+    let got = value
+        .as_f64()
+        .unwrap_or_else(|| panic!("{value} is not a number"));
+    assert!((got - expected).abs() < 1e-12, "{got} against {expected}");
+}
+
+#[test]
+fn named_lists_get_the_reports_interval_from_stdin_or_a_file() {
+    let input = r#"{"four": [1, 2, 3, 4], "one": [7], "same": [0.5, 0.5, 0.5]}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("numbers.json");
+    std::fs::write(&file, input).unwrap();
+    let from_file = json(&stats(&[file.to_str().unwrap()], ""));
+    for out in [json(&stats(&["-"], input)), json(&stats(&[], input))] {
+        assert_eq!(out, from_file);
+        // 1, 2, 3, 4: mean 2.5, sd sqrt(5/3), so se sqrt(5/12), and t(0.975; 3) = 3.182.
+        let half = 3.182 * (5.0f64 / 12.0).sqrt();
+        let four = &out["four"];
+        assert_eq!(four["n"], 4);
+        close(&four["mean"], 2.5);
+        close(&four["half_width"], half);
+        close(&four["low"], 2.5 - half);
+        close(&four["high"], 2.5 + half);
+        // One value: a mean, no interval.
+        let one = &out["one"];
+        assert_eq!(one["n"], 1);
+        close(&one["mean"], 7.0);
+        for key in ["half_width", "low", "high"] {
+            assert!(one[key].is_null(), "{key}: {}", one[key]);
+        }
+        close(&out["same"]["half_width"], 0.0);
+        assert_eq!(out.as_object().unwrap().len(), 3);
+    }
+    assert_eq!(json(&stats(&[], "{}")), serde_json::json!({}));
+}
+
+#[test]
+fn bad_input_is_refused_naming_what_is_wrong() {
+    for (input, says) in [
+        ("", "stdin: not JSON"),
+        (
+            "[1, 2, 3]",
+            "stdin: expected an object of named lists of numbers",
+        ),
+        (
+            r#"{"steps": 3}"#,
+            r#""steps": expected a list of numbers, not a number"#,
+        ),
+        (
+            r#"{"ok": [1], "steps": [1, "x"]}"#,
+            r#""steps", value 1: expected a number, not a string"#,
+        ),
+        (
+            r#"{"steps": [1, null]}"#,
+            r#""steps", value 1: expected a number, not null"#,
+        ),
+        (r#"{"steps": []}"#, r#""steps": an empty list has no mean"#),
+        (r#"{"steps": [1e999]}"#, "stdin: not JSON"),
+        (r#"{"steps": [NaN]}"#, "stdin: not JSON"),
+    ] {
+        let output = stats(&[], input);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{input}: {err}");
+        assert!(
+            output.stdout.is_empty(),
+            "{input}: wrote {:?}",
+            output.stdout
+        );
+        assert!(!err.contains("panicked"), "{input}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says) && err.lines().count() == 1,
+            "{input}: {err}"
+        );
+    }
+    let output = stats(&["/nonexistent/numbers.json"], "");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot read /nonexistent/numbers.json"),
+        "{err}"
+    );
+}
+
+#[test]
+fn its_help_says_what_it_is_for() {
+    let output = headlab::run("sweep", &["stats", "--help"]);
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("The statistic every table of the book reports, for your own numbers"),
+        "{text}"
+    );
+}
