@@ -567,7 +567,33 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
         bytes[..8].copy_from_slice(&5_000_000_000u64.to_le_bytes());
         bytes
     });
+    // A config.json that is a FIFO (reading it would block forever) and weights that are
+    // /dev/zero (reading them would fill the memory): refused before a byte is read.
+    let fifo_config = copy_of_fixture(tmp.path(), "fifo-config");
+    std::fs::remove_file(fifo_config.join("config.json")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(fifo_config.join("config.json"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let zero_weights = copy_of_fixture(tmp.path(), "zero-weights");
+    std::fs::remove_file(zero_weights.join("model.safetensors")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero_weights.join("model.safetensors")).unwrap();
     let cases: Vec<(PathBuf, Vec<&str>)> = vec![
+        (
+            fifo_config,
+            vec![
+                "fifo-config/config.json",
+                "it is a FIFO (named pipe), not a regular file",
+            ],
+        ),
+        (
+            zero_weights,
+            vec![
+                "zero-weights/model.safetensors",
+                "it is a device, not a regular file",
+            ],
+        ),
         (
             tmp.path().join("nowhere"),
             vec!["nowhere is not a directory"],
@@ -675,6 +701,10 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
         assert!(
             error.starts_with("error: ") && error.lines().count() == 1,
             "one line: {error}"
+        );
+        assert!(
+            error.matches("os error").count() <= 1,
+            "the OS's words once: {error}"
         );
         for word in words {
             assert!(

@@ -231,3 +231,49 @@ fn a_file_of_records_of_different_lengths_trains() {
     );
     assert!(dir.join("model.safetensors").exists());
 }
+
+/// A config that is a device, a FIFO or far too large is refused by name before it is read:
+/// a read of `/dev/zero` would fill the memory, one of a FIFO would wait forever.
+#[test]
+fn a_config_that_is_not_a_small_regular_file_is_refused_unread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let big = tmp.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap();
+    let cases = [
+        (
+            PathBuf::from("/dev/zero"),
+            "it is a device, not a regular file",
+        ),
+        (fifo, "it is a FIFO (named pipe), not a regular file"),
+        (big, "it is 2 MiB, over the 1 MiB this file may hold"),
+    ];
+    for (config, says) in cases {
+        let out = tmp.path().join("run");
+        let args = [
+            config.display().to_string(),
+            "--out".to_string(),
+            out.display().to_string(),
+        ];
+        let output = train(tmp.path(), &args);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{}: {err}", config.display());
+        assert!(
+            err.starts_with("error: cannot read config file")
+                && err.contains(&config.display().to_string())
+                && err.contains(says)
+                && err.trim_end().lines().count() == 1,
+            "{err}"
+        );
+        assert!(
+            !out.exists(),
+            "{}: a run directory was made",
+            config.display()
+        );
+    }
+}

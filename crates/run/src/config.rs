@@ -290,10 +290,11 @@ impl RunConfig {
     /// Reads `path`, applies `overrides` (`key.path=value`, TOML values; bare words are
     /// strings) and fills the name from the file stem when unset.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = crate::small_file::read_to_string(path, crate::small_file::CONFIG_LIMIT)
+            .map_err(|error| ConfigError::Read {
+                path: path.to_path_buf(),
+                error,
+            })?;
         Self::parse(&text, path, overrides)
     }
 

@@ -32,12 +32,13 @@ use serde::Deserialize;
 #[derive(Debug, thiserror::Error)]
 pub enum HfError {
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main would
+        /// print it twice.
+        error: std::io::Error,
     },
     /// `config.json` is not a BERT config headlab can open.
     #[error("{path}: {message}")]
@@ -115,10 +116,11 @@ impl BertConfig {
     /// Reads `dir/config.json`.
     pub fn read(dir: &Path) -> Result<BertConfig, HfError> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| HfError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let text = crate::small_file::read_to_string(&path, crate::small_file::CONFIG_LIMIT)
+            .map_err(|error| HfError::Io {
+                path: path.clone(),
+                error,
+            })?;
         let config: BertConfig = serde_json::from_str(&text).map_err(|e| HfError::Config {
             path: path.clone(),
             message: format!("not a BERT config.json: {e}"),
@@ -253,9 +255,9 @@ pub fn load_bert(dir: &Path, device: &Device) -> Result<(Encoder, BertConfig), H
 /// before reading it.
 pub fn read_weights(dir: &Path) -> Result<Vec<u8>, HfError> {
     let path = dir.join("model.safetensors");
-    let io_error = |source| HfError::Io {
+    let io_error = |error| HfError::Io {
         path: path.clone(),
-        source,
+        error,
     };
     let size = std::fs::metadata(&path).map_err(io_error)?.len();
     if size > MAX_CHECKPOINT_BYTES {
@@ -268,7 +270,7 @@ pub fn read_weights(dir: &Path) -> Result<Vec<u8>, HfError> {
             ),
         });
     }
-    std::fs::read(&path).map_err(io_error)
+    crate::small_file::read(&path, MAX_CHECKPOINT_BYTES).map_err(io_error)
 }
 
 /// The encoder `config` describes, with the weights in `bytes` (the contents of

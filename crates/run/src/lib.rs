@@ -3,7 +3,8 @@
 //! and none of them names a file of a run by hand.
 //!
 //! The map, lowest first (a file imports only from the ones above it):
-//! - [`atomic`]: the one writer of files (temporary name, flush, rename); [`name`]: the one
+//! - [`atomic`]: the one writer of files (temporary name, flush, rename); [`small_file`]: the
+//!   one reader of the small files a user names (configs, tokenizers); [`name`]: the one
 //!   rule for a run's name; [`manifest`]: what a finished directory consists of (sizes and
 //!   hashes), and the checks that tell a complete one from a damaged one.
 //! - [`backend`]: a backend name ([`BackendKind`]) to a Burn device; the wgpu adapter.
@@ -32,6 +33,7 @@ pub mod import;
 pub mod manifest;
 pub mod metrics;
 pub mod name;
+pub mod small_file;
 pub mod snapshot;
 pub mod stop;
 pub mod tensor_file;

@@ -53,27 +53,20 @@ pub struct WordPieces {
 }
 
 impl WordPieces {
-    /// Reads `path`, refusing a file over [`MAX_TOKENIZER_BYTES`] before reading it.
+    /// Reads `path`, refusing a file over [`MAX_TOKENIZER_BYTES`] or not a regular file
+    /// before reading it.
     pub fn read(path: &Path) -> Result<WordPieces, TokenizerError> {
         Self::parse(&Self::read_bytes(path)?, path)
     }
 
-    /// The bytes of the file at `path`, refused over [`MAX_TOKENIZER_BYTES`] before reading.
+    /// The bytes of the file at `path` ([`crate::small_file::read`]).
     pub fn read_bytes(path: &Path) -> Result<Vec<u8>, TokenizerError> {
         let fail = |message: String| TokenizerError::Read {
             path: path.to_path_buf(),
             message,
         };
-        let size = std::fs::metadata(path)
-            .map_err(|e| fail(format!("cannot read it: {e}")))?
-            .len();
-        if size > MAX_TOKENIZER_BYTES {
-            return Err(fail(format!(
-                "is {size} bytes, over the {} MiB a tokenizer.json may have",
-                MAX_TOKENIZER_BYTES >> 20
-            )));
-        }
-        std::fs::read(path).map_err(|e| fail(format!("cannot read it: {e}")))
+        crate::small_file::read(path, MAX_TOKENIZER_BYTES)
+            .map_err(|e| fail(format!("cannot read it: {e}")))
     }
 
     /// A tokenizer from the contents of a `tokenizer.json`; `path` names it in messages.

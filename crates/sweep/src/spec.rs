@@ -387,10 +387,12 @@ pub enum SweepError {
 impl Sweep {
     /// Reads and expands the sweep file at `path`, checking every run's config.
     pub fn load(path: &Path) -> Result<Sweep, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|error| SweepError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text = run::small_file::read_to_string(path, run::small_file::CONFIG_LIMIT).map_err(
+            |error| SweepError::Read {
+                path: path.to_path_buf(),
+                error,
+            },
+        )?;
         let sweep = Self::parse(&text, path)?;
         for run in &sweep.runs {
             let resolved = run.resolved_run()?;

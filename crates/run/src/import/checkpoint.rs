@@ -163,16 +163,16 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
     let model = bert_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
     let config_sha256 = hash_file(&config_path)
         .map(|(_, sha)| sha)
-        .map_err(|source| HfError::Io {
+        .map_err(|error| HfError::Io {
             path: config_path.clone(),
-            source,
+            error,
         })?;
     let record = ImportRecord {
         format: FORMAT.to_string(),
         architecture: config.architecture().to_string(),
-        source: std::fs::canonicalize(dir).map_err(|source| HfError::Io {
+        source: std::fs::canonicalize(dir).map_err(|error| HfError::Io {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?,
         config_sha256,
         weights_sha256: crate::dir::sha256_hex(&weight_bytes),
