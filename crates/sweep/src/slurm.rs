@@ -125,7 +125,7 @@ pub fn submit(script_path: &Path) -> Result<String, String> {
         .output()
         .map_err(|e| {
             format!(
-                "cannot run sbatch ({e}); is Slurm installed here? (scripts/slurm-local.sh \
+                "cannot run sbatch ({e}); is Slurm installed here? (scripts/setup/slurm-local.sh \
                  starts a one-machine cluster for trying it)"
             )
         })?;

@@ -2,8 +2,8 @@
 //! `grammar.conllu` (the `grammar` task's sentences, as headlab writes them; kept equal to
 //! the writer's output by the first test) and `ud-sample.conllu` (a hand-written sample in
 //! Universal Dependencies' style, with multiword tokens, empty nodes and enhanced
-//! dependencies). `scripts/conllu_reference.py` wrote what `conllu` reads of each into
-//! `conllu-reference.json`.
+//! dependencies). `scripts/fixtures/conllu_reference.py` wrote what `conllu` reads of each
+//! into `conllu-reference.json`.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ fn the_committed_grammar_file_is_what_the_writer_writes() {
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         grammar_text(),
-        "rewrite it with HEADLAB_WRITE_FIXTURES=1, then run scripts/conllu_reference.py"
+        "rewrite it with HEADLAB_WRITE_FIXTURES=1, then run scripts/fixtures/conllu_reference.py"
     );
 }
 

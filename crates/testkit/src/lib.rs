@@ -4,7 +4,7 @@
 //!   chromedriver, a Slurm cluster, a private tmpfs, all-MiniLM-L6-v2) is missing on this
 //!   machine: it says why and passes, unless its `HEADLAB_REQUIRE_*` variable is set, as
 //!   `.ci/run` sets every one, where a missing part is a failure.
-//! - [`minilm_dir`]: where `scripts/setup.sh` unpacks all-MiniLM-L6-v2.
+//! - [`minilm_dir`]: where `scripts/setup/setup.sh` unpacks all-MiniLM-L6-v2.
 //! - [`TINY_CONFIG`]: the tiny run most tests train.
 //!
 //! It depends on nothing, so the tests of every crate, the lowest included, can use it.
@@ -35,7 +35,7 @@ pub fn is_required(required: &str) -> bool {
     std::env::var_os(required).is_some_and(|value| !value.is_empty() && value != "0")
 }
 
-/// all-MiniLM-L6-v2 as `scripts/setup.sh` unpacks it: `HEADLAB_MINILM_DIR`, else
+/// all-MiniLM-L6-v2 as `scripts/setup/setup.sh` unpacks it: `HEADLAB_MINILM_DIR`, else
 /// `~/.cache/headlab/all-MiniLM-L6-v2`. `None` where it is not there, after
 /// [`skip_unless_required`] for `HEADLAB_REQUIRE_MINILM` (set by `.ci/run`).
 pub fn minilm_dir(test: &str) -> Option<PathBuf> {
@@ -50,7 +50,7 @@ pub fn minilm_dir(test: &str) -> Option<PathBuf> {
         return Some(dir);
     }
     let why = format!(
-        "no all-MiniLM-L6-v2 in {} (scripts/setup.sh installs it)",
+        "no all-MiniLM-L6-v2 in {} (scripts/setup/setup.sh installs it)",
         dir.display()
     );
     skip_unless_required(test, "HEADLAB_REQUIRE_MINILM", &why);

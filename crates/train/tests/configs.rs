@@ -1,5 +1,5 @@
 //! Every config shipped in `configs/` and `configs/experiments/` loads, resolves (task
-//! built, model checked) and names a distinct run. Whether each one reaches its accuracy is `scripts/train_all.sh`'s job.
+//! built, model checked) and names a distinct run. Whether each one reaches its accuracy is `scripts/check/train_all.sh`'s job.
 
 use std::path::{Path, PathBuf};
 

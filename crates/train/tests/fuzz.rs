@@ -10,7 +10,7 @@
 //!   and datasets that runs for `HEADLAB_FUZZ_SECONDS`, keeps every input that reaches an
 //!   outcome not seen before (accepted, or refused with a message of a new kind) as a seed for
 //!   further mutations, and reports how many inputs it tried and how many distinct outcomes
-//!   it reached. `scripts/fuzz.sh SECONDS` runs it (and measures line coverage where the
+//!   it reached. `scripts/check/fuzz.sh SECONDS` runs it (and measures line coverage where the
 //!   LLVM tools are installed).
 //!
 //! A panic in the code under test fails the property tests (proptest shrinks the input) and
@@ -762,7 +762,7 @@ impl Tally {
 /// `HEADLAB_FUZZ_SEED` (default 0) seeds it, and `HEADLAB_FUZZ_OUT` (default a temporary
 /// directory) receives `outcomes.txt` and any input that failed a check.
 #[test]
-#[ignore = "a time-bounded fuzzer: scripts/fuzz.sh SECONDS runs it"]
+#[ignore = "a time-bounded fuzzer: scripts/check/fuzz.sh SECONDS runs it"]
 fn fuzz_for_a_while() {
     let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
     let seconds = env("HEADLAB_FUZZ_SECONDS").unwrap_or(10);

@@ -284,10 +284,10 @@ impl Browser {
             assert!(
                 std::env::var("HEADLAB_REQUIRE_WEBDRIVER").as_deref() != Ok("1"),
                 "HEADLAB_REQUIRE_WEBDRIVER=1 but no chromedriver was found on the PATH \
-                 (scripts/setup.sh installs Debian's chromium-driver)"
+                 (scripts/setup/setup.sh installs Debian's chromium-driver)"
             );
             eprintln!(
-                "skipping the browser test: no chromedriver on the PATH (scripts/setup.sh \
+                "skipping the browser test: no chromedriver on the PATH (scripts/setup/setup.sh \
                  installs chromium-driver)"
             );
             return None;

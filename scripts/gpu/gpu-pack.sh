@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Packs what scripts/gpu-check.sh needs on a GPU machine that has no Rust toolchain and no
+# Packs what scripts/gpu/gpu-check.sh needs on a GPU machine that has no Rust toolchain and no
 # network: headlab's release binaries (stripped, compressed) and the Vulkan loader with the
 # libraries NVIDIA's Vulkan driver loads through (Debian packages, unpacked there with
 # `dpkg -x`). The configs and the PyTorch reference are not copied: gpu-check.sh runs from a
 # checkout, and the checkout travels with the pack.
 #
-#   scripts/gpu-pack.sh              # builds, then writes gpu-pack/ (ignored by git)
-#   scripts/gpu-pack.sh --out DIR    # somewhere else
+#   scripts/gpu/gpu-pack.sh              # builds, then writes gpu-pack/ (ignored by git)
+#   scripts/gpu/gpu-pack.sh --out DIR    # somewhere else
 #
 # Prints the pack's size; fails if it is 64 MiB or more (what such a machine takes with
 # the checkout). Uses cargo's target directory (CARGO_TARGET_DIR if set, else target/).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out=gpu-pack
 while [ $# -gt 0 ]; do

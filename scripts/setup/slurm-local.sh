@@ -5,15 +5,18 @@
 # Made for a throwaway machine or container run as root (no systemd, no cgroups); it
 # refuses to touch a slurm.conf it did not write, so it never clobbers a real cluster.
 #
-#   scripts/slurm-local.sh install   # apt-get slurm-wlm and munge (skipped if present)
-#   scripts/slurm-local.sh start     # start the cluster, wait until the node is idle
-#   scripts/slurm-local.sh status    # sinfo, or exit 1 if it is not running
-#   scripts/slurm-local.sh stop      # stop slurmd and slurmctld (munged stays up)
+#   scripts/setup/slurm-local.sh install   # apt-get slurm-wlm and munge (skipped if present)
+#   scripts/setup/slurm-local.sh start     # start the cluster, wait until the node is idle
+#   scripts/setup/slurm-local.sh status    # sinfo, or exit 1 if it is not running
+#   scripts/setup/slurm-local.sh stop      # stop slurmd and slurmctld (munged stays up)
 #
 # State, spool, pid and log files live under $HEADLAB_SLURM_DIR (default
 # /tmp/headlab-slurm). Daemons are stopped by the pids in their pid files, never by name.
 set -euo pipefail
 
+# The first line of the slurm.conf this script writes, which tells it apart from one it did not
+# write; it names the script where it stood when the marker was chosen, so that a cluster set
+# up before the scripts moved into folders is still recognised.
 MARKER="# written by headlab scripts/slurm-local.sh"
 CONF=/etc/slurm/slurm.conf
 DIR="${HEADLAB_SLURM_DIR:-/tmp/headlab-slurm}"

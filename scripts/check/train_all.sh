@@ -3,9 +3,9 @@
 # accuracy and wall time. Fails if any run ends below 99% eval token accuracy, or, for the
 # grammar configs (masked words, most of which only their class and number predict), below
 # 15%.
-# Usage: scripts/train_all.sh [OUT_DIR]   (default runs/all)
+# Usage: scripts/check/train_all.sh [OUT_DIR]   (default runs/all)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out="${1:-runs/all}"
 cargo build --release --workspace --bins
 bin="${CARGO_TARGET_DIR:-target}/release/headlab"

@@ -2,11 +2,11 @@
 # Checks that a change which should not change behaviour (a refactor) writes the same files:
 # trains every shipped config for a few steps, inspects each run (and one at a checkpoint),
 # compares two runs, imports and inspects the BERT test fixtures (and all-MiniLM-L6-v2 where
-# scripts/setup.sh fetched it), runs and reports a tiny sweep, and diffs every file written against a
+# scripts/setup/setup.sh fetched it), runs and reports a tiny sweep, and diffs every file written against a
 # reference recorded before the change.
 #
-#   scripts/same-outputs.sh record DIR   # before the change: run, keep as DIR/reference
-#   scripts/same-outputs.sh check DIR    # after it: run again into DIR/current, diff
+#   scripts/check/same-outputs.sh record DIR   # before the change: run, keep as DIR/reference
+#   scripts/check/same-outputs.sh check DIR    # after it: run again into DIR/current, diff
 #
 # Both runs write under the same path (DIR/work, renamed afterwards), so file names that
 # the outputs mention are equal. Files are compared byte for byte, except the fields that
@@ -24,11 +24,11 @@
 # Uses the release binaries in cargo's target directory (CARGO_TARGET_DIR, else target/);
 # build them first (`cargo build --release --workspace --bins`).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
 usage() {
-    echo "usage: scripts/same-outputs.sh record|check DIR" >&2
+    echo "usage: scripts/check/same-outputs.sh record|check DIR" >&2
     exit 2
 }
 [ $# -eq 2 ] || usage
@@ -44,7 +44,7 @@ if [ -e "$dir" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ] && [ ! -f "$dir/$marker
 fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
-echo "made by scripts/same-outputs.sh" > "$dir/$marker"
+echo "made by scripts/check/same-outputs.sh" > "$dir/$marker"
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
 for b in headlab; do
     [ -x "$bin/$b" ] || {
@@ -100,7 +100,7 @@ produce() {
         "$bin/headlab" inspect "$work/imports/minilm" --probe 16 --relation-sentences 64 \
             > "$work/imports/minilm.inspect.txt"
     else
-        echo "  no all-MiniLM-L6-v2 at $minilm (scripts/setup.sh fetches it): left out"
+        echo "  no all-MiniLM-L6-v2 at $minilm (scripts/setup/setup.sh fetches it): left out"
     fi
     echo "  a tiny sweep"
     cat > "$work/tiny.toml" <<EOF

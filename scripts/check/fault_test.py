@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The sweep fault test (run it through scripts/fault-test.sh).
+"""The sweep fault test (run it through scripts/check/fault-test.sh).
 
 Runs a small sweep once without faults as the reference, then again from scratch while
 injecting faults at random moments drawn from a seed, starting `sweep run` again after each
@@ -100,7 +100,7 @@ class Test:
 
     # ---------------------------------------------------------------- the sweep
     def write_sweep(self):
-        repo = Path(__file__).resolve().parent.parent
+        repo = Path(__file__).resolve().parents[2]
         self.sweep_file.write_text(
             f"""# The fault test's sweep: {self.args.runs} seeds of {self.args.config}.
 name = "fault"
@@ -488,7 +488,7 @@ probe = 8
         if self.out.exists():
             shutil.rmtree(self.out)
         self.out.mkdir(parents=True)
-        marker.write_text("made by scripts/fault_test.py; deleted by its next run\n")
+        marker.write_text("made by scripts/check/fault_test.py; deleted by its next run\n")
         self.write_sweep()
         grouped = (f", in groups of {self.args.group_seeds}" if self.args.group_seeds
                    else "")

@@ -6,14 +6,14 @@
 # case's figures as JSON) under runs/bench/. torch is optional: without it the PyTorch
 # column is skipped with a note.
 #
-#   scripts/bench.sh                                   # the README's table, about 3 minutes
-#   scripts/bench.sh --sizes small --backends flex     # one row
-#   scripts/bench.sh --backends flex,ndarray,wgpu      # add the GPU (or a software driver)
-#   HEADLAB_PYTHON=/path/to/venv/bin/python scripts/bench.sh --impl headlab,burn,pytorch --rounds 3
-#   scripts/bench.sh --to-accuracy 0.99                # time to 99% on reverse instead
-#   scripts/bench.sh --help                            # every option
+#   scripts/bench/bench.sh                                   # the README's table, about 3 minutes
+#   scripts/bench/bench.sh --sizes small --backends flex     # one row
+#   scripts/bench/bench.sh --backends flex,ndarray,wgpu      # add the GPU (or a software driver)
+#   HEADLAB_PYTHON=/path/to/venv/bin/python scripts/bench/bench.sh --impl headlab,burn,pytorch --rounds 3
+#   scripts/bench/bench.sh --to-accuracy 0.99                # time to 99% on reverse instead
+#   scripts/bench/bench.sh --help                            # every option
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 # The target directory plain cargo uses, so this reuses the build of `cargo run`.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"

@@ -4,14 +4,14 @@
 # children, SIGTERM, a second runner beside the first, writes failing with EFBIG), `sweep
 # run` started again after each until the sweep is done; then one table: faults by kind,
 # runs equal to the reference byte for byte, runs redone after a checkpoint, spurious failure
-# records, processes left running. Exits 1 unless all is well. See scripts/fault_test.py.
+# records, processes left running. Exits 1 unless all is well. See scripts/check/fault_test.py.
 #
-#   scripts/fault-test.sh                  # 50 faults, seed 0 (a few minutes)
-#   scripts/fault-test.sh --faults 8 --seed 3 --runs 4 --steps 200 --out runs/fault-test
+#   scripts/check/fault-test.sh                  # 50 faults, seed 0 (a few minutes)
+#   scripts/check/fault-test.sh --faults 8 --seed 3 --runs 4 --steps 200 --out runs/fault-test
 #
 # Linux only (it reads /proc). Uses the release binaries in cargo's target directory
 # (CARGO_TARGET_DIR, else target/), built first.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo build --release --workspace --bins --quiet
-exec python3 scripts/fault_test.py --bin "${CARGO_TARGET_DIR:-target}/release" "$@"
+exec python3 scripts/check/fault_test.py --bin "${CARGO_TARGET_DIR:-target}/release" "$@"

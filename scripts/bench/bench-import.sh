@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Times `headlab import` and `headlab inspect` (default probe, 64 sentences) of
-# all-MiniLM-L6-v2 (scripts/setup.sh fetches it), the figure docs/inspect.md states; any
+# all-MiniLM-L6-v2 (scripts/setup/setup.sh fetches it), the figure docs/inspect.md states; any
 # further arguments go to inspect (--backend wgpu, --probe 16, ...).
-#   scripts/bench-import.sh [CHECKPOINT_DIR [INSPECT_ARG...]]
+#   scripts/bench/bench-import.sh [CHECKPOINT_DIR [INSPECT_ARG...]]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 checkpoint="${1:-${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}}"
 shift || true
-[ -f "$checkpoint/model.safetensors" ] || { echo "no checkpoint in $checkpoint (run scripts/setup.sh)" >&2; exit 1; }
+[ -f "$checkpoint/model.safetensors" ] || { echo "no checkpoint in $checkpoint (run scripts/setup/setup.sh)" >&2; exit 1; }
 cargo build --release -p headlab --quiet
 headlab="${CARGO_TARGET_DIR:-target}/release/headlab"
 work="$(mktemp -d)"

@@ -10,7 +10,7 @@
 #
 # Uses the target directory plain cargo uses (CARGO_TARGET_DIR if set, else target/).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 packages=(testkit model tasks run train inspect report bench sweep headlab)
 

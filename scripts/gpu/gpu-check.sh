@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Every GPU figure headlab claims, in one run of a few minutes, on a machine with no Rust
-# toolchain and no network: what scripts/gpu-pack.sh packed, run from a checkout.
+# toolchain and no network: what scripts/gpu/gpu-pack.sh packed, run from a checkout.
 #
-#   scripts/gpu-check.sh --out DIR            # on the GPU machine (needs gpu-pack/ beside)
-#   scripts/gpu-check.sh --local --out DIR    # here: the same steps on lavapipe (software
+#   scripts/gpu/gpu-check.sh --out DIR            # on the GPU machine (needs gpu-pack/ beside)
+#   scripts/gpu/gpu-check.sh --local --out DIR    # here: the same steps on lavapipe (software
 #                                             # Vulkan) and CPU PyTorch, from target/release
-#   scripts/gpu-check.sh --local --quick ...  # the short form .ci/run runs
+#   scripts/gpu/gpu-check.sh --local --quick ...  # the short form .ci/run runs
 #
 # Steps, most wanted first (each under a time limit; a failed or timed-out step is reported
 # and the others go on; once --budget seconds have passed, the rest are skipped):
@@ -24,7 +24,7 @@
 # Writes DIR/gpu-check.md (the tables), DIR/gpu-check.json (every figure) and
 # DIR/gpu-check.log (every step's output). Exit status: 0 when every step passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out=gpu-check-out
 local_mode=0
@@ -66,7 +66,7 @@ if [ "$local_mode" -eq 1 ]; then
     fi
 else
     if [ ! -f "$pack/bin.tar.xz" ]; then
-        echo "gpu-check: no $pack/bin.tar.xz; run scripts/gpu-pack.sh on a machine with Rust first" >&2
+        echo "gpu-check: no $pack/bin.tar.xz; run scripts/gpu/gpu-pack.sh on a machine with Rust first" >&2
         exit 2
     fi
     mkdir -p "$work/pack" && tar -C "$work/pack" -xJf "$pack/bin.tar.xz" || exit 1
@@ -186,7 +186,7 @@ step to-accuracy "$limit" "$bin/headlab" bench --backends wgpu "${accuracy_args[
 step train-flex "$limit" "$bin/headlab" train configs/reverse.toml --backend flex \
     --out "$work/reverse-flex" "${train_set[@]}"
 step inspect "$limit" "$bin/headlab" inspect "$work/reverse-wgpu"
-# Training only, as scripts/bench_seed_groups.sh: no snapshots, one evaluation at the end,
+# Training only, as scripts/bench/bench_seed_groups.sh: no snapshots, one evaluation at the end,
 # every step counted (the target is out of reach); a metrics line every 10 steps.
 group_set=(--set "train.steps=$group_steps" --set train.snapshot_every=0
            --set "train.eval_every=$group_steps" --set "train.checkpoint_every=$group_steps"

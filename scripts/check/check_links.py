@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks every relative link and #anchor in README.md and docs/**/*.md (the book).
 
-    scripts/check_links.py [ROOT]     # ROOT: the repository (default: this script's parent's parent)
-    scripts/check_links.py --self-test
+    scripts/check/check_links.py [ROOT]     # ROOT: the repository (default: two folders above this script)
+    scripts/check/check_links.py --self-test
 
 For each link that is not a URL (http:, https:, mailto:, ...): the target file must exist,
 and an #anchor must be the id of a heading in the target (or of an HTML id/name there), as
@@ -288,9 +288,9 @@ def main(argv: list[str]) -> int:
         return self_test()
     if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith("-")):
         print(__doc__.strip().splitlines()[0])
-        print("usage: scripts/check_links.py [ROOT] | --self-test", file=sys.stderr)
+        print("usage: scripts/check/check_links.py [ROOT] | --self-test", file=sys.stderr)
         return 2
-    root = Path(argv[1]) if len(argv) == 2 else Path(__file__).resolve().parent.parent
+    root = Path(argv[1]) if len(argv) == 2 else Path(__file__).resolve().parents[2]
     broken, checked = check(root)
     report(broken)
     if broken:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the example report shown in the README's `inspect` section: trains
 # configs/neighbors.toml, inspects it, and copies two of its figures into docs/inspect/.
-# Usage: scripts/readme_figures.sh [OUT_DIR]   (default runs/readme)
+# Usage: scripts/experiments/readme_figures.sh [OUT_DIR]   (default runs/readme)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out="${1:-runs/readme}"
 cargo build --release --workspace --bins
 bin="${CARGO_TARGET_DIR:-target}/release"

@@ -4,7 +4,7 @@
 # many inputs it tried, how many distinct outcomes they reached (accepted, or refused with a
 # message of each kind) and the line coverage of the code under test.
 #
-#   scripts/fuzz.sh [SECONDS]          (default 60; HEADLAB_FUZZ_SEED=N picks another seed)
+#   scripts/check/fuzz.sh [SECONDS]          (default 60; HEADLAB_FUZZ_SEED=N picks another seed)
 #
 # Coverage needs the LLVM tools of the Rust toolchain (`rustup component add llvm-tools`).
 # With them, the train crate is built with -C instrument-coverage in a target directory of
@@ -14,7 +14,7 @@
 # Output (outcomes.txt, any failing input, coverage.txt) goes to $HEADLAB_FUZZ_OUT (default
 # $CARGO_TARGET_DIR/fuzz; the target directory is cargo's, target/ unless CARGO_TARGET_DIR says).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 seconds="${1:-60}"
 # The target directory plain cargo uses.
@@ -65,7 +65,7 @@ find "$main/deps" -maxdepth 1 -type f -name '*.d' -exec cp -p -t "$cov/deps" {} 
 
 echo "== building the instrumented fuzzer in $cov_target"
 exe=$(CARGO_TARGET_DIR="$cov_target" CARGO_INCREMENTAL=0 \
-    RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/coverage-rustc.sh" \
+    RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/check/coverage-rustc.sh" \
     cargo test --release -p train --test fuzz --no-run --message-format=json |
     sed -n 's/.*"executable":"\([^"]*\/fuzz-[0-9a-f]*\)".*/\1/p' | tail -1)
 [[ -x "$exe" ]] || { echo "no fuzz executable was built" >&2; exit 1; }

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Experiment 8's table and figure: a real pretrained encoder's heads beside headlab's toys.
 
-Reads what scripts/experiment-8.sh wrote, the imported model's `headlab inspect` reports
+Reads what scripts/experiments/experiment-8.sh wrote, the imported model's `headlab inspect` reports
 per grammar, on whole sentences and masked ones (`relations.json`, `summary.json`,
 `heads.json`, `similarity.json`, `relation-sentences.conllu` in DIR/GRAMMAR[-masked]/), and
 the toys' relation heads across seeds of experiments 6 and 7 (`points[].relations` of the
-sweep reports' report.json, as scripts/experiments.sh keeps them in
+sweep reports' report.json, as scripts/experiments/experiments.sh keeps them in
 docs/experiments/grammar.json, grammar-selection.json and grammar-ditransitive.json). With
 TOYS_DATA (each toy run's relations.json whole and masked, RUN-whole.json and
 RUN-masked.json) it writes DIR/toys-masked.json, the per-run figures of the masked
@@ -13,7 +13,7 @@ comparison; without, it reads that file. Writes DIR/../minilm.md (the tables) an
 DIR/../minilm-relations.png and .svg. Intervals over seeds are `headlab sweep stats`'s
 (headlab_stats.py): the headlab binary must be built.
 
-    scripts/experiment8_table.py DIR MINILM_SECONDS TOY_SECONDS [TOYS_DATA]
+    scripts/experiments/experiment8_table.py DIR MINILM_SECONDS TOY_SECONDS [TOYS_DATA]
 """
 
 import json
@@ -458,7 +458,7 @@ def main() -> None:
     lines = [
         "# Experiment 8: all-MiniLM-L6-v2's heads beside headlab's toys",
         "",
-        f"Written by `scripts/experiment-8.sh` (MiniLM {seconds} s, the toys' masked scoring "
+        f"Written by `scripts/experiments/experiment-8.sh` (MiniLM {seconds} s, the toys' masked scoring "
         f"{toy_seconds} s, on the machine that ran them). Every "
         "MiniLM figure is one model on 1000 sentences of each grammar, its 95% interval over "
         "sentences (a bootstrap of 1000 resamples); every toy figure is the mean over 16 seeds of "

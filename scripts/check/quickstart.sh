@@ -5,15 +5,15 @@
 # binary, `headlab`, on the PATH. `.ci/run` calls it, so a README whose commands stop
 # working fails CI.
 #
-#   scripts/quickstart.sh
+#   scripts/check/quickstart.sh
 #
-# `scripts/setup.sh` is skipped (CI has run it already). `cargo install` installs into a
+# `scripts/setup/setup.sh` is skipped (CI has run it already). `cargo install` installs into a
 # temporary root (its `--root`, added here), which leads the PATH for the commands after it,
 # so running this installs nothing for the user; with CARGO_TARGET_DIR set (as in CI and in
 # the README's advice) it reuses the workspace's build instead of compiling Burn again.
 # Writes runs/reverse/ in the checkout, as the README's commands do (runs/ is git-ignored).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 root=$(mktemp -d)
 trap 'rm -rf -- "$root"' EXIT
@@ -34,7 +34,7 @@ fi
 
 for command in "${commands[@]}"; do
     case "$command" in
-    scripts/setup.sh*)
+    scripts/setup/setup.sh*)
         echo "== (skipped: $command)"
         continue
         ;;

@@ -7,15 +7,15 @@
 # report.json's relation heads across seeds (`points[].relations`), the data experiment 8
 # reads.
 #
-# Usage: scripts/experiments.sh [SWEEP...]   (default: all nine, then minilm: experiment 8,
-#   scripts/experiment-8.sh, which reads the grammar sweeps' NAME.json in docs/experiments/)
+# Usage: scripts/experiments/experiments.sh [SWEEP...]   (default: all nine, then minilm: experiment 8,
+#   scripts/experiments/experiment-8.sh, which reads the grammar sweeps' NAME.json in docs/experiments/)
 #   WORKERS=N  runs at once (default: the cores)
 # Rerunning finishes an interrupted sweep: done runs are skipped, interrupted ones resumed.
 # On this project's 2-core machine the first six took about 4 hours with 2 workers (before
 # the fused kernels; symmetry and specialise now take 9 and 5 minutes), grammar-selection
 # about 90 minutes, grammar-ditransitive about 55, grammar-selection-long about 45.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo build --release --workspace --bins
 bin="${CARGO_TARGET_DIR:-target}/release"
 docs=docs/experiments
@@ -47,7 +47,7 @@ with open(report) as f:
     points = [{"point": p["point"], "relations": p["relations"]} for p in json.load(f)["points"]]
 if any(p["relations"] for p in points):
     source = (f"runs/{sweep}/_sweep/report/report.json of {datetime.date.today()}, its points' "
-              "relations, copied by scripts/experiments.sh")
+              "relations, copied by scripts/experiments/experiments.sh")
     with open(target, "w") as f:
         json.dump({"sweep": sweep, "source": source, "points": points}, f, indent=1,
                   ensure_ascii=False)
@@ -58,7 +58,7 @@ EOF
 for sweep in "$@"; do
     if [ "$sweep" = minilm ]; then
         # Experiment 8: a real model beside the toys, from the grammar sweeps' reports.
-        scripts/experiment-8.sh
+        scripts/experiments/experiment-8.sh
         continue
     fi
     file="configs/sweeps/$sweep.toml"

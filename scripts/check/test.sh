@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: the workspace's tests, then the browser tests.
 #
-#   scripts/test.sh                  # everything
-#   scripts/test.sh --no-fail-fast   # arguments go to the workspace's `cargo test`
+#   scripts/check/test.sh                  # everything
+#   scripts/check/test.sh --no-fail-fast   # arguments go to the workspace's `cargo test`
 #
 # The browser tests (tests/browser, their own Cargo workspace; see the README's Testing
 # section) drive Chromium through chromedriver on pages written by the release binaries, so
@@ -10,12 +10,12 @@
 # Uses the target directory plain cargo uses (CARGO_TARGET_DIR if set, else target/), for all
 # three commands: the browser tests find the binaries in its release/.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 
-echo "== scripts/check-docs.sh (the book builds; every link and anchor of README.md and docs/ resolves)"
-scripts/check-docs.sh
+echo "== scripts/check/check-docs.sh (the book builds; every link and anchor of README.md and docs/ resolves)"
+scripts/check/check-docs.sh
 
 echo "== cargo test --workspace --release $*"
 cargo test --workspace --release "$@"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# RUSTC_WORKSPACE_WRAPPER for scripts/fuzz.sh: compiles the train crate and the fuzz test
+# RUSTC_WORKSPACE_WRAPPER for scripts/check/fuzz.sh: compiles the train crate and the fuzz test
 # with LLVM coverage instrumentation, and every other crate of the workspace as usual.
 rustc=$1
 shift
