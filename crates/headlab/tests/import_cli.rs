@@ -54,6 +54,19 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
             && text.contains(&format!("next: headlab inspect {}", out.display())),
         "{text}"
     );
+    assert!(!text.contains("not read"), "every tensor is read: {text}");
+    // A BertModel's pooler is not read, and the import says so.
+    let base = import(&[
+        &fixture("one-layer"),
+        Path::new("--out"),
+        &tmp.path().join("runs/base"),
+    ]);
+    assert!(base.status.success(), "{}", stderr(&base));
+    assert!(
+        stdout(&base).contains("not read: pooler.dense.bias and 1 more (headlab reads"),
+        "{}",
+        stdout(&base)
+    );
     for file in [
         "run.json",
         "config.toml",
@@ -579,7 +592,55 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
     let zero_weights = copy_of_fixture(tmp.path(), "zero-weights");
     std::fs::remove_file(zero_weights.join("model.safetensors")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", zero_weights.join("model.safetensors")).unwrap();
+    // One NaN in a query weight: inspect would panic on it, so import refuses it by name.
+    let nan_weight = edit("nan-weight", "model.safetensors", &|mut bytes| {
+        let at = tensor_start(&bytes, "encoder.layer.0.attention.self.query.weight");
+        bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        bytes
+    });
+    // Three layers of weights under a config of two: the third would be dropped.
+    let extra_layer = tmp.path().join("extra-layer");
+    std::fs::create_dir_all(&extra_layer).unwrap();
+    for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+        std::fs::copy(
+            fixture("three-layers-mlm").join(file),
+            extra_layer.join(file),
+        )
+        .unwrap();
+    }
+    let config = std::fs::read_to_string(extra_layer.join("config.json")).unwrap();
+    assert!(config.contains("\"num_hidden_layers\": 3"));
+    let config = config.replace("\"num_hidden_layers\": 3", "\"num_hidden_layers\": 2");
+    std::fs::write(extra_layer.join("config.json"), config).unwrap();
     let cases: Vec<(PathBuf, Vec<&str>)> = vec![
+        (
+            nan_weight,
+            vec![
+                "nan-weight/model.safetensors",
+                "encoder.layer.0.attention.self.query.weight holds 1 value(s) that are NaN",
+                "finite weights only",
+            ],
+        ),
+        (
+            extra_layer,
+            vec![
+                "extra-layer/model.safetensors: has tensors of layer 2",
+                "num_hidden_layers = 2",
+            ],
+        ),
+        (
+            // A tensor of the encoder that BERT has no place for (the pooler's bias renamed,
+            // same length).
+            edit(
+                "unknown-tensor",
+                "model.safetensors",
+                &replace_bytes(b"pooler.dense.bias", b"encoder.extra.abc"),
+            ),
+            vec![
+                "unknown-tensor/model.safetensors: has 1 tensor(s) of the encoder",
+                "(encoder.extra.abc)",
+            ],
+        ),
         (
             fifo_config,
             vec![
@@ -719,6 +780,14 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
             checkpoint.display()
         );
     }
+}
+
+/// Where the data of tensor `name` starts in the safetensors file `bytes` (an 8-byte header
+/// length, the JSON header, then the data; `data_offsets` count from the data's start).
+fn tensor_start(bytes: &[u8], name: &str) -> usize {
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    8 + header_len + header[name]["data_offsets"][0].as_u64().unwrap() as usize
 }
 
 /// Replaces the first `from` in the bytes with `to`, of the same length.

@@ -2,7 +2,7 @@
 //! a test: heads on the asymmetric neighbors rule split the two neighbours between them, with
 //! dropout into a clean previous-token and next-token pair, heads that start identical (no dropout)
 //! are still identical after training, and heads matched across seeds do the same job. The
-//! full-size runs are the sweeps of `scripts/experiments.sh`.
+//! full-size runs are the sweeps of `scripts/experiments/experiments.sh`.
 
 mod common;
 

@@ -16,7 +16,8 @@
 //! `BertModel` has no head: its output layer is the tied word embeddings alone, with no
 //! bias (the unembedding), and no transform.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use burn::module::Param;
@@ -247,7 +248,7 @@ impl BertConfig {
 pub fn load_bert(dir: &Path, device: &Device) -> Result<(Encoder, BertConfig), HfError> {
     let config = BertConfig::read(dir)?;
     let bytes = read_weights(dir)?;
-    let encoder = bert_from_bytes(dir, &config, &bytes, device)?;
+    let (encoder, _) = bert_from_bytes(dir, &config, &bytes, device)?;
     Ok((encoder, config))
 }
 
@@ -280,7 +281,7 @@ pub fn bert_from_bytes(
     config: &BertConfig,
     bytes: &[u8],
     device: &Device,
-) -> Result<Encoder, HfError> {
+) -> Result<(Encoder, Vec<String>), HfError> {
     let path = dir.join("model.safetensors");
     let weights = Weights::parse(bytes, &path, device)?;
     let (encoder_config, io) = config.encoder();
@@ -291,13 +292,27 @@ pub fn bert_from_bytes(
             message: e.to_string(),
         })?;
     weights.fill(&mut encoder, config)?;
-    Ok(encoder.no_grad())
+    let unread = weights.check_unread(config)?;
+    Ok((encoder.no_grad(), unread))
 }
+
+/// Tensors a checkpoint may hold that headlab does not read, and why: the position ids
+/// (a buffer), BERT's pooler and next-sentence head (neither reads attention), the
+/// masked-LM decoder's weight and bias (the word embeddings, tied, and
+/// `cls.predictions.bias`).
+const NOT_READ: [&str; 4] = [
+    "embeddings.position_ids",
+    "pooler.",
+    "cls.seq_relationship.",
+    "cls.predictions.decoder.",
+];
 
 /// The checkpoint's tensors by name, without the `bert.` prefix a task model adds.
 struct Weights<'a> {
     file: SafeTensors<'a>,
     names: HashMap<String, String>,
+    /// The names (without `bert.`) read so far.
+    read: RefCell<BTreeSet<String>>,
     path: &'a Path,
     device: &'a Device,
 }
@@ -321,9 +336,52 @@ impl<'a> Weights<'a> {
         Ok(Self {
             file,
             names,
+            read: RefCell::new(BTreeSet::new()),
             path,
             device,
         })
+    }
+
+    /// The tensors left unread once the model is filled, sorted, after refusing any of the
+    /// encoder's own (under `embeddings.` or `encoder.`, buffers aside): a layer beyond
+    /// `num_hidden_layers`, or a part headlab's BERT lacks, would be dropped without a word
+    /// and the imported model would not be the checkpoint. The rest (a pooler, a task's
+    /// classifier) are named for the user, as `transformers` names unused weights.
+    fn check_unread(&self, config: &BertConfig) -> Result<Vec<String>, HfError> {
+        let read = self.read.borrow();
+        let mut unread: Vec<String> = self
+            .names
+            .keys()
+            .filter(|name| !read.contains(*name))
+            .cloned()
+            .collect();
+        unread.sort();
+        let layer_of = |name: &str| {
+            let rest = name.strip_prefix("encoder.layer.")?;
+            rest.split('.').next()?.parse::<usize>().ok()
+        };
+        if let Some(layer) = unread.iter().filter_map(|n| layer_of(n)).max() {
+            return Err(self.error(format!(
+                "has tensors of layer {layer}, but config.json gives num_hidden_layers = {}: \
+                 headlab imports every layer or none; set num_hidden_layers to the checkpoint's \
+                 layer count",
+                config.num_hidden_layers
+            )));
+        }
+        let encoder_part: Vec<&String> = unread
+            .iter()
+            .filter(|n| n.starts_with("embeddings.") || n.starts_with("encoder."))
+            .filter(|n| !NOT_READ.iter().any(|known| n.starts_with(known)))
+            .collect();
+        if let Some(first) = encoder_part.first() {
+            return Err(self.error(format!(
+                "has {} tensor(s) of the encoder that a BERT config.json does not describe \
+                 ({first}{}); headlab imports BERT's encoder exactly, and would leave them out",
+                encoder_part.len(),
+                if encoder_part.len() > 1 { ", ..." } else { "" }
+            )));
+        }
+        Ok(unread)
     }
 
     fn error(&self, message: String) -> HfError {
@@ -339,6 +397,7 @@ impl<'a> Weights<'a> {
             .names
             .get(name)
             .ok_or_else(|| self.error(format!("has no tensor {name}")))?;
+        self.read.borrow_mut().insert(name.to_string());
         let view = self
             .file
             .tensor(full)
@@ -356,6 +415,13 @@ impl<'a> Weights<'a> {
             )));
         }
         let values = crate::tensor_file::f32_values(&view);
+        let non_finite = values.iter().filter(|v| !v.is_finite()).count();
+        if let Some(first) = values.iter().position(|v| !v.is_finite()) {
+            return Err(self.error(format!(
+                "{full} holds {non_finite} value(s) that are NaN or infinite (the first at \
+                 index {first}); headlab imports finite weights only"
+            )));
+        }
         Ok(Tensor::from_data(
             TensorData::new(values, shape.to_vec()),
             self.device,

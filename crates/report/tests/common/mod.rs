@@ -70,7 +70,7 @@ pub fn check_in_chromium(page: &Path, expected: &str) -> Option<String> {
             .map(|name| name.to_string())
     });
     let Some(browser) = browser else {
-        let why = "no Chromium found (scripts/setup.sh installs it)";
+        let why = "no Chromium found (scripts/setup/setup.sh installs it)";
         testkit::skip_unless_required("the browser check", "HEADLAB_REQUIRE_CHROMIUM", why);
         return None;
     };

@@ -82,12 +82,16 @@ pub struct Imported {
     /// Layers, heads per layer and the checkpoint's parameters (the tied embeddings once,
     /// no pooler), for the summary line.
     pub shape: (usize, usize, usize),
+    /// The checkpoint's tensors headlab did not read (a pooler, a task's classifier), sorted.
+    pub unread: Vec<String>,
 }
 
 /// The checkpoint's files, read and checked, before anything is written.
 struct Checkpoint {
     config: BertConfig,
     model: Encoder,
+    /// Tensors not read ([`crate::hf::bert_from_bytes`]).
+    unread: Vec<String>,
     tokenizer: WordPieces,
     tokenizer_bytes: Vec<u8>,
     record: ImportRecord,
@@ -136,6 +140,7 @@ pub fn import(request: &ImportRequest) -> Result<Imported, ImportError> {
         dir,
         record: checkpoint.record,
         shape: (model.n_layers(), model.n_heads(), params),
+        unread: checkpoint.unread,
     })
 }
 
@@ -160,7 +165,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
     }
     // Read once: the model is made from these bytes and their hash is the one recorded.
     let weight_bytes = read_weights(dir)?;
-    let model = bert_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
+    let (model, unread) = bert_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
     let config_sha256 = hash_file(&config_path)
         .map(|(_, sha)| sha)
         .map_err(|error| HfError::Io {
@@ -183,6 +188,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
     Ok(Checkpoint {
         config,
         model,
+        unread,
         tokenizer,
         tokenizer_bytes,
         record,

@@ -45,6 +45,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         imported.record.architecture,
         params as f64 / 1e6,
     );
+    if let Some(first) = imported.unread.first() {
+        // As transformers names the weights a model did not use.
+        let more = match imported.unread.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        println!(
+            "not read: {first}{more} (headlab reads the encoder and a masked-LM head; a pooler \
+             or a task's classifier is left out)"
+        );
+    }
     println!("next: headlab inspect {root}");
     Ok(ExitCode::SUCCESS)
 }
