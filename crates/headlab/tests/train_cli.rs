@@ -130,6 +130,48 @@ fn whole_and_paused(tmp: &tempfile::TempDir) -> (PathBuf, PathBuf) {
     (whole, split)
 }
 
+/// A `--stop-at` the run is already at or past would never be met: the run would train to
+/// its end. It is refused, naming the step, and the paused run is left as it was.
+#[test]
+fn a_stop_at_the_run_has_passed_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let split = out_dir(&tmp, "split");
+    let split_arg = split.to_str().unwrap();
+    let paused = run_train(&[TINY, "--out", split_arg, "--stop-at", "12"]);
+    assert!(paused.status.success(), "{}", stderr(&paused));
+    let before = files_and_bytes(&split);
+    for stop_at in ["5", "12"] {
+        let err = train_fails(&[TINY, "--out", split_arg, "--resume", "--stop-at", stop_at]);
+        assert!(
+            err.contains(&format!("--stop-at {stop_at} is not after step 12"))
+                && err.contains("give a step from 13 to 20"),
+            "{err}"
+        );
+    }
+    assert_eq!(files_and_bytes(&split), before, "the run changed");
+    assert!(!split.join("model.safetensors").exists());
+    // Step 0 is refused before any run directory is made.
+    let fresh = out_dir(&tmp, "fresh");
+    let err = train_fails(&[TINY, "--out", fresh.to_str().unwrap(), "--stop-at", "0"]);
+    assert!(
+        err.contains("--stop-at") && err.contains("at least 1"),
+        "{err}"
+    );
+    assert!(!fresh.exists());
+}
+
+/// Every file of a run (the lock aside) with its bytes, for a before-and-after comparison.
+fn files_and_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    walk(dir)
+        .into_iter()
+        .filter(|name| !name.ends_with(".lock") && Path::new(name).is_file())
+        .map(|name| {
+            let bytes = std::fs::read(&name).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
 #[test]
 fn resuming_a_paused_run_equals_the_uninterrupted_run() {
     let tmp = tempfile::tempdir().unwrap();

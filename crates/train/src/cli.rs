@@ -46,8 +46,9 @@ pub struct Args {
     /// Replace an existing run in the run directory.
     #[arg(long)]
     force: bool,
-    /// Stop with a checkpoint after this many steps; continue later with --resume.
-    #[arg(long, value_name = "STEP")]
+    /// Stop with a checkpoint after this many steps (at least 1, after the step a resumed
+    /// run starts from); continue later with --resume.
+    #[arg(long, value_name = "STEP", value_parser = parse_stop_at)]
     stop_at: Option<usize>,
     /// No progress bar or progress lines.
     #[arg(long, short)]
@@ -356,5 +357,17 @@ fn pin_default_device(backend: BackendKind) {
     #[allow(unsafe_code)]
     unsafe {
         std::env::set_var("BURN_DEVICE", backend.name());
+    }
+}
+
+/// `--stop-at`: a whole number of steps, at least 1 (refused before any run directory is
+/// made; a step at or before a resumed run's is refused once its checkpoint is read).
+fn parse_stop_at(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1: the step to stop after".to_string()),
+        Ok(step) => Ok(step),
+        Err(_) => Err(format!(
+            "expected a whole number of steps, at least 1, not {text:?}"
+        )),
     }
 }

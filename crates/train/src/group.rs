@@ -31,8 +31,8 @@ use crate::optim_stack::{self, ParamLayout};
 use crate::schedule::{StepEvents, learning_rate};
 use crate::step::{StepGradients, scored_positions, shard_ranges, sharded_gradients};
 use crate::trainer::{
-    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, claim_run_dir,
-    optimizer, stop_requested,
+    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, check_stop_at,
+    claim_run_dir, optimizer, stop_requested,
 };
 use run::RunDir;
 use run::backend::BackendKind;
@@ -94,10 +94,14 @@ pub fn train_group(
             by_step.entry(member.trainer.step).or_default().push(index);
         }
     }
+    let first_step = by_step.keys().next().copied();
+    if let Some(step) = first_step {
+        check_stop_at(options.stop_at_step, step, first.train.steps)?;
+    }
     let mut display = Display::new(
         options.progress,
         first.train.steps,
-        by_step.keys().next().copied().unwrap_or(first.train.steps),
+        first_step.unwrap_or(first.train.steps),
     );
     for (_, indices) in by_step {
         GroupLoop::new(&mut members, indices)?.run(options, &mut display)?;

@@ -98,6 +98,20 @@ pub enum TrainError {
     /// `--resume` without a checkpoint.
     #[error("nothing to resume in {0}: it has no complete checkpoint")]
     NothingToResume(PathBuf),
+    /// `--stop-at` at or before the step the run starts from: it would never be reached.
+    #[error(
+        "--stop-at {stop_at} is not after step {step}, where the run starts; give a step from {} \
+         to {steps} (train.steps), or leave --stop-at out to train to the end",
+        step + 1
+    )]
+    StopAtPassed {
+        /// The step asked for.
+        stop_at: usize,
+        /// The step the run starts from (0, or its checkpoint's).
+        step: usize,
+        /// `train.steps`.
+        steps: usize,
+    },
     /// `--resume` with every checkpoint unreadable.
     #[error("cannot resume {dir}: no checkpoint could be loaded; newest error: {newest}")]
     NoLoadableCheckpoint {
@@ -197,6 +211,7 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
             .build_global();
     }
     let mut trainer = Trainer::start(run, &dir, options.resume, None, device)?;
+    check_stop_at(options.stop_at_step, trainer.step, train.steps)?;
     let mut display = Display::new(options.progress, train.steps, trainer.step);
     // A run resumed from the checkpoint of the evaluation that reached the target (killed
     // before model.safetensors was written) must not train on.
@@ -250,6 +265,23 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
         last_eval: trainer.last_eval,
         run_dir: dir.root().to_path_buf(),
     })
+}
+
+/// Refuses a `--stop-at` step at or before `step`, where training starts: the loop would
+/// never meet it and would train to the end (18 minutes and 1.1 GB of snapshots, once).
+pub(crate) fn check_stop_at(
+    stop_at: Option<usize>,
+    step: usize,
+    steps: usize,
+) -> Result<(), TrainError> {
+    match stop_at {
+        Some(stop_at) if stop_at <= step => Err(TrainError::StopAtPassed {
+            stop_at,
+            step,
+            steps,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Why the loop should stop after step `done`, if it should: a signal, or `--stop-at`.
