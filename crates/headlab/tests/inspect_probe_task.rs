@@ -162,3 +162,54 @@ fn bad_task_overrides_and_sentence_counts_are_refused_by_name() {
         stderr(&output)
     );
 }
+
+/// A treebank probe with no sentence the model can read is refused with the numbers, before
+/// anything is written (it panicked deep in a forward pass); one usable sentence among long
+/// ones is enough.
+#[test]
+fn a_treebank_without_a_sentence_that_fits_is_refused_with_the_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
+    let word = |id: usize, head: usize| format!("{id}\tdog\t_\tNOUN\t_\t_\t{head}\tdep\t_\t_\n");
+    // 20 words: 22 pieces with [CLS] and [SEP], over the fixture's 16 positions.
+    let long: String = (1..=20)
+        .map(|i| word(i, usize::from(i > 1)))
+        .collect::<String>()
+        + "\n";
+    let short = "1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t0\troot\t_\t_\n\n";
+    let cases = [
+        (
+            "empty",
+            String::new(),
+            "holds no sentence (it is empty, or only comments)",
+        ),
+        (
+            "comments",
+            "# sent_id = 1\n\n".to_string(),
+            "holds no sentence",
+        ),
+        (
+            "long",
+            long.clone(),
+            "none of the 1 sentence(s) fits the model's 16 positions",
+        ),
+    ];
+    for (name, text, says) in cases {
+        let treebank = tmp.path().join(format!("{name}.conllu"));
+        std::fs::write(&treebank, text).unwrap();
+        let out = tmp.path().join(format!("out-{name}"));
+        let output = inspect(&run, &["--probe-conllu", treebank.to_str().unwrap()], &out);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{name}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says) && !err.contains("panicked"),
+            "{name}: {err}"
+        );
+        assert!(!out.exists(), "{name}: something was written");
+    }
+    let mixed = tmp.path().join("mixed.conllu");
+    std::fs::write(&mixed, format!("{long}{short}")).unwrap();
+    let out = tmp.path().join("out-mixed");
+    let output = inspect(&run, &["--probe-conllu", mixed.to_str().unwrap()], &out);
+    assert!(output.status.success(), "{}", stderr(&output));
+}

@@ -96,7 +96,15 @@ pub fn read(path: &Path) -> Result<Vec<TreebankSentence>, ConlluError> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
-    parse(&text, path)
+    let sentences = parse(&text, path)?;
+    if sentences.is_empty() {
+        return Err(fail(
+            "holds no sentence (it is empty, or only comments); a CoNLL-U treebank needs at \
+             least one"
+                .to_string(),
+        ));
+    }
+    Ok(sentences)
 }
 
 /// A sentence being read: its lines so far.

@@ -129,9 +129,21 @@ impl Probe {
         let candidates = size.saturating_mul(CANDIDATES_PER_SEQUENCE);
         let pieces = match treebank {
             Some(trees) => {
-                let lengths: Vec<usize> = trees.iter().map(|t| t.words.len()).collect();
+                // Chosen among the sentences that fit: the most common length could be one
+                // that does not, and leave the probe empty.
+                let mut fitting = vec![];
+                for tree in trees {
+                    if PieceSentences::fits(tree, tokenizer, max_positions)? {
+                        fitting.push(tree);
+                    }
+                }
+                let offered = match fitting.is_empty() {
+                    true => trees.iter().collect(), // refused below, with the numbers
+                    false => fitting,
+                };
+                let lengths: Vec<usize> = offered.iter().map(|t| t.words.len()).collect();
                 let chosen = of_most_common_length(&lengths, size)
-                    .map(|i| trees[i].clone())
+                    .map(|i| offered[i].clone())
                     .collect();
                 PieceSentences::of_treebank(chosen, tokenizer, max_positions)?
             }

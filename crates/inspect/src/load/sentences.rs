@@ -34,6 +34,20 @@ pub enum PieceProbeError {
     /// The tokenizer failed on a sentence.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
+    /// No sentence left to read: none given, or none short enough for the model.
+    #[error(
+        "none of the {sentences} sentence(s) fits the model's {max_positions} positions (its \
+         max_position_embeddings, [CLS] and [SEP] included){}; give sentences that fit",
+        shortest.map_or(String::new(), |n| format!(": the shortest takes {n}"))
+    )]
+    NoneFits {
+        /// Sentences offered.
+        sentences: usize,
+        /// The model's positions.
+        max_positions: usize,
+        /// Pieces the shortest sentence takes, [CLS] and [SEP] included (none offered).
+        shortest: Option<usize>,
+    },
     /// The tokenizer's pieces do not follow the words in order, or it adds tokens other
     /// than one before and one after the sentence.
     #[error("{tokenizer}: sentence {sentence:?}: {problem}")]
@@ -128,12 +142,15 @@ impl PieceSentences {
             spans: vec![],
             too_long: 0,
         };
+        let offered = trees.len();
+        let mut shortest: Option<usize> = None;
         for (tree, ids) in trees.into_iter().zip(ids) {
             let words = &tree.words;
             let refs: Vec<&str> = words.iter().map(String::as_str).collect();
             let encoded = tokenizer.encode_words(&refs)?;
             if encoded.ids.len() > max_positions {
                 kept.too_long += 1;
+                shortest = Some(shortest.map_or(encoded.ids.len(), |s| s.min(encoded.ids.len())));
                 continue;
             }
             let layout = |problem: String| PieceProbeError::Layout {
@@ -157,7 +174,25 @@ impl PieceSentences {
             kept.encoded.push(encoded);
             kept.spans.push(spans);
         }
+        if kept.trees.is_empty() {
+            // Read on, an empty probe would fail deep in a forward pass.
+            return Err(PieceProbeError::NoneFits {
+                sentences: offered,
+                max_positions,
+                shortest,
+            });
+        }
         Ok(kept)
+    }
+
+    /// Whether `tree` fits `max_positions` as `tokenizer` reads it, [CLS] and [SEP] included.
+    pub fn fits(
+        tree: &TreebankSentence,
+        tokenizer: &WordPieces,
+        max_positions: usize,
+    ) -> Result<bool, TokenizerError> {
+        let refs: Vec<&str> = tree.words.iter().map(String::as_str).collect();
+        Ok(tokenizer.encode_words(&refs)?.ids.len() <= max_positions)
     }
 
     /// Keeps the first `n` sentences.
