@@ -81,7 +81,7 @@ pub struct Probe {
     pub token_names: Option<Vec<String>>,
     /// For a model that reads word pieces (an imported one): the sentences as its pieces.
     /// Then `examples` and `tokens` are word-level (`[CLS]`, the words, `[SEP]`), and
-    /// [`Probe::run`] takes the model's attention back to words.
+    /// [`Probe::forward`] takes the model's attention back to words.
     pub pieces: Option<PieceSentences>,
 }
 
@@ -311,7 +311,7 @@ impl Probe {
     }
 }
 
-/// [`Probe::run`] for sentences of word pieces: the model on the padded pieces, each layer's
+/// [`Probe::forward`] for sentences of word pieces: the model on the padded pieces, each layer's
 /// pattern taken to words (sum to, mean from) and its input and head outputs to the mean of
 /// each word's pieces.
 fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) -> Vec<LayerProbe> {

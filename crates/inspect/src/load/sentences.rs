@@ -45,7 +45,7 @@ pub enum PieceProbeError {
         sentences: usize,
         /// The model's positions.
         max_positions: usize,
-        /// Pieces the shortest sentence takes, [CLS] and [SEP] included (none offered).
+        /// Pieces the shortest sentence takes, `[CLS]` and `[SEP]` included (none offered).
         shortest: Option<usize>,
     },
     /// The tokenizer's pieces do not follow the words in order, or it adds tokens other
@@ -185,7 +185,7 @@ impl PieceSentences {
         Ok(kept)
     }
 
-    /// Whether `tree` fits `max_positions` as `tokenizer` reads it, [CLS] and [SEP] included.
+    /// Whether `tree` fits `max_positions` as `tokenizer` reads it, `[CLS]` and `[SEP]` included.
     pub fn fits(
         tree: &TreebankSentence,
         tokenizer: &WordPieces,
