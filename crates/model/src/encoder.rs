@@ -154,7 +154,7 @@ impl EncoderConfig {
         if !(self.norm_epsilon > 0.0 && self.norm_epsilon < 1.0) {
             return Err(ConfigError::OutOfRange {
                 field: "model.norm_epsilon",
-                value: self.norm_epsilon.to_string(),
+                value: crate::error::show_value(self.norm_epsilon),
                 accepted: "above 0 and below 1 (1e-5 by default, 1e-12 in BERT)",
             });
         }

@@ -64,7 +64,7 @@ pub enum ConfigError {
     },
 
     /// Dropout must leave something.
-    #[error("model.dropout = {value} is out of range: it must be in [0, 1)")]
+    #[error("model.dropout = {} is out of range: it must be in [0, 1)", show_value(*value))]
     Dropout {
         /// The value given.
         value: f64,
@@ -80,6 +80,17 @@ pub enum ConfigError {
         /// What is accepted.
         accepted: &'static str,
     },
+}
+
+/// A config value as a message shows it: as written for everyday sizes, in exponent form
+/// for the very large or small (`1e308`, not a 309-digit echo; `1e-12`, not `0.000000000001`).
+pub fn show_value(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude != 0.0 && magnitude.is_finite() && !(1e-5..1e16).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
 }
 
 /// The divisors of `n`, ascending; used to suggest head counts that would work. Pairs up
@@ -103,7 +114,7 @@ pub(crate) fn divisors(n: usize) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::divisors;
+    use super::{divisors, show_value};
 
     #[test]
     fn divisors_match_a_plain_count() {
@@ -112,5 +123,16 @@ mod tests {
             assert_eq!(divisors(n), expected, "n = {n}");
         }
         assert!(divisors(0).is_empty());
+    }
+
+    #[test]
+    fn values_show_as_written_or_in_exponent_form_when_extreme() {
+        assert_eq!(show_value(1e308), "1e308");
+        assert_eq!(show_value(-2.5e20), "-2.5e20");
+        assert_eq!(show_value(1e-12), "1e-12");
+        assert_eq!(show_value(0.001), "0.001");
+        assert_eq!(show_value(2.0), "2");
+        assert_eq!(show_value(0.0), "0");
+        assert_eq!(show_value(f64::NAN), "NaN");
     }
 }

@@ -536,7 +536,7 @@ fn check_range(
     } else {
         Err(ConfigError::Range {
             key,
-            value: value.to_string(),
+            value: model::error::show_value(value),
             expected,
         })
     }

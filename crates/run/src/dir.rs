@@ -106,10 +106,17 @@ pub struct DatasetRecord {
 pub enum RunDirError {
     /// Without `--force`, an existing run is kept.
     #[error(
-        "run directory {0} already holds a run; pass --resume to continue it, --force to \
-         replace it, or --out to choose another directory"
+        "run directory {} already holds a run; {}--force to replace it, or --out to choose \
+         another directory",
+        path.display(),
+        if program == "train" { "pass --resume to continue it, " } else { "pass " }
     )]
-    RunExists(PathBuf),
+    RunExists {
+        /// The run directory.
+        path: PathBuf,
+        /// What would write it (`train`, `import`): only `train` can resume a run.
+        program: String,
+    },
     /// The directory holds files headlab did not write: never written into, never deleted.
     #[error(
         "{path} is not empty and is not a headlab run (it has no {MARKER}; it holds {example}); \
@@ -283,7 +290,10 @@ impl RunDir {
         let lock = lock_exclusive(root, program)?;
         let others = refuse_foreign(root)?;
         if !others.is_empty() && !force {
-            return Err(RunDirError::RunExists(root.to_path_buf()));
+            return Err(RunDirError::RunExists {
+                path: root.to_path_buf(),
+                program: program.to_string(),
+            });
         }
 
         let dataset = dataset_bytes(run)?;

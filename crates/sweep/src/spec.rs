@@ -384,6 +384,29 @@ pub enum SweepError {
     },
 }
 
+/// toml's message for an error in the sweep file `text`, its lines kept (each cut at 300
+/// characters: one line of the file is quoted), and, for a train config given where a sweep
+/// file was expected, what to run instead.
+fn toml_message(text: &str, error: &toml::de::Error) -> String {
+    let mut message: Vec<String> = error
+        .to_string()
+        .trim_end()
+        .lines()
+        .map(|line| run::config::excerpt(line, 300))
+        .collect();
+    let looks_like_a_config = ["[model]", "[train]", "[task]"]
+        .iter()
+        .any(|section| text.lines().any(|line| line.trim() == *section));
+    if looks_like_a_config {
+        message.push(
+            "this looks like a train config (it has [model], [train] or [task]): give it to \
+             headlab train, or name it in a sweep file's configs = [...]"
+                .to_string(),
+        );
+    }
+    message.join("\n")
+}
+
 impl Sweep {
     /// Reads and expands the sweep file at `path`, checking every run's config.
     pub fn load(path: &Path) -> Result<Sweep, SweepError> {
@@ -423,7 +446,7 @@ impl Sweep {
                 Some(message) => key_error(path, "seeds", message),
                 None => SweepError::Parse {
                     path: path.to_path_buf(),
-                    message: run::config::excerpt(e.to_string().trim_end(), 600),
+                    message: toml_message(text, &e),
                 },
             }
         })?;
@@ -1096,5 +1119,24 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(error.contains("past the largest seed"), "{error}");
+    }
+
+    #[test]
+    fn a_train_config_given_as_a_sweep_file_is_told_apart_in_lines() {
+        let config = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/reverse.toml"),
+        )
+        .unwrap();
+        let error = parse(&config).unwrap_err().to_string();
+        // toml's own lines, not one line with `\n` written out.
+        assert!(!error.contains("\\n"), "{error}");
+        assert!(error.lines().count() > 2, "{error}");
+        assert!(error.contains("unknown field"), "{error}");
+        assert!(
+            error.ends_with(
+                "give it to headlab train, or name it in a sweep file's configs = [...]"
+            ),
+            "{error}"
+        );
     }
 }
