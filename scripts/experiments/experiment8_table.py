@@ -64,7 +64,7 @@ def toys_table(path: Path, point: str) -> dict:
     rows = {}
     for r in relations:
         best = r["best_score"]
-        text = headlab_stats.show({"mean": best["mean"], "half_width": best["ci95"]}, 2)
+        text = headlab_stats.show(best, 2)
         rows[(r["relation"], labels[r["direction"]])] = (
             text,
             f"{r['beats_baseline']} of {r['of']}",

@@ -37,8 +37,8 @@ def headlab() -> Path:
 
 def intervals(groups: dict) -> dict:
     """Per name, the mean and 95% interval of its values, from one run of `headlab sweep
-    stats`: name -> {"n", "mean", "half_width", "low", "high"} (the last three None for a
-    single value). Every list must be non-empty and every value a finite number."""
+    stats`: name -> {"n", "mean", "ci95"} (ci95, the interval's half-width, None for a single
+    value), as report.json writes every estimate. Every list must be non-empty and every value a finite number."""
     # JSON cannot carry NaN or infinity: name them here; headlab refuses everything else.
     for name, values in groups.items():
         for at, value in enumerate(values):
@@ -56,8 +56,8 @@ def intervals(groups: dict) -> dict:
 
 
 def show(interval: dict, digits: int) -> str:
-    """`mean ± half_width` with `digits` decimals, just the mean for one value: as the sweep
-    reports write it."""
-    if interval["half_width"] is None:
+    """`mean ± ci95` with `digits` decimals, just the mean for one value: as the sweep
+    reports write it (an estimate of `intervals` or of report.json)."""
+    if interval["ci95"] is None:
         return f"{interval['mean']:.{digits}f}"
-    return f"{interval['mean']:.{digits}f} ± {interval['half_width']:.{digits}f}"
+    return f"{interval['mean']:.{digits}f} ± {interval['ci95']:.{digits}f}"

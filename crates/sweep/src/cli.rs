@@ -105,10 +105,10 @@ enum Command {
     /// `{"name": [numbers], ...}` (JSON, from FILE or stdin) and prints, per name, the mean
     /// and its 95% confidence interval (Student's t) as JSON.
     ///
-    /// Prints `{"name": {"n": .., "mean": .., "half_width": .., "low": .., "high": ..}, ...}`,
-    /// names sorted; `half_width`, `low` and `high` are null for a single value. The interval
-    /// is `mean ± half_width`, with half_width = t(0.975, n - 1) * sd / sqrt(n), the one
-    /// every sweep report and the book's scripts write. A value that is not a finite number,
+    /// Prints `{"name": {"n": .., "mean": .., "ci95": ..}, ...}`, names sorted, each estimate
+    /// as report.json writes it; `ci95` is null for a single value. The interval is `mean ±
+    /// ci95`, with ci95 = t(0.975, n - 1) * sd / sqrt(n), the one every sweep report and the
+    /// book's scripts write. A value that is not a finite number,
     /// a name whose value is not a list, or an empty list is refused with a message naming
     /// it, and exit status 1.
     ///

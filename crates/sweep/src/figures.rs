@@ -9,9 +9,9 @@ use plotters::prelude::*;
 use report::draw::backend::FigureBackend;
 use report::draw::figures::{Area, DrawResult, FONT, FigureError, render};
 
-use crate::report::aggregate::{EstimateJson, PointReport, RelationAcrossSeeds};
+use crate::report::aggregate::{PointReport, RelationAcrossSeeds};
 use crate::report::collect::RunRow;
-use crate::stats::Estimate;
+use crate::stats::{Estimate, EstimateJson};
 
 /// Draws `key`'s values per grid point (`points`: name and done runs) into `path`.
 pub fn distribution(

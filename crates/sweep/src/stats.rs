@@ -76,38 +76,43 @@ impl Estimate {
     }
 }
 
-/// One named list's [`Estimate`] as `headlab sweep stats` writes it: the interval is
-/// `mean ± half_width`, all three null with fewer than two values.
+/// An [`Estimate`] as every JSON file of headlab writes it (`report.json`, `headlab sweep
+/// stats`): the interval is `mean ± ci95`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct IntervalJson {
+pub struct EstimateJson {
     /// Values averaged.
     pub n: usize,
     /// The mean.
     pub mean: f64,
     /// Half-width of the 95% interval (null with one value).
-    pub half_width: Option<f64>,
-    /// `mean - half_width`.
-    pub low: Option<f64>,
-    /// `mean + half_width`.
-    pub high: Option<f64>,
+    pub ci95: Option<f64>,
 }
 
-impl From<Estimate> for IntervalJson {
+impl EstimateJson {
+    /// "mean ± half-width" with `digits` decimals, as [`Estimate::show`] writes it.
+    pub fn show(&self, digits: usize) -> String {
+        Estimate {
+            n: self.n,
+            mean: self.mean,
+            half_width: self.ci95.unwrap_or(f64::NAN),
+        }
+        .show(digits)
+    }
+}
+
+impl From<Estimate> for EstimateJson {
     fn from(e: Estimate) -> Self {
-        let half_width = (!e.half_width.is_nan()).then_some(e.half_width);
-        IntervalJson {
+        EstimateJson {
             n: e.n,
             mean: e.mean,
-            half_width,
-            low: half_width.map(|h| e.mean - h),
-            high: half_width.map(|h| e.mean + h),
+            ci95: (!e.half_width.is_nan()).then_some(e.half_width),
         }
     }
 }
 
-/// `{"name": [numbers], ...}` (JSON text) to each name's [`IntervalJson`], by name. Refuses,
+/// `{"name": [numbers], ...}` (JSON text) to each name's [`EstimateJson`], by name. Refuses,
 /// naming the key, anything but an object of non-empty lists of finite numbers.
-pub fn intervals_json(text: &str) -> Result<BTreeMap<String, IntervalJson>, String> {
+pub fn intervals_json(text: &str) -> Result<BTreeMap<String, EstimateJson>, String> {
     let kind = |value: &Value| match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -202,14 +207,10 @@ mod tests {
         let b = out["b"];
         assert_eq!((b.n, b.mean), (4, 2.5));
         let half = 3.182 * (5.0f64 / 12.0).sqrt();
-        assert!((b.half_width.unwrap() - half).abs() < 1e-12);
-        assert!((b.low.unwrap() - (2.5 - half)).abs() < 1e-12);
-        assert!((b.high.unwrap() - (2.5 + half)).abs() < 1e-12);
+        assert!((b.ci95.unwrap() - half).abs() < 1e-12);
+        assert_eq!(b.show(2), "2.50 ± 2.05");
         let a = out["a"];
-        assert_eq!(
-            (a.n, a.mean, a.half_width, a.low, a.high),
-            (1, 0.5, None, None, None)
-        );
+        assert_eq!((a.n, a.mean, a.ci95), (1, 0.5, None));
         for (input, says) in [
             ("[1, 2]", "not a list"),
             (

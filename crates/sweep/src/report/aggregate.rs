@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::SweepOut;
-use crate::stats::Estimate;
+use crate::stats::{Estimate, EstimateJson};
 
 /// Most sequences in the probe that matches heads across seeds.
 const MATCH_PROBE: usize = 64;
@@ -76,29 +76,6 @@ pub struct RelationAcrossSeeds {
     pub of: usize,
     /// Layer -> seeds whose best head sits in it.
     pub best_layers: BTreeMap<usize, usize>,
-}
-
-/// [`Estimate`] for JSON.
-#[derive(Debug, Clone, Serialize)]
-pub struct EstimateJson {
-    /// Values.
-    pub n: usize,
-    /// Mean.
-    pub mean: f64,
-    /// 95% half-width (null with one value).
-    pub ci95: Option<f64>,
-}
-
-impl EstimateJson {
-    /// "mean ± half-width" with `digits` decimals, as [`Estimate::show`] writes it.
-    pub fn show(&self, digits: usize) -> String {
-        Estimate {
-            n: self.n,
-            mean: self.mean,
-            half_width: self.ci95.unwrap_or(f64::NAN),
-        }
-        .show(digits)
-    }
 }
 
 /// In how many seeds a layer has a head of a role.
@@ -408,16 +385,6 @@ fn counts<K: Ord>(values: impl Iterator<Item = K>) -> BTreeMap<K, usize> {
         *counts.entry(value).or_default() += 1;
     }
     counts
-}
-
-impl From<Estimate> for EstimateJson {
-    fn from(e: Estimate) -> Self {
-        EstimateJson {
-            n: e.n,
-            mean: e.mean,
-            ci95: (!e.half_width.is_nan()).then_some(e.half_width),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::report::aggregate::{EstimateJson, PointReport, SweepReport};
+use crate::report::aggregate::{PointReport, SweepReport};
 use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
 use crate::spec::Sweep;
-use crate::stats::wilson;
+use crate::stats::{EstimateJson, wilson};
 
 /// One CSV line (RFC 4180): a field holding a comma, a quote or a line break is quoted.
 /// Written here rather than with the `csv` crate, which asks for serde features the rest of
