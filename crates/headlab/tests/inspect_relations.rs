@@ -154,24 +154,19 @@ fn check_recorded_sentences(report: &Path, relations: &serde_json::Value) {
     }
 }
 
-#[test]
-fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("grammar.toml");
-    std::fs::write(&config, TINY_GRAMMAR).unwrap();
-    let run = dir.path().join("run");
-    common::train_run(&config, &[], &run);
-    // The run keeps its vocabulary: line i names token id i.
-    let vocab = std::fs::read_to_string(run.join("vocab.txt")).unwrap();
-    let words: Vec<&str> = vocab.lines().collect();
-    assert_eq!(&words[..3], ["<pad>", "<mask>", "the"]);
-    assert!(
-        words.contains(&"dog") && words.contains(&"dogs"),
-        "{words:?}"
-    );
-    inspect(&run);
-    let report = run.join("inspect");
+/// Checks one file of the grammar run's report directory.
+type CheckFile = fn(&Path);
 
+/// The report files of a grammar run that hold its relations, each with what it must hold
+/// (the tiny grammar model: 2 layers x 2 heads, 2000 relation sentences).
+const RELATION_FILES: &[(&str, CheckFile)] = &[
+    ("relations.json", check_relations),
+    ("heads.json", check_heads_relation_scores),
+    ("ceiling.json", check_ceiling),
+    ("index.html", check_relations_page),
+];
+
+fn check_relations(report: &Path) {
     let relations = read_json(&report.join("relations.json"));
     assert_eq!(
         relations["sentences"],
@@ -213,11 +208,77 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
         det["intervals"].is_object(),
         "det is in every sentence: {det}"
     );
-    check_recorded_sentences(&report, &relations);
+    check_recorded_sentences(report, &relations);
     assert!(relations["masking"].is_null(), "whole sentences by default");
+}
 
-    // Scored as the model reads in training: words masked with the task's mask_fraction,
-    // recorded per sentence; the files still give back every best head's score.
+/// Every head's record holds its score on every relation, both directions, as fractions.
+fn check_heads_relation_scores(report: &Path) {
+    let relations = read_json(&report.join("relations.json"));
+    let listed = relations["relations"].as_array().unwrap();
+    let heads = read_json(&report.join("heads.json"));
+    for head in heads.as_array().unwrap() {
+        let scores = head["relation_scores"].as_object().unwrap();
+        assert_eq!(scores.len(), listed.len());
+        for pair in scores.values() {
+            fraction(&pair["dependent_to_head"]);
+            fraction(&pair["head_to_dependent"]);
+        }
+    }
+}
+
+fn check_ceiling(report: &Path) {
+    // The ceiling: per class of masked word, the Bayes-optimal accuracy beside the model's
+    // on the same examples. "the" and "some" go with either number, so no predictor gets
+    // every determiner right; nor can one do worse than a uniform guess among the 8.
+    let ceiling = read_json(&report.join("ceiling.json"));
+    assert_eq!(
+        ceiling["examples"],
+        inspect::measures::ceiling::CEILING_EXAMPLES
+    );
+    let classes = ceiling["classes"].as_array().unwrap();
+    let named: Vec<&str> = classes
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    for class in ["determiner", "noun", "verb"] {
+        assert!(named.contains(&class), "{named:?}");
+    }
+    let mut masked = 0;
+    let mut model_sum = 0.0;
+    for class in classes {
+        let bayes = fraction(&class["ceiling"]);
+        let model = fraction(&class["model"]);
+        assert!(class["ceiling_standard_error"].as_f64().unwrap() >= 0.0);
+        let n = class["masked"].as_u64().unwrap() as f64;
+        let expected_error = (model * (1.0 - model) / n).sqrt();
+        assert!((class["model_standard_error"].as_f64().unwrap() - expected_error).abs() < 1e-12);
+        let n = class["masked"].as_u64().unwrap();
+        masked += n;
+        model_sum += model * n as f64;
+        if class["class"] == "determiner" {
+            assert!((1.0 / 8.0..0.95).contains(&bayes), "{class}");
+        }
+    }
+    assert!(
+        masked > 500,
+        "about 1.4 masked words per sentence: {masked}"
+    );
+    assert!((model_sum / masked as f64 - ceiling["model"].as_f64().unwrap()).abs() < 1e-9);
+}
+
+fn check_relations_page(report: &Path) {
+    assert!(report.join("figures/relations.png").is_file());
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(page.contains("figures/relations.png"));
+    assert!(page.contains("<code>relations.json</code>"));
+    assert!(page.contains("Dependency relations"));
+}
+
+/// Scored as the model reads in training: words masked with the task's mask_fraction,
+/// recorded per sentence; the files still give back every best head's score.
+fn check_masked(run: &Path, whole: &Path) {
+    let relations = read_json(&whole.join("relations.json"));
     let masked_report = run.join("inspect-masked");
     let output = headlab::run(
         "inspect",
@@ -258,58 +319,31 @@ fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
         masked["relations"], relations["relations"],
         "masking changes the scores"
     );
+}
 
-    let heads = read_json(&report.join("heads.json"));
-    for head in heads.as_array().unwrap() {
-        let scores = head["relation_scores"].as_object().unwrap();
-        assert_eq!(scores.len(), listed.len());
-        for pair in scores.values() {
-            fraction(&pair["dependent_to_head"]);
-            fraction(&pair["head_to_dependent"]);
-        }
-    }
-    // The ceiling: per class of masked word, the Bayes-optimal accuracy beside the model's
-    // on the same examples. "the" and "some" go with either number, so no predictor gets
-    // every determiner right; nor can one do worse than a uniform guess among the 8.
-    let ceiling = read_json(&report.join("ceiling.json"));
-    assert_eq!(
-        ceiling["examples"],
-        inspect::measures::ceiling::CEILING_EXAMPLES
-    );
-    let classes = ceiling["classes"].as_array().unwrap();
-    let named: Vec<&str> = classes
-        .iter()
-        .map(|c| c["class"].as_str().unwrap())
-        .collect();
-    for class in ["determiner", "noun", "verb"] {
-        assert!(named.contains(&class), "{named:?}");
-    }
-    let mut masked = 0;
-    let mut model_sum = 0.0;
-    for class in classes {
-        let bayes = fraction(&class["ceiling"]);
-        let model = fraction(&class["model"]);
-        assert!(class["ceiling_standard_error"].as_f64().unwrap() >= 0.0);
-        let n = class["masked"].as_u64().unwrap() as f64;
-        let expected_error = (model * (1.0 - model) / n).sqrt();
-        assert!((class["model_standard_error"].as_f64().unwrap() - expected_error).abs() < 1e-12);
-        let n = class["masked"].as_u64().unwrap();
-        masked += n;
-        model_sum += model * n as f64;
-        if class["class"] == "determiner" {
-            assert!((1.0 / 8.0..0.95).contains(&bayes), "{class}");
-        }
-    }
+#[test]
+fn a_grammar_run_gets_relation_scores_per_head_and_a_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("grammar.toml");
+    std::fs::write(&config, TINY_GRAMMAR).unwrap();
+    let run = dir.path().join("run");
+    common::train_run(&config, &[], &run);
+    // The run keeps its vocabulary: line i names token id i.
+    let vocab = std::fs::read_to_string(run.join("vocab.txt")).unwrap();
+    let words: Vec<&str> = vocab.lines().collect();
+    assert_eq!(&words[..3], ["<pad>", "<mask>", "the"]);
     assert!(
-        masked > 500,
-        "about 1.4 masked words per sentence: {masked}"
+        words.contains(&"dog") && words.contains(&"dogs"),
+        "{words:?}"
     );
-    assert!((model_sum / masked as f64 - ceiling["model"].as_f64().unwrap()).abs() < 1e-9);
-    assert!(report.join("figures/relations.png").is_file());
-    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
-    assert!(page.contains("figures/relations.png"));
-    assert!(page.contains("<code>relations.json</code>"));
-    assert!(page.contains("Dependency relations"));
+    inspect(&run);
+    let report = run.join("inspect");
+
+    for (file, check) in RELATION_FILES {
+        assert!(report.join(file).is_file(), "no {file}");
+        check(&report);
+    }
+    check_masked(&run, &report);
 }
 
 #[test]

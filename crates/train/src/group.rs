@@ -228,7 +228,7 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
     }
 
     fn run(mut self, options: &GroupOptions, display: &mut Display) -> Result<(), TrainError> {
-        let run: &'a ResolvedRun = self.members[self.active[0]].trainer.run;
+        let run: &'a ResolvedRun = self.members[self.active[0]].trainer.resolved;
         let config = &run.config;
         let train = config.train.clone();
         while !self.active.is_empty() && self.step < train.steps {
@@ -381,7 +381,7 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
             .iter()
             .map(|&index| ParamLayout::of(&self.members[index].trainer.model))
             .collect();
-        let config = self.members[self.active[0]].trainer.run.config.clone();
+        let config = self.members[self.active[0]].trainer.resolved.config.clone();
         let optims = optim_stack::split(&self.optim, &self.layout, &seeds, || optimizer(&config))?;
         for (&index, optim) in self.active.iter().zip(optims) {
             self.members[index].trainer.optim = optim;
@@ -395,9 +395,15 @@ impl<'m, 'a> GroupLoop<'m, 'a> {
         let seeds: Vec<u64> = self
             .active
             .iter()
-            .map(|&i| self.members[i].trainer.run.config.seed)
+            .map(|&i| self.members[i].trainer.resolved.config.seed)
             .collect();
-        stack_gradients(&self.stack, lead.run, &seeds, self.step, &lead.autodiff)
+        stack_gradients(
+            &self.stack,
+            lead.resolved,
+            &seeds,
+            self.step,
+            &lead.autodiff,
+        )
     }
 }
 
@@ -481,7 +487,7 @@ fn build_stack(
     let layout = ParamLayout::of(&stack);
     let seeds: Vec<ParamLayout> = models.iter().map(|m| ParamLayout::of(*m)).collect();
     let optims: Vec<_> = active.iter().map(|&i| &members[i].trainer.optim).collect();
-    let config = &members[active[0]].trainer.run.config;
+    let config = &members[active[0]].trainer.resolved.config;
     let optim = optim_stack::join(&optims, &seeds, &layout, || stack_optimizer(config))?;
     Ok((stack, optim, layout))
 }

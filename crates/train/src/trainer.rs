@@ -356,7 +356,8 @@ pub(crate) fn claim_run_dir(
 
 /// The state of a run in progress: model, optimizer, where it is, and what it has written.
 pub(crate) struct Trainer<'a> {
-    pub(crate) run: &'a ResolvedRun,
+    /// The run's config, resolved into its task and model sizes.
+    pub(crate) resolved: &'a ResolvedRun,
     pub(crate) dir: &'a RunDir,
     /// The plain device, for evaluation; `autodiff` is the same with gradients.
     pub(crate) device: Device,
@@ -409,7 +410,7 @@ impl<'a> Trainer<'a> {
             message: e.to_string(),
         })?;
         let trainer = Trainer {
-            run,
+            resolved: run,
             dir,
             device,
             autodiff,
@@ -441,19 +442,19 @@ impl<'a> Trainer<'a> {
     /// Whether the best evaluation so far reached `train.target_accuracy`.
     pub(crate) fn target_reached(&self) -> bool {
         matches!(
-            (self.run.config.train.target_accuracy, self.best_eval),
+            (self.resolved.config.train.target_accuracy, self.best_eval),
             (Some(target), Some(best)) if best >= target
         )
     }
 
     /// Forward and backward on the step's batch.
     fn gradients(&self) -> StepGradients {
-        let config = &self.run.config;
+        let config = &self.resolved.config;
         // Dropout masks come from the device RNG: reseed it per step so resume is exact.
         self.autodiff
             .seed(mix_seed(config.seed, DROPOUT_STREAM + self.step as u64));
         let examples = training_examples(
-            &self.run.task,
+            &self.resolved.task,
             config.seed,
             self.step,
             config.train.batch_size,
@@ -479,7 +480,7 @@ impl<'a> Trainer<'a> {
     /// The loss as a number when it is needed (a log line, a checkpoint) or cheap (a CPU
     /// backend, where reading it costs no sync); an error if it is not finite.
     fn read_loss(&self, loss: Tensor<1>, needed: bool) -> Result<Option<f32>, TrainError> {
-        let read = needed || self.run.config.backend.is_deterministic();
+        let read = needed || self.resolved.config.backend.is_deterministic();
         let value = read.then(|| loss.into_scalar::<f32>());
         if let Some(value) = value.filter(|v| !v.is_finite()) {
             return Err(self.non_finite(value));
@@ -514,7 +515,8 @@ impl<'a> Trainer<'a> {
     ) -> Result<MetricsRecord, TrainError> {
         let now = Instant::now();
         let seconds = now.duration_since(self.last_log.0).as_secs_f64().max(1e-9);
-        let tokens_per_step = (self.run.config.train.batch_size * self.run.task.seq_len()) as f64;
+        let tokens_per_step =
+            (self.resolved.config.train.batch_size * self.resolved.task.seq_len()) as f64;
         let mut record = MetricsRecord {
             step: self.step,
             loss: loss.unwrap_or(f32::NAN) as f64,
@@ -557,11 +559,11 @@ impl<'a> Trainer<'a> {
     pub(crate) fn checkpoint(&mut self) -> Result<(), TrainError> {
         let state = CheckpointState {
             step: self.step,
-            seed: self.run.config.seed,
+            seed: self.resolved.config.seed,
             best_eval_token_acc: self.best_eval,
             elapsed_s: self.elapsed(),
         };
-        let keep = self.run.config.train.keep_checkpoints;
+        let keep = self.resolved.config.train.keep_checkpoints;
         let dir = checkpoint::save(self.dir, &self.model, &self.optim, &state, keep)?;
         self.last_good_checkpoint = Some(dir);
         Ok(())
