@@ -272,18 +272,7 @@ impl RunDir {
         if is_link && force {
             return Err(RunDirError::Symlink(root.to_path_buf()));
         }
-        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(io_error("create", parent))?;
-        }
-        match fs::create_dir(root) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if !root.is_dir() {
-                    return Err(RunDirError::NotADirectory(root.to_path_buf()));
-                }
-            }
-            Err(e) => return Err(io_error("create", root)(e)),
-        }
+        make_dir(root)?;
         // Checked before the lock file is made (a user's directory gets nothing added), and
         // again under the lock (another process may have written meanwhile).
         refuse_foreign(root)?;
@@ -622,6 +611,22 @@ fn dataset_bytes(run: &ResolvedRun) -> Result<Option<(PathBuf, Vec<u8>)>, RunDir
     let path = canonical(&spec.path)?;
     let bytes = fs::read(&path).map_err(io_error("read", &path))?;
     Ok(Some((path, bytes)))
+}
+
+/// Makes the directory `root` and its parents; one already there is kept, anything else at
+/// `root` is refused.
+fn make_dir(root: &Path) -> Result<(), RunDirError> {
+    if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(io_error("create", parent))?;
+    }
+    match fs::create_dir(root) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match root.is_dir() {
+            true => Ok(()),
+            false => Err(RunDirError::NotADirectory(root.to_path_buf())),
+        },
+        Err(e) => Err(io_error("create", root)(e)),
+    }
 }
 
 /// The entries of `root` (without the lock file), refusing a non-empty directory that is not
