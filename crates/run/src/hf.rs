@@ -296,16 +296,10 @@ pub fn bert_from_bytes(
     Ok((encoder.no_grad(), unread))
 }
 
-/// Tensors a checkpoint may hold that headlab does not read, and why: the position ids
-/// (a buffer), BERT's pooler and next-sentence head (neither reads attention), the
-/// masked-LM decoder's weight and bias (the word embeddings, tied, and
-/// `cls.predictions.bias`).
-const NOT_READ: [&str; 4] = [
-    "embeddings.position_ids",
-    "pooler.",
-    "cls.seq_relationship.",
-    "cls.predictions.decoder.",
-];
+/// The one tensor under `embeddings.` or `encoder.` a checkpoint may hold that headlab
+/// rightly leaves unread: the position ids, a buffer (`0..max_position_embeddings`), not a
+/// weight.
+const POSITION_IDS: &str = "embeddings.position_ids";
 
 /// The checkpoint's tensors by name, without the `bert.` prefix a task model adds.
 struct Weights<'a> {
@@ -371,7 +365,7 @@ impl<'a> Weights<'a> {
         let encoder_part: Vec<&String> = unread
             .iter()
             .filter(|n| n.starts_with("embeddings.") || n.starts_with("encoder."))
-            .filter(|n| !NOT_READ.iter().any(|known| n.starts_with(known)))
+            .filter(|n| n.as_str() != POSITION_IDS)
             .collect();
         if let Some(first) = encoder_part.first() {
             return Err(self.error(format!(
@@ -415,8 +409,9 @@ impl<'a> Weights<'a> {
             )));
         }
         let values = crate::tensor_file::f32_values(&view);
-        let non_finite = values.iter().filter(|v| !v.is_finite()).count();
         if let Some(first) = values.iter().position(|v| !v.is_finite()) {
+            // Counted only here: a finite tensor is read once.
+            let non_finite = values[first..].iter().filter(|v| !v.is_finite()).count();
             return Err(self.error(format!(
                 "{full} holds {non_finite} value(s) that are NaN or infinite (the first at \
                  index {first}); headlab imports finite weights only"
