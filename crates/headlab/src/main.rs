@@ -43,6 +43,7 @@ enum Command {
 
 fn main() -> ExitCode {
     run::cli::restore_sigpipe();
+    run::cli::report_panics_as_bugs();
     let cli = match run::cli::parse_args::<Cli>() {
         Ok(cli) => cli,
         Err(code) => return code,

@@ -22,11 +22,12 @@ const LAYERS: &[&[&str]] = &[
     &["measure", "compare"],
 ];
 
-/// report's modules, lowest first, likewise: drawing, then the report directory and the
-/// errors, which figures and pages a report has, the writers of a report and of a
-/// comparison, and the command line on top.
+/// report's modules, lowest first, likewise: drawing, what a report measured, then the
+/// report directory and the errors, which figures and pages a report has, the writers of a
+/// report and of a comparison, and the command line on top.
 const REPORT_LAYERS: &[&[&str]] = &[
     &["draw"],
+    &["provenance"],
     &["dir"],
     &["error"],
     &["figures", "pages"],

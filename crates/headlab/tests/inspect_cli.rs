@@ -113,6 +113,7 @@ const REPORT_FILES: &[(&str, CheckFile)] = &[
     ("similarity.json", check_similarity),
     ("divergence.csv", check_divergence),
     ("pruning.json", check_pruning),
+    ("provenance.json", check_provenance),
 ];
 
 /// The figures, each as `figures/NAME.png` (and `.svg` with `--svg`).
@@ -177,6 +178,35 @@ fn check_circuits(report: &Path) {
         let rank = head["ov_effective_rank"].as_f64().unwrap();
         assert!(rank > 0.0 && rank <= 8.0 + 1e-9, "{head}");
     }
+}
+
+/// The report names the run's files it measured with the hashes of their bytes (the final
+/// weights, the config, every snapshot; not the metrics, whose timings differ between equal
+/// runs) and the options it was measured with.
+fn check_provenance(report: &Path) {
+    let provenance = read_json(&report.join("provenance.json"));
+    let run = report.parent().unwrap();
+    assert_eq!(provenance["weights"], "model.safetensors");
+    let inputs = provenance["inputs"].as_object().unwrap();
+    for file in [
+        "model.safetensors",
+        "config.toml",
+        "snapshots/step-20.safetensors",
+    ] {
+        let bytes = std::fs::read(run.join(file)).unwrap();
+        assert_eq!(
+            inputs[file]["sha256"],
+            run::dir::sha256_hex(&bytes).as_str(),
+            "{file}"
+        );
+        assert_eq!(inputs[file]["bytes"], bytes.len(), "{file}");
+    }
+    assert!(!inputs.contains_key("metrics.jsonl") && !inputs.contains_key("run.json"));
+    let with = &provenance["measured_with"];
+    assert_eq!(with["probe_size"], 8);
+    assert_eq!(with["backend"], "flex");
+    assert_eq!(with["probe"]["kind"], "task");
+    assert_eq!(with["patching"], true);
 }
 
 fn check_weights(report: &Path) {
@@ -378,6 +408,9 @@ fn a_trained_run_gets_every_report_file() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(other.join("heads.json").is_file());
+    let provenance = read_json(&other.join("provenance.json"));
+    assert_eq!(provenance["weights"], "checkpoints/step-10/model.bpk");
+    assert!(provenance["inputs"]["checkpoints/step-10/model.bpk"]["sha256"].is_string());
 }
 
 /// softmax((x q + q_bias)(x k + k_bias)^T / sqrt(d_head)) for sequence 0 of layer 0, head h.
@@ -516,11 +549,12 @@ fn runs_that_cannot_be_inspected_get_a_clear_error() {
     assert_eq!(err.matches("(os error").count(), 1, "{err}");
 
     // A torn snapshot is named, not skipped: the divergence curve would silently lose a step.
+    // The run is sealed, so its manifest finds it before the snapshot is read.
     let snapshot = run.join("snapshots").join("step-5.safetensors");
     std::fs::write(&snapshot, b"not a safetensors file").unwrap();
     let err = inspect_fails(&[run.to_str().unwrap()]);
     assert!(
-        err.contains("step-5.safetensors") && err.contains("corrupt"),
+        err.contains("is damaged: snapshots/step-5.safetensors has 22 bytes where the manifest"),
         "{err}"
     );
 

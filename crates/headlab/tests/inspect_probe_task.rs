@@ -193,6 +193,12 @@ fn a_treebank_without_a_sentence_that_fits_is_refused_with_the_numbers() {
             long.clone(),
             "none of the 1 sentence(s) fits the model's 16 positions",
         ),
+        // Issue 52, break 12: a word the tokenizer drops was "word pieces out of order".
+        (
+            "zero-width",
+            short.replace("2\tdog", "2\t\u{200b}"),
+            "word 2 (\"\\u{200b}\") is no word piece at all",
+        ),
     ];
     for (name, text, says) in cases {
         let treebank = tmp.path().join(format!("{name}.conllu"));

@@ -339,6 +339,35 @@ fn the_same_seed_gives_the_same_numbers() {
     assert_eq!(loss(&a), loss(&b));
 }
 
+/// Issue 52, break 3: kill -9 of `train` between writing its marker's temporary file and
+/// renaming it leaves `.lock` and `.run.json.tmp-PID`; that is a run not started, which a
+/// plain `train` (and `--force`) starts, leaving no trace of the killed one.
+#[test]
+fn a_start_killed_before_its_marker_is_a_run_not_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    for force in [false, true] {
+        let dir = out_dir(&tmp, &format!("killed-start-{force}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(".lock"), b"").unwrap();
+        std::fs::write(dir.join(".run.json.tmp-4194303"), b"{\"format\": 1,").unwrap();
+        let mut args = vec![TINY, "--out", dir.to_str().unwrap()];
+        if force {
+            args.push("--force");
+        }
+        let trained = run_train(&args);
+        assert!(trained.status.success(), "{}", stderr(&trained));
+        assert!(dir.join("manifest.json").is_file());
+        assert!(!dir.join(".run.json.tmp-4194303").exists());
+    }
+    // A user's own hidden file is no run's temporary: the directory stays refused.
+    let dir = out_dir(&tmp, "users");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(".notes.tmp-1"), b"mine").unwrap();
+    let err = train_fails(&[TINY, "--out", dir.to_str().unwrap()]);
+    assert!(err.contains("is not a headlab run"), "{err}");
+    assert_eq!(std::fs::read(dir.join(".notes.tmp-1")).unwrap(), b"mine");
+}
+
 #[test]
 fn an_existing_run_is_never_overwritten_without_force_or_resume() {
     let tmp = tempfile::tempdir().unwrap();

@@ -34,6 +34,8 @@ use inspect::measures::logit_lens::LogitLens;
 use inspect::measures::relations::Relations;
 use inspect::measures::trajectories::Trajectories;
 
+use crate::provenance::Provenance;
+
 /// `weights.safetensors`.
 pub const WEIGHTS: &str = "weights.safetensors";
 /// `activations.safetensors`.
@@ -50,6 +52,8 @@ pub const PRUNING: &str = "pruning.json";
 pub const SUMMARY: &str = "summary.json";
 /// `relations.json`.
 pub const RELATIONS: &str = "relations.json";
+/// `provenance.json`.
+pub const PROVENANCE: &str = "provenance.json";
 
 /// `relation-sentences.conllu`.
 pub const RELATION_SENTENCES: &str = "relation-sentences.conllu";
@@ -257,6 +261,14 @@ pub const FILES: &[ReportFile] = &[
         Presence::Always,
         "sizes, parameter counts, accuracy, specialisation, pruning, and the rank \
          correlations of gradient importance, ablation drop and pruning order",
+    ),
+    file(
+        PROVENANCE,
+        Presence::Always,
+        "what the report measured: the run's files its numbers rest on (weights, config, \
+         tokenizer, snapshots) with their sizes and SHA-256, and every option that changes a \
+         number (backend, probe source, probe size, prune tolerance, patching, relation \
+         sentences)",
     ),
     file(
         LOGIT_LENS,
@@ -477,6 +489,9 @@ impl JsonFile for SimilarityFile {
 impl JsonFile for Pruning {
     const NAME: &'static str = PRUNING;
 }
+impl JsonFile for Provenance {
+    const NAME: &'static str = PROVENANCE;
+}
 impl JsonFile for Summary {
     const NAME: &'static str = SUMMARY;
 }
@@ -685,6 +700,43 @@ impl ReportDir {
     }
 }
 
+/// Refuses `out` as the report directory of the run at `run` when a report there would be
+/// taken for another run's, or would overwrite the run's own files: `out` is the run
+/// directory itself (the report's `manifest.json` would replace the run's), or lies inside
+/// another run directory (`inspect RUN_1 --out RUN_0/inspect` would pass seed 1's model off
+/// as seed 0's). Anywhere inside its own run, or outside every run, is fine. Links are
+/// followed, as the writes would follow them.
+pub fn check_report_place(out: &Path, run: &Path) -> Result<(), String> {
+    let run = std::fs::canonicalize(run).unwrap_or_else(|_| run.to_path_buf());
+    let out_absolute = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    for (depth, ancestor) in out_absolute.ancestors().enumerate() {
+        let Ok(canonical) = std::fs::canonicalize(ancestor) else {
+            continue; // not made yet
+        };
+        if canonical == run {
+            return match depth {
+                0 => Err(format!(
+                    "--out {} is the run directory itself: the report's manifest.json would \
+                     replace the run's; leave --out out (the report goes to RUN/inspect) or \
+                     give a directory inside the run or outside every run",
+                    out.display()
+                )),
+                _ => Ok(()),
+            };
+        }
+        if canonical.join(run::dir::MARKER).is_file() {
+            return Err(format!(
+                "--out {} is inside another run, {}: a report there would be read as that \
+                 run's; write it inside the run it measures ({}) or outside every run",
+                out.display(),
+                ancestor.display(),
+                run.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Removes from `dir` the files named as [`run::atomic::write_atomic`] names its temporary
 /// files, `.NAME.tmp-PID`, whose process no longer runs (a writer that was killed). Those of a
 /// live process are another `inspect` at work and stay. Only Linux tells which processes run
@@ -732,6 +784,38 @@ fn temporary_pid(name: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_goes_inside_its_own_run_or_outside_every_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (run_0, run_1) = (tmp.path().join("run-0"), tmp.path().join("run-1"));
+        for run in [&run_0, &run_1] {
+            std::fs::create_dir_all(run).unwrap();
+            std::fs::write(run.join(run::dir::MARKER), b"{}").unwrap();
+        }
+        std::os::unix::fs::symlink(&run_0, tmp.path().join("link-to-0")).unwrap();
+        for fine in [
+            run_1.join("inspect"),
+            run_1.join("reports/probe-2"),
+            tmp.path().join("elsewhere/report"),
+        ] {
+            assert_eq!(
+                check_report_place(&fine, &run_1),
+                Ok(()),
+                "{}",
+                fine.display()
+            );
+        }
+        for (refused, says) in [
+            (run_0.join("inspect"), "inside another run"),
+            (tmp.path().join("link-to-0/inspect"), "inside another run"),
+            (run_0.clone(), "inside another run"),
+            (run_1.clone(), "is the run directory itself"),
+        ] {
+            let message = check_report_place(&refused, &run_1).unwrap_err();
+            assert!(message.contains(says), "{}: {message}", refused.display());
+        }
+    }
 
     #[test]
     fn temporaries_of_dead_writers_go_and_everything_else_stays() {

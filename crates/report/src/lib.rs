@@ -4,6 +4,8 @@
 //!
 //! - [`draw`]: figures (PNG or SVG, also used by `sweep` for its own), `index.html`,
 //!   `explore.html`, `compare.html`.
+//! - [`provenance`]: what a report measured (the run's files with their hashes, and every
+//!   option that changes a number), `provenance.json`.
 //! - [`dir`]: one run's report directory ([`dir::ReportDir`]: every file's name, contents,
 //!   presence; typed readers and writers), [`error`]: why a report could not be made.
 //! - [`figures`] and [`pages`]: which figures a report draws, its `index.html` and
@@ -20,6 +22,7 @@ pub mod draw;
 pub mod error;
 pub mod figures;
 pub mod pages;
+pub mod provenance;
 pub mod write;
 
 pub use write::{Report, ReportOptions, table, write_report};

@@ -54,8 +54,21 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
         || "not scored (an imported model)".to_string(),
         |acc| format!("{:.2}%", acc * 100.0),
     );
+    // The weights named by their hash too (provenance.json has it whole): a path says where
+    // they were, the hash which they were.
+    let sha256 =
+        loaded
+            .inputs
+            .files
+            .get(&loaded.inputs.weights)
+            .map_or_else(String::new, |record| {
+                format!(
+                    " (SHA-256 {}…)",
+                    &record.sha256[..record.sha256.len().min(12)]
+                )
+            });
     format!(
-        "task {}, {} layers x {} heads ({} layout), weights {}, eval token accuracy {}, \
+        "task {}, {} layers x {} heads ({} layout), weights {}{sha256}, eval token accuracy {}, \
          probe batch {} sequences",
         loaded.resolved.task.name(),
         model.n_layers(),

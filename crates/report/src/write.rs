@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use run::BackendKind;
 use run::tensor_file::{HostTensor, write_tensors};
 
 use inspect::load::loaded_run::LoadedRun;
@@ -17,6 +18,7 @@ use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError
 use crate::error::ReportError;
 use crate::figures;
 use crate::pages;
+use crate::provenance::{MeasuredWith, ProbeSource, Provenance};
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
@@ -28,12 +30,46 @@ pub struct Report {
 }
 
 /// What a report measures beyond the defaults, and how its figures are written.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ReportOptions {
     /// What is measured.
     pub measure: MeasureOptions,
     /// Every figure also as SVG (`figures/NAME.svg` beside `figures/NAME.png`).
     pub svg: bool,
+    /// Where the model runs (recorded in `provenance.json`; the loaded run's device is it).
+    pub backend: BackendKind,
+    /// The treebank the probe's sentences come from (`inspect --probe-conllu`), hashed into
+    /// `provenance.json`; `None`: the run's task.
+    pub probe_file: Option<PathBuf>,
+}
+
+impl ReportOptions {
+    /// `provenance.json` of a report of `loaded` with these options.
+    pub fn provenance(&self, loaded: &LoadedRun) -> Result<Provenance, WriteError> {
+        let probe = match &self.probe_file {
+            None => ProbeSource::Task {
+                overrides: loaded.task_overrides.clone(),
+            },
+            Some(path) => {
+                let (bytes, sha256) =
+                    run::manifest::hash_file(path).map_err(|error| WriteError {
+                        path: path.clone(),
+                        error,
+                    })?;
+                ProbeSource::Treebank {
+                    file: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
+                    bytes,
+                    sha256,
+                }
+            }
+        };
+        let measured_with = MeasuredWith {
+            backend: self.backend,
+            probe,
+            options: self.measure,
+        };
+        Ok(Provenance::of(loaded, measured_with))
+    }
 }
 
 /// Measures every head of `loaded` on a probe batch and writes the report into `out`.
@@ -44,11 +80,13 @@ pub fn write_report(
 ) -> Result<Report, ReportError> {
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
+    let provenance = options.provenance(loaded)?;
     let measured = measure(loaded, &options.measure)?;
     let probe = &measured.probe;
     let dir = ReportDir::new(out);
     dir.create()?;
     let mut files = write_tensor_files(&dir, probe, &measured)?;
+    files.push(dir.write_json(&provenance)?);
     files.extend(write_records(&dir, &measured)?);
     let figures = figures::draw_figures(&dir, loaded, probe, &measured)?;
     files.extend(figures.iter().map(|(path, _)| path.clone()));

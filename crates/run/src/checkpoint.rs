@@ -194,6 +194,11 @@ pub fn load_model(dir: &Path, model: Encoder) -> Result<Encoder, CheckpointError
         .map_err(|e| corrupt(format!("{e:?}")))
 }
 
+/// The model file of the checkpoint in `dir` (what [`load_model`] reads).
+pub fn model_file(dir: &Path) -> PathBuf {
+    dir.join(MODEL)
+}
+
 /// The `state.json` of the checkpoint in `dir`.
 pub fn read_state(dir: &Path) -> Result<CheckpointState, CheckpointError> {
     serde_json::from_slice(&read(dir, STATE)?).map_err(|e| CheckpointError::Corrupt {

@@ -49,3 +49,56 @@ pub fn restore_sigpipe() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// A panic is a bug in headlab, never a user's mistake: say so in one `error:` line that
+/// names the bug and where it happened (what a sweep's failure record and a user read first)
+/// instead of Rust's "run with `RUST_BACKTRACE=1`" note; with `RUST_BACKTRACE` set, Rust's own
+/// report and its backtrace follow. Call it early in `main`.
+pub fn report_panics_as_bugs() {
+    let rust_report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        let place = info
+            .location()
+            .map(|at| format!("{}:{}", at.file(), at.line()));
+        eprintln!("{}", bug_message(message.as_deref(), place.as_deref()));
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            rust_report(info);
+        }
+    }));
+}
+
+/// The line [`report_panics_as_bugs`] prints.
+fn bug_message(message: Option<&str>, place: Option<&str>) -> String {
+    let message = message.map_or_else(String::new, |m| format!(": {}", m.replace('\n', " ")));
+    let place = place.map_or_else(String::new, |p| format!(" (at {p})"));
+    format!(
+        "error: headlab stopped on a bug{place}{message}. Please report it with the command \
+         that ran; RUST_BACKTRACE=1 adds where it came from"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bug_is_one_error_line_naming_it_and_where() {
+        let line = bug_message(Some("Narrow length\nmust be > 0"), Some("src/x.rs:10"));
+        assert!(
+            line.starts_with("error: headlab stopped on a bug (at src/x.rs:10)"),
+            "{line}"
+        );
+        assert!(line.contains(": Narrow length must be > 0."), "{line}");
+        assert_eq!(line.lines().count(), 1);
+        let bare = bug_message(None, None);
+        assert!(
+            bare.starts_with("error: headlab stopped on a bug. Please"),
+            "{bare}"
+        );
+    }
+}

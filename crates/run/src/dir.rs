@@ -20,6 +20,7 @@
 //! marker and leaves anything else (a user's notes, a dataset kept there) in place, and never
 //! follows a symbolic link.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::atomic::{remove_dir_atomic, write_atomic};
 use crate::config::{ConfigError, ResolvedRun, RunConfig};
-use crate::manifest::{Depth, MANIFEST, Verdict};
+use crate::manifest::{Depth, FileRecord, MANIFEST, Verdict};
 use crate::metrics::{self, MetricsRecord};
 use tasks::TaskConfig;
 
@@ -298,6 +299,7 @@ impl RunDir {
         if !others.is_empty() {
             remove_layout(root)?;
         }
+        remove_layout_temporaries(root)?;
 
         let config_text = run.config.to_toml();
         let marker = RunMarker {
@@ -590,6 +592,24 @@ impl RunDir {
         crate::manifest::check(&self.root, depth)
     }
 
+    /// The files of this sealed run whose bytes a measurement of it rests on, as its
+    /// manifest records them: the config, the dataset, vocabulary and tokenizer where the run
+    /// has them, the final weights and every snapshot. Every sealed file but the marker (a
+    /// record of who created the run) and `metrics.jsonl` (whose wall-clock fields differ
+    /// between two runs of equal numbers). A report names these ([`crate::manifest`]'s
+    /// records), and counts as a report of the run only while the run's manifest still names
+    /// the same. `None` for a run not sealed (or whose manifest is unreadable).
+    pub fn measured_inputs(&self) -> Option<BTreeMap<String, FileRecord>> {
+        let manifest = crate::manifest::read(&self.root).ok()??;
+        Some(
+            manifest
+                .files
+                .into_iter()
+                .filter(|(name, _)| name != MARKER && name != METRICS)
+                .collect(),
+        )
+    }
+
     /// Removes the manifest: the run is about to change (resumed to write its final weights
     /// again) and must not count as complete meanwhile.
     pub fn unseal(&self) -> Result<(), RunDirError> {
@@ -632,7 +652,7 @@ fn make_dir(root: &Path) -> Result<(), RunDirError> {
 /// The entries of `root` (without the lock file), refusing a non-empty directory that is not
 /// a run.
 fn refuse_foreign(root: &Path) -> Result<Vec<String>, RunDirError> {
-    let others = entries_other_than_lock(root)?;
+    let others = written_entries(root)?;
     match others.first() {
         Some(example) if !root.join(MARKER).is_file() => Err(RunDirError::NotARunDirectory {
             path: root.to_path_buf(),
@@ -643,11 +663,12 @@ fn refuse_foreign(root: &Path) -> Result<Vec<String>, RunDirError> {
 }
 
 /// Whether `root` is a directory that holds nothing a run writes: empty, or only the lock
-/// a `train` takes first (left alone when the disk filled before anything else was written).
+/// a `train` takes first (left alone when the disk filled before anything else was written)
+/// and the temporary marker of a `train` killed before it renamed it.
 /// `train` starts such a run as a new one, and `sweep` counts it as not started.
 pub fn holds_nothing_yet(root: &Path) -> bool {
     fs::symlink_metadata(root).is_ok_and(|meta| meta.is_dir())
-        && entries_other_than_lock(root).is_ok_and(|others| others.is_empty())
+        && written_entries(root).is_ok_and(|others| others.is_empty())
 }
 
 /// [`RunDirError::FileNotRun`]'s message: a config (`.toml`) is named as one, with the
@@ -667,8 +688,10 @@ fn file_not_run(path: &Path) -> String {
     }
 }
 
-/// The directory's entries, without the lock file.
-fn entries_other_than_lock(root: &Path) -> Result<Vec<String>, RunDirError> {
+/// The directory's entries a run or a user wrote: without the lock file, and without the
+/// temporary files of a run's own names that a `train` killed part-way left (a
+/// `.run.json.tmp-PID` whose rename never came), which are no part of anything.
+fn written_entries(root: &Path) -> Result<Vec<String>, RunDirError> {
     let mut names = Vec::new();
     for entry in fs::read_dir(root).map_err(io_error("read", root))? {
         let name = entry
@@ -676,12 +699,36 @@ fn entries_other_than_lock(root: &Path) -> Result<Vec<String>, RunDirError> {
             .file_name()
             .to_string_lossy()
             .into_owned();
-        if name != LOCK {
+        if name != LOCK && !is_layout_temporary(&name) {
             names.push(name);
         }
     }
     names.sort();
     Ok(names)
+}
+
+/// Whether `name` is a temporary name [`crate::atomic::write_atomic`] gives a file of the run's
+/// own layout: `.NAME.tmp-PID`, NAME one of [`LAYOUT`].
+fn is_layout_temporary(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|rest| rest.rsplit_once(".tmp-"))
+        .is_some_and(|(stem, pid)| {
+            LAYOUT.contains(&stem) && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// Removes the temporaries [`is_layout_temporary`] names from `root`. Only under the run's
+/// exclusive lock: no other writer of the run is alive to own them.
+fn remove_layout_temporaries(root: &Path) -> Result<(), RunDirError> {
+    for entry in fs::read_dir(root).map_err(io_error("read", root))? {
+        let entry = entry.map_err(io_error("read", root))?;
+        if is_layout_temporary(&entry.file_name().to_string_lossy())
+            && entry.file_type().is_ok_and(|kind| kind.is_file())
+        {
+            fs::remove_file(entry.path()).map_err(io_error("remove", &entry.path()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes the names of [`LAYOUT`] from `root`: a directory through a hidden temporary name
@@ -781,7 +828,7 @@ mod tests {
         }
         std::os::unix::fs::symlink(&outside, run.join(SNAPSHOTS)).unwrap();
         remove_layout(&run).unwrap();
-        let left = entries_other_than_lock(&run).unwrap();
+        let left = written_entries(&run).unwrap();
         assert_eq!(left, ["notes.txt"]);
         assert!(run.join(LOCK).is_file(), "the lock outlives the clearing");
         assert_eq!(fs::read(outside.join("keep")).unwrap(), b"x");
@@ -795,6 +842,18 @@ mod tests {
         fs::write(tmp.path().join(LOCK), b"").unwrap();
         assert!(refuse_foreign(tmp.path()).unwrap().is_empty());
         assert!(holds_nothing_yet(tmp.path()), "a lock alone is nothing yet");
+        // What a `train` killed between writing its marker and renaming it leaves.
+        fs::write(tmp.path().join(".run.json.tmp-4242"), b"{").unwrap();
+        assert!(
+            holds_nothing_yet(tmp.path()),
+            "a killed start's marker is nothing yet"
+        );
+        fs::write(tmp.path().join(".notes.txt.tmp-4242"), b"").unwrap();
+        assert!(
+            !holds_nothing_yet(tmp.path()),
+            "only a run's own names are its temporaries"
+        );
+        fs::remove_file(tmp.path().join(".notes.txt.tmp-4242")).unwrap();
         fs::write(tmp.path().join("notes.txt"), b"").unwrap();
         assert!(!holds_nothing_yet(tmp.path()));
         assert!(

@@ -9,6 +9,7 @@ use burn::store::{ModuleSnapshot, SafetensorsStore};
 use model::Encoder;
 
 use crate::atomic::write_atomic;
+use crate::manifest::FileRecord;
 
 /// Final weights that could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -77,12 +78,26 @@ fn with_sorted_header(mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
 
 /// Loads the weights at `path` into `model` (built from the run's config). Every tensor must
 /// be there with the model's shape.
-pub fn load(path: &Path, mut model: Encoder) -> Result<Encoder, WeightsError> {
+pub fn load(path: &Path, model: Encoder) -> Result<Encoder, WeightsError> {
+    load_recorded(path, model).map(|(model, _)| model)
+}
+
+/// [`load`], with the size and SHA-256 of the very bytes loaded: what a report names as the
+/// weights it measured, compared with the run's manifest without reading the file twice
+/// (and without a moment between the check and the read in which the file could change).
+pub fn load_recorded(
+    path: &Path,
+    mut model: Encoder,
+) -> Result<(Encoder, FileRecord), WeightsError> {
     let fail = |message: String| WeightsError::Read {
         path: path.to_path_buf(),
         message,
     };
     let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let record = FileRecord {
+        bytes: bytes.len() as u64,
+        sha256: crate::dir::sha256_hex(&bytes),
+    };
     let mut store = SafetensorsStore::from_bytes(Some(bytes));
     let result = model
         .load_from(&mut store)
@@ -93,7 +108,7 @@ pub fn load(path: &Path, mut model: Encoder) -> Result<Encoder, WeightsError> {
             result.missing, result.errors
         )));
     }
-    Ok(model)
+    Ok((model, record))
 }
 
 #[cfg(test)]

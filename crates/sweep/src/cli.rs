@@ -8,7 +8,7 @@ use crate::exec::{Attempt, Headlab, RunContext, execute_group};
 use crate::local::{Display, default_workers, run_pool};
 use crate::slurm::{self, BatchJob, SlurmOptions};
 use crate::spec::Sweep;
-use crate::state::{RunState, SweepOut, record_damage, run_state, verify_run};
+use crate::state::{RunState, SweepOut, directory_state, record_damage, run_state, verify_run};
 use anyhow::Context;
 use clap::Subcommand;
 use run::StopSignal;
@@ -325,7 +325,7 @@ fn array_indices(sweep: &Sweep, out: &SweepOut) -> Vec<usize> {
         .filter(|group| {
             group
                 .iter()
-                .any(|run| run_state(out, run, sweep.inspect.enabled).needs_work())
+                .any(|run| run_state(out, run, &sweep.inspect).needs_work())
         })
         .map(|group| group[0].index)
         .collect()
@@ -404,15 +404,16 @@ fn submit(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `sweep verify`: every run the sweep counts as done (or trained, without inspection),
-/// read to the last byte against its manifests.
+/// `sweep verify`: every run that is trained (done, inspected or not, or failed after its
+/// training: a failure record does not hide its files), read to the last byte against its
+/// manifests.
 fn verify(target: &Target) -> anyhow::Result<ExitCode> {
     let (sweep, out) = load(target)?;
     let mut checked = 0;
     let mut damaged = 0;
     for run in &sweep.runs {
-        let damage = match run_state(&out, run, sweep.inspect.enabled) {
-            RunState::Done | RunState::Trained => {
+        let damage = match directory_state(&out, run, &sweep.inspect) {
+            RunState::Done | RunState::Trained | RunState::StaleReport(_) => {
                 checked += 1;
                 verify_run(&out, run, sweep.inspect.enabled)
             }
@@ -450,11 +451,12 @@ fn status(target: &Target) -> anyhow::Result<ExitCode> {
     let mut by_label: std::collections::BTreeMap<&'static str, Vec<(String, Option<String>)>> =
         Default::default();
     for run in &sweep.runs {
-        let state = run_state(&out, run, sweep.inspect.enabled);
+        let state = run_state(&out, run, &sweep.inspect);
         let detail = match &state {
-            RunState::Failed(why) | RunState::Conflict(why) | RunState::Running(why) => {
-                Some(why.clone())
-            }
+            RunState::Failed(why)
+            | RunState::Conflict(why)
+            | RunState::Running(why)
+            | RunState::StaleReport(why) => Some(why.clone()),
             RunState::Damaged(damaged) => Some(damaged.describe()),
             _ => None,
         };
@@ -466,13 +468,15 @@ fn status(target: &Target) -> anyhow::Result<ExitCode> {
     let count = |label: &str| by_label.get(label).map_or(0, Vec::len);
     println!(
         "{}: {} runs: {} done, {} running, {} interrupted, {} trained (not inspected), {} \
-         damaged, {} failed, {} conflict, {} left",
+         stale (a report of other weights or options), {} damaged, {} failed, {} conflict, {} \
+         left",
         sweep.name,
         sweep.runs.len(),
         count("done"),
         count("running"),
         count("interrupted"),
         count("trained"),
+        count("stale"),
         count("damaged"),
         count("failed"),
         count("conflict"),
@@ -485,6 +489,7 @@ fn status(target: &Target) -> anyhow::Result<ExitCode> {
         "conflict",
         "interrupted",
         "trained",
+        "stale",
     ] {
         for (name, detail) in by_label.get(label).into_iter().flatten() {
             match detail {

@@ -23,7 +23,9 @@ use run::StopSignal;
 use run::dir::EXIT_RUN_IN_USE;
 
 use crate::spec::{InspectStep, PlannedRun};
-use crate::state::{Damaged, Part, RunState, SweepOut, directory_state};
+use crate::state::{
+    Damaged, Part, RunState, SweepOut, directory_state, has_checkpoint, record_damage, verify_run,
+};
 
 /// The `headlab` binary a sweep runs its children with (`headlab train ...`, `headlab
 /// inspect ...`): the one running `headlab sweep`, so a sweep's children are always of the
@@ -158,7 +160,7 @@ pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(Planned
     for (run, _claim) in claimed {
         let attempt = if context.stop.requested().is_some() {
             Attempt::Interrupted
-        } else if directory_state(out, run, context.inspect.enabled).needs_training() {
+        } else if directory_state(out, run, context.inspect).needs_training() {
             match &plan {
                 GroupPlan::Blocked(why) => Attempt::Busy(why.clone()),
                 _ => record_failure(
@@ -198,7 +200,7 @@ fn group_training(runs: &[&PlannedRun], context: &RunContext) -> GroupPlan {
     let mut needs_training = false;
     let mut fresh_start = false;
     for run in runs {
-        match directory_state(out, run, context.inspect.enabled) {
+        match directory_state(out, run, context.inspect) {
             RunState::Running(holder) => return GroupPlan::Blocked(holder),
             RunState::Conflict(why) => {
                 return GroupPlan::Blocked(format!("a run of its seed group: {why}"));
@@ -289,7 +291,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
             return Attempt::Interrupted;
         }
         // The directory says what to do; a failure record only reports the last attempt.
-        let command = match directory_state(out, run, context.inspect.enabled) {
+        let command = match directory_state(out, run, context.inspect) {
             RunState::Done => {
                 let _ = fs::remove_file(&failure);
                 let _ = fs::remove_file(out.damage_path(run));
@@ -304,40 +306,15 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
             RunState::NotStarted | RunState::Failed(_) => train_command(run, context, None),
             RunState::Unfinished => train_command(run, context, Some("--force")),
             RunState::Interrupted => train_command(run, context, Some("--resume")),
-            RunState::Trained => inspect_command(run, context),
+            state @ (RunState::Trained | RunState::StaleReport(_)) => {
+                verified_inspect(&state, run, context, &mut log)
+            }
             RunState::Damaged(damaged) => repair_command(&damaged, run, context, &mut log),
         };
         ran = true;
         match run_child(command, &mut log, context) {
             Ok(status) if status.success() => {}
-            Ok(status) => {
-                return match status.code() {
-                    // 128 + SIGHUP, SIGINT, SIGUSR2, SIGTERM: a clean stop with a checkpoint.
-                    Some(129 | 130 | 140 | 143) => Attempt::Interrupted,
-                    // A process outside the sweep (a user's own `train`) took the run between
-                    // our look and the child's lock: the run is held, not failed.
-                    Some(code) if code == i32::from(EXIT_RUN_IN_USE) => {
-                        Attempt::Busy(last_error_line(&log_tail(&log_path, 6)))
-                    }
-                    // A child that dies after its last write (an `inspect` killed once the
-                    // report's `index.html` was in place) left the run done: not a failure.
-                    _ if directory_state(out, run, context.inspect.enabled) == RunState::Done => {
-                        let _ = fs::remove_file(&failure);
-                        Attempt::Done
-                    }
-                    code => {
-                        let ended = code.map_or_else(
-                            || "was killed by a signal".to_string(),
-                            |c| format!("exited with {c}"),
-                        );
-                        let tail = log_tail(&log_path, 6);
-                        record_failure(
-                            &failure,
-                            format!("{ended}: {}\n{tail}", last_error_line(&tail)),
-                        )
-                    }
-                };
-            }
+            Ok(status) => return unsuccessful(status, run, context),
             Err(error) => return record_failure(&failure, error),
         }
     }
@@ -347,19 +324,83 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
     )
 }
 
+/// How an attempt whose child ended with `status`, not a success, ended: a clean stop, held
+/// by another process, done after all, or a failure recorded with its cause.
+fn unsuccessful(status: ExitStatus, run: &PlannedRun, context: &RunContext) -> Attempt {
+    let out = context.out;
+    let failure = out.failure_path(run);
+    let log_path = out.log_path(run);
+    match status.code() {
+        // 128 + SIGHUP, SIGINT, SIGUSR2, SIGTERM: a clean stop with a checkpoint.
+        Some(129 | 130 | 140 | 143) => Attempt::Interrupted,
+        // Ended by one of those signals itself (an `inspect`, which has no checkpoint to
+        // write, takes the signal's default action): a clean stop too, its report left
+        // unsealed for the next run to write whole.
+        None if stopped_by_request(&status) => Attempt::Interrupted,
+        // A process outside the sweep (a user's own `train`) took the run between our look
+        // and the child's lock: the run is held, not failed.
+        Some(code) if code == i32::from(EXIT_RUN_IN_USE) => {
+            Attempt::Busy(last_error_line(&log_tail(&log_path, 6)))
+        }
+        // A child that dies after its last write (an `inspect` killed once the report's
+        // `index.html` was in place) left the run done: not a failure.
+        _ if directory_state(out, run, context.inspect) == RunState::Done => {
+            let _ = fs::remove_file(&failure);
+            Attempt::Done
+        }
+        code => {
+            let ended = code.map_or_else(
+                || "was killed by a signal".to_string(),
+                |c| format!("exited with {c}"),
+            );
+            let tail = log_tail(&log_path, 6);
+            record_failure(
+                &failure,
+                format!("{ended}: {}\n{tail}", last_error_line(&tail)),
+            )
+        }
+    }
+}
+
+/// The child for a trained run whose report is missing, unfinished or stale: `inspect`, once
+/// the run's own files are read to the last byte against its manifest. A damage that only
+/// reading every byte finds (a flipped sign, the same size) is repaired first: a report is
+/// never measured of damaged weights (and `inspect` would refuse them).
+fn verified_inspect(
+    state: &RunState,
+    run: &PlannedRun,
+    context: &RunContext,
+    log: &mut File,
+) -> Command {
+    if let Some(damaged) = verify_run(context.out, run, false) {
+        record_damage(context.out, run, &damaged);
+        return repair_command(&damaged, run, context, log);
+    }
+    if let RunState::StaleReport(why) = state {
+        let _ = writeln!(log, "# {why}; inspecting it again");
+    }
+    inspect_command(run, context)
+}
+
 /// The child that repairs a damaged run, said in its log: the report inspected again; only
-/// the final weights written again from the last step's checkpoint (`--resume`, no training);
-/// anything else of the run trained again from the start (`--force`: a checkpoint does not
-/// record the metrics and snapshots before it).
+/// the final weights written again from a checkpoint (`--resume`: from the last step's, no
+/// training); anything else of the run, or final weights with no checkpoint left or whose
+/// repair from one failed before, trained again from the start (`--force`: a checkpoint does
+/// not record the metrics and snapshots before it). Training is deterministic, so either
+/// repair writes the same bytes as the first training did.
 fn repair_command(
     damaged: &Damaged,
     run: &PlannedRun,
     context: &RunContext,
     log: &mut File,
 ) -> Command {
+    let resumable = || {
+        run::RunDir::open(&context.out.run_dir(run)).is_ok_and(|dir| has_checkpoint(&dir))
+            && !context.out.failure_path(run).exists()
+    };
     let (repair, command) = match damaged.part {
         Part::Report => ("inspecting it again", inspect_command(run, context)),
-        Part::Run if damaged.only_final_weights() => (
+        Part::Run if damaged.only_final_weights() && resumable() => (
             "writing the final weights again from the last step's checkpoint",
             train_command(run, context, Some("--resume")),
         ),
@@ -549,10 +590,48 @@ fn last_error_line(tail: &str) -> String {
     run::config::excerpt(line, 300)
 }
 
+/// Whether a child that died of a signal died of one that asks for a clean stop (SIGHUP,
+/// SIGINT, SIGTERM, SIGUSR2: a Ctrl-C passed on, a scheduler's cancel, its sweep's death) and
+/// not of a kill or a crash.
+fn stopped_by_request(status: &ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal().is_some_and(|signal| {
+        [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGUSR2].contains(&signal)
+    })
+}
+
 fn record_failure(path: &Path, message: String) -> Attempt {
     if let Some(parent) = path.parent() {
         let _ = fs::create_dir_all(parent);
     }
     let _ = run::atomic::write_atomic(path, message.as_bytes());
     Attempt::Failed(message.lines().next().unwrap_or_default().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sleep` ended by `signal`, as a sweep sees its child end.
+    fn ended_by(signal: libc::c_int) -> ExitStatus {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        // SAFETY: kill(2) on a child this test started and has not reaped.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, signal);
+        }
+        child.wait().unwrap()
+    }
+
+    /// Issue 52, break 9: an `inspect` stopped by Ctrl-C or SIGTERM (its default action: it
+    /// has no handler) is a clean stop, not a failure; a kill or a crash is a failure.
+    #[test]
+    fn a_child_ended_by_a_stop_signal_stopped_cleanly_and_a_killed_one_did_not() {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR2] {
+            assert!(stopped_by_request(&ended_by(signal)), "signal {signal}");
+        }
+        for signal in [libc::SIGKILL, libc::SIGSEGV, libc::SIGABRT] {
+            assert!(!stopped_by_request(&ended_by(signal)), "signal {signal}");
+        }
+    }
 }

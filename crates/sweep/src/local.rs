@@ -100,9 +100,7 @@ fn unfinished_runs(
     for group in sweep.groups() {
         let done = group
             .iter()
-            .filter(|run| {
-                run_state(out, run, sweep.inspect.enabled) == crate::state::RunState::Done
-            })
+            .filter(|run| run_state(out, run, &sweep.inspect) == crate::state::RunState::Done)
             .count();
         if done == group.len() {
             summary.already_done += done;

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use inspect::interventions::pruning::parse_tolerance;
 use inspect::load::probe::{Probe, parse_size};
+use report::provenance::MeasuredWith;
 use run::{BackendKind, ResolvedRun, RunConfig};
 use serde::Deserialize;
 
@@ -255,6 +256,19 @@ impl Default for InspectStep {
 }
 
 impl InspectStep {
+    /// What a report of the sweep is measured with: `headlab inspect RUN` with [`Self::args`].
+    /// A run's report counts as done only when its `provenance.json` says the same.
+    pub fn measured_with(&self) -> MeasuredWith {
+        let mut wanted = MeasuredWith::defaults();
+        if let Some(probe) = self.probe {
+            wanted.options.probe_size = probe;
+        }
+        if let Some(tolerance) = self.prune_tolerance {
+            wanted.options.prune_tolerance = tolerance;
+        }
+        wanted
+    }
+
     /// The `inspect` arguments after the run directory.
     pub fn args(&self) -> Vec<String> {
         let mut args = Vec::new();

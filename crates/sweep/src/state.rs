@@ -1,18 +1,24 @@
 //! Where each run of a sweep stands, read from its run directory and the sweep's own records
 //! (`OUT/_sweep/`), so that `sweep run`, `sweep submit` and `sweep status` agree without a
-//! database: a run is done when its report is complete, running while `train` or `inspect`
-//! holds its lock, interrupted when it has checkpoints but no final weights, damaged when a
-//! file differs from what its manifest recorded ([`run::manifest`]).
+//! database: a run is done when its report is complete and names the run's current files and
+//! the sweep's inspect options (`provenance.json`), running while `train` or `inspect` holds its
+//! lock, interrupted when it has checkpoints but no final weights, damaged when a file differs
+//! from what its manifest recorded ([`run::manifest`]).
+//!
+//! A state is read from the directory as it is: a `train` killed in its first milliseconds
+//! (a lock and a temporary marker) left a run not started, a report of other weights or
+//! options is stale, damage found to the byte stays recorded until it is repaired.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use report::dir::ReportDir;
+use report::provenance::Provenance;
 use run::RunDir;
 use run::dir::{RunDirError, holds_nothing_yet};
 use run::manifest::{Damage, Depth, Verdict};
 
-use crate::spec::PlannedRun;
+use crate::spec::{InspectStep, PlannedRun};
 
 /// The sweep's own directory inside its output directory (run names cannot start with `_`).
 pub const SWEEP_DIR: &str = "_sweep";
@@ -86,6 +92,9 @@ pub enum RunState {
     Interrupted,
     /// Trained, report missing or incomplete.
     Trained,
+    /// Trained, with a complete report of other weights or other options than the sweep's
+    /// (the message says which): measured again.
+    StaleReport(String),
     /// Trained and (if the sweep inspects) inspected.
     Done,
     /// Another process (`train` or `inspect`) holds the run.
@@ -150,6 +159,7 @@ impl RunState {
             RunState::NotStarted | RunState::Unfinished => "left",
             RunState::Interrupted => "interrupted",
             RunState::Trained => "trained",
+            RunState::StaleReport(_) => "stale",
             RunState::Done => "done",
             RunState::Running(_) => "running",
             RunState::Failed(_) => "failed",
@@ -167,9 +177,11 @@ impl RunState {
             | RunState::Interrupted
             | RunState::Failed(_) => true,
             RunState::Damaged(damaged) => damaged.part == Part::Run,
-            RunState::Trained | RunState::Done | RunState::Running(_) | RunState::Conflict(_) => {
-                false
-            }
+            RunState::Trained
+            | RunState::StaleReport(_)
+            | RunState::Done
+            | RunState::Running(_)
+            | RunState::Conflict(_) => false,
         }
     }
 
@@ -181,14 +193,16 @@ impl RunState {
                 | RunState::Unfinished
                 | RunState::Interrupted
                 | RunState::Trained
+                | RunState::StaleReport(_)
                 | RunState::Failed(_)
                 | RunState::Damaged(_)
         )
     }
 }
 
-/// Reads the state of `run` under `out`. `inspect` says whether the sweep inspects its runs.
-pub fn run_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
+/// Reads the state of `run` under `out`. `inspect` is the sweep's inspect step: whether and
+/// how it inspects its runs.
+pub fn run_state(out: &SweepOut, run: &PlannedRun, inspect: &InspectStep) -> RunState {
     let state = directory_state(out, run, inspect);
     if state.needs_work()
         && let Ok(reason) = fs::read_to_string(out.failure_path(run))
@@ -202,7 +216,7 @@ pub fn run_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
 /// [`run_state`] from the run directory alone, without the failure record. The manifests are
 /// checked to [`Depth::Sizes`] (a `stat` per file): a truncated, grown or deleted file shows;
 /// [`verify_run`] reads the contents too.
-pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunState {
+pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: &InspectStep) -> RunState {
     let path = out.run_dir(run);
     match fs::symlink_metadata(&path) {
         Err(_) => return RunState::NotStarted,
@@ -250,7 +264,15 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
             RunState::Unfinished
         };
     }
-    if inspect {
+    // Damage found by reading every byte (`verify`, `report`): checked again to the byte,
+    // so that `sweep run` repairs it, and a file restored by hand counts as done again. Before
+    // the report's own state: a report is never written of damaged weights.
+    if out.damage_path(run).exists()
+        && let Some(damaged) = verify_run(out, run, inspect.enabled)
+    {
+        return RunState::Damaged(damaged);
+    }
+    if inspect.enabled {
         // The report's manifest read once: damaged, not sealed yet, or complete.
         let report = ReportDir::of_run(&dir);
         match report.verify(Depth::Sizes) {
@@ -264,15 +286,37 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: bool) -> RunSt
             Verdict::Intact if !report.has_every_report_file() => return RunState::Trained,
             Verdict::Intact => {}
         }
-    }
-    // Damage found by reading every byte (`verify`, `report`): checked again to the byte,
-    // so that `sweep run` repairs it, and a file restored by hand counts as done again.
-    if out.damage_path(run).exists()
-        && let Some(damaged) = verify_run(out, run, inspect)
-    {
-        return RunState::Damaged(damaged);
+        if let Some(why) = stale_report(&dir, &report, inspect) {
+            return RunState::StaleReport(why);
+        }
     }
     RunState::Done
+}
+
+/// Why the run's complete report is not the sweep's report of the run: it names other files
+/// than the run's manifest (other weights: damaged and repaired since, or another run's), or
+/// was measured with other options than the sweep file's `[inspect]` (a hand-run `inspect`, an
+/// edited sweep file); `None` when it is the one.
+fn stale_report(dir: &RunDir, report: &ReportDir, inspect: &InspectStep) -> Option<String> {
+    let provenance = match report.read_json::<Provenance>() {
+        Ok(provenance) => provenance,
+        Err(error) => return Some(format!("its report does not say what it measured: {error}")),
+    };
+    let Some(current) = dir.measured_inputs() else {
+        return Some("the run's manifest cannot be read".to_string());
+    };
+    if let Some(why) = provenance.unmatched_inputs(&current) {
+        return Some(format!("its report is of other files: {why}"));
+    }
+    let differences = provenance
+        .measured_with
+        .differences(&inspect.measured_with());
+    (!differences.is_empty()).then(|| {
+        format!(
+            "its report was measured with other options than the sweep file's: {}",
+            differences.join(", ")
+        )
+    })
 }
 
 /// Records damage that [`verify_run`] found, so that `status` and `run` see it without
@@ -322,6 +366,7 @@ fn same_config(dir: &RunDir, run: &PlannedRun) -> Result<(), String> {
     }
 }
 
-fn has_checkpoint(dir: &RunDir) -> bool {
+/// Whether the run has a checkpoint to resume from.
+pub(crate) fn has_checkpoint(dir: &RunDir) -> bool {
     !run::checkpoint::list(dir).is_empty()
 }

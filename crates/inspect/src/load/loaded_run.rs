@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use burn::prelude::*;
 use model::Encoder;
 use run::dir::{LockHolder, RunDirError, RunLock};
+use run::manifest::FileRecord;
 use run::snapshot::{SnapshotError, load_snapshot};
 use run::tokenizer::{TokenizerError, WordPieces};
 use run::{ResolvedRun, RunDir, checkpoint, weights};
 
+use crate::load::inputs::{self, Inputs, InputsError};
 use crate::load::reading::Reading;
 
 /// A run ready to be measured.
@@ -25,6 +27,9 @@ pub struct LoadedRun {
     pub model: Encoder,
     /// Where the weights came from.
     pub weights: PathBuf,
+    /// The run's files the measurement rests on, with their hashes, checked against the
+    /// run's manifest ([`crate::load::inputs`]); empty for a model made in memory.
+    pub inputs: Inputs,
     /// The device the model lives on (flex unless `inspect --backend` says otherwise).
     pub device: Device,
     /// Said when the weights are not the ones asked for (a run still training).
@@ -60,6 +65,7 @@ impl LoadedRun {
             resolved,
             model: model.valid(),
             weights,
+            inputs: Inputs::default(),
             device,
             note: None,
             task_overrides: vec![],
@@ -148,6 +154,9 @@ pub enum RunError {
     /// An imported run's tokenizer that does not load.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
+    /// Files not as the run's manifest recorded them.
+    #[error(transparent)]
+    Inputs(#[from] InputsError),
 }
 
 /// Loads the run in `dir` on the CPU (flex), with the weights of `checkpoint` (`step-N`) or
@@ -208,12 +217,14 @@ pub fn load_on(
         },
         (None, None) => (None, None),
     };
-    let (model, weights) = load_weights(&run_dir, checkpoint_dir, model)?;
+    let (model, weights, (read, record)) = load_weights(&run_dir, checkpoint_dir, model)?;
+    let inputs = inputs::verified(&run_dir, &read, record)?;
     Ok(LoadedRun {
         dir: run_dir,
         resolved,
         model: model.valid(),
         weights,
+        inputs,
         device,
         note,
         reading,
@@ -253,14 +264,15 @@ fn load_weights(
     run_dir: &RunDir,
     checkpoint_dir: Option<PathBuf>,
     model: Encoder,
-) -> Result<(Encoder, PathBuf), RunError> {
+) -> Result<(Encoder, PathBuf, (PathBuf, FileRecord)), RunError> {
     match checkpoint_dir {
         None => {
             let path = run_dir.final_weights_path();
             if !path.is_file() {
                 return Err(RunError::NoFinalWeights(path, checkpoint::names(run_dir)));
             }
-            Ok((weights::load(&path, model)?, path))
+            let (model, record) = weights::load_recorded(&path, model)?;
+            Ok((model, path.clone(), (path, record)))
         }
         Some(checkpoint_dir) => {
             if !checkpoint::is_complete(&checkpoint_dir) {
@@ -269,8 +281,16 @@ fn load_weights(
                     checkpoint::names(run_dir),
                 ));
             }
+            // Hashed before it is loaded: a checkpoint is no part of the run's manifest, so
+            // there is nothing to compare the bytes read with.
+            let file = checkpoint::model_file(&checkpoint_dir);
+            let (bytes, sha256) =
+                run::manifest::hash_file(&file).map_err(|error| InputsError::Io {
+                    path: file.clone(),
+                    error,
+                })?;
             let model = checkpoint::load_model(&checkpoint_dir, model)?;
-            Ok((model, checkpoint_dir))
+            Ok((model, checkpoint_dir, (file, FileRecord { bytes, sha256 })))
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Loading: a run directory opened for measuring ([`loaded_run`]), how its model reads its
+//! Loading: a run directory opened for measuring ([`loaded_run`]), with the files it rests on
+//! checked against its manifest ([`inputs`]), how its model reads its
 //! input ([`reading`]: the one place that tells task tokens from word pieces), the probe batch
 //! every measure reads, with each layer's attention on it ([`probe`]), what a seeded measure
 //! runs on ([`context`]) and the run's training snapshots ([`snapshots`]); for models that read
@@ -7,6 +8,7 @@
 //! ([`piece_pairs`]). Imports nothing else of this crate.
 
 pub mod context;
+pub mod inputs;
 pub mod loaded_run;
 pub mod masked_words;
 pub mod piece_pairs;

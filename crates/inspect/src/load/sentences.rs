@@ -158,6 +158,17 @@ impl PieceSentences {
                 sentence: words.join(" "),
                 problem,
             };
+            // A word the tokenizer drops (a zero-width or control character: BERT's
+            // normalizer removes them) has no piece to give attention to or receive it.
+            if let Some(empty) = (0..words.len()).find(|w| !encoded.words.contains(&Some(*w))) {
+                return Err(layout(format!(
+                    "word {} ({:?}) is no word piece at all as the tokenizer reads it (it drops \
+                     the word: a zero-width or control character?), so no attention can reach \
+                     it; leave the word or its sentence out of the file",
+                    empty + 1,
+                    words[empty]
+                )));
+            }
             let spans = WordSpans::of(&encoded.words).map_err(|e| layout(e.to_string()))?;
             let in_place = spans.words() == words.len()
                 && spans.len() == words.len() + 2

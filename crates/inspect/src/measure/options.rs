@@ -1,10 +1,16 @@
 //! What a report measures beyond the defaults ([`MeasureOptions`]): `inspect`'s flags and a
 //! sweep's `[inspect]` section, read by [`super::measure`].
 
+use serde::{Deserialize, Serialize};
+
 use crate::interventions::pruning;
 
-/// What a report measures beyond the defaults.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Sequences in the probe batch unless told otherwise (`inspect --probe`).
+pub const DEFAULT_PROBE_SIZE: usize = 64;
+
+/// What a report measures beyond the defaults. Serialized as a report names it
+/// (`provenance.json`), with its fields' names.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MeasureOptions {
     /// Sequences in the probe batch.
     pub probe_size: usize,
@@ -25,7 +31,7 @@ pub struct MeasureOptions {
 impl Default for MeasureOptions {
     fn default() -> Self {
         Self {
-            probe_size: 64,
+            probe_size: DEFAULT_PROBE_SIZE,
             prune_tolerance: pruning::DEFAULT_TOLERANCE,
             patching: true,
             relation_sentences: None,

@@ -28,7 +28,7 @@ pub struct Args {
     /// 1, at most what keeps the probe's activations within 1 GiB for this run.
     // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
     // as an unknown flag.
-    #[arg(long, default_value_t = 64, allow_negative_numbers = true,
+    #[arg(long, default_value_t = inspect::measure::options::DEFAULT_PROBE_SIZE, allow_negative_numbers = true,
           value_parser = inspect::load::probe::parse_size)]
     probe: usize,
     /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
@@ -77,6 +77,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.backend == run::BackendKind::Wgpu {
         run::cli::give_graphics_a_runtime_dir();
     }
+    // Before anything is read: a report must never be written where it passes for another
+    // run's, or over the run's own files.
+    if let Some(out) = &args.out {
+        crate::dir::check_report_place(out, &args.run).map_err(anyhow::Error::msg)?;
+    }
     let device = args.backend.device()?;
     let mut loaded =
         inspect::load::loaded_run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
@@ -97,6 +102,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             relations_masked: args.relations_masked,
         },
         svg: args.svg,
+        backend: args.backend,
+        probe_file: args.probe_conllu.clone(),
     };
     let report = crate::write::write_report(&loaded, &out, &options)?;
     let accuracy = report.measured.eval_token_acc.map_or_else(

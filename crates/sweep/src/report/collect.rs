@@ -158,7 +158,7 @@ pub const IDENTICAL: f64 = 1e-4;
 
 /// One run's row: its state, and its numbers when it is trained (and inspected).
 pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
-    let state = run_state(out, run, sweep.inspect.enabled);
+    let state = run_state(out, run, &sweep.inspect);
     let mut row = RunRow {
         name: run.name.clone(),
         state: state.label().to_string(),
@@ -175,7 +175,7 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
     let damaged = match &state {
         RunState::Damaged(damaged) => Some(damaged.clone()),
         RunState::Done => verify_run(out, run, sweep.inspect.enabled),
-        RunState::Trained => verify_run(out, run, false),
+        RunState::Trained | RunState::StaleReport(_) => verify_run(out, run, false),
         _ => return row,
     };
     if let Some(damaged) = damaged {
@@ -188,6 +188,11 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         return row;
     };
     add_training_numbers(&mut row.numbers, &dir.metrics());
+    // A report's numbers only from a report the sweep counts: complete, of the run's current
+    // files, measured with the sweep's options (a stale or unfinished one is left out).
+    if state != RunState::Done || !sweep.inspect.enabled {
+        return row;
+    }
     let report = ReportDir::of_run(&dir);
     if let Ok(summary) = report.read_json::<Summary>() {
         // A number left out of the report (null: never for a run a sweep trained) is left

@@ -107,9 +107,23 @@ pub fn render(
     run::atomic::write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
 }
 
-/// Viridis colour of `value` in `[lo, hi]` (clamped).
+/// The colour of a cell with no number (NaN or infinite): a light grey, which viridis never
+/// reaches.
+pub(crate) const NO_VALUE: RGBColor = RGBColor(215, 215, 215);
+
+/// Viridis colour of `value` in `[lo, hi]` (clamped); [`NO_VALUE`] for a value that is not a
+/// number, and the low end for an empty or undefined range (plotters' colour map panics on
+/// NaN).
 pub(crate) fn viridis(value: f64, lo: f64, hi: f64) -> RGBColor {
-    let t = ((value - lo) / (hi - lo)).clamp(0.0, 1.0);
+    if !value.is_finite() {
+        return NO_VALUE;
+    }
+    let span = hi - lo;
+    let t = if span > 0.0 && span.is_finite() {
+        ((value - lo) / span).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     ViridisRGB.get_color(t as f32)
 }
 
@@ -411,4 +425,19 @@ pub(crate) fn legend_below<'a>(
         ))?;
     }
     Ok(plot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_that_is_no_number_gets_the_no_value_grey_not_a_panic() {
+        assert_eq!(viridis(f64::NAN, 0.0, 1.0), NO_VALUE);
+        assert_eq!(viridis(f64::INFINITY, 0.0, 1.0), NO_VALUE);
+        assert_eq!(viridis(0.5, f64::NAN, 1.0), viridis(0.0, 0.0, 1.0));
+        assert_eq!(viridis(0.5, 0.5, 0.5), viridis(0.0, 0.0, 1.0));
+        assert_eq!(viridis(2.0, 0.0, 1.0), viridis(1.0, 0.0, 1.0));
+        assert_ne!(viridis(1.0, 0.0, 1.0), NO_VALUE);
+    }
 }
