@@ -75,14 +75,17 @@ produce() {
     "$bin/headlab" train configs/copy.toml --out "$work/runs/copy-s1" --set seed=1 "${short[@]}" > /dev/null
     "$bin/headlab" compare "$work/runs/copy" "$work/runs/copy-s1" --out "$work/compare" --probe 16 \
         > "$work/compare.txt"
-    echo "  import the BERT fixtures, inspect them (the grammar probe, a treebank, masked"
-    echo "  relations on another grammar) and compare two imports"
+    echo "  import the BERT fixtures, inspect them (the grammar probe, the shipped treebank, a"
+    echo "  treebank file, masked relations on another grammar) and compare two imports"
     local fixtures=crates/model/tests/fixtures/bert
     mkdir -p "$work/imports"
     for fixture in one-layer three-layers-mlm; do
         "$bin/headlab" import "$fixtures/$fixture" --out "$work/imports/$fixture" > /dev/null
-        "$bin/headlab" inspect "$work/imports/$fixture" --probe 8 > "$work/imports/$fixture.inspect.txt"
+        "$bin/headlab" inspect "$work/imports/$fixture" --probe 8 --probe-task \
+            > "$work/imports/$fixture.inspect.txt"
     done
+    "$bin/headlab" inspect "$work/imports/three-layers-mlm" --probe 8 \
+        --out "$work/imports/mlm-shipped" > "$work/imports/mlm-shipped.txt"
     "$bin/headlab" inspect "$work/imports/three-layers-mlm" --probe 8 \
         --probe-conllu crates/tasks/tests/fixtures/ud-sample.conllu \
         --out "$work/imports/mlm-treebank" > "$work/imports/mlm-treebank.txt"
@@ -97,7 +100,7 @@ produce() {
     if [ -f "$minilm/model.safetensors" ]; then
         echo "  import and inspect all-MiniLM-L6-v2"
         "$bin/headlab" import "$minilm" --out "$work/imports/minilm" > /dev/null
-        "$bin/headlab" inspect "$work/imports/minilm" --probe 16 --relation-sentences 64 \
+        "$bin/headlab" inspect "$work/imports/minilm" --probe 16 --relation-sentences 64 --probe-task \
             > "$work/imports/minilm.inspect.txt"
     else
         echo "  no all-MiniLM-L6-v2 at $minilm (scripts/setup/setup.sh fetches it): left out"

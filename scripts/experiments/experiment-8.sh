@@ -65,7 +65,7 @@ if [ "$minilm" -eq 1 ]; then
             masked=()
             if [ "$reading" = masked ]; then name="$grammar-masked"; masked=(--relations-masked); fi
             echo "== $name"
-            "$headlab" inspect "$run" --relation-sentences 1000 "${set_list[@]}" "${masked[@]}" \
+            "$headlab" inspect "$run" --probe-task --relation-sentences 1000 "${set_list[@]}" "${masked[@]}" \
                 --out "$reports/$name" >/dev/null
             mkdir -p "$data/$name"
             for file in relations.json relation-sentences.conllu summary.json heads.json \

@@ -276,12 +276,19 @@ struct Counted {
     loss: f64,
 }
 
-/// `headlab import CHECKPOINT --out OUT` then `headlab inspect OUT --probe PROBE`, both
-/// succeeding: inspect's output.
+/// `headlab import CHECKPOINT --out OUT` then `headlab inspect OUT --probe PROBE
+/// --probe-task` (the grammar's sentences, not the shipped treebank), both succeeding:
+/// inspect's output.
 fn import_and_inspect(checkpoint: &Path, out: &Path, probe: &str) -> Output {
     let output = import(&[checkpoint, Path::new("--out"), out]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let output = headlab::run("inspect", &[out, Path::new("--probe"), Path::new(probe)]);
+    let args = [
+        out,
+        Path::new("--probe"),
+        Path::new(probe),
+        Path::new("--probe-task"),
+    ];
+    let output = headlab::run("inspect", &args);
     assert!(output.status.success(), "{}", stderr(&output));
     output
 }
@@ -316,7 +323,9 @@ fn masked_words_scored(run: &Path, size: usize) -> Counted {
     let device = Device::flex();
     let (model, tokenizer) = imported_model(run);
     let mask = tokenizer.id("[MASK]").unwrap() as i64;
-    let reading = inspect::load::reading::Reading::of_run(&resolved, Some(tokenizer.clone()));
+    let mut reading =
+        inspect::load::reading::Reading::of_run(&resolved, Some(tokenizer.clone()));
+    reading.probe_task(); // as import_and_inspect's --probe-task
     let seed = resolved.config.seed;
     let probe = reading.probe(&resolved, (size, seed), 1, &device).unwrap();
     let mut counted = Counted {
@@ -843,7 +852,12 @@ fn all_minilm_l6_v2_imports_and_inspects_on_the_grammar_sentences() {
     );
     let output = headlab::run(
         "inspect",
-        &[out.as_path(), Path::new("--probe"), Path::new("8")],
+        &[
+            out.as_path(),
+            Path::new("--probe"),
+            Path::new("8"),
+            Path::new("--probe-task"),
+        ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let dir = ReportDir::new(out.join("inspect"));

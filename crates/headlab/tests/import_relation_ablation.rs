@@ -100,6 +100,7 @@ fn an_imported_masked_lm_loses_what_a_count_without_the_head_loses() {
         "--probe",
         "4",
         "--no-patching",
+        "--probe-task",
         "--relation-sentences",
         "40",
         "--out",

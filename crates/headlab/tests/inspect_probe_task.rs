@@ -219,3 +219,68 @@ fn a_treebank_without_a_sentence_that_fits_is_refused_with_the_numbers() {
     let output = inspect(&run, &["--probe-conllu", mixed.to_str().unwrap()], &out);
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+/// Issue 51, item 2: an imported model reads natural text by default, the treebank headlab
+/// ships (UD English EWT's test set, built in), and every report names its probe: on both
+/// pages, in `summary.json` and in `provenance.json`; `--probe-task` is the grammar again, and
+/// `--set task.KEY=VALUE` implies it.
+#[test]
+fn an_imported_model_reads_the_shipped_treebank_unless_told_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
+    let shipped = "treebank UD English EWT r2.16 (en_ewt-ud-test.conllu, shipped with headlab)";
+    let cases: [(&str, &[&str], &str, &str); 3] = [
+        ("default", &[], "shipped_treebank", shipped),
+        ("task", &["--probe-task"], "task", "task grammar,"),
+        (
+            "set",
+            &["--set", "task.ditransitive_prob=0.5"],
+            "task",
+            "task grammar with task.ditransitive_prob=0.5,",
+        ),
+    ];
+    for (name, extra, kind, named) in cases {
+        let out = tmp.path().join(name);
+        let mut args = vec!["--probe", "4", "--no-patching"];
+        args.extend(extra);
+        let output = inspect(&run, &args, &out);
+        assert!(output.status.success(), "{name}: {}", stderr(&output));
+        let dir = ReportDir::new(&out);
+        let summary: Summary = dir.read_json().unwrap();
+        let probe = serde_json::to_value(&summary.probe).unwrap();
+        assert_eq!(probe["kind"], kind, "{name}: {probe}");
+        let provenance: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("provenance.json")).unwrap()).unwrap();
+        assert_eq!(provenance["measured_with"]["probe"], probe, "{name}");
+        for page in ["index.html", "explore.html"] {
+            let text = std::fs::read_to_string(out.join(page)).unwrap();
+            assert!(
+                text.contains(named),
+                "{name}: {page} does not name its probe"
+            );
+        }
+        let relations: Relations = dir.read_json().unwrap();
+        let labels: Vec<&str> = relations
+            .relations
+            .iter()
+            .map(|r| r.relation.as_str())
+            .collect();
+        // UD's labels on natural text (`punct`, `obj`, `case`), the grammar's own on its
+        // sentences (`dobj`, which UD calls `obj`).
+        let natural = labels.iter().any(|l| ["punct", "obj", "case"].contains(l));
+        let treebank = kind == "shipped_treebank";
+        assert_eq!(natural, treebank, "{name}: {labels:?}");
+        assert_eq!(labels.contains(&"dobj"), !treebank, "{name}: {labels:?}");
+    }
+    let output = inspect(
+        &run,
+        &["--probe-task", "--probe-conllu", "x.conllu"],
+        &tmp.path().join("both"),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot be used with"),
+        "{}",
+        stderr(&output)
+    );
+}

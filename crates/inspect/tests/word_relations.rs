@@ -62,7 +62,8 @@ fn scored_both_ways(mask_fraction: Option<f64>) -> Relations {
     let fresh = run.config.model.init(&run.io, &device).unwrap();
     let model = weights::load(&dir.final_weights_path(), fresh).unwrap();
     let tokenizer = WordPieces::read(&dir.tokenizer_path()).unwrap();
-    let reading = Reading::of_run(&run, Some(tokenizer.clone()));
+    let mut reading = Reading::of_run(&run, Some(tokenizer.clone()));
+    reading.probe_task(); // the grammar's sentences, not the shipped treebank
     let context = MeasureContext {
         model: &model,
         reading: &reading,

@@ -68,9 +68,9 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
                 )
             });
     format!(
-        "task {}, {} layers x {} heads ({} layout), weights {}{sha256}, eval token accuracy {}, \
+        "{}, {} layers x {} heads ({} layout), weights {}{sha256}, eval token accuracy {}, \
          probe batch {} sequences",
-        loaded.resolved.task.name(),
+        measured.summary.probe.describe(loaded.resolved.task.name()),
         model.n_layers(),
         model.n_heads(),
         measured.summary.head_layout,

@@ -8,9 +8,9 @@
 //! with the sweep's options ([`MeasuredWith::differences`]), and measures it again otherwise.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use inspect::load::loaded_run::LoadedRun;
+pub use inspect::load::text::ProbeSource;
 use inspect::measure::MeasureOptions;
 use run::BackendKind;
 use run::manifest::FileRecord;
@@ -42,27 +42,6 @@ pub struct MeasuredWith {
     /// `--relations-masked`, under [`MeasureOptions`]' field names.
     #[serde(flatten)]
     pub options: MeasureOptions,
-}
-
-/// What a report's probe is made of.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ProbeSource {
-    /// The run's own task (its `config.toml`), changed by `inspect --set` overrides (empty:
-    /// none).
-    Task {
-        /// `task.KEY=VALUE`, as given.
-        overrides: Vec<String>,
-    },
-    /// The sentences of a treebank (`inspect --probe-conllu`).
-    Treebank {
-        /// The CoNLL-U file, its absolute path when measured.
-        file: PathBuf,
-        /// Its size in bytes.
-        bytes: u64,
-        /// Its SHA-256.
-        sha256: String,
-    },
 }
 
 impl Provenance {
@@ -101,11 +80,12 @@ impl Provenance {
 }
 
 impl MeasuredWith {
-    /// The options of `headlab inspect RUN` with no flags.
+    /// The options of `headlab inspect RUN` with no flags, for a run headlab trained (an
+    /// imported model's default probe is the shipped treebank instead).
     pub fn defaults() -> Self {
         Self {
             backend: BackendKind::default(),
-            probe: ProbeSource::Task { overrides: vec![] },
+            probe: ProbeSource::default(),
             options: MeasureOptions::default(),
         }
     }

@@ -18,7 +18,7 @@ use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError
 use crate::error::ReportError;
 use crate::figures;
 use crate::pages;
-use crate::provenance::{MeasuredWith, ProbeSource, Provenance};
+use crate::provenance::{MeasuredWith, Provenance};
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
@@ -38,37 +38,17 @@ pub struct ReportOptions {
     pub svg: bool,
     /// Where the model runs (recorded in `provenance.json`; the loaded run's device is it).
     pub backend: BackendKind,
-    /// The treebank the probe's sentences come from (`inspect --probe-conllu`), hashed into
-    /// `provenance.json`; `None`: the run's task.
-    pub probe_file: Option<PathBuf>,
 }
 
 impl ReportOptions {
     /// `provenance.json` of a report of `loaded` with these options.
-    pub fn provenance(&self, loaded: &LoadedRun) -> Result<Provenance, WriteError> {
-        let probe = match &self.probe_file {
-            None => ProbeSource::Task {
-                overrides: loaded.task_overrides.clone(),
-            },
-            Some(path) => {
-                let (bytes, sha256) =
-                    run::manifest::hash_file(path).map_err(|error| WriteError {
-                        path: path.clone(),
-                        error,
-                    })?;
-                ProbeSource::Treebank {
-                    file: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
-                    bytes,
-                    sha256,
-                }
-            }
-        };
+    pub fn provenance(&self, loaded: &LoadedRun) -> Provenance {
         let measured_with = MeasuredWith {
             backend: self.backend,
-            probe,
+            probe: loaded.probe_source(),
             options: self.measure,
         };
-        Ok(Provenance::of(loaded, measured_with))
+        Provenance::of(loaded, measured_with)
     }
 }
 
@@ -80,7 +60,7 @@ pub fn write_report(
 ) -> Result<Report, ReportError> {
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
-    let provenance = options.provenance(loaded)?;
+    let provenance = options.provenance(loaded);
     let measured = measure(loaded, &options.measure)?;
     let probe = &measured.probe;
     let dir = ReportDir::new(out);

@@ -15,6 +15,7 @@ use run::{ResolvedRun, RunDir, checkpoint, weights};
 
 use crate::load::inputs::{self, Inputs, InputsError};
 use crate::load::reading::Reading;
+use crate::load::text::ProbeSource;
 
 /// A run ready to be measured.
 #[derive(Debug)]
@@ -104,6 +105,11 @@ impl LoadedRun {
             })?;
         self.task_overrides = overrides.to_vec();
         Ok(())
+    }
+
+    /// Where the probe comes from: the run's task with its overrides, or a treebank.
+    pub fn probe_source(&self) -> ProbeSource {
+        self.reading.probe_source(&self.task_overrides)
     }
 
     /// The model with the weights of the snapshot at `path` (one of `dir.snapshots_dir()`),

@@ -25,6 +25,7 @@ use crate::load::masked_words::MaskedWords;
 use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
 use crate::load::sentences::{PieceProbeError, PieceSentences};
+use crate::load::text::{self, ProbeSource};
 
 /// Sentences per forward pass when a model reads its task's tokens: bounds the cached
 /// activations held at once ([`PieceSentences::each_chunk`] has its own, for pieces).
@@ -48,9 +49,12 @@ pub struct PieceReading {
     pub mask: Option<u32>,
     /// The most pieces one sequence may hold (the model's positions).
     pub max_positions: usize,
-    /// A treebank's sentences to probe with instead of the task's (`inspect
-    /// --probe-conllu`); `None`: the task's.
+    /// A treebank's sentences to probe with instead of the task's: the shipped treebank by
+    /// default, or `inspect --probe-conllu`'s; `None`: the task's (`--probe-task`).
     pub treebank: Option<Vec<TreebankSentence>>,
+    /// Where the probe's sentences come from (for a task probe, without its overrides: the
+    /// loaded run holds those).
+    pub source: ProbeSource,
 }
 
 /// A reading that cannot do what was asked.
@@ -71,6 +75,14 @@ pub enum ReadingError {
     /// A treebank that cannot be read.
     #[error(transparent)]
     Treebank(#[from] tasks::conllu::ConlluError),
+    /// A treebank that cannot be read to be hashed.
+    #[error("cannot read {path}: {error}")]
+    TreebankFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
 }
 
 /// What the output layer is scored on, and what a report leaves out.
@@ -134,7 +146,8 @@ pub enum ReadSentences {
 
 impl Reading {
     /// The reading of `run`: its tokenizer's pieces when it was imported (`tokenizer`),
-    /// else its task's tokens.
+    /// probed with the shipped treebank's natural text ([`crate::load::text`]), else its
+    /// task's tokens.
     pub fn of_run(run: &ResolvedRun, tokenizer: Option<WordPieces>) -> Self {
         match tokenizer {
             None => Reading::Tokens,
@@ -142,8 +155,29 @@ impl Reading {
                 mask: tokenizer.id("[MASK]"),
                 tokenizer,
                 max_positions: run.io.max_seq_len,
-                treebank: None,
+                treebank: Some(text::shipped_sentences()),
+                source: ProbeSource::shipped(),
             })),
+        }
+    }
+
+    /// Where the probe comes from, a task probe with `task_overrides`.
+    pub fn probe_source(&self, task_overrides: &[String]) -> ProbeSource {
+        match self {
+            Reading::Pieces(pieces) if pieces.source.is_treebank() => pieces.source.clone(),
+            _ => ProbeSource::Task {
+                overrides: task_overrides.to_vec(),
+            },
+        }
+    }
+
+    /// Probes an imported model with its task's sentences (the grammar's, `inspect
+    /// --probe-task`) instead of the shipped treebank; a model headlab trained reads its task
+    /// anyway.
+    pub fn probe_task(&mut self) {
+        if let Reading::Pieces(pieces) = self {
+            pieces.treebank = None;
+            pieces.source = ProbeSource::default();
         }
     }
 
@@ -160,6 +194,11 @@ impl Reading {
             Reading::Tokens => Err(ReadingError::TreebankForTokens(run.display().to_string())),
             Reading::Pieces(pieces) => {
                 pieces.treebank = Some(tasks::conllu::read(path)?);
+                pieces.source =
+                    ProbeSource::file(path).map_err(|error| ReadingError::TreebankFile {
+                        path: path.to_path_buf(),
+                        error,
+                    })?;
                 Ok(())
             }
         }

@@ -236,6 +236,7 @@ fn summarise(
     Summary {
         name: config.name.clone(),
         task: loaded.resolved.task.name().to_string(),
+        probe: loaded.probe_source(),
         head_layout: format!("{:?}", config.model.head_layout).to_lowercase(),
         n_layers: model.n_layers(),
         n_heads: model.n_heads(),

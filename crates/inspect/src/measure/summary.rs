@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::interventions::pruning::Pruning;
+use crate::load::text::ProbeSource;
 use crate::measures::similarity::{LayerSimilarity, mean_off_diagonal};
 
 /// `similarity.json`.
@@ -21,6 +22,11 @@ pub struct Summary {
     pub name: String,
     /// Task kind.
     pub task: String,
+    /// What the probe's sequences are: the run's task (with `inspect --set` overrides), the
+    /// shipped treebank, or a treebank file, as `provenance.json` names it. A task probe in a
+    /// `summary.json` written before it was recorded.
+    #[serde(default)]
+    pub probe: ProbeSource,
     /// `split`, `wide` or `narrow`.
     pub head_layout: String,
     /// Encoder blocks.

@@ -44,9 +44,15 @@ pub struct Args {
     #[arg(long)]
     svg: bool,
     /// Probe an imported model with the sentences of this Universal Dependencies treebank
-    /// (CoNLL-U) instead of the grammar task's: relations.json scores its labels.
-    #[arg(long, value_name = "FILE")]
+    /// (CoNLL-U) instead of the shipped one (UD English EWT's test set, the default):
+    /// relations.json scores its labels.
+    #[arg(long, value_name = "FILE", conflicts_with = "probe_task")]
     probe_conllu: Option<PathBuf>,
+    /// Probe an imported model with its task's sentences (the grammar's, as a model headlab
+    /// trained is) instead of the shipped treebank's natural text; --set task.KEY=VALUE
+    /// implies it.
+    #[arg(long)]
+    probe_task: bool,
     /// Where the model runs: flex (the default) or ndarray on the CPU, or wgpu (a GPU, or
     /// lavapipe's software Vulkan); the numbers agree within float rounding.
     #[arg(long, value_enum, default_value_t = run::BackendKind::Flex)]
@@ -86,8 +92,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut loaded =
         inspect::load::loaded_run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
     loaded.set_task(&args.task_set)?;
-    if let Some(path) = &args.probe_conllu {
-        loaded.reading.probe_with(path, &args.run)?;
+    match &args.probe_conllu {
+        Some(path) => loaded.reading.probe_with(path, &args.run)?,
+        // Task overrides change the task's sentences: they ask for the task probe.
+        None if args.probe_task || !args.task_set.is_empty() => loaded.reading.probe_task(),
+        None => {} // the run's own: its task, or for an imported model the shipped treebank
     }
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
@@ -103,7 +112,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         },
         svg: args.svg,
         backend: args.backend,
-        probe_file: args.probe_conllu.clone(),
     };
     let report = crate::write::write_report(&loaded, &out, &options)?;
     let accuracy = report.measured.eval_token_acc.map_or_else(

@@ -1,0 +1,133 @@
+//! What a model is probed with ([`ProbeSource`]), and the natural text headlab ships: the test
+//! set of the Universal Dependencies English Web Treebank (release r2.16, CC BY-SA 4.0;
+//! `data/ud-english-ewt/`), built into the binary so that `headlab inspect` of an imported
+//! model reads real text by default, from any directory. A model headlab trained reads its
+//! task; an imported one the shipped treebank, a treebank file (`--probe-conllu`), or its
+//! task's sentences (`--probe-task`, the grammar).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tasks::conllu::TreebankSentence;
+
+/// The shipped treebank's file name.
+pub const SHIPPED_FILE: &str = "en_ewt-ud-test.conllu";
+/// The shipped treebank's name and release.
+pub const SHIPPED_TREEBANK: &str = "UD English EWT r2.16";
+/// The shipped treebank's text (`data/ud-english-ewt/en_ewt-ud-test.conllu`, unchanged).
+const SHIPPED_TEXT: &str = include_str!("../../../../data/ud-english-ewt/en_ewt-ud-test.conllu");
+
+/// The shipped treebank's sentences, in file order (2,077).
+pub fn shipped_sentences() -> Vec<TreebankSentence> {
+    tasks::conllu::parse(SHIPPED_TEXT, Path::new(SHIPPED_FILE))
+        .expect("the shipped treebank parses (crates/headlab/tests/shipped_data.rs reads it)")
+}
+
+/// Where a probe's sentences or sequences come from: what a report names on its pages, in
+/// `summary.json` and in `provenance.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ProbeSource {
+    /// The run's own task (its `config.toml`; for an imported model the grammar), changed
+    /// by `inspect --set` overrides (empty: none).
+    Task {
+        /// `task.KEY=VALUE`, as given.
+        overrides: Vec<String>,
+    },
+    /// The treebank headlab ships, built into the binary: an imported model's default.
+    ShippedTreebank {
+        /// Its name and release.
+        treebank: String,
+        /// Its file name in `data/ud-english-ewt/`.
+        file: String,
+        /// Its SHA-256.
+        sha256: String,
+    },
+    /// A treebank file (`inspect --probe-conllu`).
+    Treebank {
+        /// The CoNLL-U file, its absolute path when read.
+        file: PathBuf,
+        /// Its size in bytes.
+        bytes: u64,
+        /// Its SHA-256.
+        sha256: String,
+    },
+}
+
+impl Default for ProbeSource {
+    fn default() -> Self {
+        ProbeSource::Task { overrides: vec![] }
+    }
+}
+
+impl ProbeSource {
+    /// The shipped treebank.
+    pub fn shipped() -> Self {
+        ProbeSource::ShippedTreebank {
+            treebank: SHIPPED_TREEBANK.to_string(),
+            file: SHIPPED_FILE.to_string(),
+            sha256: run::dir::sha256_hex(SHIPPED_TEXT.as_bytes()),
+        }
+    }
+
+    /// The treebank file at `path`, as read now.
+    pub fn file(path: &Path) -> std::io::Result<Self> {
+        let (bytes, sha256) = run::manifest::hash_file(path)?;
+        Ok(ProbeSource::Treebank {
+            file: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            bytes,
+            sha256,
+        })
+    }
+
+    /// Whether the probe is natural text with gold parses (a treebank), not the task's.
+    pub fn is_treebank(&self) -> bool {
+        !matches!(self, ProbeSource::Task { .. })
+    }
+
+    /// One line for a page: `task grammar`, `treebank UD English EWT r2.16
+    /// (en_ewt-ud-test.conllu, shipped with headlab)`, `treebank /data/x.conllu`. `task` is the run's task's name.
+    pub fn describe(&self, task: &str) -> String {
+        match self {
+            ProbeSource::Task { overrides } if overrides.is_empty() => format!("task {task}"),
+            ProbeSource::Task { overrides } => {
+                format!("task {task} with {}", overrides.join(", "))
+            }
+            ProbeSource::ShippedTreebank { treebank, file, .. } => {
+                format!("treebank {treebank} ({file}, shipped with headlab)")
+            }
+            ProbeSource::Treebank { file, .. } => format!("treebank {}", file.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_treebank_is_the_whole_test_set() {
+        let sentences = shipped_sentences();
+        assert_eq!(sentences.len(), 2077);
+        assert_eq!(
+            ProbeSource::shipped().describe("grammar"),
+            "treebank UD English EWT r2.16 (en_ewt-ud-test.conllu, shipped with headlab)"
+        );
+    }
+
+    #[test]
+    fn a_probe_source_names_itself_and_reads_back() {
+        let task = ProbeSource::Task {
+            overrides: vec!["task.lexicon=classes".into()],
+        };
+        assert_eq!(
+            task.describe("grammar"),
+            "task grammar with task.lexicon=classes"
+        );
+        assert!(!task.is_treebank() && ProbeSource::shipped().is_treebank());
+        let json = serde_json::to_string(&ProbeSource::shipped()).unwrap();
+        assert!(json.contains("\"kind\":\"shipped_treebank\""), "{json}");
+        let back: ProbeSource = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, ProbeSource::shipped());
+    }
+}
