@@ -62,12 +62,13 @@ impl Size {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Implementation {
-    /// headlab's [`model::Encoder`].
+    // These doc comments are `bench --help`'s text: plain words, no rustdoc links.
+    /// headlab's own encoder (`model::Encoder`).
     Headlab,
-    /// Burn's built-in `TransformerEncoder` ([`BurnEncoder`]).
+    /// Burn's built-in `TransformerEncoder` (`BurnEncoder` here).
     Burn,
     /// The PyTorch reference of headlab's encoder (`crates/bench/python/reference.py`), on
-    /// the CPU, in a Python process of its own ([`crate::pytorch`]).
+    /// the CPU, in a Python process of its own (`crate::pytorch`).
     Pytorch,
 }
 

@@ -47,6 +47,23 @@ fn heads_are_matched_across_seeds() {
         "{stdout}"
     );
 
+    // Two runs of one seed are told apart by their directories' names, not "seed 3" twice.
+    let again = tmp.path().join("again");
+    common::train_run(Path::new(TINY), &[], &again);
+    let same_seed = tmp.path().join("same-seed");
+    let output = compare(&[&seed_3, &again, Path::new("--out"), &same_seed]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let header = text.lines().find(|l| l.starts_with("slot")).unwrap();
+    assert!(
+        header.contains("seed-3") && header.contains("again") && !header.contains("seed 3"),
+        "{header}"
+    );
+
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("matching.json")).unwrap()).unwrap();
     let runs = json["runs"].as_array().unwrap();

@@ -51,6 +51,11 @@ fn every_subcommand_answers_help_and_version() {
             text.contains(&format!("Usage: headlab {name}")),
             "headlab {name} --help:\n{text}"
         );
+        // Doc comments are the help text: a rustdoc link there shows as `[`x`]` syntax.
+        assert!(
+            !text.contains("[`"),
+            "headlab {name} --help shows rustdoc link syntax:\n{text}"
+        );
     }
     for name in ["sweep run", "sweep verify", "sweep report"] {
         let mut args: Vec<&str> = name.split(' ').collect();

@@ -485,6 +485,27 @@ fn resume_without_a_checkpoint_is_refused() {
     assert!(err.contains("nothing to resume"), "{err}");
 }
 
+/// Issue 54: a finished run resumed with more steps named only "train differs"; the message
+/// names the key with both values, and how to train longer.
+#[test]
+fn resume_with_another_config_names_the_key_and_both_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "run");
+    let dir = dir.to_str().unwrap();
+    assert!(run_train(&[TINY, "--out", dir]).status.success());
+    let err = train_fails(&[TINY, "--out", dir, "--resume", "--set", "train.steps=40"]);
+    assert!(
+        err.contains("train.steps is 40 here and 20 in the run") && err.contains("to train longer"),
+        "{err}"
+    );
+    let err = train_fails(&[TINY, "--out", dir, "--resume", "--set", "model.n_heads=4"]);
+    assert!(
+        err.contains("model.n_heads is 4 here and 2 in the run"),
+        "{err}"
+    );
+    assert!(!err.contains("to train longer"), "{err}");
+}
+
 #[test]
 fn a_diverging_loss_stops_the_run_naming_the_step() {
     let tmp = tempfile::tempdir().unwrap();

@@ -208,11 +208,40 @@ fn matched_attention_figure(
     )
 }
 
+/// Each run's column title: `seed N` where the seeds tell the runs apart, else the run
+/// directory's name (two runs of one seed: another config, a copy), else its whole path.
+fn run_labels(comparison: &Comparison) -> Vec<String> {
+    let runs = &comparison.runs;
+    let distinct = |labels: &[String]| {
+        let mut sorted = labels.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        sorted.len() == labels.len()
+    };
+    let seeds: Vec<String> = runs.iter().map(|r| format!("seed {}", r.seed)).collect();
+    if distinct(&seeds) {
+        return seeds;
+    }
+    let names: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            r.dir.file_name().map_or_else(
+                || r.dir.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            )
+        })
+        .collect();
+    if distinct(&names) {
+        return names;
+    }
+    runs.iter().map(|r| r.dir.display().to_string()).collect()
+}
+
 /// The slot table printed on the terminal: one row per reference head, one column per run.
 pub fn table(comparison: &Comparison) -> String {
     let mut header = format!("{:<6}", "slot");
-    for run in &comparison.runs {
-        header.push_str(&format!(" {:<24}", format!("seed {}", run.seed)));
+    for label in run_labels(comparison) {
+        header.push_str(&format!(" {label:<24}"));
     }
     header.push_str(" consistent");
     let mut lines = vec![header];

@@ -266,19 +266,46 @@ pub const MAX_GROUP_SEEDS: usize = 1024;
 /// step numbers) and dropout's.
 const EVAL_STREAM: u64 = u64::MAX;
 
-impl RunConfig {
-    /// The first top-level key or section where `self` and `other` differ; `None` when
-    /// they are equal.
-    pub fn first_difference(&self, other: &RunConfig) -> Option<String> {
-        let table = |c: &RunConfig| match toml::Value::try_from(c) {
-            Ok(toml::Value::Table(table)) => table,
-            _ => unreachable!("a run config serializes to a table"),
+/// The dotted path (under `path`) of the first value where `a` and `b` differ, one of them
+/// absent included.
+fn first_leaf_difference(a: &toml::Value, b: &toml::Value, path: &str) -> Option<String> {
+    let (toml::Value::Table(a_table), toml::Value::Table(b_table)) = (a, b) else {
+        return (a != b).then(|| path.to_string());
+    };
+    a_table.keys().chain(b_table.keys()).find_map(|key| {
+        let inner = match path {
+            "" => key.clone(),
+            _ => format!("{path}.{key}"),
         };
-        let (a, b) = (table(self), table(other));
-        a.keys()
-            .chain(b.keys())
-            .find(|key| a.get(*key) != b.get(*key))
-            .cloned()
+        match (a_table.get(key), b_table.get(key)) {
+            (Some(a), Some(b)) => first_leaf_difference(a, b, &inner),
+            (a, b) => (a != b).then_some(inner),
+        }
+    })
+}
+
+impl RunConfig {
+    /// The first key where `self` and `other` differ, dotted down to the value
+    /// (`train.steps`, not `train`); `None` when they are equal.
+    pub fn first_difference(&self, other: &RunConfig) -> Option<String> {
+        first_leaf_difference(&self.as_toml(), &other.as_toml(), "")
+    }
+
+    /// The value at the dotted `key` ([`RunConfig::first_difference`]'s), as TOML writes it;
+    /// `unset` where the config has none.
+    pub fn value_at(&self, key: &str) -> String {
+        let mut value = &self.as_toml();
+        for part in key.split('.') {
+            match value.get(part) {
+                Some(inner) => value = inner,
+                None => return "unset".to_string(),
+            }
+        }
+        value.to_string()
+    }
+
+    fn as_toml(&self) -> toml::Value {
+        toml::Value::try_from(self).expect("a run config serializes to TOML")
     }
 
     /// The run's fixed evaluation set: what training reports accuracy on, and what `inspect`

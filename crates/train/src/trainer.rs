@@ -122,14 +122,26 @@ pub enum TrainError {
     },
     /// `--resume` with a different config.
     #[error(
-        "the config differs from the one the run in {dir} was started with ({key} differs); \
-         resume with the same config (the run's own config.toml works), or start over with --force"
+        "the config differs from the one the run in {dir} was started with: {key} is {here} \
+         here and {there} in the run; resume with the same config (the run's own config.toml \
+         works), or start over with --force{}",
+        if key.starts_with("train.") {
+            " (a run's training settings, its steps and learning-rate schedule among them, \
+             are fixed when it starts: to train longer, train a new run with the new \
+             train.steps, in another --out)"
+        } else {
+            ""
+        }
     )]
     ConfigChanged {
         /// The run.
         dir: PathBuf,
-        /// The first differing section.
+        /// The first differing key, dotted (`train.steps`).
         key: String,
+        /// Its value in the config given.
+        here: String,
+        /// Its value in the run's config.
+        there: String,
     },
     /// No GPU for wgpu.
     #[error(transparent)]
@@ -334,6 +346,8 @@ pub(crate) fn claim_run_dir(
     if let Some(key) = dir.config_difference(&run.config)? {
         return Err(TrainError::ConfigChanged {
             dir: dir.root().to_path_buf(),
+            here: run.config.value_at(&key),
+            there: dir.config()?.value_at(&key),
             key,
         });
     }
