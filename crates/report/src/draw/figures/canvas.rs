@@ -144,7 +144,9 @@ pub fn token_labels(ids: &[u32], names: Option<&[String]>) -> Vec<String> {
         .collect()
 }
 
-/// A heatmap of `rows` x `cols` cells, row 0 at the top, with labelled rows and columns.
+/// A heatmap of `rows` x `cols` cells, row 0 at the top, with labelled rows and columns and a
+/// colour bar at its right: the scale from `range`'s low end (bottom) to its high end (top),
+/// both written, and `unit` under it, so a colour is read as a number, never guessed.
 pub(crate) struct Heatmap<'a> {
     pub(crate) caption: String,
     pub(crate) values: &'a dyn Fn(usize, usize) -> f64,
@@ -153,6 +155,11 @@ pub(crate) struct Heatmap<'a> {
     pub(crate) row_labels: Vec<String>,
     pub(crate) col_labels: Vec<String>,
     pub(crate) range: (f64, f64),
+    /// What the values are, in a few words (`attention weight`, `cosine`): the bar's label.
+    pub(crate) unit: &'a str,
+    /// What unrelated heads would score, marked on the bar (a line and its number), so a
+    /// colour near it reads as nothing found; `None` where the measure has no such baseline.
+    pub(crate) baseline: Option<f64>,
     /// Write each cell's value in it (small matrices only).
     pub(crate) annotate: bool,
     pub(crate) x_desc: &'a str,
@@ -176,11 +183,18 @@ pub(crate) struct LabelLayout {
     pub(crate) rotate: bool,
 }
 
+/// Width of a heatmap's colour bar strip, in pixels: the bar, its numbers and its unit.
+const COLOUR_BAR_PX: u32 = 52;
+
 impl Heatmap<'_> {
-    /// Draws the heatmap on `area`, its caption on top.
+    /// Draws the heatmap on `area`, its caption on top and its colour bar at its right.
     pub(crate) fn draw(&self, area: &Area) -> DrawResult {
+        let width = area.dim_in_pixel().0;
+        let (area, bar) = area.split_horizontally(width.saturating_sub(COLOUR_BAR_PX));
+        let area = &area;
         let (rows, cols) = (self.rows as i32, self.cols as i32);
         let layout = self.label_layout(area);
+        self.draw_colour_bar(&bar, layout.x_area)?;
         let mut chart = ChartBuilder::on(area)
             .caption(&self.caption, (FONT, 15))
             .margin(6)
@@ -193,6 +207,58 @@ impl Heatmap<'_> {
             )?;
         self.draw_axes(&mut chart, layout.rotate)?;
         self.draw_cells(&mut chart)
+    }
+
+    /// The colour bar on `strip`, level with the cells (below the caption, above the column
+    /// labels' `x_area`): the colours from the range's low end at the bottom to its high end
+    /// at the top, the two ends written beside it, the unit turned along it.
+    fn draw_colour_bar(&self, strip: &Area, x_area: u32) -> DrawResult {
+        const STEPS: i32 = 48;
+        let (lo, hi) = self.range;
+        let height = strip.dim_in_pixel().1 as i32;
+        let (top, bottom) = (32, (height - x_area as i32 - 8).max(40));
+        let (left, right) = (4, 14);
+        let span = (bottom - top) as f64;
+        for step in 0..STEPS {
+            // Step 0 at the bottom: the low end.
+            let y1 = bottom - (span * f64::from(step) / f64::from(STEPS)) as i32;
+            let y0 = bottom - (span * f64::from(step + 1) / f64::from(STEPS)) as i32;
+            let t = (f64::from(step) + 0.5) / f64::from(STEPS);
+            let colour = viridis(lo + t * (hi - lo), lo, hi);
+            strip.draw(&Rectangle::new([(left, y0), (right, y1)], colour.filled()))?;
+        }
+        strip.draw(&Rectangle::new(
+            [(left, top), (right, bottom)],
+            BLACK.stroke_width(1),
+        ))?;
+        let number = TextStyle::from((FONT, 11).into_font());
+        strip.draw_text(&bar_number(hi), &number, (right + 3, top - 5))?;
+        strip.draw_text(&bar_number(lo), &number, (right + 3, bottom - 7))?;
+        let level =
+            |value: f64| bottom - (span * ((value - lo) / (hi - lo)).clamp(0.0, 1.0)) as i32;
+        match self.baseline.filter(|b| b.is_finite() && hi > lo) {
+            Some(baseline) => {
+                let y = level(baseline);
+                strip.draw(&PathElement::new(
+                    [(left - 3, y), (right + 2, y)],
+                    BLACK.stroke_width(2),
+                ))?;
+                strip.draw_text(&bar_number(baseline), &number, (right + 3, y - 6))?;
+            }
+            None if hi > lo => {
+                let middle = (lo + hi) / 2.0;
+                strip.draw_text(&bar_number(middle), &number, (right + 3, level(middle) - 6))?;
+            }
+            None => {}
+        }
+        let turned = TextStyle::from((FONT, 11).into_font()).transform(FontTransform::Rotate90);
+        let unit_at = (right + 30, top + 6);
+        strip.draw_text(
+            &excerpt(self.unit, (bottom - top - 12).max(0) as usize / 6),
+            &turned,
+            unit_at,
+        )?;
+        Ok(())
     }
 
     /// The label areas' sizes on `area`, and whether the column labels must turn.
@@ -291,6 +357,30 @@ impl Heatmap<'_> {
             }))?;
         }
         Ok(())
+    }
+}
+
+/// A colour bar's end, as short as it reads: `1`, `0.25`, `-0.5`, `1e-3`.
+fn bar_number(value: f64) -> String {
+    if value == value.round() && value.abs() < 1e4 {
+        format!("{value:.0}")
+    } else if value.abs() >= 0.01 && value.abs() < 1e4 {
+        let text = format!("{value:.2}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{value:.0e}")
+    }
+}
+
+/// `text` cut to `chars` characters (an ellipsis marking the cut).
+fn excerpt(text: &str, chars: usize) -> String {
+    match text.chars().count() <= chars {
+        true => text.to_string(),
+        false => text
+            .chars()
+            .take(chars.saturating_sub(1))
+            .chain(['…'])
+            .collect(),
     }
 }
 
@@ -430,6 +520,55 @@ pub(crate) fn legend_below<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 54: every heatmap has a colour bar: in the strip at its right, the top step's
+    /// colour (the high end) above the bottom step's (the low end), colours no cell has.
+    #[test]
+    fn a_heatmap_draws_its_colour_bar_low_end_at_the_bottom() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("map.png");
+        let (width, height) = (300u32, 240u32);
+        render(&path, (width, height), |area| {
+            Heatmap {
+                caption: "one value".into(),
+                values: &|_, _| 0.5,
+                rows: 2,
+                cols: 2,
+                row_labels: vec!["a".into(), "b".into()],
+                col_labels: vec!["c".into(), "d".into()],
+                range: (0.0, 1.0),
+                unit: "attention weight",
+                baseline: Some(0.25),
+                annotate: false,
+                x_desc: "x",
+                y_desc: "y",
+            }
+            .draw(area)
+        })
+        .unwrap();
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut rgb = vec![0; reader.output_buffer_size().unwrap()];
+        reader.next_frame(&mut rgb).unwrap();
+        let rows_with = |colour: RGBColor| -> Vec<u32> {
+            (0..height)
+                .filter(|&y| {
+                    (width - COLOUR_BAR_PX..width).any(|x| {
+                        let at = 3 * (y * width + x) as usize;
+                        rgb[at..at + 3] == [colour.0, colour.1, colour.2]
+                    })
+                })
+                .collect()
+        };
+        let top = rows_with(viridis(47.5 / 48.0, 0.0, 1.0));
+        let bottom = rows_with(viridis(0.5 / 48.0, 0.0, 1.0));
+        assert!(!top.is_empty() && !bottom.is_empty(), "no colour bar");
+        assert!(
+            top.iter().max() < bottom.iter().min(),
+            "the high end is not on top"
+        );
+    }
 
     #[test]
     fn a_value_that_is_no_number_gets_the_no_value_grey_not_a_panic() {

@@ -66,6 +66,8 @@ pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> 
                 row_labels: row_labels.clone(),
                 col_labels: heads.clone(),
                 range: (0.0, 1.0),
+                unit: "share of arcs found",
+                baseline: None,
                 annotate: cols <= 32,
                 x_desc: "head",
                 y_desc: "relation",

@@ -32,6 +32,8 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
                     ("output CKA", &layer.output_cka, (0.0, 1.0)),
                 ];
                 for (m, (name, matrix, range)) in measures.into_iter().enumerate() {
+                    // The bar's unit: the measure without its object (`cosine`, `CKA`).
+                    let unit = name.split_once(' ').map_or(name, |(_, unit)| unit);
                     if matrix.is_empty() {
                         continue;
                     }
@@ -43,6 +45,8 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
                         row_labels: labels.clone(),
                         col_labels: labels.clone(),
                         range,
+                        unit,
+                        baseline: None,
                         annotate: n_heads <= 8,
                         x_desc: "head",
                         y_desc: "head",
