@@ -196,7 +196,7 @@ fn check_provenance(report: &Path) {
         let bytes = std::fs::read(run.join(file)).unwrap();
         assert_eq!(
             inputs[file]["sha256"],
-            run::dir::sha256_hex(&bytes).as_str(),
+            run::hash::sha256_hex(&bytes).as_str(),
             "{file}"
         );
         assert_eq!(inputs[file]["bytes"], bytes.len(), "{file}");

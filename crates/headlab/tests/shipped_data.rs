@@ -44,7 +44,7 @@ fn every_shipped_file_is_the_one_its_readme_names() {
         let path = dir.join(&file);
         let contents = std::fs::read(&path).unwrap();
         assert_eq!(contents.len() as u64, bytes, "{file}'s size");
-        assert_eq!(run::dir::sha256_hex(&contents), sha256, "{file}'s SHA-256");
+        assert_eq!(run::hash::sha256_hex(&contents), sha256, "{file}'s SHA-256");
         if let Some(sentences) = sentences {
             let read = tasks::conllu::read(&path).unwrap();
             assert_eq!(read.len(), sentences, "{file}'s sentences");

@@ -12,7 +12,7 @@ use run::tensor_file::{HostTensor, write_tensors};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
 use inspect::measure::summary::SimilarityFile;
-use inspect::measure::{MeasureOptions, Measured, measure};
+use inspect::measure::{MeasureOptions, Measured, Stages, measure_in_stages};
 
 use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError};
 use crate::error::ReportError;
@@ -58,10 +58,21 @@ pub fn write_report(
     out: &Path,
     options: &ReportOptions,
 ) -> Result<Report, ReportError> {
+    write_report_in_stages(loaded, out, options, &mut ())
+}
+
+/// [`write_report`], telling `stages` as each stage of measuring and writing starts.
+pub fn write_report_in_stages(
+    loaded: &LoadedRun,
+    out: &Path,
+    options: &ReportOptions,
+    stages: &mut dyn Stages,
+) -> Result<Report, ReportError> {
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
     let provenance = options.provenance(loaded);
-    let measured = measure(loaded, &options.measure)?;
+    let measured = measure_in_stages(loaded, &options.measure, stages)?;
+    stages.start("the report's files and figures");
     let probe = &measured.probe;
     let dir = ReportDir::new(out);
     dir.create()?;

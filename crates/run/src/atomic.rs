@@ -1,9 +1,28 @@
 //! The one writer of files: write to a temporary name in the same directory, flush to disk,
 //! then rename into place, so a reader never sees half a file and a crash never leaves one.
+//! It remembers the size and SHA-256 of what it wrote ([`written`]), so that a manifest
+//! sealed later records the bytes written, not whatever is on disk by then
+//! ([`crate::manifest::seal`]): a file changed between its write and the seal (a flipped
+//! byte, the same size) is found damaged, never sealed in.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What this process last wrote under each path (absolute): size and SHA-256.
+static WRITTEN: Mutex<BTreeMap<PathBuf, (u64, String)>> = Mutex::new(BTreeMap::new());
+
+/// The size and SHA-256 of the bytes this process last wrote to `path` with
+/// [`write_atomic`]; `None` for a file it did not write (or wrote otherwise, as an append).
+pub fn written(path: &Path) -> Option<(u64, String)> {
+    let key = std::path::absolute(path).ok()?;
+    let written = WRITTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    written.get(&key).cloned()
+}
 
 /// The temporary name `path` is written under before the rename.
 fn temporary_path(path: &Path) -> PathBuf {
@@ -23,10 +42,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         file.sync_all()?;
         fs::rename(&tmp, path)
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    match &result {
+        Ok(()) => remember(path, bytes),
+        Err(_) => {
+            let _ = fs::remove_file(&tmp);
+        }
     }
     result
+}
+
+fn remember(path: &Path, bytes: &[u8]) {
+    let Ok(key) = std::path::absolute(path) else {
+        return;
+    };
+    let record = (bytes.len() as u64, crate::hash::sha256_hex(bytes));
+    let mut written = WRITTEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    written.insert(key, record);
 }
 
 /// Fills a fresh temporary directory through `fill`, then renames it to `dir`

@@ -26,10 +26,10 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::atomic::{remove_dir_atomic, write_atomic};
 use crate::config::{ConfigError, ResolvedRun, RunConfig};
+use crate::hash::sha256_hex;
 use crate::manifest::{Depth, FileRecord, MANIFEST, Verdict};
 use crate::metrics::{self, MetricsRecord};
 use tasks::TaskConfig;
@@ -797,23 +797,9 @@ fn quote_name(name: &str) -> String {
     format!("\"{}\"", crate::config::excerpt(name, 60))
 }
 
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    crate::manifest::hex(&Sha256::digest(bytes))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sha256_matches_the_standard_test_vector() {
-        // FIPS 180-2, appendix B.1.
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-    }
 
     #[test]
     fn clearing_a_run_removes_only_its_own_names_and_never_follows_links() {

@@ -3,7 +3,9 @@
 //! and none of them names a file of a run by hand.
 //!
 //! The map, lowest first (a file imports only from the ones above it):
-//! - [`atomic`]: the one writer of files (temporary name, flush, rename); [`small_file`]: the
+//! - [`hash`]: SHA-256 in lowercase hex, as every record of headlab writes it.
+//! - [`atomic`]: the one writer of files (temporary name, flush, rename; it remembers what it
+//!   wrote, for the manifests); [`small_file`]: the
 //!   one reader of the small files a user names (configs, tokenizers); [`name`]: the one
 //!   rule for a run's name; [`manifest`]: what a finished directory consists of (sizes and
 //!   hashes), and the checks that tell a complete one from a damaged one.
@@ -28,6 +30,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod dir;
+pub mod hash;
 pub mod hf;
 pub mod import;
 pub mod manifest;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::atomic::write_atomic;
+use crate::hash::hex;
 
 /// The manifest's file name, in the directory it describes.
 pub const MANIFEST: &str = "manifest.json";
@@ -82,12 +83,20 @@ pub enum Verdict {
 
 /// Records `files` (paths relative to `root`) with their sizes and hashes in
 /// `root/manifest.json`, replacing any manifest there. Call it once everything is written.
+/// A file this process wrote ([`crate::atomic::written`]) is recorded as written while its
+/// size on disk is the size written: a change since (a flipped byte) is then damage that
+/// [`check`] finds, not a new truth. Any other file (appended to, or written elsewhere) is
+/// recorded as it is on disk.
 pub fn seal(root: &Path, files: &[String]) -> io::Result<Manifest> {
     let mut records = BTreeMap::new();
     for name in files {
         let path = root.join(name);
-        let (bytes, sha256) = hash_file(&path)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let with_path = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let size_now = std::fs::metadata(&path).map_err(with_path)?.len();
+        let (bytes, sha256) = match crate::atomic::written(&path) {
+            Some((bytes, sha256)) if bytes == size_now => (bytes, sha256),
+            _ => hash_file(&path).map_err(with_path)?,
+        };
         records.insert(name.clone(), FileRecord { bytes, sha256 });
     }
     let manifest = Manifest {
@@ -198,14 +207,37 @@ pub fn hash_file(path: &Path) -> io::Result<(u64, String)> {
     Ok((total, hex(&hasher.finalize())))
 }
 
-/// `bytes` as lowercase hex, the form every SHA-256 of headlab is written in.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file changed after this process wrote it and before the seal (the same size) is
+    /// damage the manifest finds, not what it records; a file appended to is recorded as it
+    /// is on disk.
+    #[test]
+    fn a_seal_records_the_bytes_written_not_a_change_made_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let (heads, metrics) = (
+            dir.path().join("heads.json"),
+            dir.path().join("metrics.jsonl"),
+        );
+        crate::atomic::write_atomic(&heads, b"[0.25]").unwrap();
+        crate::atomic::write_atomic(&metrics, b"{}\n").unwrap();
+        std::fs::write(&heads, b"[0.75]").unwrap(); // flipped between write and seal
+        let mut appended = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&metrics)
+            .unwrap();
+        std::io::Write::write_all(&mut appended, b"{}\n").unwrap();
+        seal(dir.path(), &["heads.json".into(), "metrics.jsonl".into()]).unwrap();
+        match check(dir.path(), Depth::Contents) {
+            Verdict::Damaged(damages) => {
+                let files: Vec<&str> = damages.iter().map(|d| d.file.as_str()).collect();
+                assert_eq!(files, ["heads.json"]);
+            }
+            other => panic!("the flip was sealed in: {other:?}"),
+        }
+    }
 
     fn sealed_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

@@ -96,7 +96,7 @@ pub fn load_recorded(
     let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
     let record = FileRecord {
         bytes: bytes.len() as u64,
-        sha256: crate::dir::sha256_hex(&bytes),
+        sha256: crate::hash::sha256_hex(&bytes),
     };
     let mut store = SafetensorsStore::from_bytes(Some(bytes));
     let result = model

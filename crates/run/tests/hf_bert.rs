@@ -206,7 +206,7 @@ fn all_minilm_l6_v2_matches_transformers_and_sentence_transformers() {
             .unwrap();
     let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
     assert_eq!(
-        run::dir::sha256_hex(&weights),
+        run::hash::sha256_hex(&weights),
         record["model_sha256"].as_str().unwrap(),
         "{} is another all-MiniLM-L6-v2 than the reference's",
         dir.display()
@@ -300,7 +300,8 @@ fn an_imported_run_holds_the_model_transformers_ran() {
             "named after the checkpoint directory"
         );
         let record = run.config.import.as_ref().unwrap();
-        let sha = |file: &str| run::dir::sha256_hex(&std::fs::read(checkpoint.join(file)).unwrap());
+        let sha =
+            |file: &str| run::hash::sha256_hex(&std::fs::read(checkpoint.join(file)).unwrap());
         assert_eq!(record.config_sha256, sha("config.json"));
         assert_eq!(record.weights_sha256, sha("model.safetensors"));
         assert_eq!(record.tokenizer_sha256, sha("tokenizer.json"));

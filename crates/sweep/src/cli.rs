@@ -411,6 +411,11 @@ fn verify(target: &Target) -> anyhow::Result<ExitCode> {
     let (sweep, out) = load(target)?;
     let mut checked = 0;
     let mut damaged = 0;
+    let failed = sweep
+        .runs
+        .iter()
+        .filter(|run| matches!(run_state(&out, run, &sweep.inspect), RunState::Failed(_)))
+        .count();
     for run in &sweep.runs {
         let damage = match directory_state(&out, run, &sweep.inspect) {
             RunState::Done | RunState::Trained | RunState::StaleReport(_) => {
@@ -426,9 +431,14 @@ fn verify(target: &Target) -> anyhow::Result<ExitCode> {
             println!("  damaged     {}: {}", run.name, found.describe());
         }
     }
+    // Failed runs are no damage, but a "0 damaged" alone would read as all well.
+    let failed = match failed {
+        0 => String::new(),
+        n => format!(" ({n} failed: `headlab sweep status` says why)"),
+    };
     println!(
         "{}: {checked} finished runs read to the last byte against their manifests, {damaged} \
-         damaged{}",
+         damaged{failed}{}",
         sweep.name,
         if damaged > 0 {
             format!(

@@ -66,7 +66,7 @@ impl ProbeSource {
         ProbeSource::ShippedTreebank {
             treebank: SHIPPED_TREEBANK.to_string(),
             file: SHIPPED_FILE.to_string(),
-            sha256: run::dir::sha256_hex(SHIPPED_TEXT.as_bytes()),
+            sha256: run::hash::sha256_hex(SHIPPED_TEXT.as_bytes()),
         }
     }
 

@@ -85,11 +85,23 @@ pub struct Measured {
 /// What the model reads, and so which of its measures can run, is its reading's to say
 /// ([`crate::load::reading::Reading`]).
 pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
+    measure_in_stages(loaded, options, &mut ())
+}
+
+/// [`measure`], telling `stages` as each stage starts (what `inspect` shows progress by).
+pub fn measure_in_stages(
+    loaded: &LoadedRun,
+    options: &MeasureOptions,
+    stages: &mut dyn Stages,
+) -> Result<Measured, MeasureError> {
     let (config, model) = (&loaded.resolved.config, &loaded.model);
     let (size, seed) = (options.probe_size, config.seed);
+    stages.start("the probe");
     let probe = (loaded.reading).probe(&loaded.resolved, (size, seed), 1, &loaded.device)?;
     let weights = HeadTensorsByLayer::of(model, true);
+    stages.start("circuits");
     let mut circuits = Circuits::of_model(model, &weights)?;
+    stages.start("attention on the probe");
     let layers = probe.forward(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
     let context = MeasureContext::of_run(loaded);
@@ -100,7 +112,9 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
             .scoring(model, &loaded.resolved, &probe, eval_set);
     // The measures that read the output layer run where it is scored.
     let scored = eval.is_some();
+    stages.start("relations");
     let (relations, relation_sentences) = measure_relations(loaded, context, options, scored)?;
+    stages.start("heads");
     let (mut heads, eval_token_acc) = measure_heads(
         context,
         eval.as_deref(),
@@ -110,6 +124,7 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
         relations.as_ref(),
     );
     let similarity = layer_similarity(&weights, &layers);
+    stages.start("ablations, pruning and the logit lens");
     let outputs = eval
         .as_deref()
         .map(|eval| measure_outputs(context, eval, &mut heads, options));
@@ -125,17 +140,8 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
     summary.special_attention = probe_special_attention(&probe, &layers);
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
-    let patching = match options.patching && scored {
-        true => patching(context)?,
-        false => None,
-    };
-    let ceiling = ceiling::ceiling(context);
-    let agreement = match scored {
-        true => agreement::agreement(context)?,
-        false => None,
-    };
-    let divergence = divergence::divergence(context, &probe)?;
-    let trajectories = trajectories::trajectories(context, &probe, &layers)?;
+    let flags = (options.patching, scored);
+    let later = measure_later(context, (&probe, &layers), flags, stages)?;
     Ok(Measured {
         probe,
         weights,
@@ -148,13 +154,63 @@ pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured,
         relations,
         relation_sentences,
         summary,
-        divergence,
-        trajectories,
+        divergence: later.divergence,
+        trajectories: later.trajectories,
         logit_lens,
+        patching: later.patching,
+        ceiling: later.ceiling,
+        agreement: later.agreement,
+    })
+}
+
+/// What [`measure_later`] measures.
+struct Later {
+    patching: Option<Patching>,
+    ceiling: Option<Ceiling>,
+    agreement: Option<Agreement>,
+    divergence: Vec<DivergencePoint>,
+    trajectories: Option<Trajectories>,
+}
+
+/// The measures after the heads': patching where it is asked for and the output layer is
+/// `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
+/// divergence and role trajectories over the run's snapshots.
+fn measure_later(
+    context: MeasureContext,
+    (probe, layers): (&Probe, &[LayerProbe]),
+    (patching_asked, scored): (bool, bool),
+    stages: &mut dyn Stages,
+) -> Result<Later, MeasureError> {
+    stages.start("patching");
+    let patching = match patching_asked && scored {
+        true => patching(context)?,
+        false => None,
+    };
+    stages.start("ceiling and agreement");
+    let ceiling = ceiling::ceiling(context);
+    let agreement = match scored {
+        true => agreement::agreement(context)?,
+        false => None,
+    };
+    stages.start("snapshots");
+    Ok(Later {
         patching,
         ceiling,
         agreement,
+        divergence: divergence::divergence(context, probe)?,
+        trajectories: trajectories::trajectories(context, probe, layers)?,
     })
+}
+
+/// Told as each stage of a measurement starts ([`measure_in_stages`]), so a long `inspect` can
+/// show where it is; `()` is told nothing.
+pub trait Stages {
+    /// The stage named `stage` starts; the one before, if any, has ended.
+    fn start(&mut self, stage: &'static str);
+}
+
+impl Stages for () {
+    fn start(&mut self, _stage: &'static str) {}
 }
 
 /// How alike the heads of each layer are (`similarity.json`).

@@ -66,6 +66,9 @@ pub struct Args {
     /// treebank's first 4096.
     #[arg(long, value_parser = inspect::measures::relations::parse_relation_sentences)]
     relation_sentences: Option<usize>,
+    /// Print no progress while measuring (the stages it is at, with their times, on stderr).
+    #[arg(long)]
+    quiet: bool,
     /// Score relations.json on sentences masked as the grammar task masks in training (each
     /// word with task.mask_fraction, at least one per sentence; [MASK] for an imported model)
     /// instead of whole sentences; relations.json records the masked words.
@@ -113,7 +116,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         svg: args.svg,
         backend: args.backend,
     };
-    let report = crate::write::write_report(&loaded, &out, &options)?;
+    let mut progress = crate::cli::progress::StageProgress::on_stderr(args.quiet);
+    let report = crate::write::write_report_in_stages(&loaded, &out, &options, &mut progress)?;
+    progress.finish();
     let accuracy = report.measured.eval_token_acc.map_or_else(
         || "not scored".to_string(),
         |acc| format!("{:.2}%", acc * 100.0),

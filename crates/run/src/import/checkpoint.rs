@@ -180,8 +180,8 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             error,
         })?,
         config_sha256,
-        weights_sha256: crate::dir::sha256_hex(&weight_bytes),
-        tokenizer_sha256: crate::dir::sha256_hex(&tokenizer_bytes),
+        weights_sha256: crate::hash::sha256_hex(&weight_bytes),
+        tokenizer_sha256: crate::hash::sha256_hex(&tokenizer_bytes),
         vocab_size: config.vocab_size,
         max_positions: config.max_position_embeddings,
     };
