@@ -443,7 +443,19 @@ impl RunDir {
         Ok(RunConfig::from_toml(&self.config_path())?)
     }
 
-    /// The first top-level key or section where the config this run was started with
+    /// Trains the run further: its config becomes `config`, which must be the run's but for
+    /// a larger `train.steps` (the caller checks), written with the marker's hash of it. The
+    /// config first, then the marker; a kill between the two leaves a run whose config no
+    /// longer matches its marker, which opens as edited (refused by name), never misread.
+    pub fn extend(&mut self, config: &RunConfig) -> Result<(), RunDirError> {
+        let text = config.to_toml();
+        self.write(&self.config_path(), text.as_bytes())?;
+        self.marker.config_sha256 = sha256_hex(text.as_bytes());
+        let marker_json = serde_json::to_vec_pretty(&self.marker).expect("the marker serializes");
+        self.write(&self.marker_path(), &marker_json)
+    }
+
+    /// The first key (dotted, `train.steps`) where the config this run was started with
     /// differs from `config`, the backend aside (a run may resume on another backend);
     /// `None` when `config` is this run's. The one rule by which `train --resume` and `sweep`
     /// tell whether a directory holds the run a config asks for.

@@ -125,10 +125,13 @@ pub enum TrainError {
         "the config differs from the one the run in {dir} was started with: {key} is {here} \
          here and {there} in the run; resume with the same config (the run's own config.toml \
          works), or start over with --force{}",
-        if key.starts_with("train.") {
-            " (a run's training settings, its steps and learning-rate schedule among them, \
-             are fixed when it starts: to train longer, train a new run with the new \
-             train.steps, in another --out)"
+        if key == "train.steps" {
+            " (a run trains further with --resume and a larger train.steps, the rest of its \
+             config unchanged; to look at an earlier step, inspect its checkpoint with \
+             --checkpoint step-N)"
+        } else if key.starts_with("train.") {
+            " (a run's training settings are fixed when it starts, but for train.steps, which \
+             --resume may raise)"
         } else {
             ""
         }
@@ -331,7 +334,7 @@ pub(crate) fn claim_run_dir(
     if !resume {
         return Ok(RunDir::create(run_dir, run, force, "train")?);
     }
-    let dir = match RunDir::open(run_dir) {
+    let mut dir = match RunDir::open(run_dir) {
         Err(
             RunDirError::NotARun(path) | RunDirError::Missing(path) | RunDirError::Unfinished(path),
         ) => {
@@ -343,7 +346,10 @@ pub(crate) fn claim_run_dir(
     if checkpoint::list(&dir).is_empty() {
         return Err(TrainError::NothingToResume(dir.root().to_path_buf()));
     }
-    if let Some(key) = dir.config_difference(&run.config)? {
+    let trains_further = trains_further(&dir, &run.config)?;
+    if let Some(key) = dir.config_difference(&run.config)?
+        && !trains_further
+    {
         return Err(TrainError::ConfigChanged {
             dir: dir.root().to_path_buf(),
             here: run.config.value_at(&key),
@@ -355,6 +361,9 @@ pub(crate) fn claim_run_dir(
     // A resumed run changes (its metrics are cut back, its final weights written again): it
     // stops counting as complete until it is sealed again.
     dir.unseal()?;
+    if trains_further {
+        dir.extend(&run.config)?;
+    }
     // A process killed while writing leaves hidden temporaries (a half-written checkpoint
     // directory, say). They are never read; clear them so kills do not pile up disk. Best
     // effort: a directory that refuses is reported by the first real write.
@@ -366,6 +375,15 @@ pub(crate) fn claim_run_dir(
         let _ = run::atomic::remove_temporaries(&path);
     }
     Ok((dir, lock))
+}
+
+/// Whether `config` asks to train the run in `dir` further: the run's config but for a larger
+/// `train.steps`. (The learning-rate schedule is computed from the new total from here on.)
+fn trains_further(dir: &RunDir, config: &RunConfig) -> Result<bool, TrainError> {
+    let saved = dir.config()?;
+    let mut same_steps = config.clone();
+    same_steps.train.steps = saved.train.steps;
+    Ok(config.train.steps > saved.train.steps && dir.config_difference(&same_steps)?.is_none())
 }
 
 /// The state of a run in progress: model, optimizer, where it is, and what it has written.
