@@ -66,9 +66,12 @@ impl Estimate {
         })
     }
 
-    /// `0.912 ± 0.031`, with `digits` decimals (just the mean for one value).
+    /// `0.912 ± 0.031`, with `digits` decimals (just the mean for one value; `-` for a mean
+    /// that is no number, never `NaN`).
     pub fn show(&self, digits: usize) -> String {
-        if self.half_width.is_nan() {
+        if !self.mean.is_finite() {
+            "-".to_string()
+        } else if self.half_width.is_nan() {
             format!("{:.digits$}", self.mean)
         } else {
             format!("{:.digits$} ± {:.digits$}", self.mean, self.half_width)
@@ -177,6 +180,21 @@ pub fn wilson(k: usize, n: usize) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_estimate_of_no_number_shows_as_a_dash() {
+        let shown = |mean, half_width| {
+            Estimate {
+                n: 2,
+                mean,
+                half_width,
+            }
+            .show(2)
+        };
+        assert_eq!(shown(f64::NAN, f64::NAN), "-");
+        assert_eq!(shown(0.5, f64::NAN), "0.50");
+        assert_eq!(shown(0.5, 0.125), "0.50 ± 0.12");
+    }
 
     #[test]
     fn t_quantiles_meet_the_table_at_30_and_approach_the_normal() {

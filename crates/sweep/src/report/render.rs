@@ -237,10 +237,14 @@ fn slots_markdown(md: &mut String, point: &PointReport) {
                 format!(" {cell} |")
             })
             .collect();
+        let similarity = match slot.mean_similarity.is_finite() {
+            true => format!("{:.2}", slot.mean_similarity),
+            false => "-".to_string(),
+        };
         let _ = writeln!(
             md,
-            "| {} | {} | {} of {} | {:.2} |{cells}",
-            slot.reference, slot.role, slot.count, slot.of, slot.mean_similarity
+            "| {} | {} | {} of {} | {similarity} |{cells}",
+            slot.reference, slot.role, slot.count, slot.of
         );
     }
 }
