@@ -91,12 +91,19 @@ fn check_explore(page: &Path) {
     }
 }
 
+/// `headlab inspect ARGS`, which must fail: its stderr, one `error:` line last, after the
+/// progress lines of the stages it finished (stderr is no terminal here).
 fn inspect_fails(args: &[&str]) -> String {
     let output = inspect(args);
     let err = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!output.status.success(), "expected failure for {args:?}");
     assert!(!err.contains("panicked"), "{err}");
-    assert!(err.starts_with("error: "), "{err}");
+    let mut lines = err.lines().rev();
+    assert!(
+        lines.next().is_some_and(|last| last.starts_with("error: ")),
+        "{err}"
+    );
+    assert!(lines.all(|line| line.starts_with("inspect: ")), "{err}");
     err
 }
 

@@ -115,9 +115,10 @@ impl MeasuredWith {
     }
 }
 
-/// The first 12 hex digits of a SHA-256: enough to tell two files apart in a message.
-fn short(sha256: &str) -> &str {
-    &sha256[..sha256.len().min(12)]
+/// The first 12 hex digits of a SHA-256: enough to tell two files apart in a message. By
+/// characters: the text comes from a file on disk, which may hold anything.
+fn short(sha256: &str) -> String {
+    sha256.chars().take(12).collect()
 }
 
 #[cfg(test)]
@@ -160,6 +161,14 @@ mod tests {
             why.contains("did not measure the run's snapshots/step-20"),
             "{why}"
         );
+
+        // A provenance.json edited by hand may hold anything: named, never a panic.
+        let mut edited = report.clone();
+        edited
+            .inputs
+            .insert("model.safetensors".into(), record("ééééééééééééé"));
+        let why = edited.unmatched_inputs(&same).unwrap();
+        assert!(why.contains("éééééééééééé measured"), "{why}");
 
         let mut fewer = same;
         fewer.remove("config.toml");
