@@ -224,3 +224,39 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A run of a seed group whose weights were damaged at their size under an unfinished report
+/// is repaired by its whole group, never alone (its numbers would differ in their last bits),
+/// to the very weights and report it had; with its checkpoints gone too, the group trains
+/// again from the start, to the same bytes.
+#[test]
+fn a_seed_groups_damaged_weights_are_repaired_by_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(
+        dir.path(),
+        "pair.toml",
+        "seeds = [3, 4]\ngroup_seeds = 2\n[inspect]\nprobe = 16\n",
+    );
+    let first = run_sweep(dir.path(), &["run", "pair.toml", "--quiet"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let run = dir.path().join("runs/pair/tiny-s3");
+    let weights = fs::read(run.join("model.safetensors")).unwrap();
+    let heads = fs::read(run.join("inspect/heads.json")).unwrap();
+    for delete_checkpoints in [false, true] {
+        fs::remove_file(run.join("inspect/manifest.json")).unwrap(); // an unfinished report
+        flip_signs(&run.join("model.safetensors"));
+        if delete_checkpoints {
+            fs::remove_dir_all(run.join("checkpoints")).unwrap();
+        }
+        let repaired = run_sweep(dir.path(), &["run", "pair.toml", "--quiet"]);
+        assert!(repaired.status.success(), "{}", text(&repaired));
+        let log = fs::read_to_string(dir.path().join("runs/pair/_sweep/logs/tiny-s3.log")).unwrap();
+        let last_train = log.lines().rfind(|l| l.contains("\"train\"")).unwrap();
+        assert!(
+            last_train.contains("\"--seeds\""),
+            "trained alone: {last_train}"
+        );
+        assert_eq!(fs::read(run.join("model.safetensors")).unwrap(), weights);
+        assert_eq!(fs::read(run.join("inspect/heads.json")).unwrap(), heads);
+    }
+}

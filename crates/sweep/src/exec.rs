@@ -92,7 +92,15 @@ pub fn execute(run: &PlannedRun, context: &RunContext) -> Attempt {
             return record_failure(&context.out.failure_path(run), error);
         }
     };
-    execute_claimed(run, context)
+    execute_claimed(run, context, Grouped::No)
+}
+
+/// Whether a run trains with a seed group of more than one: then only its group may train
+/// it, even to repair it (alone, its numbers would differ from the group's in the last bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grouped {
+    No,
+    Yes,
 }
 
 /// Brings the runs of `group` (one grid point, different seeds) to done: while any needs
@@ -171,7 +179,7 @@ pub fn execute_group(group: &[PlannedRun], context: &RunContext) -> Vec<(Planned
                 ),
             }
         } else {
-            execute_claimed(run, context)
+            execute_claimed(run, context, Grouped::Yes)
         };
         results.push((run.clone(), attempt));
     }
@@ -200,7 +208,7 @@ fn group_training(runs: &[&PlannedRun], context: &RunContext) -> GroupPlan {
     let mut needs_training = false;
     let mut fresh_start = false;
     for run in runs {
-        match directory_state(out, run, context.inspect) {
+        match verified_state(run, context) {
             RunState::Running(holder) => return GroupPlan::Blocked(holder),
             RunState::Conflict(why) => {
                 return GroupPlan::Blocked(format!("a run of its seed group: {why}"));
@@ -227,6 +235,25 @@ fn group_training(runs: &[&PlannedRun], context: &RunContext) -> GroupPlan {
     } else {
         "--force"
     })
+}
+
+/// The run's state, a trained run's own files read to the last byte: damage that only that
+/// finds (a flipped sign, the same size) is recorded, and the run is damaged. What a seed
+/// group asks before it decides how to train, so that the group, never the run alone,
+/// repairs it.
+fn verified_state(run: &PlannedRun, context: &RunContext) -> RunState {
+    match directory_state(context.out, run, context.inspect) {
+        state @ (RunState::Trained | RunState::StaleReport(_)) => {
+            match verify_run(context.out, run, false) {
+                Some(damaged) => {
+                    record_damage(context.out, run, &damaged);
+                    RunState::Damaged(damaged)
+                }
+                None => state,
+            }
+        }
+        state => state,
+    }
 }
 
 /// `train --seeds` for `runs` (one grid point) with `mode` (`--force` or `--resume`), its
@@ -270,7 +297,7 @@ fn train_together(runs: &[&PlannedRun], mode: &str, context: &RunContext) {
 }
 
 /// [`execute`] for a run this process has claimed.
-fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
+fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> Attempt {
     let out = context.out;
     let failure = out.failure_path(run);
     let log_path = out.log_path(run);
@@ -307,7 +334,10 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext) -> Attempt {
             RunState::Unfinished => train_command(run, context, Some("--force")),
             RunState::Interrupted => train_command(run, context, Some("--resume")),
             state @ (RunState::Trained | RunState::StaleReport(_)) => {
-                verified_inspect(&state, run, context, &mut log)
+                match verified_inspect(&state, run, context, &mut log, grouped) {
+                    Ok(command) => command,
+                    Err(attempt) => return attempt,
+                }
             }
             RunState::Damaged(damaged) => repair_command(&damaged, run, context, &mut log),
         };
@@ -373,20 +403,31 @@ fn unsuccessful(status: ExitStatus, run: &PlannedRun, context: &RunContext) -> A
 /// the run's own files are read to the last byte against its manifest. A damage that only
 /// reading every byte finds (a flipped sign, the same size) is repaired first: a report is
 /// never measured of damaged weights (and `inspect` would refuse them).
+///
+/// A run of a seed group is never repaired alone: its damage is recorded, and its group
+/// repairs it at the next `sweep run` (or `submit`), which finds the record first.
 fn verified_inspect(
     state: &RunState,
     run: &PlannedRun,
     context: &RunContext,
     log: &mut File,
-) -> Command {
+    grouped: Grouped,
+) -> Result<Command, Attempt> {
     if let Some(damaged) = verify_run(context.out, run, false) {
         record_damage(context.out, run, &damaged);
-        return repair_command(&damaged, run, context, log);
+        if grouped == Grouped::Yes {
+            let why = format!(
+                "damaged: {}; its seed group trains it again at the next sweep run",
+                damaged.describe()
+            );
+            return Err(record_failure(&context.out.failure_path(run), why));
+        }
+        return Ok(repair_command(&damaged, run, context, log));
     }
     if let RunState::StaleReport(why) = state {
         let _ = writeln!(log, "# {why}; inspecting it again");
     }
-    inspect_command(run, context)
+    Ok(inspect_command(run, context))
 }
 
 /// The child that repairs a damaged run, said in its log: the report inspected again; only
