@@ -268,6 +268,16 @@ probe = {probe}
         if self.args.verbose:
             print(f"fault test: {line}", flush=True)
 
+    def group_of(self, name):
+        """The runs that train together with `name` (itself alone without --group-seeds):
+        the sweep groups one grid point's seeds, in order, `group_seeds` at a time."""
+        names = self.run_names()
+        size = self.args.group_seeds
+        if size <= 1 or name not in names:
+            return [name]
+        start = names.index(name) // size * size
+        return names[start:start + size]
+
     def run_names(self):
         return [f"{self.args.config}-s{seed}" for seed in range(self.args.runs)]
 
@@ -579,8 +589,10 @@ probe = {probe}
         what = f"model.safetensors: {flipped} floats' signs flipped ({sealed}, {report})"
         if no_checkpoints and (run / "checkpoints").is_dir():
             # Marked before the deletion: the watcher must never take the retraining from
-            # step 0 that follows (this round) for a lost checkpoint.
-            self.deleted_checkpoints.add((self.round, name))
+            # step 0 that follows (this round) for a lost checkpoint, its seed group's
+            # included (a group trains again from the start together).
+            for mate in self.group_of(name):
+                self.deleted_checkpoints.add((self.round, mate))
             shutil.rmtree(run / "checkpoints", ignore_errors=True)
             self.watch_reset.add(name)
             what += "; checkpoints/ deleted"
