@@ -254,3 +254,31 @@ fn a_damaged_run_of_a_seed_group_is_repaired_with_its_whole_group() {
     let verify = run_sweep(dir.path(), &["verify", "pair.toml"]);
     assert!(verify.status.success(), "{}", text(&verify));
 }
+
+/// A byte flipped in `config.toml` (the same size) makes the run not open, as an edited
+/// config: `verify` finds it against the manifest, and `run` then trains the run again from
+/// the start to what it was, where it was a conflict no run could clear.
+#[test]
+fn a_flipped_byte_in_the_config_is_damage_that_run_repairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_sweep(dir.path());
+    let (config, weights) = (run.join("config.toml"), run.join("model.safetensors"));
+    let (config_before, weights_before) = (fs::read(&config).unwrap(), fs::read(&weights).unwrap());
+    let mut flipped = config_before.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x01;
+    fs::write(&config, &flipped).unwrap();
+    let verify = run_sweep(dir.path(), &["verify", "one.toml"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
+    assert!(
+        stdout(&verify).contains("config.toml has other contents than the manifest records"),
+        "{}",
+        text(&verify)
+    );
+    let repair = run_sweep(dir.path(), &["run", "one.toml", "--quiet"]);
+    assert!(repair.status.success(), "{}", text(&repair));
+    assert_eq!(fs::read(&config).unwrap(), config_before);
+    assert_eq!(fs::read(&weights).unwrap(), weights_before);
+    let status = run_sweep(dir.path(), &["status", "one.toml"]);
+    assert!(stdout(&status).contains("1 done"), "{}", text(&status));
+}

@@ -423,6 +423,9 @@ fn verify(target: &Target) -> anyhow::Result<ExitCode> {
                 verify_run(&out, run, sweep.inspect.enabled)
             }
             RunState::Damaged(found) => Some(found),
+            // A sealed run that no longer opens (a byte flipped in its config or marker) is
+            // damage only reading to the byte tells from a conflict; no manifest: a conflict.
+            RunState::Conflict(_) => verify_run(&out, run, sweep.inspect.enabled),
             _ => continue,
         };
         if let Some(found) = damage {

@@ -233,9 +233,15 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: &InspectStep) 
         Err(RunDirError::Unfinished(_)) => return RunState::Unfinished,
         // Empty, or only the lock a `train` took before the disk filled: nothing to lose.
         Err(RunDirError::NotARun(_)) if holds_nothing_yet(&path) => return RunState::NotStarted,
-        // A finished run whose marker or config was damaged does not open: say so.
+        // A finished run whose marker or config was damaged does not open: say so. Damage at
+        // the same size (a flipped byte) shows only to the byte, read where `verify` or
+        // `report` recorded damage: then it is repaired, never a conflict forever.
         Err(error) => {
-            return damaged_part(&path, Part::Run, Depth::Sizes)
+            let depth = match out.damage_path(run).exists() {
+                true => Depth::Contents,
+                false => Depth::Sizes,
+            };
+            return damaged_part(&path, Part::Run, depth)
                 .map_or_else(|| RunState::Conflict(error.to_string()), RunState::Damaged);
         }
     };

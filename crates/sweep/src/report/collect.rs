@@ -176,6 +176,8 @@ pub fn read_run(sweep: &Sweep, out: &SweepOut, run: &PlannedRun) -> RunRow {
         RunState::Damaged(damaged) => Some(damaged.clone()),
         RunState::Done => verify_run(out, run, sweep.inspect.enabled),
         RunState::Trained | RunState::StaleReport(_) => verify_run(out, run, false),
+        // A sealed run that no longer opens may be damage (a flipped byte in its config).
+        RunState::Conflict(_) => verify_run(out, run, false),
         _ => return row,
     };
     if let Some(damaged) = damaged {
