@@ -278,25 +278,31 @@ pub fn directory_state(out: &SweepOut, run: &PlannedRun, inspect: &InspectStep) 
     {
         return RunState::Damaged(damaged);
     }
-    if inspect.enabled {
-        // The report's manifest read once: damaged, not sealed yet, or complete.
-        let report = ReportDir::of_run(&dir);
-        match report.verify(Depth::Sizes) {
-            Verdict::Damaged(damages) => {
-                return RunState::Damaged(Damaged {
-                    part: Part::Report,
-                    damages,
-                });
-            }
-            Verdict::Unsealed => return RunState::Trained,
-            Verdict::Intact if !report.has_every_report_file() => return RunState::Trained,
-            Verdict::Intact => {}
-        }
-        if let Some(why) = stale_report(&dir, &report, inspect) {
-            return RunState::StaleReport(why);
-        }
+    match inspect.enabled {
+        true => report_state(&dir, inspect),
+        false => RunState::Done,
     }
-    RunState::Done
+}
+
+/// The state of a trained, intact run's report: its manifest read once, then damaged, not
+/// sealed yet, complete but stale, or done.
+fn report_state(dir: &RunDir, inspect: &InspectStep) -> RunState {
+    let report = ReportDir::of_run(dir);
+    match report.verify(Depth::Sizes) {
+        Verdict::Damaged(damages) => {
+            return RunState::Damaged(Damaged {
+                part: Part::Report,
+                damages,
+            });
+        }
+        Verdict::Unsealed => return RunState::Trained,
+        Verdict::Intact if !report.has_every_report_file() => return RunState::Trained,
+        Verdict::Intact => {}
+    }
+    match stale_report(dir, &report, inspect) {
+        Some(why) => RunState::StaleReport(why),
+        None => RunState::Done,
+    }
 }
 
 /// Why the run's complete report is not the sweep's report of the run: it names other files
