@@ -17,8 +17,15 @@ use tasks::{Example, ParsedSentence, Task};
 
 use crate::load::words::{WordSpans, word_patterns};
 
-/// Sentences per forward pass: bounds the activations held at once.
+/// Most sentences per forward pass.
 const CHUNK: usize = 32;
+
+/// Most padded piece pairs per forward pass (sentences times the longest one's pieces,
+/// squared): bounds the attention held at once, each layer's `[chunk, heads, len, len]`,
+/// whatever the sentences' lengths: 32 sentences of up to 64 pieces, or 8 of 128, or one of
+/// 512 alone. With a fixed 32 sentences, one long sentence padded its 31 neighbours to 512
+/// pieces and a MiniLM inspect of the EWT test set held 3.3 GB.
+const PIECE_PAIRS_PER_CHUNK: usize = CHUNK * 64 * 64;
 
 /// Why sentences could not be read as word pieces.
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +231,7 @@ impl PieceSentences {
         self.trees.is_empty()
     }
 
-    /// Runs `model` on the sentences, `CHUNK` at a time, and calls `each` with every
+    /// Runs `model` on the sentences, in order, a chunk at a time ([`chunk_ranges`]), and calls `each` with every
     /// chunk's word-level attention (one tensor per layer, `[chunk, heads, len, len]`, `len`
     /// the chunk's longest sentence in words plus `[CLS]` and `[SEP]`, shorter ones padded
     /// with zeros) and the chunk's sentences.
@@ -234,8 +241,8 @@ impl PieceSentences {
         device: &Device,
         mut each: impl FnMut(&[HostTensor], &[TreebankSentence]),
     ) {
-        for start in (0..self.len()).step_by(CHUNK) {
-            let end = (start + CHUNK).min(self.len());
+        let lengths = self.encoded.iter().map(|encoded| encoded.ids.len());
+        for std::ops::Range { start, end } in chunk_ranges(lengths) {
             let batch = self.batch(start..end, device); // [chunk, pieces], padding masked
             let (_, cache) = model.forward_with_cache(batch.encoder_input());
             let spans = &self.spans[start..end];
@@ -258,5 +265,53 @@ impl PieceSentences {
             })
             .collect();
         Batch::new(&examples, device)
+    }
+}
+
+/// Consecutive ranges of sentences of `lengths` pieces, in order, each at most [`CHUNK`]
+/// sentences and [`PIECE_PAIRS_PER_CHUNK`] padded piece pairs (a longer sentence alone).
+fn chunk_ranges(lengths: impl Iterator<Item = usize>) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = vec![];
+    let (mut start, mut longest, mut end) = (0, 0, 0);
+    for (at, len) in lengths.enumerate() {
+        let wider = longest.max(len);
+        let full = at - start == CHUNK || (at - start + 1) * wider * wider > PIECE_PAIRS_PER_CHUNK;
+        if at > start && full {
+            ranges.push(start..at);
+            (start, longest) = (at, len);
+        } else {
+            longest = wider;
+        }
+        end = at + 1;
+    }
+    if start < end {
+        ranges.push(start..end);
+    }
+    ranges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_hold_every_sentence_in_order_within_the_bound() {
+        // 40 short sentences, one of 512 pieces, 10 of 100.
+        let lengths: Vec<usize> = [vec![20; 40], vec![512], vec![100; 10]].concat();
+        let ranges = chunk_ranges(lengths.iter().copied());
+        let covered: Vec<usize> = ranges.iter().flat_map(|r| r.clone()).collect();
+        assert_eq!(covered, (0..lengths.len()).collect::<Vec<_>>());
+        for range in &ranges {
+            let longest = lengths[range.clone()].iter().max().unwrap();
+            let pairs = range.len() * longest * longest;
+            assert!(range.len() <= CHUNK, "{range:?}");
+            assert!(
+                range.len() == 1 || pairs <= PIECE_PAIRS_PER_CHUNK,
+                "{range:?}: {pairs}"
+            );
+        }
+        // The short ones 32 at a time, the long one alone, the ten of 100 pieces together.
+        assert_eq!(ranges, vec![0..32, 32..40, 40..41, 41..51]);
+        assert!(chunk_ranges(std::iter::empty()).is_empty());
     }
 }

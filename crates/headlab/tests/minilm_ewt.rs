@@ -1,0 +1,117 @@
+//! all-MiniLM-L6-v2 read on natural text as a user reads it (`headlab import`, then `headlab
+//! inspect` with no probe option: the shipped UD English EWT test set), its relation scores
+//! equal, label by label and head by head, to a reading with Hugging Face `transformers`
+//! written independently in Python (`scripts/fixtures/ewt_reference.py`, committed as
+//! `tests/fixtures/minilm-ewt-reference.json`, so CI needs no PyTorch).
+
+#[path = "common/headlab.rs"]
+mod headlab;
+
+use std::path::Path;
+
+use inspect::measures::relations::Relations;
+use report::dir::ReportDir;
+use serde_json::Value;
+
+/// The reference: `sentences`, `near_tie`, and per label (`relations`) its `arcs`,
+/// `baseline` (`offset`, `score`), per head (layer-major) `dependent_to_head` and
+/// `head_to_dependent`, and per head `..._near`: the arcs whose two largest word weights are
+/// within `near_tie`, where float32 rounding may pick either word.
+fn reference() -> Value {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-ewt-reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn numbers(value: &Value) -> Vec<f64> {
+    let list = value.as_array().expect("a list");
+    list.iter().map(|v| v.as_f64().expect("a number")).collect()
+}
+
+#[test]
+fn minilm_on_the_shipped_treebank_scores_as_transformers_reads_it() {
+    let Some(checkpoint) = testkit::minilm_dir("the MiniLM treebank test") else {
+        return;
+    };
+    let reference = reference();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("minilm");
+    let output = headlab::run("import", &[&checkpoint, Path::new("--out"), &run]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let count = reference["sentences"].as_u64().unwrap() as usize;
+    let sentences = count.to_string();
+    let args = [
+        run.as_path(),
+        Path::new("--relation-sentences"),
+        Path::new(&sentences),
+        Path::new("--probe"),
+        Path::new("8"),
+        Path::new("--no-patching"),
+        Path::new("--quiet"),
+    ];
+    let output = headlab::run("inspect", &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let relations: Relations = ReportDir::new(run.join("inspect")).read_json().unwrap();
+    assert_eq!(relations.sentences, count);
+    let mut compared = 0;
+    for (label, expected) in reference["relations"].as_object().unwrap() {
+        let ours = relations
+            .relations
+            .iter()
+            .find(|r| &r.relation == label)
+            .unwrap_or_else(|| panic!("no {label} in relations.json"));
+        let arcs = expected["arcs"].as_u64().unwrap() as usize;
+        assert_eq!(ours.arcs, arcs, "{label}: arcs");
+        let baseline = &expected["baseline"];
+        assert_eq!(
+            Some(ours.baseline.offset),
+            baseline["offset"].as_i64(),
+            "{label}"
+        );
+        let score = baseline["score"].as_f64().unwrap();
+        assert!(
+            (ours.baseline.score - score).abs() < 1e-12,
+            "{label}: offset score"
+        );
+        let (to_head, to_dependent) = (
+            numbers(&expected["dependent_to_head"]),
+            numbers(&expected["head_to_dependent"]),
+        );
+        let (near_head, near_dependent) = (
+            numbers(&expected["dependent_to_head_near"]),
+            numbers(&expected["head_to_dependent_near"]),
+        );
+        assert_eq!(ours.heads.len(), to_head.len(), "{label}: heads");
+        for (column, head) in ours.heads.iter().enumerate() {
+            let pairs = [
+                (head.dependent_to_head, to_head[column], near_head[column]),
+                (
+                    head.head_to_dependent,
+                    to_dependent[column],
+                    near_dependent[column],
+                ),
+            ];
+            for (direction, (ours, theirs, near)) in pairs.into_iter().enumerate() {
+                // Each near tie may fall either way: at most one arc's credit apiece.
+                let allowed = near / arcs as f64 + 1e-9;
+                assert!(
+                    (ours - theirs).abs() <= allowed,
+                    "{label}, {}, direction {direction}: headlab {ours}, transformers {theirs} \
+                     ({near} near ties of {} arcs)",
+                    head.id,
+                    arcs
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 1000, "only {compared} scores compared");
+}
