@@ -114,7 +114,8 @@ impl Probe {
 
     /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences,
     /// or of `treebank`'s when given, with one number of words (the most common, ties the
-    /// longer, as [`Probe::of_tokens`] picks), read by `tokenizer` ([`PieceSentences`]; fewer when
+    /// longer, as [`Probe::of_tokens`] picks; for a treebank, among its sentences of at least
+    /// the median length, [`typical_sentences`]), read by `tokenizer` ([`PieceSentences`]; fewer when
     /// some are over `max_positions` pieces). Its examples are word-level: the sentences'
     /// word ids ([`PieceSentences::names`]), with `[CLS]` and `[SEP]` as the two ids after
     /// them, named so in `token_names`.
@@ -142,8 +143,10 @@ impl Probe {
                     false => fitting,
                 };
                 let lengths: Vec<usize> = offered.iter().map(|t| t.words.len()).collect();
-                let chosen = of_most_common_length(&lengths, size)
-                    .map(|i| offered[i].clone())
+                let typical = typical_sentences(&lengths);
+                let typical_lengths: Vec<usize> = typical.iter().map(|&i| lengths[i]).collect();
+                let chosen = of_most_common_length(&typical_lengths, size)
+                    .map(|j| offered[typical[j]].clone())
                     .collect();
                 PieceSentences::of_treebank(chosen, tokenizer, max_positions)?
             }
@@ -344,6 +347,21 @@ fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) 
         .collect()
 }
 
+/// The indices of the sentences of `lengths` words that are typical text: at least the
+/// median length (the upper median). A treebank of web text holds many lines of one to three
+/// words (greetings, headers, signatures) and one of those is its most common length (EWT's
+/// test set: 3 words, 154 sentences, where the median is 9); a probe of them would say little
+/// about how the model reads a sentence. Among these the probe takes the most common length
+/// (EWT test: 10 words, 90 sentences).
+fn typical_sentences(lengths: &[usize]) -> Vec<usize> {
+    let mut sorted = lengths.to_vec();
+    sorted.sort_unstable();
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+    (0..lengths.len())
+        .filter(|&i| lengths[i] >= median)
+        .collect()
+}
+
 /// The indices of the first `size` of `lengths` that have the most common length (ties: the
 /// longer), in order.
 fn of_most_common_length(lengths: &[usize], size: usize) -> impl Iterator<Item = usize> + '_ {
@@ -499,6 +517,25 @@ mod tests {
     fn tiny() -> ResolvedRun {
         let path = Path::new(testkit::TINY_CONFIG);
         RunConfig::load(path, &[]).unwrap().resolve(path).unwrap()
+    }
+
+    #[test]
+    fn a_treebank_probe_is_typical_text_not_its_many_short_lines() {
+        // Six one-word lines (the most common length) and seven sentences of 5 to 9 words:
+        // the median (upper) is 5.
+        let lengths = [1, 1, 1, 1, 1, 1, 5, 6, 9, 9, 6, 9, 7];
+        let typical = typical_sentences(&lengths);
+        assert_eq!(typical, vec![6, 7, 8, 9, 10, 11, 12]);
+        let typical_lengths: Vec<usize> = typical.iter().map(|&i| lengths[i]).collect();
+        let chosen: Vec<usize> = of_most_common_length(&typical_lengths, 8)
+            .map(|j| typical[j])
+            .collect();
+        assert_eq!(
+            chosen,
+            vec![8, 9, 11],
+            "the 9-word sentences, not the one-word lines"
+        );
+        assert!(typical_sentences(&[]).is_empty());
     }
 
     #[test]
