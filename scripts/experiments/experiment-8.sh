@@ -14,6 +14,11 @@
 # relation and direction: the best head's score and the offset's, whole and masked; and per
 # layer its heads' entropy, distance, similarity and position roles).
 #
+# MiniLM on natural text: the UD English EWT test set (shipped in data/, every sentence) and
+# dev set, whole and masked, kept in docs/experiments/minilm/ewt-{test,dev}[-masked]/ with
+# explore.html of the test set; scripts/experiments/experiment8_natural.py writes
+# docs/experiments/minilm-ewt.md and minilm-ewt-relations.{png,svg} from them.
+#
 # Last, scripts/experiments/experiment8_table.py writes docs/experiments/minilm.md and
 # minilm-relations.{png,svg} beside the toys' reports, from the toys' relation heads across
 # seeds that scripts/experiments/experiments.sh keeps in docs/experiments/SWEEP.json, its intervals over
@@ -77,6 +82,30 @@ if [ "$minilm" -eq 1 ]; then
     # The interactive views of MiniLM on the default grammar's first probe sentences.
     cp "$reports/default/explore.html" "$data/explore.html"
     minilm_seconds=$(($(date +%s) - start))
+
+    # Natural text: the shipped UD English EWT test set (inspect's default for an imported
+    # model, every sentence) and its dev set, each whole and masked.
+    start=$(date +%s)
+    for split in test dev; do
+        probe=()
+        if [ "$split" = dev ]; then probe=(--probe-conllu data/ud-english-ewt/en_ewt-ud-dev.conllu); fi
+        for reading in whole masked; do
+            name="ewt-$split"
+            masked=()
+            if [ "$reading" = masked ]; then name="$name-masked"; masked=(--relations-masked); fi
+            echo "== $name"
+            "$headlab" inspect "$run" "${probe[@]}" --relation-sentences 4096 "${masked[@]}" \
+                --no-patching --quiet --out "$reports/$name" >/dev/null
+            mkdir -p "$data/$name"
+            cp "$reports/$name/relations.json" "$reports/$name/summary.json" "$data/$name/"
+            # The test set's scored sentences, for where the object head looks.
+            if [ "$name" = ewt-test ]; then
+                cp "$reports/$name/relation-sentences.conllu" "$data/$name/"
+            fi
+        done
+    done
+    cp "$reports/ewt-test/explore.html" "$data/explore-ewt.html"
+    python3 scripts/experiments/experiment8_natural.py "$data" "$(($(date +%s) - start))"
 fi
 
 toy_seconds=0

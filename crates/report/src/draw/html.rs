@@ -13,7 +13,8 @@ use base64::engine::general_purpose::STANDARD;
 
 use super::embed::escape_html as escape;
 use inspect::measures::heads::HeadRecord;
-use inspect::measures::relations::{BestHead, Relations};
+use inspect::measures::relations::intervals::DirectionIntervals;
+use inspect::measures::relations::{BestHead, Relations, SHOWN_MIN_ARCS};
 
 /// A figure to embed: its PNG file and what it shows.
 pub struct Figure<'a> {
@@ -182,27 +183,32 @@ fn files_and_config(w: &mut String, page: &Page) {
 
 /// The best head per relation and direction against the fixed-offset baseline.
 fn relations_table(w: &mut String, relations: &Relations) {
+    let shown = relations.shown();
+    let left_out = match relations.relations.len() - shown.len() {
+        0 => String::new(),
+        1 => format!(
+            " 1 relation of fewer than {SHOWN_MIN_ARCS} arcs is left out here and in the \
+             figure (<code>relations.json</code> has it)."
+        ),
+        n => format!(
+            " {n} relations of fewer than {SHOWN_MIN_ARCS} arcs are left out here and in the \
+             figure (<code>relations.json</code> has them)."
+        ),
+    };
     let _ = write!(
         w,
         "<h2>Dependency relations</h2>\n<p>On {} parsed sentences ({} arcs; Clark et al. 2019): \
          the fraction of a relation's arcs whose dependent attends most to its head, and whose \
          head attends most to its dependent, for the best head in each direction (ties among \
-         the most-attended words give 1/k); the baseline is the fixed offset head - dependent \
-         that finds the most arcs. <strong>Bold</strong>: above the baseline \
-         (<code>relations.json</code> has every head).</p>\n<table>\n\
-         <tr><th>relation</th><th>arcs</th><th>baseline</th><th>dependent &rarr; head</th>\
+         the most-attended words give 1/k), with its 95% interval over sentences where \
+         measured; the baseline is the fixed offset head - dependent that finds the most arcs. \
+         <strong>Bold</strong>: above the baseline (where intervals were measured: in at least \
+         97.5% of the resamples).{left_out} (<code>relations.json</code> has every head.)</p>\n\
+         <table>\n<tr><th>relation</th><th>arcs</th><th>baseline</th><th>dependent &rarr; head</th>\
          <th>head &rarr; dependent</th></tr>\n",
         relations.sentences, relations.arcs,
     );
-    let best = |b: &BestHead| {
-        let cell = format!("{} {:.2}", b.id, b.score);
-        if b.beats_baseline {
-            format!("<strong>{cell}</strong>")
-        } else {
-            cell
-        }
-    };
-    for r in &relations.relations {
+    for r in shown {
         let _ = writeln!(
             w,
             "<tr><td class=\"role\">{}</td><td>{}</td><td>offset {:+}: {:.2}</td><td>{}</td>\
@@ -211,11 +217,39 @@ fn relations_table(w: &mut String, relations: &Relations) {
             r.arcs,
             r.baseline.offset,
             r.baseline.score,
-            best(&r.best.dependent_to_head),
-            best(&r.best.head_to_dependent),
+            best_cell(
+                &r.best.dependent_to_head,
+                r.intervals.map(|i| i.dependent_to_head)
+            ),
+            best_cell(
+                &r.best.head_to_dependent,
+                r.intervals.map(|i| i.head_to_dependent)
+            ),
         );
     }
     let _ = writeln!(w, "</table>");
+}
+
+/// One direction's best head: `L2H0 0.74 (0.71-0.76)`, bold where it beats the baseline
+/// (clearly, where intervals were measured).
+fn best_cell(best: &BestHead, intervals: Option<DirectionIntervals>) -> String {
+    let (cell, above) = match intervals {
+        Some(i) => (
+            format!(
+                "{} {:.2} ({:.2}&ndash;{:.2})",
+                best.id, best.score, i.best_head.low, i.best_head.high
+            ),
+            i.margin.low > 0.0,
+        ),
+        None => (
+            format!("{} {:.2}", best.id, best.score),
+            best.beats_baseline,
+        ),
+    };
+    match above {
+        true => format!("<strong>{cell}</strong>"),
+        false => cell,
+    }
 }
 
 #[cfg(test)]
@@ -241,5 +275,63 @@ mod tests {
         assert!(html.contains("headlab: a&lt;script&gt;"));
         assert!(html.contains("name = &quot;&lt;x&gt;&quot;"));
         assert!(!html.contains("a<script>"));
+    }
+
+    #[test]
+    fn the_relations_table_shows_labels_of_enough_arcs_with_their_intervals() {
+        let head = |score: f64, above: bool| serde_json::json!({"layer": 2, "head": 0, "score": score, "beats_baseline": above});
+        let relation = |name: &str, arcs: usize, intervals: serde_json::Value| {
+            serde_json::json!({
+                "relation": name, "arcs": arcs, "baseline": {"offset": -2, "score": 0.35},
+                "heads": [{"layer": 2, "head": 0, "dependent_to_head": 0.74,
+                           "head_to_dependent": 0.36}],
+                "best": {"dependent_to_head": head(0.74, true),
+                         "head_to_dependent": head(0.36, true)},
+                "intervals": intervals,
+            })
+        };
+        let direction = |low: f64, margin_low: f64| {
+            serde_json::json!({"best_head": {"low": low, "high": 0.76},
+                               "margin": {"low": margin_low, "high": 0.4},
+                               "heads_above_baseline": 1, "heads_clearly_above_baseline": 1})
+        };
+        let intervals = serde_json::json!({
+            "resamples": 1000, "baseline": {"low": 0.3, "high": 0.4},
+            "dependent_to_head": direction(0.71, 0.35),
+            // Above the baseline on all sentences, not in 97.5% of the resamples: not bold.
+            "head_to_dependent": direction(0.30, -0.02),
+        });
+        let relations: Relations = serde_json::from_value(serde_json::json!({
+            "sentences": 40, "arcs": 170,
+            "relations": [relation("obj", 150, intervals), relation("vocative", 20, serde_json::Value::Null)],
+        }))
+        .unwrap();
+        let mut html = String::new();
+        relations_table(&mut html, &relations);
+        assert!(
+            html.contains("<strong>L2H0 0.74 (0.71&ndash;0.76)</strong>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>L2H0 0.36 (0.30&ndash;0.76)</td>"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("vocative"),
+            "a label of 20 arcs is left out: {html}"
+        );
+        assert!(
+            html.contains("1 relation of fewer than 100 arcs is left out"),
+            "{html}"
+        );
+        // None of enough arcs (a small probe): every relation is shown.
+        let mut small = relations.clone();
+        small.relations.remove(0);
+        let mut html = String::new();
+        relations_table(&mut html, &small);
+        assert!(
+            html.contains("vocative") && !html.contains("left out"),
+            "{html}"
+        );
     }
 }

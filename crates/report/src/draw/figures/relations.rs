@@ -9,19 +9,19 @@ use super::canvas::{FONT, FigureError, Heatmap, LABEL_CHAR_PX, render};
 /// One direction's score of a head on a relation (a panel of `relations.png`).
 pub(crate) type RelationScore = fn(&HeadRelationScore) -> f64;
 
-/// `relations.png`: per dependency relation (rows, labelled with the best fixed offset and
-/// its score) and head (columns, `L0H0`...), the fraction of the relation's arcs the head
+/// `relations.png`: per dependency relation of at least
+/// [`inspect::measures::relations::SHOWN_MIN_ARCS`] arcs ([`Relations::shown`]; rows,
+/// labelled with the best fixed offset and its score) and head (columns, `L0H0`...), the fraction of the relation's arcs the head
 /// finds, dependent to head (top panel) and head to dependent (bottom), annotated.
 pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> {
-    let rows = relations.relations.len().max(1);
-    let heads: Vec<String> = relations
-        .relations
+    let shown = relations.shown(); // the rarest relations stay in relations.json only
+    let rows = shown.len().max(1);
+    let heads: Vec<String> = shown
         .first()
         .map(|r| r.heads.iter().map(|h| h.id.to_string()).collect())
         .unwrap_or_default();
     let cols = heads.len().max(1);
-    let row_labels: Vec<String> = relations
-        .relations
+    let row_labels: Vec<String> = shown
         .iter()
         .map(|r| {
             format!(
@@ -35,7 +35,11 @@ pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> 
         .map(|l| l.chars().count())
         .max()
         .unwrap_or(0) as u32;
-    let width = (60 + LABEL_CHAR_PX * label_width + 46 * cols as u32).max(520);
+    // Cells wide enough for their values where annotated; narrow past 32 heads (MiniLM's 72:
+    // 1,600 px, not 3,600), their labels turned to run downwards.
+    let annotate = cols <= 32;
+    let cell_px = if annotate { 46 } else { 18 };
+    let width = (60 + LABEL_CHAR_PX * label_width + cell_px * cols as u32).max(520);
     let panel_height = 90 + 30 * rows as u32;
     let panels: [(&str, RelationScore); 2] = [
         (
@@ -60,15 +64,15 @@ pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> 
         for ((caption, score), area) in panels.into_iter().zip(&areas) {
             Heatmap {
                 caption: caption.to_string(),
-                values: &|i, j| score(&relations.relations[i].heads[j]),
-                rows: relations.relations.len(),
+                values: &|i, j| score(&shown[i].heads[j]),
+                rows: shown.len(),
                 cols: heads.len(),
                 row_labels: row_labels.clone(),
                 col_labels: heads.clone(),
                 range: (0.0, 1.0),
                 unit: "share of arcs found",
                 baseline: None,
-                annotate: cols <= 32,
+                annotate,
                 x_desc: "head",
                 y_desc: "relation",
             }
