@@ -24,6 +24,7 @@ use crate::circuits::linalg::{Complex, LowRank, Matrix, NoConvergence};
 use crate::circuits::rank::{
     concatenated_singular_values, effective_rank, low_rank_singular_values,
 };
+use rayon::prelude::*;
 
 /// One head's weights in f64, in the orientation of the forward pass (biases left out).
 #[derive(Debug, Clone, PartialEq)]
@@ -213,19 +214,22 @@ impl Circuits {
         // through the vocabulary (30522 word pieces in BERT) again.
         let unembed_embed =
             (embedding.rows() == unembedding.cols()).then(|| unembedding.matmul(embedding));
-        let mut head_records = vec![];
-        for (layer, layer_circuits) in circuits.iter().enumerate() {
-            for (head, (qk, ov)) in layer_circuits.iter().enumerate() {
-                head_records.push(head_circuits(
-                    HeadId::new(layer, head),
-                    qk,
-                    ov,
-                    unembed_embed.as_ref(),
-                )?);
-            }
-        }
-        let layers = heads
+        // Every head, and every layer's ranks, on rayon's threads: each is computed alone and
+        // collected in order, so the numbers do not depend on the threads.
+        let every_head: Vec<(HeadId, &(LowRank, LowRank))> = circuits
             .iter()
+            .enumerate()
+            .flat_map(|(layer, heads)| {
+                let ids = (0..heads.len()).map(move |head| HeadId::new(layer, head));
+                ids.zip(heads)
+            })
+            .collect();
+        let head_records = every_head
+            .into_par_iter()
+            .map(|(id, (qk, ov))| head_circuits(id, qk, ov, unembed_embed.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let layers = heads
+            .par_iter()
             .enumerate()
             .map(|(layer, layer_heads)| layer_ranks(layer, layer_heads))
             .collect();
@@ -258,22 +262,26 @@ impl Circuits {
 /// Composition of every layer's heads into every later layer's, for each pair of layers in
 /// the order of [`Circuits::composition`]; `circuits` is `[layer][head]` (QK, OV).
 fn layer_compositions(circuits: &[Vec<(LowRank, LowRank)>]) -> Vec<LayerComposition> {
-    let mut composition = vec![];
-    for (layer_a, earlier) in circuits.iter().enumerate() {
-        let earlier_ov: Vec<LowRank> = earlier.iter().map(|(_, ov)| ov.clone()).collect();
-        for (layer_b, later) in circuits.iter().enumerate().skip(layer_a + 1) {
+    let pairs: Vec<(usize, usize)> = (0..circuits.len())
+        .flat_map(|a| (a + 1..circuits.len()).map(move |b| (a, b)))
+        .collect();
+    pairs
+        .into_par_iter()
+        .map(|(layer_a, layer_b)| {
+            let earlier_ov: Vec<LowRank> =
+                circuits[layer_a].iter().map(|(_, ov)| ov.clone()).collect();
+            let later = &circuits[layer_b];
             let [q, k, v] =
                 Composition::ALL.map(|kind| composition_matrix(kind, &earlier_ov, later));
-            composition.push(LayerComposition {
+            LayerComposition {
                 layer_a,
                 layer_b,
                 q,
                 k,
                 v,
-            });
-        }
-    }
-    composition
+            }
+        })
+        .collect()
 }
 
 /// Head `id`'s copying scores and ranks, from its circuits `qk` and `ov`; the full circuit

@@ -528,17 +528,20 @@ impl ReadSentences {
 
     /// Runs `model` on the sentences a chunk at a time and calls `each` with the chunk's
     /// word-level attention (one tensor per layer, `[chunk, heads, seq, seq]`, shorter
-    /// sentences padded), its sentences, and the position of their first word (0 for task
-    /// tokens; 1 for pieces, after `[CLS]`).
+    /// sentences padded), the indices of its sentences in [`ReadSentences::trees`], row by
+    /// row (task tokens in order; pieces shortest first), and the position of their first
+    /// word (0 for task tokens; 1 for pieces, after `[CLS]`).
     pub fn each_chunk(
         &self,
         model: &Encoder,
         device: &Device,
-        mut each: impl FnMut(&[HostTensor], &[TreebankSentence], usize),
+        mut each: impl FnMut(&[HostTensor], &[usize], usize),
     ) {
         match self {
-            ReadSentences::Tokens { ids, trees } => {
-                for (words, trees) in ids.chunks(TOKEN_CHUNK).zip(trees.chunks(TOKEN_CHUNK)) {
+            ReadSentences::Tokens { ids, .. } => {
+                for (chunk, words) in ids.chunks(TOKEN_CHUNK).enumerate() {
+                    let start = chunk * TOKEN_CHUNK;
+                    let rows: Vec<usize> = (start..start + words.len()).collect();
                     let examples: Vec<Example> = words
                         .iter()
                         .map(|words| Example {
@@ -554,11 +557,11 @@ impl ReadSentences {
                         .into_iter()
                         .map(|layer| HostTensor::of(layer.pattern)) // [chunk, heads, seq, seq]
                         .collect();
-                    each(&patterns, trees, 0);
+                    each(&patterns, &rows, 0);
                 }
             }
             ReadSentences::Pieces(pieces) => {
-                pieces.each_chunk(model, device, |patterns, trees| each(patterns, trees, 1));
+                pieces.each_chunk(model, device, |patterns, rows| each(patterns, rows, 1));
             }
         }
     }

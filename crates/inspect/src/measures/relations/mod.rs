@@ -343,7 +343,14 @@ impl RelationHits {
         trees: &[TreebankSentence],
         first: usize,
     ) {
-        let scored: Vec<(usize, Vec<ScoredArc>)> = trees
+        let scored = self.score_trees(trees);
+        self.add_scored(patterns, &scored, first);
+    }
+
+    /// Each tree's number of words and its scored arcs (every arc but the root's, under its
+    /// DEPREL and categories), its labels registered in the trees' order.
+    fn score_trees(&mut self, trees: &[TreebankSentence]) -> Vec<(usize, Vec<ScoredArc>)> {
+        trees
             .iter()
             .map(|tree| {
                 let arcs = (0..tree.words.len())
@@ -359,8 +366,7 @@ impl RelationHits {
                     .collect();
                 (tree.words.len(), arcs)
             })
-            .collect();
-        self.add_scored(patterns, &scored, first);
+            .collect()
     }
 
     /// Counts `sentences` (each its number of words and its arcs) against `patterns`.
@@ -370,6 +376,19 @@ impl RelationHits {
         sentences: &[(usize, Vec<ScoredArc>)],
         first: usize,
     ) {
+        let rows: Vec<&(usize, Vec<ScoredArc>)> = sentences.iter().collect();
+        let (credits, most_attended) = self.credit(patterns, &rows, first);
+        self.keep(sentences, credits, most_attended);
+    }
+
+    /// Each of `sentences`' credits and most-attended words in `patterns` (sentence `b` in
+    /// row `b`, its words from position `first`), counted nowhere yet.
+    fn credit(
+        &self,
+        patterns: &[HostTensor],
+        sentences: &[&(usize, Vec<ScoredArc>)],
+        first: usize,
+    ) -> (Vec<SentenceCredits>, Vec<Vec<u16>>) {
         assert_eq!(
             patterns.len(),
             self.n_layers,
@@ -428,7 +447,7 @@ impl RelationHits {
                 }
             }
         }
-        self.keep(sentences, credits, most_attended);
+        (credits, most_attended)
     }
 
     /// Adds scored `sentences`' credits and most-attended words to the totals and keeps
@@ -593,11 +612,12 @@ pub fn measure_relations(
             &sentences
         }
     };
-    let mut hits = RelationHits::new(model.n_layers(), model.n_heads());
-    read.each_chunk(model, device, |patterns, trees, first| {
-        hits.add_trees_at(patterns, trees, first);
+    let hits = RelationHits::new(model.n_layers(), model.n_heads());
+    let mut in_order = InOrder::new(hits, read.trees());
+    read.each_chunk(model, device, |patterns, rows, first| {
+        in_order.add_rows_at(patterns, rows, first);
     });
-    let mut relations = hits.scores();
+    let mut relations = in_order.finish().scores();
     relations.masking = masking;
     Ok(Some((relations, sentences)))
 }
@@ -669,6 +689,72 @@ fn best_head(
             resample_drop_elsewhere: None,
         },
     )
+}
+
+/// [`RelationHits`] of sentences read out of order, counted in their own order.
+///
+/// A treebank's sentences are read in chunks of similar length
+/// ([`crate::load::sentences::PieceSentences::each_chunk`]), since a chunk is padded to its
+/// longest sentence: read in file order, EWT's test set pads to nearly three times its
+/// pieces. `InOrder` scores each chunk's rows as they come and holds their credits until
+/// every sentence before them is counted, so the totals are added in the sentences' order
+/// and `relations.json` is what reading them in order gives, byte for byte. The labels are
+/// registered from the trees in their order first, so they keep their order too.
+pub struct InOrder {
+    hits: RelationHits,
+    /// Every sentence's number of words and scored arcs, in order.
+    scored: Vec<(usize, Vec<ScoredArc>)>,
+    /// Sentences scored before one of those ahead of them: credits and most-attended words.
+    waiting: BTreeMap<usize, (SentenceCredits, Vec<u16>)>,
+    /// The first sentence not counted yet.
+    next: usize,
+}
+
+impl InOrder {
+    /// Counting `trees` into `hits`, their labels registered in order.
+    pub fn new(mut hits: RelationHits, trees: &[TreebankSentence]) -> Self {
+        let scored = hits.score_trees(trees);
+        Self {
+            hits,
+            scored,
+            waiting: BTreeMap::new(),
+            next: 0,
+        }
+    }
+
+    /// Scores sentences `rows` (indices into the trees, in the patterns' row order) against
+    /// `patterns` (one per layer, `[rows, heads, seq, seq]`, words from position `first`),
+    /// and counts every sentence whose predecessors are all counted.
+    pub fn add_rows_at(&mut self, patterns: &[HostTensor], rows: &[usize], first: usize) {
+        let sentences: Vec<&(usize, Vec<ScoredArc>)> =
+            rows.iter().map(|&i| &self.scored[i]).collect();
+        let (credits, most_attended) = self.hits.credit(patterns, &sentences, first);
+        for ((&row, credit), attended) in rows.iter().zip(credits).zip(most_attended) {
+            assert!(
+                row >= self.next && self.waiting.insert(row, (credit, attended)).is_none(),
+                "relations: sentence {row} read twice"
+            );
+        }
+        while let Some((credit, attended)) = self.waiting.remove(&self.next) {
+            let sentence = std::slice::from_ref(&self.scored[self.next]);
+            self.hits.keep(sentence, vec![credit], vec![attended]);
+            self.next += 1;
+        }
+    }
+
+    /// The counts, every sentence read.
+    ///
+    /// # Panics
+    /// If a sentence was never read.
+    pub fn finish(self) -> RelationHits {
+        assert!(
+            self.next == self.scored.len() && self.waiting.is_empty(),
+            "relations: {} of {} sentences read",
+            self.next + self.waiting.len(),
+            self.scored.len()
+        );
+        self.hits
+    }
 }
 
 #[cfg(test)]
@@ -1060,5 +1146,89 @@ mod tests {
         );
         assert_eq!(head["det"].dependent_to_head, 1.0);
         assert!(relations.head_scores(HeadId::new(3, 0)).is_empty());
+    }
+
+    mod in_order {
+        use super::*;
+
+        /// A sentence of `n` words, each word's head the next word (the last one the root).
+        fn chain(n: usize, label: &str) -> TreebankSentence {
+            TreebankSentence {
+                sent_id: None,
+                text: None,
+                words: (0..n).map(|w| format!("w{w}")).collect(),
+                heads: (0..n).map(|w| if w + 1 < n { w + 2 } else { 0 }).collect(),
+                relations: (0..n)
+                    .map(|w| {
+                        if w + 1 < n {
+                            label.to_string()
+                        } else {
+                            "root".into()
+                        }
+                    })
+                    .collect(),
+            }
+        }
+
+        /// One layer of one head over sentences `rows` of `trees`, padded to `seq`: in an
+        /// odd-numbered sentence word `q` attends to the next word (the first after the last), in
+        /// an even-numbered one to itself; padding gets nothing. A row reads the same whatever
+        /// its padding.
+        fn pattern(trees: &[TreebankSentence], rows: &[usize], seq: usize) -> HostTensor {
+            let mut values = vec![];
+            for &row in rows {
+                let n = trees[row].words.len();
+                for q in 0..seq {
+                    let mut weights = vec![0.0f32; seq];
+                    if q < n {
+                        weights[if row % 2 == 1 { (q + 1) % n } else { q }] = 1.0;
+                    }
+                    values.extend(weights);
+                }
+            }
+            HostTensor {
+                values,
+                shape: vec![rows.len(), 1, seq, seq],
+            }
+        }
+
+        #[test]
+        fn sentences_read_out_of_order_count_as_read_in_order() {
+            // Treebank labels, not the grammar's: registered as first met, "obl" (sentence 0)
+            // before "nmod" (sentence 1), though sentence 1 is read last.
+            let trees = vec![
+                chain(3, "obl"),
+                chain(5, "nmod"),
+                chain(4, "obl"),
+                chain(2, "nmod"),
+            ];
+            let mut in_file_order = RelationHits::new(1, 1);
+            in_file_order.add_trees_at(&[pattern(&trees, &[0, 1, 2, 3], 5)], &trees, 0);
+            // Read by length: the short ones first, in two chunks each padded to its longest.
+            let mut by_length = InOrder::new(RelationHits::new(1, 1), &trees);
+            by_length.add_rows_at(&[pattern(&trees, &[3, 0], 3)], &[3, 0], 0);
+            by_length.add_rows_at(&[pattern(&trees, &[2, 1], 5)], &[2, 1], 0);
+            let (expected, got) = (in_file_order.scores(), by_length.finish().scores());
+            assert_eq!(got, expected);
+            assert_eq!(got.sentences, 4);
+            let score = |name: &str| {
+                let relation = got.relations.iter().find(|r| r.relation == name).unwrap();
+                relation.heads[0].dependent_to_head
+            };
+            // Sentences 1 and 3 (nmod) attend to the next word, their head: every arc found;
+            // sentences 0 and 2 (obl) to themselves: none.
+            assert_eq!((score("nmod"), score("obl")), (1.0, 0.0));
+            let names: Vec<&str> = got.relations.iter().map(|r| r.relation.as_str()).collect();
+            assert_eq!(names, ["obl", "nmod"]);
+        }
+
+        #[test]
+        #[should_panic(expected = "1 of 2 sentences read")]
+        fn a_sentence_never_read_is_a_bug() {
+            let trees = vec![chain(3, "amod"), chain(3, "amod")];
+            let mut hits = InOrder::new(RelationHits::new(1, 1), &trees);
+            hits.add_rows_at(&[pattern(&trees, &[0], 3)], &[0], 0);
+            hits.finish();
+        }
     }
 }
