@@ -46,6 +46,27 @@ fn heads_are_matched_across_seeds() {
         stdout.contains("slot") && stdout.contains("L0H0") && stdout.contains("L0H1"),
         "{stdout}"
     );
+    // Not a terminal: one line per stage on stderr, as it ends; none with --quiet.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for stage in [
+        "loading the runs",
+        "matching the heads",
+        "the page and figures",
+    ] {
+        assert!(stderr.contains(&format!("compare: {stage}, ")), "{stderr}");
+    }
+    let quiet_out = tmp.path().join("quiet");
+    let quiet = compare(&[
+        &seed_3,
+        &seed_4,
+        Path::new("--out"),
+        &quiet_out,
+        Path::new("--quiet"),
+    ]);
+    assert!(
+        quiet.status.success() && quiet.stderr.is_empty(),
+        "{quiet:?}"
+    );
 
     // Two runs of one seed are told apart by their directories' names, not "seed 3" twice.
     let again = tmp.path().join("again");
@@ -291,7 +312,9 @@ fn probe_sizes_are_checked_before_anything_is_allocated() {
     let (code, err) = probe("100000000");
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.starts_with("error: --probe 100000000 is too large for these 2 runs")
+        // After the progress line of the stage that loaded the runs.
+        err.lines()
+            .any(|line| line.starts_with("error: --probe 100000000 is too large for these 2 runs"))
             && err.contains(&format!("the largest accepted is --probe {max}")),
         "{err}"
     );

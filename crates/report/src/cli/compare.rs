@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use inspect::measure::Stages as _;
+
 /// Match the heads of several runs of one task and show which roles every run has.
 ///
 /// The runs must share the task and the model shape. Every run is probed on the first run's probe
@@ -29,6 +31,9 @@ pub struct Args {
     /// Write matched-attention also as SVG (matched-attention.svg), for papers.
     #[arg(long)]
     svg: bool,
+    /// Print no progress (by default each stage is said as it ends, on stderr).
+    #[arg(long)]
+    quiet: bool,
 }
 
 /// Runs `headlab compare` as `args` say: the exit status, or the error for `headlab`'s `main`
@@ -38,9 +43,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let mut progress = crate::cli::progress::StageProgress::on_stderr("compare", args.quiet);
+    progress.start("loading the runs");
     let loaded = inspect::compare::load_runs(&args.runs)?;
     let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
-    let comparison = crate::compare::compare(&loaded, &out, args.probe, args.svg)?;
+    progress.start("matching the heads");
+    let compared = inspect::compare::compare(&loaded, args.probe)?;
+    progress.start("the page and figures");
+    let comparison = crate::compare::write_comparison(&loaded, compared, &out, args.svg)?;
+    progress.finish();
     println!("{}", crate::compare::table(&comparison));
     for file in &comparison.files {
         println!("wrote {}", file.display());

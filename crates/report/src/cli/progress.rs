@@ -1,7 +1,8 @@
-//! `headlab inspect`'s progress while it measures (an imported model's report takes a minute
-//! and more, and printed nothing until the end): on a terminal, a spinner naming the stage
-//! with its time, each finished stage left as a line above it; otherwise one line per finished
-//! stage on stderr (a sweep's log, a pipe); nothing with `--quiet`.
+//! The progress of `headlab inspect` and `headlab compare` while they measure (an imported
+//! model's report takes a minute and more, and printed nothing until the end): on a terminal,
+//! a spinner naming the stage with its time, each finished stage left as a line above it;
+//! otherwise one line per finished stage on stderr (a sweep's log, a pipe); nothing with
+//! `--quiet`.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -9,8 +10,10 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use inspect::measure::Stages;
 
-/// Shows the stages of one `inspect` as they pass.
+/// Shows the stages of one command as they pass.
 pub struct StageProgress {
+    /// The command, first on every line: `inspect`, `compare`.
+    command: &'static str,
     /// The spinner, on a terminal.
     bar: Option<ProgressBar>,
     /// Whether finished stages are said at all.
@@ -20,18 +23,20 @@ pub struct StageProgress {
 }
 
 impl StageProgress {
-    /// Progress on stderr: a spinner on a terminal, lines elsewhere, nothing when `quiet`.
-    pub fn on_stderr(quiet: bool) -> Self {
+    /// `command`'s progress on stderr: a spinner on a terminal, lines elsewhere, nothing when
+    /// `quiet`.
+    pub fn on_stderr(command: &'static str, quiet: bool) -> Self {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new_spinner();
+            let template = format!("{{spinner}} {command}: {{msg}} ({{elapsed}})");
             bar.set_style(
-                ProgressStyle::with_template("{spinner} inspect: {msg} ({elapsed})")
-                    .expect("a valid progress template"),
+                ProgressStyle::with_template(&template).expect("a valid progress template"),
             );
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
         Self {
+            command,
             bar,
             shown: !quiet,
             current: None,
@@ -53,7 +58,7 @@ impl StageProgress {
         if !self.shown {
             return;
         }
-        let line = finished_line(stage, started.elapsed());
+        let line = finished_line(self.command, stage, started.elapsed());
         match &self.bar {
             Some(bar) => bar.println(line),
             None => eprintln!("{line}"),
@@ -81,8 +86,8 @@ impl Drop for StageProgress {
 }
 
 /// `inspect: circuits, 15.2 s`.
-fn finished_line(stage: &str, took: Duration) -> String {
-    format!("inspect: {stage}, {:.1} s", took.as_secs_f64())
+fn finished_line(command: &str, stage: &str, took: Duration) -> String {
+    format!("{command}: {stage}, {:.1} s", took.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -92,7 +97,7 @@ mod tests {
     #[test]
     fn a_finished_stage_is_one_line_with_its_time() {
         assert_eq!(
-            finished_line("circuits", Duration::from_millis(15_240)),
+            finished_line("inspect", "circuits", Duration::from_millis(15_240)),
             "inspect: circuits, 15.2 s"
         );
     }
