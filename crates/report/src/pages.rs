@@ -34,6 +34,7 @@ pub fn write_page(
             .map(|(path, caption)| html::Figure { path, caption })
             .collect(),
         config_toml: &config_toml,
+        left_out: &measured.summary.left_out,
         files: FILES
             .iter()
             .filter(|f| f.is_listed() && f.presence.holds(&contents))

@@ -1,7 +1,8 @@
 //! Loading: a run directory opened for measuring ([`loaded_run`]), with the files it rests on
 //! checked against its manifest ([`inputs`]), how its model reads its input ([`reading`]: the
 //! one place that tells task tokens from word pieces) and what it is probed with ([`text`]:
-//! its task, or natural text, the shipped treebank by default), the probe batch every measure
+//! its task, or natural text, the shipped treebank by default; or sentences a user typed,
+//! [`typed`]), the probe batch every measure
 //! reads, with each layer's attention on it ([`probe`]), what a seeded measure
 //! runs on ([`context`]) and the run's training snapshots ([`snapshots`]); for models that read
 //! word pieces, word-level attention ([`words`]), parsed sentences as pieces ([`sentences`]),
@@ -18,4 +19,5 @@ pub mod reading;
 pub mod sentences;
 pub mod snapshots;
 pub mod text;
+pub mod typed;
 pub mod words;

@@ -75,6 +75,40 @@ pub enum ReadingError {
     /// A treebank that cannot be read.
     #[error(transparent)]
     Treebank(#[from] tasks::conllu::ConlluError),
+    /// Typed sentences for a model that reads its task's tokens.
+    #[error(
+        "--text needs a model that reads text: {0} reads its task's own tokens; import a \
+         checkpoint with `headlab import` and inspect that"
+    )]
+    TextForTokens(String),
+    /// Typed sentences that cannot be read.
+    #[error(transparent)]
+    Typed(#[from] crate::load::typed::TypedTextError),
+    /// Typed sentences of different lengths.
+    #[error(
+        "the typed sentences have {lengths} words: a probe holds sentences of one length in \
+         words (its measures average over the same positions), so give sentences of one \
+         length, or inspect them one at a time (--out DIR for each)"
+    )]
+    TypedLengths {
+        /// The lengths, e.g. `6 and 9`.
+        lengths: String,
+    },
+    /// A typed sentence longer than the model's positions.
+    #[error(
+        "{sentence} is {pieces} word pieces as {tokenizer} reads it, [CLS] and [SEP] included; \
+         the model has {max_positions} positions: shorten it or split it (nothing is cut)"
+    )]
+    TypedTooLong {
+        /// The sentence, named as the user gave it (`--text "..."`, `FILE line N`).
+        sentence: String,
+        /// Its pieces.
+        pieces: usize,
+        /// The tokenizer file.
+        tokenizer: String,
+        /// The model's positions.
+        max_positions: usize,
+    },
     /// A treebank that cannot be read to be hashed.
     #[error("cannot read {path}: {error}")]
     TreebankFile {
@@ -204,6 +238,63 @@ impl Reading {
         }
     }
 
+    /// Probes with sentences the user typed (`names`: how each is named in a message,
+    /// `--text "..."` or `FILE line N`; `source`: what the report names): refused for a model
+    /// that reads its task's tokens (`run` names it), for sentences of different lengths in
+    /// words, and for a sentence over the model's positions in pieces.
+    pub fn probe_with_text(
+        &mut self,
+        sentences: Vec<TreebankSentence>,
+        names: &[String],
+        source: ProbeSource,
+        run: &Path,
+    ) -> Result<(), ReadingError> {
+        let Reading::Pieces(pieces) = self else {
+            return Err(ReadingError::TextForTokens(run.display().to_string()));
+        };
+        let lengths: std::collections::BTreeSet<usize> =
+            sentences.iter().map(|s| s.words.len()).collect();
+        if lengths.len() > 1 {
+            let lengths: Vec<String> = lengths.iter().map(usize::to_string).collect();
+            let (last, rest) = lengths.split_last().expect("two lengths or more");
+            return Err(ReadingError::TypedLengths {
+                lengths: format!("{} and {last}", rest.join(", ")),
+            });
+        }
+        for (sentence, name) in sentences.iter().zip(names) {
+            let refs: Vec<&str> = sentence.words.iter().map(String::as_str).collect();
+            let encoded = pieces
+                .tokenizer
+                .encode_words(&refs)
+                .map_err(PieceProbeError::from)?;
+            if encoded.ids.len() > pieces.max_positions {
+                return Err(ReadingError::TypedTooLong {
+                    sentence: name.clone(),
+                    pieces: encoded.ids.len(),
+                    tokenizer: pieces.tokenizer.path().display().to_string(),
+                    max_positions: pieces.max_positions,
+                });
+            }
+        }
+        pieces.treebank = Some(sentences);
+        pieces.source = source;
+        Ok(())
+    }
+
+    /// Why the report has no relation scores though the model reads text: its probe is typed
+    /// sentences, which have no parse; `None` otherwise.
+    pub fn relations_left_out(&self) -> Option<String> {
+        match self {
+            Reading::Pieces(pieces) if pieces.source.is_typed() => Some(
+                "relation scores (relations.json): typed sentences have no parse; inspect \
+                 without --text for the shipped treebank's, or --probe-conllu FILE for your own \
+                 parsed sentences"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+
     /// Whether the measures that cost one pass per head and position, or per pair of heads
     /// (greedy pruning, head-to-head path patching, head patching at each position), run:
     /// for headlab's models; an imported model's 72 heads and more would take thousands.
@@ -259,6 +350,9 @@ impl Reading {
         (count, treebank_count): (usize, usize),
         seed: u64,
     ) -> Result<Option<ReadSentences>, ReadingError> {
+        if self.relations_left_out().is_some() {
+            return Ok(None);
+        }
         if let Reading::Pieces(pieces) = self
             && let Some(trees) = &pieces.treebank
         {

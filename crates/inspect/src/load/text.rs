@@ -43,6 +43,14 @@ pub enum ProbeSource {
         /// Its SHA-256.
         sha256: String,
     },
+    /// Sentences typed on the command line (`inspect --text`) or read from a text file
+    /// (`--text-file`), one a line: no parse, so no relation scores.
+    TypedText {
+        /// The file, its absolute path when read; `None` for `--text`.
+        file: Option<PathBuf>,
+        /// The sentences, as typed (each line of the file, trimmed).
+        sentences: Vec<String>,
+    },
     /// A treebank file (`inspect --probe-conllu`).
     Treebank {
         /// The CoNLL-U file, its absolute path when read.
@@ -80,9 +88,14 @@ impl ProbeSource {
         })
     }
 
-    /// Whether the probe is natural text with gold parses (a treebank), not the task's.
+    /// Whether the probe is natural text (a treebank, or typed sentences), not the task's.
     pub fn is_treebank(&self) -> bool {
         !matches!(self, ProbeSource::Task { .. })
+    }
+
+    /// Whether the probe is sentences the user typed, which have no parse.
+    pub fn is_typed(&self) -> bool {
+        matches!(self, ProbeSource::TypedText { .. })
     }
 
     /// One line for a page: `task grammar`, `treebank UD English EWT r2.16
@@ -97,6 +110,16 @@ impl ProbeSource {
                 format!("treebank {treebank} ({file}, shipped with headlab)")
             }
             ProbeSource::Treebank { file, .. } => format!("treebank {}", file.display()),
+            ProbeSource::TypedText { file, sentences } => {
+                let count = match sentences.len() {
+                    1 => "1 sentence".to_string(),
+                    n => format!("{n} sentences"),
+                };
+                match file {
+                    Some(file) => format!("text file {} ({count})", file.display()),
+                    None => format!("typed text ({count})"),
+                }
+            }
         }
     }
 }

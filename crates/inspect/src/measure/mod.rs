@@ -139,6 +139,7 @@ pub fn measure_in_stages(
     summary.probe_token_names = probe.word_names();
     summary.special_attention = probe_special_attention(&probe, &layers);
     summary.left_out = left_out;
+    summary.left_out.extend(loaded.reading.relations_left_out());
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let flags = (options.patching, scored);
     let later = measure_later(context, (&probe, &layers), flags, stages)?;

@@ -53,6 +53,15 @@ pub struct Args {
     /// implies it.
     #[arg(long)]
     probe_task: bool,
+    /// Probe an imported model with a sentence of your own (repeatable; sentences of one
+    /// length in words), split into words at spaces and around punctuation: explore.html
+    /// shows it word by word. No parse, so no relation scores.
+    #[arg(long, value_name = "SENTENCE", allow_hyphen_values = true,
+          conflicts_with_all = ["probe_conllu", "probe_task", "task_set", "text_file"])]
+    text: Vec<String>,
+    /// As --text, the sentences of a UTF-8 file, one a line (blank lines skipped).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["probe_conllu", "probe_task", "task_set"])]
+    text_file: Option<PathBuf>,
     /// Where the model runs: flex (the default) or ndarray on the CPU, or wgpu (a GPU, or
     /// lavapipe's software Vulkan); the numbers agree within float rounding.
     #[arg(long, value_enum, default_value_t = run::BackendKind::Flex)]
@@ -76,6 +85,52 @@ pub struct Args {
     relations_masked: bool,
 }
 
+/// What the model is probed with, as the flags say: typed text, a treebank file, its task,
+/// or by default its own (its task, or for an imported model the shipped treebank).
+fn choose_probe(reading: &mut inspect::load::reading::Reading, args: &Args) -> anyhow::Result<()> {
+    if !args.text.is_empty() || args.text_file.is_some() {
+        return probe_with_text(reading, args);
+    }
+    match &args.probe_conllu {
+        Some(path) => reading.probe_with(path, &args.run)?,
+        // Task overrides change the task's sentences: they ask for the task probe.
+        None if args.probe_task || !args.task_set.is_empty() => reading.probe_task(),
+        None => {}
+    }
+    Ok(())
+}
+
+/// Probes `reading` with `--text`'s sentences or `--text-file`'s.
+fn probe_with_text(
+    reading: &mut inspect::load::reading::Reading,
+    args: &Args,
+) -> anyhow::Result<()> {
+    use inspect::load::typed;
+    let (texts, names, file): (Vec<String>, Vec<String>, _) = match &args.text_file {
+        Some(path) => {
+            let lines = typed::read_text_file(path)?;
+            let names = lines
+                .iter()
+                .map(|(line, _)| format!("{} line {line}", path.display()))
+                .collect();
+            let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            let texts = lines.into_iter().map(|(_, text)| text).collect();
+            (texts, names, Some(absolute))
+        }
+        None => {
+            let names = args.text.iter().map(|t| format!("--text {t:?}")).collect();
+            (args.text.clone(), names, None)
+        }
+    };
+    let sentences = typed::sentences_of(&texts)?;
+    let source = inspect::load::text::ProbeSource::TypedText {
+        file,
+        sentences: texts,
+    };
+    reading.probe_with_text(sentences, &names, source, &args.run)?;
+    Ok(())
+}
+
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
 /// to print (usage errors, clap's, exit with 2 before this is called).
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
@@ -95,12 +150,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut loaded =
         inspect::load::loaded_run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
     loaded.set_task(&args.task_set)?;
-    match &args.probe_conllu {
-        Some(path) => loaded.reading.probe_with(path, &args.run)?,
-        // Task overrides change the task's sentences: they ask for the task probe.
-        None if args.probe_task || !args.task_set.is_empty() => loaded.reading.probe_task(),
-        None => {} // the run's own: its task, or for an imported model the shipped treebank
-    }
+    choose_probe(&mut loaded.reading, &args)?;
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
     }

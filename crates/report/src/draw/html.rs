@@ -40,6 +40,8 @@ pub struct Page<'a> {
     pub config_toml: &'a str,
     /// Report files with a description each.
     pub files: Vec<(String, &'a str)>,
+    /// The measures the report leaves out, each with why (`summary.json`'s `left_out`).
+    pub left_out: &'a [String],
 }
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;\
@@ -62,6 +64,7 @@ pub fn render(page: &Page) -> std::io::Result<String> {
     let mut html = String::new();
     let w = &mut html;
     page_header(w, page);
+    left_out(w, page.left_out);
     heads_table(w, page.heads);
     if let Some(relations) = page.relations {
         relations_table(w, relations);
@@ -69,6 +72,21 @@ pub fn render(page: &Page) -> std::io::Result<String> {
     figures_section(w, &page.figures)?;
     files_and_config(w, page);
     Ok(html)
+}
+
+/// What the report leaves out and why, where it leaves something out.
+fn left_out(w: &mut String, left_out: &[String]) {
+    if left_out.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        w,
+        "<p class=\"summary\">Left out:</p>\n<ul class=\"summary\">"
+    );
+    for why in left_out {
+        let _ = writeln!(w, "<li>{}</li>", escape(why));
+    }
+    let _ = writeln!(w, "</ul>");
 }
 
 /// The document's head, the title, the summary line and the link to `explore.html`.
@@ -270,11 +288,16 @@ mod tests {
             figures: vec![],
             config_toml: "name = \"<x>\"",
             files: vec![],
+            left_out: &["relation scores: no <parse>".to_string()],
         };
         let html = render(&page).unwrap();
         assert!(html.contains("headlab: a&lt;script&gt;"));
         assert!(html.contains("name = &quot;&lt;x&gt;&quot;"));
         assert!(!html.contains("a<script>"));
+        assert!(
+            html.contains("<li>relation scores: no &lt;parse&gt;</li>"),
+            "{html}"
+        );
     }
 
     #[test]

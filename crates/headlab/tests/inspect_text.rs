@@ -1,0 +1,162 @@
+//! `headlab inspect --text` and `--text-file` as a user runs them: an imported checkpoint
+//! probed with sentences of one's own, read word by word, its report naming them and saying
+//! why relation scores are left out; and every bad input refused in one line, nothing written.
+
+#[path = "common/headlab.rs"]
+mod headlab;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use inspect::measure::summary::Summary;
+use report::dir::ReportDir;
+
+/// The one-layer BERT fixture (16 positions, a vocabulary of the grammar's words) imported
+/// into `parent/bert`.
+fn imported(parent: &Path) -> PathBuf {
+    let checkpoint =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/bert/one-layer");
+    let run = parent.join("bert");
+    let output = headlab::run("import", &[&checkpoint, Path::new("--out"), &run]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    run
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `inspect RUN ARGS... --out OUT`, quiet.
+fn inspect(run: &Path, args: &[&str], out: &Path) -> Output {
+    let mut all: Vec<&Path> = vec![run];
+    all.extend(args.iter().map(Path::new));
+    all.extend([Path::new("--out"), out, Path::new("--quiet")]);
+    headlab::run("inspect", &all)
+}
+
+#[test]
+fn a_typed_sentence_is_read_word_by_word_and_named_on_the_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
+    let out = tmp.path().join("typed");
+    let output = inspect(&run, &["--text", "the dog sees the cat."], &out);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("left out: relation scores"), "{stdout}");
+
+    let dir = ReportDir::new(&out);
+    let summary: Summary = dir.read_json().unwrap();
+    let probe = serde_json::to_value(&summary.probe).unwrap();
+    assert_eq!(probe["kind"], "typed_text");
+    assert_eq!(probe["sentences"][0], "the dog sees the cat.");
+    // The words, the full stop its own, then [CLS] and [SEP].
+    let names = summary.probe_token_names.clone().unwrap();
+    for word in ["the", "dog", "sees", "cat", "."] {
+        assert!(names.iter().any(|n| n == word), "{names:?}");
+    }
+    assert!(
+        summary
+            .left_out
+            .iter()
+            .any(|l| l.contains("typed sentences have no parse"))
+    );
+    assert!(
+        !out.join("relations.json").exists(),
+        "no parse, no relation scores"
+    );
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        page.contains("typed text (1 sentence)"),
+        "the page names its probe"
+    );
+    assert!(
+        page.contains("typed sentences have no parse"),
+        "and says why"
+    );
+    let explore = std::fs::read_to_string(out.join("explore.html")).unwrap();
+    assert!(explore.contains("sees"), "explore.html shows the words");
+
+    // A file of two sentences of one length.
+    let file = tmp.path().join("sentences.txt");
+    std::fs::write(&file, "the dog sees the cat\n\nthe cat sees the dog\n").unwrap();
+    let out = tmp.path().join("from-file");
+    let output = inspect(&run, &["--text-file", file.to_str().unwrap()], &out);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: Summary = ReportDir::new(&out).read_json().unwrap();
+    let probe = serde_json::to_value(&summary.probe).unwrap();
+    assert_eq!(probe["sentences"].as_array().unwrap().len(), 2);
+    assert!(probe["file"].as_str().unwrap().ends_with("sentences.txt"));
+}
+
+#[test]
+fn bad_text_is_refused_in_one_line_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
+    let out = tmp.path().join("never");
+    let refused = |args: &[&str], code: i32, expected: &str| {
+        let output = inspect(&run, args, &out);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    };
+    refused(&["--text", "  "], 1, "--text \"  \" has no word");
+    refused(
+        &["--text", "the dog sees", "--text", "the cat sees the dog"],
+        1,
+        "the typed sentences have 3 and 5 words",
+    );
+    // 16 positions: [CLS], 15 words, [SEP] is one too many.
+    let long = ["the dog"; 8].join(" ") + " runs";
+    refused(&["--text", &long], 1, "the model has 16 positions");
+    let bad = tmp.path().join("latin1.txt");
+    std::fs::write(&bad, b"the caf\xe9 runs\n").unwrap();
+    refused(
+        &["--text-file", bad.to_str().unwrap()],
+        1,
+        "is not UTF-8 text (line 1, byte 7",
+    );
+    let conllu = tmp.path().join("x.conllu");
+    refused(
+        &[
+            "--text",
+            "the dog",
+            "--probe-conllu",
+            conllu.to_str().unwrap(),
+        ],
+        2,
+        "cannot be used with",
+    );
+    refused(
+        &["--text", "the dog", "--probe-task"],
+        2,
+        "cannot be used with",
+    );
+
+    // A model headlab trained reads its task's tokens.
+    let trained = tmp.path().join("trained");
+    common_train(&trained);
+    let output = inspect(&trained, &["--text", "the dog"], &out);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("--text needs a model that reads text"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists());
+}
+
+/// The tiny test config trained into `dir`.
+fn common_train(dir: &Path) {
+    let output = headlab::run(
+        "train",
+        &[
+            Path::new(testkit::TINY_CONFIG),
+            Path::new("--out"),
+            dir,
+            Path::new("--quiet"),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+}
