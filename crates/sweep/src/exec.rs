@@ -662,7 +662,20 @@ mod tests {
 
     /// `sleep` ended by `signal`, as a sweep sees its child end.
     fn ended_by(signal: libc::c_int) -> ExitStatus {
-        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        // A shell that starts the tests in the background (`cmd &`) leaves SIGINT ignored,
+        // and the child would inherit that and sleep on: give it the default action.
+        // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(signal, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
         // SAFETY: kill(2) on a child this test started and has not reaped.
         #[allow(unsafe_code)]
         unsafe {
