@@ -306,8 +306,8 @@ def figure(test: dict, dev: dict, out: Path) -> None:
 
 def main() -> None:
     data, seconds = Path(sys.argv[1]), sys.argv[2]
-    test, dev = by_label(load(data, "ewt-test")), by_label(load(data, "ewt-dev"))
     test_all, dev_all = load(data, "ewt-test"), load(data, "ewt-dev")
+    test, dev = by_label(test_all), by_label(dev_all)
     masked = by_label(load(data, "ewt-test-masked"))
     rare = sum(1 for r in test.values() if r["arcs"] < MIN_ARCS)
     rep = replication(test, dev)

@@ -15,14 +15,34 @@ use inspect::measures::relations::Relations;
 use report::dir::ReportDir;
 use serde_json::Value;
 
-/// The reference: `sentences`, `near_tie`, and per label (`relations`) its `arcs`,
-/// `baseline` (`offset`, `score`), per head (layer-major) `dependent_to_head` and
-/// `head_to_dependent`, and per head `..._near`: the arcs whose two largest word weights are
-/// within `near_tie`, where float32 rounding may pick either word.
-fn reference() -> Value {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-ewt-reference.json");
+/// A reference in `tests/fixtures`. `minilm-ewt-reference.json`: `sentences`, `near_tie`,
+/// and per label (`relations`) its `arcs`, `baseline` (`offset`, `score`), per head
+/// (layer-major) `dependent_to_head` and `head_to_dependent`, and per head `..._near`: the
+/// arcs whose two largest word weights are within `near_tie`, where float32 rounding may pick
+/// either word. `minilm-text-reference.json`: `sentences`, each its `text`, `words` and
+/// `attention` `[layer][head][n + 2][n + 2]`.
+fn fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `headlab SUBCOMMAND ARGS...`, which must succeed.
+fn succeeds(subcommand: &str, args: &[&Path]) {
+    let output = headlab::run(subcommand, args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// all-MiniLM-L6-v2 imported from `checkpoint` into `parent/minilm`.
+fn imported(checkpoint: &Path, parent: &Path) -> std::path::PathBuf {
+    let run = parent.join("minilm");
+    succeeds("import", &[checkpoint, Path::new("--out"), &run]);
+    run
 }
 
 fn numbers(value: &Value) -> Vec<f64> {
@@ -35,15 +55,9 @@ fn minilm_on_the_shipped_treebank_scores_as_transformers_reads_it() {
     let Some(checkpoint) = testkit::minilm_dir("the MiniLM treebank test") else {
         return;
     };
-    let reference = reference();
+    let reference = fixture("minilm-ewt-reference.json");
     let tmp = tempfile::tempdir().unwrap();
-    let run = tmp.path().join("minilm");
-    let output = headlab::run("import", &[&checkpoint, Path::new("--out"), &run]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let run = imported(&checkpoint, tmp.path());
     let count = reference["sentences"].as_u64().unwrap() as usize;
     let sentences = count.to_string();
     let args = [
@@ -55,12 +69,7 @@ fn minilm_on_the_shipped_treebank_scores_as_transformers_reads_it() {
         Path::new("--no-patching"),
         Path::new("--quiet"),
     ];
-    let output = headlab::run("inspect", &args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeds("inspect", &args);
     let relations: Relations = ReportDir::new(run.join("inspect")).read_json().unwrap();
     assert_eq!(relations.sentences, count);
     let mut compared = 0;
@@ -134,18 +143,10 @@ fn minilm_reads_typed_sentences_word_by_word_as_transformers_does() {
     let Some(checkpoint) = testkit::minilm_dir("the MiniLM typed-text test") else {
         return;
     };
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-text-reference.json");
-    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let reference = fixture("minilm-text-reference.json");
     let sentences = reference["sentences"].as_array().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let run = tmp.path().join("minilm");
-    let output = headlab::run("import", &[&checkpoint, Path::new("--out"), &run]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let run = imported(&checkpoint, tmp.path());
     let mut args: Vec<&Path> = vec![run.as_path()];
     for sentence in sentences {
         args.extend([
@@ -158,12 +159,7 @@ fn minilm_reads_typed_sentences_word_by_word_as_transformers_does() {
             .iter()
             .copied(),
     );
-    let output = headlab::run("inspect", &args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeds("inspect", &args);
 
     let report = run.join("inspect");
     let summary: Value =

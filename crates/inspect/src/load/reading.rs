@@ -284,15 +284,20 @@ impl Reading {
     /// Why the report has no relation scores though the model reads text: its probe is typed
     /// sentences, which have no parse; `None` otherwise.
     pub fn relations_left_out(&self) -> Option<String> {
-        match self {
-            Reading::Pieces(pieces) if pieces.source.is_typed() => Some(
+        match self.reads_typed_text() {
+            true => Some(
                 "relation scores (relations.json): typed sentences have no parse; inspect \
                  without --text for the shipped treebank's, or --probe-conllu FILE for your own \
                  parsed sentences"
                     .to_string(),
             ),
-            _ => None,
+            false => None,
         }
+    }
+
+    /// Whether the probe is sentences the user typed (`--text`), which have no parse.
+    fn reads_typed_text(&self) -> bool {
+        matches!(self, Reading::Pieces(pieces) if pieces.source.is_typed())
     }
 
     /// Whether the measures that cost one pass per head and position, or per pair of heads
@@ -350,7 +355,7 @@ impl Reading {
         (count, treebank_count): (usize, usize),
         seed: u64,
     ) -> Result<Option<ReadSentences>, ReadingError> {
-        if self.relations_left_out().is_some() {
+        if self.reads_typed_text() {
             return Ok(None);
         }
         if let Reading::Pieces(pieces) = self
