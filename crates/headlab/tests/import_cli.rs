@@ -535,7 +535,7 @@ fn a_masked_lm_whose_tokenizer_has_no_mask_piece_is_not_scored_and_says_why() {
     assert_eq!(summary.eval_token_acc, None);
     assert!(
         summary.left_out[0].contains("patching and agreement: ")
-            && summary.left_out[0].ends_with("has no [MASK] piece"),
+            && summary.left_out[0].ends_with("has no mask piece ([MASK] or <mask>)"),
         "{:?}",
         summary.left_out
     );
@@ -550,7 +550,8 @@ fn a_masked_lm_whose_tokenizer_has_no_mask_piece_is_not_scored_and_says_why() {
     let output = headlab::run("inspect", &args);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr(&output).contains("no [MASK] piece, so --relations-masked cannot mask words"),
+        stderr(&output)
+            .contains("no mask piece ([MASK] or <mask>), so --relations-masked cannot mask words"),
         "{}",
         stderr(&output)
     );

@@ -8,6 +8,8 @@
 
 #[path = "common/headlab.rs"]
 mod headlab;
+#[path = "common/word_attention.rs"]
+mod word_attention;
 
 use std::path::Path;
 
@@ -127,17 +129,6 @@ fn minilm_on_the_shipped_treebank_scores_as_transformers_reads_it() {
     assert!(compared > 1000, "only {compared} scores compared");
 }
 
-/// `name`'s values in the report's `activations.safetensors` as f32.
-fn activation(tensors: &safetensors::SafeTensors, name: &str) -> (Vec<usize>, Vec<f32>) {
-    let view = tensors.tensor(name).unwrap();
-    let values = view
-        .data()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    (view.shape().to_vec(), values)
-}
-
 #[test]
 fn minilm_reads_typed_sentences_word_by_word_as_transformers_does() {
     let Some(checkpoint) = testkit::minilm_dir("the MiniLM typed-text test") else {
@@ -162,49 +153,7 @@ fn minilm_reads_typed_sentences_word_by_word_as_transformers_does() {
     succeeds("inspect", &args);
 
     let report = run.join("inspect");
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap())
-            .unwrap();
-    let names: Vec<&str> = summary["probe_token_names"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap())
-        .collect();
-    let bytes = std::fs::read(report.join("activations.safetensors")).unwrap();
-    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let (shape, tokens) = activation(&tensors, "tokens");
-    let (batch, seq) = (shape[0], shape[1]);
-    assert_eq!(batch, sentences.len());
-    let mut largest = 0.0f32;
-    for (b, sentence) in sentences.iter().enumerate() {
-        // The words headlab split, as the reference's tokenizer split them.
-        let words: Vec<&str> = tokens[b * seq..(b + 1) * seq]
-            .iter()
-            .map(|&id| names[id as usize])
-            .collect();
-        let expected: Vec<&str> = sentence["words"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w.as_str().unwrap())
-            .collect();
-        assert_eq!(words[1..seq - 1], expected[..], "sentence {b}");
-        assert_eq!((words[0], words[seq - 1]), ("[CLS]", "[SEP]"));
-        for (l, layer) in sentence["attention"].as_array().unwrap().iter().enumerate() {
-            let (shape, pattern) = activation(&tensors, &format!("layers.{l}.pattern"));
-            let heads = shape[1];
-            for h in 0..heads {
-                for q in 0..seq {
-                    for k in 0..seq {
-                        let theirs = layer[h][q][k].as_f64().unwrap() as f32;
-                        let ours = pattern[((b * heads + h) * seq + q) * seq + k];
-                        largest = largest.max((ours - theirs).abs());
-                    }
-                }
-            }
-        }
-    }
+    let largest = word_attention::largest_difference(&report, sentences, ["[CLS]", "[SEP]"]);
     assert!(
         largest < 1e-5,
         "word-level attention differs by up to {largest}"

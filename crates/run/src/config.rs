@@ -43,7 +43,7 @@ pub struct RunConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportRecord {
-    /// The format read: "huggingface-bert".
+    /// The format read: `huggingface-` and the checkpoint's `model_type` (`huggingface-bert`).
     pub format: String,
     /// The class the checkpoint was saved from: "BertModel" or "BertForMaskedLM".
     pub architecture: String,

@@ -49,8 +49,14 @@ pub struct Encoded {
 #[derive(Debug, Clone)]
 pub struct WordPieces {
     tokenizer: Tokenizer,
+    /// The tokenizer for words already split, where it differs ([`words_tokenizer`]).
+    words_tokenizer: Option<Tokenizer>,
     path: PathBuf,
 }
+
+/// The spellings of the mask piece across families: BERT's WordPiece, RoBERTa's and
+/// XLM-R's `<mask>`.
+const MASK_PIECES: [&str; 2] = ["[MASK]", "<mask>"];
 
 impl WordPieces {
     /// Reads `path`, refusing a file over [`MAX_TOKENIZER_BYTES`] or not a regular file
@@ -88,8 +94,20 @@ impl WordPieces {
         tokenizer
             .with_truncation(None)
             .map_err(|e| fail(e.to_string()))?;
+        let words_tokenizer = words_tokenizer(bytes)
+            .map(|json| {
+                let mut words = Tokenizer::from_bytes(json.as_bytes())
+                    .map_err(|e| fail(format!("cannot read it for words already split: {e}")))?;
+                words.with_padding(None);
+                words
+                    .with_truncation(None)
+                    .map_err(|e| fail(e.to_string()))?;
+                Ok(words)
+            })
+            .transpose()?;
         Ok(WordPieces {
             tokenizer,
+            words_tokenizer,
             path: path.to_path_buf(),
         })
     }
@@ -120,6 +138,11 @@ impl WordPieces {
         self.tokenizer.token_to_id(piece)
     }
 
+    /// The id of the mask piece (`[MASK]` or `<mask>`), if the vocabulary has one.
+    pub fn mask_id(&self) -> Option<u32> {
+        MASK_PIECES.iter().find_map(|piece| self.id(piece))
+    }
+
     /// The piece of `id`.
     pub fn piece(&self, id: u32) -> Option<String> {
         self.tokenizer.id_to_token(id)
@@ -127,19 +150,25 @@ impl WordPieces {
 
     /// `text` as the model reads it, with the special tokens.
     pub fn encode_text(&self, text: &str) -> Result<Encoded, TokenizerError> {
-        self.encode(EncodeInput::Single(InputSequence::from(text)), text)
+        let input = EncodeInput::Single(InputSequence::from(text));
+        self.encode(&self.tokenizer, input, text)
     }
 
     /// Words already split (a parsed sentence's), each to its pieces, with the special
     /// tokens; [`Encoded::words`] indexes `words`.
     pub fn encode_words(&self, words: &[&str]) -> Result<Encoded, TokenizerError> {
         let input = EncodeInput::Single(InputSequence::from(words.to_vec()));
-        self.encode(input, &words.join(" "))
+        let tokenizer = self.words_tokenizer.as_ref().unwrap_or(&self.tokenizer);
+        self.encode(tokenizer, input, &words.join(" "))
     }
 
-    fn encode(&self, input: EncodeInput, text: &str) -> Result<Encoded, TokenizerError> {
-        let encoding = self
-            .tokenizer
+    fn encode(
+        &self,
+        tokenizer: &Tokenizer,
+        input: EncodeInput,
+        text: &str,
+    ) -> Result<Encoded, TokenizerError> {
+        let encoding = tokenizer
             .encode(input, true)
             .map_err(|e| TokenizerError::Encode {
                 path: self.path.clone(),
@@ -156,6 +185,38 @@ impl WordPieces {
                 .collect(),
         })
     }
+}
+
+/// The `tokenizer.json` (as `bytes`) that reads words already split as `transformers` does
+/// (`is_split_into_words`), where that differs from the file: a byte-level BPE (RoBERTa's,
+/// ModernBERT's) must then add a space before every word, the first included
+/// (`add_prefix_space`, which `transformers` requires for split words), or a word would read
+/// as the middle of another. `None` where the file reads split words as they are (WordPiece,
+/// SentencePiece) or cannot be read as JSON (then parsing it fails anyway).
+fn words_tokenizer(bytes: &[u8]) -> Option<String> {
+    let mut json: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let changed = add_prefix_space(json.get_mut("pre_tokenizer")?);
+    changed.then(|| json.to_string())
+}
+
+/// Sets `add_prefix_space` on every ByteLevel pre-tokenizer in `pre_tokenizer` (a Sequence's
+/// too); whether any was off.
+fn add_prefix_space(pre_tokenizer: &mut serde_json::Value) -> bool {
+    if let Some(list) = pre_tokenizer
+        .get_mut("pretokenizers")
+        .and_then(|l| l.as_array_mut())
+    {
+        return list
+            .iter_mut()
+            .fold(false, |changed, inner| add_prefix_space(inner) || changed);
+    }
+    let is_byte_level = pre_tokenizer.get("type").and_then(|t| t.as_str()) == Some("ByteLevel");
+    let off = pre_tokenizer.get("add_prefix_space") != Some(&serde_json::Value::Bool(true));
+    if is_byte_level && off {
+        pre_tokenizer["add_prefix_space"] = serde_json::Value::Bool(true);
+        return true;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -220,5 +281,53 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("missing.json: cannot read it"), "{error}");
+    }
+
+    /// Each family fixture's tokenizer reads the reference's words, already split, into the
+    /// pieces and word ids `transformers` gave (`is_split_into_words`; RoBERTa's byte-level
+    /// BPE with a space before every word).
+    #[test]
+    fn split_words_read_as_transformers_reads_them_in_every_family() {
+        let families =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/families");
+        for (name, mask) in [
+            ("roberta", "<mask>"),
+            ("xlm-roberta", "<mask>"),
+            ("distilbert", "[MASK]"),
+            ("electra", "[MASK]"),
+        ] {
+            let dir = families.join(name);
+            let tokenizer = WordPieces::read(&dir.join("tokenizer.json")).unwrap();
+            assert_eq!(tokenizer.mask_id(), tokenizer.id(mask), "{name}");
+            assert!(tokenizer.mask_id().is_some(), "{name}");
+            let reference: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("words.json")).unwrap())
+                    .unwrap();
+            for sentence in reference["sentences"].as_array().unwrap() {
+                let strings = |key: &str| -> Vec<String> {
+                    let list = sentence[key].as_array().unwrap();
+                    list.iter()
+                        .map(|w| w.as_str().unwrap().to_string())
+                        .collect()
+                };
+                let words = strings("words");
+                let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+                let encoded = tokenizer.encode_words(&refs).unwrap();
+                assert_eq!(encoded.pieces, strings("pieces"), "{name}");
+                let word_ids: Vec<Option<usize>> = sentence["word_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|w| w.as_u64().map(|w| w as usize))
+                    .collect();
+                assert_eq!(encoded.words, word_ids, "{name}");
+            }
+        }
+        // Raw text keeps the file's own reading: RoBERTa's first word has no space before it.
+        let roberta = WordPieces::read(&families.join("roberta/tokenizer.json")).unwrap();
+        let text = roberta.encode_text("the farmer").unwrap();
+        assert_eq!(text.pieces[1], "the");
+        let words = roberta.encode_words(&["the", "farmer"]).unwrap();
+        assert_eq!(words.pieces[1], "Ġthe");
     }
 }

@@ -175,7 +175,7 @@ impl Probe {
             .collect();
         let tokens = Batch::new(&examples, device).tokens;
         let mut token_names = pieces.names.clone();
-        token_names.extend(["[CLS]".to_string(), "[SEP]".to_string()]);
+        token_names.extend(pieces.special_names());
         Ok(Self {
             examples,
             tokens,

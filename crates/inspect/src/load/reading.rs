@@ -45,7 +45,7 @@ pub enum Reading {
 pub struct PieceReading {
     /// The checkpoint's tokenizer (`tokenizer.json` in the run).
     pub tokenizer: WordPieces,
-    /// Its `[MASK]` piece, where it has one.
+    /// Its mask piece (`[MASK]`, `<mask>`), where it has one.
     pub mask: Option<u32>,
     /// The most pieces one sequence may hold (the model's positions).
     pub max_positions: usize,
@@ -186,7 +186,7 @@ impl Reading {
         match tokenizer {
             None => Reading::Tokens,
             Some(tokenizer) => Reading::Pieces(Box::new(PieceReading {
-                mask: tokenizer.id("[MASK]"),
+                mask: tokenizer.mask_id(),
                 tokenizer,
                 max_positions: run.io.max_seq_len,
                 treebank: Some(text::shipped_sentences()),
@@ -548,7 +548,9 @@ impl Reading {
         };
         let Some(mask) = reading.mask else {
             let file = reading.tokenizer.path().display();
-            return not_scored(left_out_because(format!("{file} has no [MASK] piece")));
+            return not_scored(left_out_because(format!(
+                "{file} has no mask piece ([MASK] or <mask>)"
+            )));
         };
         let masked = MaskedWords::of(pieces, mask);
         let chunk = masked.len().clamp(1, EVAL_CHUNK);

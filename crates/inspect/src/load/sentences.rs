@@ -36,7 +36,9 @@ pub enum PieceProbeError {
     )]
     NoWords(&'static str),
     /// Masked relation sentences asked of a tokenizer without a mask piece.
-    #[error("{0}: no [MASK] piece, so --relations-masked cannot mask words for this model")]
+    #[error(
+        "{0}: no mask piece ([MASK] or <mask>), so --relations-masked cannot mask words for this model"
+    )]
     NoMaskPiece(String),
     /// The tokenizer failed on a sentence.
     #[error(transparent)]
@@ -130,6 +132,19 @@ impl PieceSentences {
         Self::of_trees(names, ids, trees, tokenizer, max_positions)
     }
 
+    /// The pieces before and after every sentence's words, as the tokenizer writes them:
+    /// `[CLS]` and `[SEP]` for BERT, `<s>` and `</s>` for RoBERTa.
+    pub fn special_names(&self) -> [String; 2] {
+        let first = self.encoded.first();
+        let piece = |end: Option<&String>, default: &str| {
+            end.cloned().unwrap_or_else(|| default.to_string())
+        };
+        [
+            piece(first.and_then(|e| e.pieces.first()), "[CLS]"),
+            piece(first.and_then(|e| e.pieces.last()), "[SEP]"),
+        ]
+    }
+
     /// `trees` (word ids `ids` into `names`) read by `tokenizer`; sentences of more than
     /// `max_positions` pieces are left out and counted. Every sentence must come out as one
     /// special token, its words in order, one special token: word `i` at word-level
@@ -182,7 +197,8 @@ impl PieceSentences {
                 && (0..words.len()).all(|w| spans.position_of_word(w) == w + 1);
             if !in_place {
                 return Err(layout(format!(
-                    "expected [CLS], the {} words, [SEP]; the tokenizer gave {:?}",
+                    "expected one special piece, the {} words, one special piece ([CLS] ... \
+                     [SEP], <s> ... </s>); the tokenizer gave {:?}",
                     words.len(),
                     encoded.pieces
                 )));

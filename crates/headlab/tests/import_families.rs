@@ -1,0 +1,107 @@
+//! Every encoder family headlab imports, as a user runs it: `headlab import` of a random tiny
+//! base model and masked LM of RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA
+//! (`scripts/fixtures/families_reference.py`, crates/model/tests/fixtures/families/), then
+//! `headlab inspect --text` of the reference's sentences: the words, the family's own special
+//! pieces and every head's word-level attention equal `transformers`' reading of the same
+//! words pre-split (within 1e-5); then the default inspect (the shipped treebank) measures
+//! every head of every family.
+
+#[path = "common/headlab.rs"]
+mod headlab;
+#[path = "common/word_attention.rs"]
+mod word_attention;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The fixtures: `families/NAME`, its class and its `[import]` format.
+const FIXTURES: [(&str, &str, &str); 8] = [
+    ("roberta", "RobertaModel", "huggingface-roberta"),
+    ("roberta-mlm", "RobertaForMaskedLM", "huggingface-roberta"),
+    ("xlm-roberta", "XLMRobertaModel", "huggingface-xlm-roberta"),
+    (
+        "xlm-roberta-mlm",
+        "XLMRobertaForMaskedLM",
+        "huggingface-xlm-roberta",
+    ),
+    ("distilbert", "DistilBertModel", "huggingface-distilbert"),
+    (
+        "distilbert-mlm",
+        "DistilBertForMaskedLM",
+        "huggingface-distilbert",
+    ),
+    ("electra", "ElectraModel", "huggingface-electra"),
+    ("electra-mlm", "ElectraForMaskedLM", "huggingface-electra"),
+];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../model/tests/fixtures/families")
+        .join(name)
+}
+
+/// `headlab SUBCOMMAND ARGS...`, which must succeed; its stdout.
+fn succeeds(subcommand: &str, args: &[&str]) -> String {
+    let output = headlab::run(subcommand, args);
+    assert!(
+        output.status.success(),
+        "headlab {subcommand} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `families/NAME` imported into `parent/NAME`, checked to name its class and format.
+fn imported(name: &str, class: &str, format: &str, parent: &Path) -> PathBuf {
+    let run = parent.join(name);
+    let source = fixture(name);
+    let stdout = succeeds(
+        "import",
+        &[source.to_str().unwrap(), "--out", run.to_str().unwrap()],
+    );
+    assert!(
+        stdout.contains(&format!("({class}: 2 layers x ")),
+        "{stdout}"
+    );
+    let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(
+        config.contains(&format!("format = \"{format}\"")),
+        "{config}"
+    );
+    run
+}
+
+#[test]
+fn every_family_reads_typed_words_as_transformers_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, class, format) in FIXTURES {
+        let run = imported(name, class, format, tmp.path());
+        let reference: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(name).join("words.json")).unwrap(),
+        )
+        .unwrap();
+        let sentences = reference["sentences"].as_array().unwrap();
+        let texts: Vec<String> = sentences
+            .iter()
+            .map(|s| {
+                let words = s["words"].as_array().unwrap();
+                let words: Vec<&str> = words.iter().map(|w| w.as_str().unwrap()).collect();
+                words.join(" ")
+            })
+            .collect();
+        let mut args = vec![run.to_str().unwrap()];
+        for text in &texts {
+            args.extend(["--text", text.as_str()]);
+        }
+        args.extend(["--no-patching", "--quiet"]);
+        succeeds("inspect", &args);
+        let pieces = sentences[0]["pieces"].as_array().unwrap();
+        let specials = [&pieces[0], &pieces[pieces.len() - 1]].map(|p| p.as_str().unwrap());
+        let largest = word_attention::largest_difference(&run.join("inspect"), sentences, specials);
+        assert!(
+            largest < 1e-5,
+            "{name}: word-level attention differs by up to {largest}"
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! The encoder families headlab imports and where each keeps its tensors.
+//!
+//! BERT, RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA are one network (learned absolute
+//! positions, token embeddings normed before the first block, post-norm blocks of attention
+//! and a GELU feed-forward, a masked-LM head of dense, GELU, norm and the tied word
+//! embeddings) saved under different names. A [`Layout`] is those names; one reader
+//! ([`super::tensors`]) fills headlab's [`model::Encoder`] from any of them, so a family is
+//! a row of a table, not a second importer.
+
+/// A family of encoders, by its `config.json`'s `model_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `bert`: BertModel, BertForMaskedLM (and task models, whose encoder is read).
+    Bert,
+    /// `roberta`: BERT with byte-level BPE and position ids that start after the padding id.
+    Roberta,
+    /// `xlm-roberta`: RoBERTa's network with a SentencePiece vocabulary.
+    XlmRoberta,
+    /// `distilbert`: six layers distilled from BERT, without token types.
+    DistilBert,
+    /// `electra`: BERT's network trained as a discriminator (or the generator's masked LM).
+    Electra,
+}
+
+impl Family {
+    /// Every family, in the order messages list them.
+    pub const ALL: [Family; 5] = [
+        Family::Bert,
+        Family::Roberta,
+        Family::XlmRoberta,
+        Family::DistilBert,
+        Family::Electra,
+    ];
+
+    /// The family whose `model_type` is `name`.
+    pub fn of_model_type(name: &str) -> Option<Family> {
+        Self::ALL
+            .into_iter()
+            .find(|family| family.model_type() == name)
+    }
+
+    /// The `model_type` of its `config.json`.
+    pub fn model_type(self) -> &'static str {
+        match self {
+            Family::Bert => "bert",
+            Family::Roberta => "roberta",
+            Family::XlmRoberta => "xlm-roberta",
+            Family::DistilBert => "distilbert",
+            Family::Electra => "electra",
+        }
+    }
+
+    /// The start of its classes' names in `transformers` (`RobertaModel`, ...).
+    pub fn class_prefix(self) -> &'static str {
+        match self {
+            Family::Bert => "Bert",
+            Family::Roberta => "Roberta",
+            Family::XlmRoberta => "XLMRoberta",
+            Family::DistilBert => "DistilBert",
+            Family::Electra => "Electra",
+        }
+    }
+
+    /// The base model's class (`BertModel`).
+    pub fn base_class(self) -> String {
+        format!("{}Model", self.class_prefix())
+    }
+
+    /// The masked-LM class (`BertForMaskedLM`), whose prediction head headlab keeps.
+    pub fn masked_lm_class(self) -> String {
+        format!("{}ForMaskedLM", self.class_prefix())
+    }
+
+    /// Every supported `model_type`, for messages: `"bert", "roberta", ...`.
+    pub fn supported_list() -> String {
+        Self::ALL
+            .map(|family| format!("{:?}", family.model_type()))
+            .join(", ")
+    }
+
+    /// Where its checkpoints keep each tensor.
+    pub fn layout(self) -> &'static Layout {
+        match self {
+            Family::Bert => &BERT,
+            Family::Roberta | Family::XlmRoberta => &ROBERTA,
+            Family::DistilBert => &DISTILBERT,
+            Family::Electra => &ELECTRA,
+        }
+    }
+}
+
+/// Where a family's checkpoint keeps each tensor, by name without its `.weight` or `.bias`.
+/// Encoder names are relative to the base model: a task model (`BertForMaskedLM`) saves
+/// them under `base_prefix`, a base model without it.
+#[derive(Debug)]
+pub struct Layout {
+    /// The base model's name inside a task model (`bert.`).
+    pub base_prefix: &'static str,
+    /// The word embeddings, `[vocab, d]`.
+    pub word: &'static str,
+    /// The learned positions, `[max_positions, d]`.
+    pub position: &'static str,
+    /// The token-type (segment) embeddings, where the family has them.
+    pub token_type: Option<&'static str>,
+    /// The norm after the embeddings.
+    pub embedding_norm: &'static str,
+    /// The blocks: `{layers}.{index}.` starts each block's names.
+    pub layers: &'static str,
+    /// Within a block: the query, key and value projections.
+    pub qkv: [&'static str; 3],
+    /// The attention's output projection.
+    pub attention_output: &'static str,
+    /// The norm after attention's residual add.
+    pub attention_norm: &'static str,
+    /// The feed-forward's two linears.
+    pub feed_forward: [&'static str; 2],
+    /// The norm after the feed-forward's residual add.
+    pub feed_forward_norm: &'static str,
+    /// The masked-LM head: its dense transform and norm (GELU between them).
+    pub head_transform: [&'static str; 2],
+    /// The decoder's weight (absent when tied to the word embeddings, as saved) and bias.
+    pub decoder: [&'static str; 2],
+    /// Names under which every tensor belongs to the encoder: one left unread there would
+    /// change the model, so the import refuses it.
+    pub encoder_parts: &'static [&'static str],
+}
+
+const BERT: Layout = Layout {
+    base_prefix: "bert.",
+    word: "embeddings.word_embeddings",
+    position: "embeddings.position_embeddings",
+    token_type: Some("embeddings.token_type_embeddings"),
+    embedding_norm: "embeddings.LayerNorm",
+    layers: "encoder.layer",
+    qkv: [
+        "attention.self.query",
+        "attention.self.key",
+        "attention.self.value",
+    ],
+    attention_output: "attention.output.dense",
+    attention_norm: "attention.output.LayerNorm",
+    feed_forward: ["intermediate.dense", "output.dense"],
+    feed_forward_norm: "output.LayerNorm",
+    head_transform: [
+        "cls.predictions.transform.dense",
+        "cls.predictions.transform.LayerNorm",
+    ],
+    decoder: ["cls.predictions.decoder.weight", "cls.predictions.bias"],
+    encoder_parts: &["embeddings.", "encoder."],
+};
+
+/// RoBERTa and XLM-RoBERTa: BERT's encoder under `roberta.`, its own head's names.
+const ROBERTA: Layout = Layout {
+    base_prefix: "roberta.",
+    head_transform: ["lm_head.dense", "lm_head.layer_norm"],
+    decoder: ["lm_head.decoder.weight", "lm_head.bias"],
+    ..BERT
+};
+
+/// ELECTRA's encoder is BERT's under `electra.`; the masked LM is the generator's head.
+/// `embeddings_project` (an embedding size unlike the hidden size) is refused, not dropped.
+const ELECTRA: Layout = Layout {
+    base_prefix: "electra.",
+    head_transform: [
+        "generator_predictions.dense",
+        "generator_predictions.LayerNorm",
+    ],
+    decoder: ["generator_lm_head.weight", "generator_lm_head.bias"],
+    encoder_parts: &["embeddings.", "encoder.", "embeddings_project."],
+    ..BERT
+};
+
+const DISTILBERT: Layout = Layout {
+    base_prefix: "distilbert.",
+    word: "embeddings.word_embeddings",
+    position: "embeddings.position_embeddings",
+    token_type: None,
+    embedding_norm: "embeddings.LayerNorm",
+    layers: "transformer.layer",
+    qkv: ["attention.q_lin", "attention.k_lin", "attention.v_lin"],
+    attention_output: "attention.out_lin",
+    attention_norm: "sa_layer_norm",
+    feed_forward: ["ffn.lin1", "ffn.lin2"],
+    feed_forward_norm: "output_layer_norm",
+    head_transform: ["vocab_transform", "vocab_layer_norm"],
+    decoder: ["vocab_projector.weight", "vocab_projector.bias"],
+    encoder_parts: &["embeddings.", "transformer."],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_found_by_its_model_type_and_names_its_classes() {
+        for family in Family::ALL {
+            assert_eq!(Family::of_model_type(family.model_type()), Some(family));
+        }
+        assert_eq!(Family::of_model_type("gpt2"), None);
+        assert_eq!(
+            Family::XlmRoberta.masked_lm_class(),
+            "XLMRobertaForMaskedLM"
+        );
+        assert_eq!(Family::DistilBert.base_class(), "DistilBertModel");
+        assert_eq!(
+            Family::supported_list(),
+            "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\""
+        );
+    }
+}

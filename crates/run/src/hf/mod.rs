@@ -1,0 +1,116 @@
+//! Hugging Face encoder checkpoints (`config.json` and `model.safetensors`, as
+//! `save_pretrained` writes them) of the BERT, RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA
+//! families ([`family`]) opened as headlab [`Encoder`]s: each is headlab's encoder with its
+//! four options set (token types where the family has them, an embedding norm, post-norm
+//! without a final norm, the checkpoint's norm epsilon), so an imported model runs every
+//! code path a trained one runs.
+//!
+//! [`config`] reads `config.json` as the family names its fields; [`tensors`] reads the
+//! weights through the family's layout. A masked LM (`BertForMaskedLM`,
+//! `RobertaForMaskedLM`, ...) keeps its prediction head: the transform (dense, GELU, norm)
+//! as the encoder's `output_transform` and the decoder (the word embeddings, tied, and the
+//! prediction bias) as its output layer, so its logits equal the reference's too. A base
+//! model has no head: its output layer is the tied word embeddings alone, with no bias (the
+//! unembedding), and no transform.
+
+pub mod config;
+pub mod family;
+mod tensors;
+
+use std::path::{Path, PathBuf};
+
+use burn::prelude::*;
+use model::Encoder;
+
+pub use config::CheckpointConfig;
+pub use family::Family;
+
+/// Why a checkpoint could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum HfError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why. Not a `source`: the message already says it, and `error: {e:#}` in main would
+        /// print it twice.
+        error: std::io::Error,
+    },
+    /// `config.json` is not a config headlab can open.
+    #[error("{path}: {message}")]
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong, and what would be accepted.
+        message: String,
+    },
+    /// The weights are not what the config describes.
+    #[error("{path}: {message}")]
+    Weights {
+        /// The weights file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The largest `model.safetensors` read, checked before reading it: 4 GiB, room for
+/// BERT-large (1.3 GB in float32) and then some. Also the bound on the parameters
+/// `config.json` describes, checked before the model is allocated.
+pub const MAX_CHECKPOINT_BYTES: u64 = 4 << 30;
+
+/// Opens the checkpoint in `dir` (`config.json`, `model.safetensors`) on `device`.
+pub fn load_checkpoint(
+    dir: &Path,
+    device: &Device,
+) -> Result<(Encoder, CheckpointConfig), HfError> {
+    let config = CheckpointConfig::read(dir)?;
+    let bytes = read_weights(dir)?;
+    let (encoder, _) = encoder_from_bytes(dir, &config, &bytes, device)?;
+    Ok((encoder, config))
+}
+
+/// The bytes of `dir/model.safetensors`, refusing a file over [`MAX_CHECKPOINT_BYTES`]
+/// before reading it.
+pub fn read_weights(dir: &Path) -> Result<Vec<u8>, HfError> {
+    let path = dir.join("model.safetensors");
+    let io_error = |error| HfError::Io {
+        path: path.clone(),
+        error,
+    };
+    let size = std::fs::metadata(&path).map_err(io_error)?.len();
+    if size > MAX_CHECKPOINT_BYTES {
+        return Err(HfError::Weights {
+            path,
+            message: format!(
+                "is {:.1} GiB, over the {} GiB headlab imports",
+                size as f64 / (1u64 << 30) as f64,
+                MAX_CHECKPOINT_BYTES >> 30
+            ),
+        });
+    }
+    crate::small_file::read(&path, MAX_CHECKPOINT_BYTES).map_err(io_error)
+}
+
+/// The encoder `config` describes, with the weights in `bytes` (the contents of
+/// `dir/model.safetensors`, [`read_weights`]), on `device`.
+pub fn encoder_from_bytes(
+    dir: &Path,
+    config: &CheckpointConfig,
+    bytes: &[u8],
+    device: &Device,
+) -> Result<(Encoder, Vec<String>), HfError> {
+    let path = dir.join("model.safetensors");
+    let weights = tensors::Weights::parse(bytes, config.family.layout(), &path, device)?;
+    let (encoder_config, io) = config.encoder();
+    let mut encoder = encoder_config
+        .init(&io, device)
+        .map_err(|e| HfError::Config {
+            path: dir.join("config.json"),
+            message: e.to_string(),
+        })?;
+    weights.fill(&mut encoder, config)?;
+    let unread = weights.check_unread(config)?;
+    Ok((encoder.no_grad(), unread))
+}

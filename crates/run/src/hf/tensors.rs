@@ -1,0 +1,331 @@
+//! The checkpoint's tensors, read by name through the family's [`Layout`] into headlab's
+//! [`Encoder`]: each one checked to be float32 of the shape the config gives and finite, and
+//! every tensor left unread accounted for ([`Weights::check_unread`]).
+//!
+//! headlab keeps a layer's query, key and value projections as one `[d_model, 3 * n_heads *
+//! d_head]` matrix (`[q | k | v]`, head-major within each), where a checkpoint has three
+//! `[n_heads * d_head, d_model]` matrices: a rename cannot concatenate and transpose, so the
+//! model is assembled here rather than loaded through burn-store's key remapping.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use burn::module::Param;
+use burn::nn::{LayerNorm, Linear};
+use burn::prelude::*;
+use model::Encoder;
+use safetensors::{Dtype, SafeTensors};
+
+use super::HfError;
+use super::config::CheckpointConfig;
+use super::family::Layout;
+
+/// The one tensor under the encoder's names a checkpoint may hold that headlab rightly leaves
+/// unread: the position ids, a buffer (`0..max_position_embeddings`), not a weight.
+const POSITION_IDS: &str = "embeddings.position_ids";
+
+/// The checkpoint's tensors by name, without the base model's prefix a task model adds
+/// (`bert.`, `roberta.`, ...).
+pub(super) struct Weights<'a> {
+    file: SafeTensors<'a>,
+    names: HashMap<String, String>,
+    /// The names (without the prefix) read so far.
+    read: RefCell<BTreeSet<String>>,
+    layout: &'static Layout,
+    path: &'a Path,
+    device: &'a Device,
+}
+
+impl<'a> Weights<'a> {
+    pub(super) fn parse(
+        bytes: &'a [u8],
+        layout: &'static Layout,
+        path: &'a Path,
+        device: &'a Device,
+    ) -> Result<Self, HfError> {
+        let file = SafeTensors::deserialize(bytes).map_err(|e| HfError::Weights {
+            path: path.to_path_buf(),
+            message: format!("not a valid safetensors file ({e}); it may be truncated"),
+        })?;
+        let names = file
+            .names()
+            .into_iter()
+            .map(|name| {
+                (
+                    name.strip_prefix(layout.base_prefix)
+                        .unwrap_or(name)
+                        .to_string(),
+                    name.to_string(),
+                )
+            })
+            .collect();
+        Ok(Self {
+            file,
+            names,
+            read: RefCell::new(BTreeSet::new()),
+            layout,
+            path,
+            device,
+        })
+    }
+
+    /// The tensors left unread once the model is filled, sorted, after refusing any of the
+    /// encoder's own (the layout's `encoder_parts`, buffers aside): a layer beyond
+    /// `num_hidden_layers`, or a part headlab's encoder lacks, would be dropped without a
+    /// word and the imported model would not be the checkpoint. The rest (a pooler, a task's
+    /// classifier) are named for the user, as `transformers` names unused weights.
+    pub(super) fn check_unread(&self, config: &CheckpointConfig) -> Result<Vec<String>, HfError> {
+        let read = self.read.borrow();
+        let mut unread: Vec<String> = self
+            .names
+            .keys()
+            .filter(|name| !read.contains(*name))
+            .cloned()
+            .collect();
+        unread.sort();
+        let layers = format!("{}.", self.layout.layers);
+        let layer_of = |name: &str| {
+            let rest = name.strip_prefix(&layers)?;
+            rest.split('.').next()?.parse::<usize>().ok()
+        };
+        if let Some(layer) = unread.iter().filter_map(|n| layer_of(n)).max() {
+            return Err(self.error(format!(
+                "has tensors of layer {layer}, but config.json gives {} layers: headlab \
+                 imports every layer or none; set the config's layer count to the \
+                 checkpoint's",
+                config.num_hidden_layers
+            )));
+        }
+        let encoder_part: Vec<&String> = unread
+            .iter()
+            .filter(|n| self.layout.encoder_parts.iter().any(|p| n.starts_with(p)))
+            .filter(|n| n.as_str() != POSITION_IDS)
+            .collect();
+        if let Some(first) = encoder_part.first() {
+            return Err(self.error(format!(
+                "has {} tensor(s) of the encoder that a {} config.json does not describe \
+                 ({first}{}); headlab imports the encoder exactly, and would leave them out",
+                encoder_part.len(),
+                config.family.model_type(),
+                if encoder_part.len() > 1 { ", ..." } else { "" }
+            )));
+        }
+        Ok(unread)
+    }
+
+    fn error(&self, message: String) -> HfError {
+        HfError::Weights {
+            path: self.path.to_path_buf(),
+            message,
+        }
+    }
+
+    /// The tensor `name` (without the prefix), checked to be finite f32 of `shape`.
+    fn get<const D: usize>(&self, name: &str, shape: [usize; D]) -> Result<Tensor<D>, HfError> {
+        let full = self
+            .names
+            .get(name)
+            .ok_or_else(|| self.error(format!("has no tensor {name}")))?;
+        self.read.borrow_mut().insert(name.to_string());
+        let view = self
+            .file
+            .tensor(full)
+            .map_err(|e| self.error(format!("{full}: {e}")))?;
+        if view.dtype() != Dtype::F32 {
+            return Err(self.error(format!(
+                "{full} is {:?}; headlab reads float32 checkpoints",
+                view.dtype()
+            )));
+        }
+        if view.shape() != shape {
+            return Err(self.error(format!(
+                "{full} has shape {:?}, where config.json gives {shape:?}",
+                view.shape()
+            )));
+        }
+        let values = crate::tensor_file::f32_values(&view);
+        if let Some(first) = values.iter().position(|v| !v.is_finite()) {
+            // Counted only here: a finite tensor is read once.
+            let non_finite = values[first..].iter().filter(|v| !v.is_finite()).count();
+            return Err(self.error(format!(
+                "{full} holds {non_finite} value(s) that are NaN or infinite (the first at \
+                 index {first}); headlab imports finite weights only"
+            )));
+        }
+        Ok(Tensor::from_data(
+            TensorData::new(values, shape.to_vec()),
+            self.device,
+        ))
+    }
+
+    /// The first of `names` the checkpoint has (old checkpoints call a norm's scale `gamma`).
+    fn first_of<const D: usize>(
+        &self,
+        names: [&str; 2],
+        shape: [usize; D],
+    ) -> Result<Tensor<D>, HfError> {
+        match names.iter().find(|n| self.names.contains_key(**n)) {
+            Some(name) => self.get(name, shape),
+            None => self.get(names[0], shape),
+        }
+    }
+
+    fn norm(&self, prefix: &str, norm: &mut LayerNorm, width: usize) -> Result<(), HfError> {
+        norm.gamma = Param::from_tensor(self.first_of(
+            [&format!("{prefix}.weight"), &format!("{prefix}.gamma")],
+            [width],
+        )?);
+        norm.beta = Some(Param::from_tensor(self.first_of(
+            [&format!("{prefix}.bias"), &format!("{prefix}.beta")],
+            [width],
+        )?));
+        Ok(())
+    }
+
+    /// A PyTorch `nn.Linear` (`weight [out, in]`) into a Burn one (`[in, out]`).
+    fn linear(
+        &self,
+        prefix: &str,
+        linear: &mut Linear,
+        d_in: usize,
+        d_out: usize,
+    ) -> Result<(), HfError> {
+        let weight: Tensor<2> = self.get(&format!("{prefix}.weight"), [d_out, d_in])?;
+        linear.weight = Param::from_tensor(weight.transpose());
+        linear.bias = Some(Param::from_tensor(
+            self.get(&format!("{prefix}.bias"), [d_out])?,
+        ));
+        Ok(())
+    }
+
+    /// Fills every weight of `encoder` (made from `config`) from the checkpoint.
+    pub(super) fn fill(
+        &self,
+        encoder: &mut Encoder,
+        config: &CheckpointConfig,
+    ) -> Result<(), HfError> {
+        let layout = self.layout;
+        let d = config.hidden_size;
+        let vocab = config.vocab_size;
+        let word: Tensor<2> = self.get(&format!("{}.weight", layout.word), [vocab, d])?;
+        encoder.embedding.weight = Param::from_tensor(word.clone());
+        self.fill_positions(encoder, config)?;
+        if let Some(name) = layout.token_type {
+            let types = encoder
+                .token_types
+                .as_mut()
+                .expect("a family with token types has their table");
+            types.weight = Param::from_tensor(
+                self.get(&format!("{name}.weight"), [config.type_vocab_size, d])?,
+            );
+        }
+        let embedding_norm = encoder
+            .embedding_norm
+            .as_mut()
+            .expect("an imported encoder has an embedding norm");
+        self.norm(layout.embedding_norm, embedding_norm, d)?;
+        for (index, block) in encoder.blocks.iter_mut().enumerate() {
+            let prefix = format!("{}.{index}", layout.layers);
+            self.block(&prefix, block, config)?;
+        }
+        if let Some(transform) = encoder.output_transform.as_mut() {
+            let [dense, norm] = layout.head_transform;
+            self.linear(dense, &mut transform.dense, d, d)?;
+            self.norm(norm, &mut transform.norm, d)?;
+        }
+        self.fill_decoder(encoder, config, word)
+    }
+
+    /// The learned positions: the table's rows from the family's offset on (RoBERTa's
+    /// position ids start after its padding id, so its first word reads row
+    /// `pad_token_id + 1`; the rows before are never read for a word).
+    fn fill_positions(
+        &self,
+        encoder: &mut Encoder,
+        config: &CheckpointConfig,
+    ) -> Result<(), HfError> {
+        let d = config.hidden_size;
+        let table: Tensor<2> = self.get(
+            &format!("{}.weight", self.layout.position),
+            [config.max_position_embeddings, d],
+        )?; // [max_position_embeddings, d]
+        let positions = encoder
+            .positions
+            .learned
+            .as_mut()
+            .expect("an imported encoder has learned positions");
+        let rows = config.position_offset..config.max_position_embeddings;
+        positions.weight = Param::from_tensor(table.slice([rows, 0..d])); // [max_positions, d]
+        Ok(())
+    }
+
+    /// The output layer: the decoder's own weight where the checkpoint saved one (untied),
+    /// else the word embeddings (tied: `save_pretrained` writes them once); the prediction
+    /// bias where there is one. A base model has no head: its output layer is the
+    /// unembedding, the tied word embeddings with no bias.
+    fn fill_decoder(
+        &self,
+        encoder: &mut Encoder,
+        config: &CheckpointConfig,
+        word: Tensor<2>,
+    ) -> Result<(), HfError> {
+        let [weight_name, bias_name] = self.layout.decoder;
+        let (d, vocab) = (config.hidden_size, config.vocab_size);
+        let decoder = match config.is_masked_lm() && self.names.contains_key(weight_name) {
+            true => self.get(weight_name, [vocab, d])?,
+            false => word,
+        }; // [vocab, d]
+        encoder.output.weight = Param::from_tensor(decoder.transpose());
+        let bias = match config.is_masked_lm() && self.names.contains_key(bias_name) {
+            true => self.get(bias_name, [vocab])?,
+            false => Tensor::zeros([vocab], self.device),
+        };
+        encoder.output.bias = Some(Param::from_tensor(bias));
+        Ok(())
+    }
+
+    fn block(
+        &self,
+        layer: &str,
+        block: &mut model::EncoderBlock,
+        config: &CheckpointConfig,
+    ) -> Result<(), HfError> {
+        let layout = self.layout;
+        let d = config.hidden_size;
+        let qkv = layout.qkv.map(|part| {
+            let name = format!("{layer}.{part}");
+            let weight: Result<Tensor<2>, _> = self.get(&format!("{name}.weight"), [d, d]);
+            let bias: Result<Tensor<1>, _> = self.get(&format!("{name}.bias"), [d]);
+            weight.and_then(|w| bias.map(|b| (w.transpose(), b))) // [d_in, d_out], [d_out]
+        });
+        let mut weights = Vec::with_capacity(3);
+        let mut biases = Vec::with_capacity(3);
+        for part in qkv {
+            let (weight, bias) = part?;
+            weights.push(weight);
+            biases.push(bias);
+        }
+        let projection = block
+            .attention
+            .qkv
+            .as_mut()
+            .expect("an imported encoder has the split layout");
+        projection.weight = Param::from_tensor(Tensor::cat(weights, 1)); // [d, 3 d]: q | k | v
+        projection.bias = Some(Param::from_tensor(Tensor::cat(biases, 0))); // [3 d]
+        let name = |part: &str| format!("{layer}.{part}");
+        self.linear(
+            &name(layout.attention_output),
+            &mut block.attention.output,
+            d,
+            d,
+        )?;
+        self.norm(&name(layout.attention_norm), &mut block.norm_attention, d)?;
+        let ff = config.intermediate_size;
+        let [ff_in, ff_out] = layout.feed_forward;
+        self.linear(&name(ff_in), &mut block.ff_in, d, ff)?;
+        self.linear(&name(ff_out), &mut block.ff_out, ff, d)?;
+        self.norm(&name(layout.feed_forward_norm), &mut block.norm_ff, d)?;
+        Ok(())
+    }
+}
