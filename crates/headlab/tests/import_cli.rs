@@ -20,6 +20,30 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+fn families() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/families")
+}
+
+/// A copy of the family fixture `name` under `parent`, with `file` changed by `change`.
+fn family_edit(
+    parent: &Path,
+    name: &str,
+    file: &str,
+    change: &dyn Fn(Vec<u8>) -> Vec<u8>,
+) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for part in ["config.json", "model.safetensors", "tokenizer.json"] {
+        std::fs::copy(families().join(name).join(part), dir.join(part)).unwrap();
+    }
+    let path = dir.join(file);
+    let bytes = std::fs::read(&path).unwrap();
+    let changed = change(bytes.clone());
+    assert_ne!(changed, bytes, "{name}/{file} is unchanged");
+    std::fs::write(&path, changed).unwrap();
+    dir
+}
+
 fn import(args: &[&Path]) -> Output {
     headlab::run("import", args)
 }
@@ -636,7 +660,7 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
             extra_layer,
             vec![
                 "extra-layer/model.safetensors: has tensors of layer 2",
-                "num_hidden_layers = 2",
+                "config.json gives 2 layers",
             ],
         ),
         (
@@ -673,18 +697,50 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
         (missing_config, vec!["no-config/config.json", "cannot read"]),
         (
             edit("not-json", "config.json", &|_| b"{ hidden_size: ".to_vec()),
-            vec!["not-json/config.json", "not a BERT config.json"],
+            vec!["not-json/config.json", "not a config.json"],
         ),
         (
             edit(
-                "roberta",
+                "gpt2",
                 "config.json",
-                &replace("\"model_type\": \"bert\"", "\"model_type\": \"roberta\""),
+                &replace("\"model_type\": \"bert\"", "\"model_type\": \"gpt2\""),
             ),
             vec![
-                "roberta/config.json",
-                "model_type is \"roberta\"",
-                "\"bert\"",
+                "gpt2/config.json",
+                "model_type is \"gpt2\"",
+                "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\"",
+            ],
+        ),
+        (
+            // An option a family's code here does not implement: refused, never ignored.
+            family_edit(
+                tmp.path(),
+                "electra",
+                "config.json",
+                &replace("\"embedding_size\": 18", "\"embedding_size\": 9"),
+            ),
+            vec![
+                "electra/config.json",
+                "embedding_size is 9 and hidden_size 18",
+            ],
+        ),
+        (
+            family_edit(
+                tmp.path(),
+                "distilbert",
+                "config.json",
+                &replace("\"activation\": \"gelu\"", "\"activation\": \"relu\""),
+            ),
+            vec!["distilbert/config.json", "activation is \"relu\""],
+        ),
+        (
+            // RoBERTa's weights with XLM-R's tokenizer: another vocabulary.
+            family_edit(tmp.path(), "roberta-mlm", "tokenizer.json", &|_| {
+                std::fs::read(families().join("xlm-roberta/tokenizer.json")).unwrap()
+            }),
+            vec![
+                "roberta-mlm/tokenizer.json has 121 pieces",
+                "vocab_size 320",
             ],
         ),
         (

@@ -105,3 +105,47 @@ fn every_family_reads_typed_words_as_transformers_does() {
         );
     }
 }
+
+#[test]
+fn every_family_is_measured_on_the_shipped_treebank() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, class, format) in FIXTURES {
+        let run = imported(name, class, format, tmp.path());
+        succeeds("inspect", &[run.to_str().unwrap(), "--quiet"]);
+        let report = run.join("inspect");
+        let read = |file: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(report.join(file)).unwrap()).unwrap()
+        };
+        let summary = read("summary.json");
+        assert_eq!(summary["probe"]["kind"], "shipped_treebank", "{name}");
+        // The family's own special pieces, and attention measured on them in every layer.
+        let names = summary["probe_token_names"].as_array().unwrap();
+        let specials = &names[names.len() - 2..];
+        let want = match name.contains("roberta") {
+            true => ["<s>", "</s>"],
+            false => ["[CLS]", "[SEP]"],
+        };
+        assert_eq!(specials, want, "{name}");
+        assert_eq!(summary["special_attention"].as_array().unwrap().len(), 2);
+        // Relations on the sentences that fit its 16 positions.
+        let relations = read("relations.json");
+        assert!(relations["sentences"].as_u64().unwrap() > 100, "{name}");
+        // Every head measured; the output side (ablation, attribution) only with a head.
+        let heads = read("heads.json");
+        let heads = heads.as_array().unwrap();
+        assert_eq!(
+            heads.len(),
+            2 * summary["n_heads"].as_u64().unwrap() as usize
+        );
+        let masked_lm = name.ends_with("-mlm");
+        for head in heads {
+            assert!(head["entropy"].as_f64().unwrap().is_finite(), "{name}");
+            assert!(head["qk_effective_rank"].as_f64().unwrap() > 0.0, "{name}");
+            assert_eq!(
+                head["ablation_drop"].is_number(),
+                masked_lm,
+                "{name}: {head}"
+            );
+        }
+    }
+}

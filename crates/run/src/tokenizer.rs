@@ -206,9 +206,12 @@ fn add_prefix_space(pre_tokenizer: &mut serde_json::Value) -> bool {
         .get_mut("pretokenizers")
         .and_then(|l| l.as_array_mut())
     {
-        return list
-            .iter_mut()
-            .fold(false, |changed, inner| add_prefix_space(inner) || changed);
+        // Every one set, not only the first: no short circuit.
+        let mut changed = false;
+        for inner in list {
+            changed |= add_prefix_space(inner);
+        }
+        return changed;
     }
     let is_byte_level = pre_tokenizer.get("type").and_then(|t| t.as_str()) == Some("ByteLevel");
     let off = pre_tokenizer.get("add_prefix_space") != Some(&serde_json::Value::Bool(true));
@@ -329,5 +332,20 @@ mod tests {
         assert_eq!(text.pieces[1], "the");
         let words = roberta.encode_words(&["the", "farmer"]).unwrap();
         assert_eq!(words.pieces[1], "Ġthe");
+    }
+
+    #[test]
+    fn a_space_is_added_before_split_words_only_where_a_byte_level_bpe_lacks_it() {
+        let mut sequence = serde_json::json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": true},
+            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true},
+        ]});
+        assert!(add_prefix_space(&mut sequence));
+        assert_eq!(sequence["pretokenizers"][1]["add_prefix_space"], true);
+        // Already set, or not a byte-level BPE: the file is read as it is.
+        assert!(!add_prefix_space(&mut sequence));
+        let mut metaspace = serde_json::json!({"type": "Metaspace", "replacement": "▁"});
+        assert!(!add_prefix_space(&mut metaspace));
+        assert_eq!(words_tokenizer(br#"{"pre_tokenizer": null}"#), None);
     }
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 use model::{EncoderConfig, EncoderIo, HeadLayout, InitScheme, NormPlacement, PositionalKind};
 use serde::Deserialize;
 
+use super::error::{HfError, MAX_CHECKPOINT_BYTES};
 use super::family::Family;
-use super::{HfError, MAX_CHECKPOINT_BYTES};
 
 /// What headlab needs of a checkpoint's `config.json`, whatever its family calls it.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,7 +286,7 @@ impl CheckpointConfig {
     /// Whether the checkpoint is its family's masked LM (it keeps its prediction head).
     pub fn is_masked_lm(&self) -> bool {
         let class = self.family.masked_lm_class();
-        self.architectures.iter().any(|a| *a == class)
+        self.architectures.contains(&class)
     }
 
     /// The longest sequence the model reads: the position table's rows after the offset.

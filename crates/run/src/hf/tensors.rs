@@ -17,8 +17,8 @@ use burn::prelude::*;
 use model::Encoder;
 use safetensors::{Dtype, SafeTensors};
 
-use super::HfError;
 use super::config::CheckpointConfig;
+use super::error::HfError;
 use super::family::Layout;
 
 /// The one tensor under the encoder's names a checkpoint may hold that headlab rightly leaves
