@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The fixtures: `families/NAME`, its class and its `[import]` format.
-const FIXTURES: [(&str, &str, &str); 8] = [
+const FIXTURES: [(&str, &str, &str); 12] = [
     ("roberta", "RobertaModel", "huggingface-roberta"),
     ("roberta-mlm", "RobertaForMaskedLM", "huggingface-roberta"),
     ("xlm-roberta", "XLMRobertaModel", "huggingface-xlm-roberta"),
@@ -33,6 +33,14 @@ const FIXTURES: [(&str, &str, &str); 8] = [
     ),
     ("electra", "ElectraModel", "huggingface-electra"),
     ("electra-mlm", "ElectraForMaskedLM", "huggingface-electra"),
+    ("electra-small", "ElectraModel", "huggingface-electra"),
+    (
+        "electra-small-mlm",
+        "ElectraForMaskedLM",
+        "huggingface-electra",
+    ),
+    ("albert", "AlbertModel", "huggingface-albert"),
+    ("albert-mlm", "AlbertForMaskedLM", "huggingface-albert"),
 ];
 
 fn fixture(name: &str) -> PathBuf {

@@ -51,6 +51,8 @@ pub struct EncoderBlockConfig {
     pub norm: NormPlacement,
     /// The layer norms' epsilon.
     pub norm_epsilon: f64,
+    /// The feed-forward's activation.
+    pub activation: crate::Activation,
 }
 
 impl EncoderBlockConfig {
@@ -76,6 +78,7 @@ impl EncoderBlockConfig {
             dropout: DropoutConfig::new(self.dropout).init(),
             norm: self.norm,
             norm_epsilon: self.norm_epsilon,
+            activation: self.activation,
         })
     }
 }
@@ -182,6 +185,9 @@ pub struct EncoderBlock {
     /// The norms' epsilon.
     #[module(skip)]
     pub norm_epsilon: f64,
+    /// The feed-forward's activation.
+    #[module(skip)]
+    pub activation: crate::Activation,
 }
 
 impl EncoderBlock {
@@ -272,10 +278,10 @@ impl EncoderBlock {
     /// The feed-forward branch, `[.., d_model] -> [.., d_model]`: linear, GELU, dropout,
     /// linear, dropout (dropout is off in an inference model).
     pub fn feed_forward(&self, x: Tensor<3>) -> Tensor<3> {
-        // GELU, fused on the CPU (crate::fused).
+        // The exact GELU is fused on the CPU (crate::fused).
         let hidden = self
             .dropout
-            .forward(crate::fused::gelu(linear_over_rows(&self.ff_in, x)));
+            .forward(self.activation.forward(linear_over_rows(&self.ff_in, x)));
         self.dropout.forward(linear_over_rows(&self.ff_out, hidden))
     }
 }

@@ -12,6 +12,7 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::activation::Activation;
 use crate::attention::{AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig};
 use crate::block::{
     EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement,
@@ -66,6 +67,16 @@ pub struct EncoderConfig {
     /// head: BERT's masked-LM prediction transform. Default: false.
     #[serde(skip_serializing_if = "is_false")]
     pub output_transform: bool,
+    /// The width of the token, position and type embeddings where it is not `d_model`
+    /// (factorised embeddings: ALBERT, ELECTRA-small): a linear projection maps them to
+    /// `d_model` after the embedding norm, and a prediction transform maps `d_model` back
+    /// to it before the output layer. Default: unset (the embeddings are `d_model` wide).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_size: Option<usize>,
+    /// The feed-forward's (and a prediction transform's) activation: `gelu` (exact) or
+    /// `gelu_tanh` (ALBERT's `gelu_new`). Default: gelu.
+    #[serde(skip_serializing_if = "Activation::is_default")]
+    pub activation: Activation,
 }
 
 /// The most token types [`EncoderConfig::token_types`] allocates a table for (BERT uses 2).
@@ -104,6 +115,8 @@ impl Default for EncoderConfig {
             embedding_norm: false,
             final_norm: true,
             output_transform: false,
+            embedding_size: None,
+            activation: Activation::Gelu,
         }
     }
 }
@@ -127,6 +140,11 @@ impl EncoderConfig {
             .with_d_head(self.d_head)
             .with_dropout(self.dropout)
             .with_rotary((self.positional == PositionalKind::Rotary).then_some(io.max_seq_len))
+    }
+
+    /// The width of the embeddings: `embedding_size` where set, else `d_model`.
+    pub fn embedding_width(&self) -> usize {
+        self.embedding_size.unwrap_or(self.d_model)
     }
 
     /// The head size the layout resolves to.
@@ -165,7 +183,14 @@ impl EncoderConfig {
                 accepted: "0 (none) to 1024 (BERT uses 2)",
             });
         }
-        if self.positional == PositionalKind::Sinusoidal && !self.d_model.is_multiple_of(2) {
+        if self.embedding_size == Some(0) {
+            return Err(ConfigError::ZeroSize {
+                field: "model.embedding_size",
+            });
+        }
+        if self.positional == PositionalKind::Sinusoidal
+            && !self.embedding_width().is_multiple_of(2)
+        {
             return Err(ConfigError::OddSinusoidalWidth {
                 d_model: self.d_model,
             });
@@ -183,11 +208,19 @@ impl EncoderConfig {
             dropout: self.dropout,
             norm: self.norm,
             norm_epsilon: self.norm_epsilon,
+            activation: self.activation,
         };
-        let layer_norm = || {
-            LayerNormConfig::new(self.d_model)
+        let layer_norm = |width: usize| {
+            LayerNormConfig::new(width)
                 .with_epsilon(self.norm_epsilon)
                 .init(device)
+        };
+        let (d_model, width) = (self.d_model, self.embedding_width());
+        // What the output layer reads: the prediction transform's output, as wide as the
+        // embeddings (tied to them), or the last hidden state.
+        let read_width = match self.output_transform {
+            true => width,
+            false => d_model,
         };
         let blocks = (0..self.n_layers)
             .map(|_| {
@@ -200,25 +233,24 @@ impl EncoderConfig {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let encoder = Encoder {
-            embedding: EmbeddingConfig::new(io.vocab_size, self.d_model).init(device),
-            positions: AbsolutePositions::new(
-                self.positional,
-                io.max_seq_len,
-                self.d_model,
-                device,
-            ),
+            embedding: EmbeddingConfig::new(io.vocab_size, width).init(device),
+            positions: AbsolutePositions::new(self.positional, io.max_seq_len, width, device),
             token_types: (self.token_types > 0)
-                .then(|| EmbeddingConfig::new(self.token_types, self.d_model).init(device)),
-            embedding_norm: self.embedding_norm.then(layer_norm),
+                .then(|| EmbeddingConfig::new(self.token_types, width).init(device)),
+            embedding_norm: self.embedding_norm.then(|| layer_norm(width)),
+            embedding_projection: self
+                .embedding_size
+                .map(|_| LinearConfig::new(width, d_model).init(device)),
             blocks,
-            final_norm: self.final_norm.then(layer_norm),
+            final_norm: self.final_norm.then(|| layer_norm(d_model)),
             output_transform: self.output_transform.then(|| OutputTransform {
-                dense: LinearConfig::new(self.d_model, self.d_model).init(device),
-                norm: layer_norm(),
+                dense: LinearConfig::new(d_model, width).init(device),
+                norm: layer_norm(width),
             }),
-            output: LinearConfig::new(self.d_model, io.n_outputs).init(device),
+            output: LinearConfig::new(read_width, io.n_outputs).init(device),
             max_seq_len: io.max_seq_len,
             norm_epsilon: self.norm_epsilon,
+            activation: self.activation,
         };
         // Burn draws a parameter's initial values when it is first read, from the device's
         // RNG at that moment. Read every one now, in module order: otherwise the weights
@@ -249,25 +281,33 @@ pub struct Encoder {
     pub token_types: Option<Embedding>,
     /// Norm of the embeddings' sum, before the first block (BERT's).
     pub embedding_norm: Option<LayerNorm>,
+    /// `[embedding_size, d_model]`: factorised embeddings' projection to the residual
+    /// stream, after the embedding norm (ALBERT's, ELECTRA-small's); none where the
+    /// embeddings are `d_model` wide.
+    pub embedding_projection: Option<Linear>,
     /// The blocks, input first.
     pub blocks: Vec<EncoderBlock>,
     /// Norm before the output head (none in BERT).
     pub final_norm: Option<LayerNorm>,
     /// BERT's masked-LM prediction transform, between the last hidden state and the head.
     pub output_transform: Option<OutputTransform>,
-    /// Output head `[d_model, n_outputs]`, applied at every position.
+    /// Output head `[d_model, n_outputs]` (`[embedding_size, n_outputs]` after a
+    /// factorised model's prediction transform), applied at every position.
     pub output: Linear,
     /// Longest sequence the position tables cover.
     pub max_seq_len: usize,
     /// Epsilon of every layer norm.
     #[module(skip)]
     pub norm_epsilon: f64,
+    /// The prediction transform's activation (the feed-forward's).
+    #[module(skip)]
+    pub activation: Activation,
 }
 
 /// BERT's masked-LM prediction transform: `norm(gelu(dense(x)))`.
 #[derive(Module, Debug)]
 pub struct OutputTransform {
-    /// `[d_model, d_model]`.
+    /// `[d_model, embedding width]`.
     pub dense: Linear,
     /// The norm after the GELU.
     pub norm: LayerNorm,
@@ -392,12 +432,14 @@ impl Encoder {
     /// final norm gave, or `x` itself in a model without one: what the output layer reads.
     ///
     /// # Shapes
-    /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, d_model]`
+    /// - `x`: `[batch, seq, d_model]` -> `[batch, seq, width]` (the embeddings' width with
+    ///   a transform, `d_model` without)
     pub fn transform(&self, x: Tensor<3>) -> Tensor<3> {
         match &self.output_transform {
             Some(transform) => crate::block::norm(
                 &transform.norm,
-                crate::fused::gelu(linear_over_rows(&transform.dense, x)),
+                self.activation
+                    .forward(linear_over_rows(&transform.dense, x)),
                 self.norm_epsilon,
             ),
             None => x,
@@ -423,14 +465,42 @@ impl Encoder {
     pub fn embed(&self, tokens: Tensor<2, Int>, token_types: Option<Tensor<2, Int>>) -> Tensor<3> {
         let mut x = self
             .positions
-            .forward(self.embedding.forward(tokens.clone())); // [batch, seq, d_model]
+            .forward(self.embedding.forward(tokens.clone())); // [batch, seq, width]
         if let Some(table) = &self.token_types {
             let types = token_types.unwrap_or_else(|| tokens.zeros_like()); // [batch, seq]
             x = x + table.forward(types);
         }
-        match &self.embedding_norm {
-            Some(norm) => crate::block::norm(norm, x, self.norm_epsilon),
+        if let Some(norm) = &self.embedding_norm {
+            x = crate::block::norm(norm, x, self.norm_epsilon);
+        }
+        match &self.embedding_projection {
+            Some(projection) => linear_over_rows(projection, x), // [batch, seq, d_model]
             None => x,
+        }
+    }
+
+    /// The token embeddings as the residual stream receives them, `[vocab_size, d_model]`:
+    /// the embedding table, through a factorised model's projection (its weight only: the
+    /// projection's bias and the embedding norm are no token's).
+    pub fn token_embeddings(&self) -> Tensor<2> {
+        let table = self.embedding.weight.val(); // [vocab, width]
+        match &self.embedding_projection {
+            Some(projection) => table.matmul(projection.weight.val()), // [vocab, d_model]
+            None => table,
+        }
+    }
+
+    /// The output layer as read from the residual stream, `[d_model, n_outputs]`: its
+    /// weight, or after a factorised model's prediction transform (which maps `d_model` to
+    /// the embeddings' width) the weight read back through the embedding projection,
+    /// `P^T W`. For tied embeddings that is [`Self::token_embeddings`] transposed.
+    pub fn unembedding(&self) -> Tensor<2> {
+        let weight = self.output.weight.val(); // [read width, n_outputs]
+        match &self.embedding_projection {
+            Some(projection) if self.output_transform.is_some() => {
+                projection.weight.val().transpose().matmul(weight) // [d_model, n_outputs]
+            }
+            _ => weight,
         }
     }
 

@@ -5,6 +5,7 @@
 //! - [`heads`]: [`HeadId`], per-head weight views, QK / OV circuits, every head stacked.
 //! - [`position`]: sinusoidal, learned, rotary or no positions.
 //! - [`block`]: pre- or post-norm encoder block.
+//! - [`activation`]: the feed-forward's GELU, exact or its tanh approximation (ALBERT's).
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
 //! - [`cache`]: the [`ActivationCache`] of one forward pass.
 //! - [`init`]: random or symmetric (identical heads) initialisation.
@@ -17,6 +18,7 @@
 //!
 //! The crate picks no backend: build a model on any [`burn::prelude::Device`].
 
+pub mod activation;
 pub mod attention;
 pub mod block;
 pub mod cache;
@@ -30,6 +32,7 @@ pub mod memory;
 pub mod position;
 pub mod seed_stack;
 
+pub use activation::Activation;
 pub use attention::{
     AttentionInput, AttentionMask, AttentionOutput, HeadLayout, HeadPatch, MultiHeadAttention,
     MultiHeadAttentionConfig, QkvChannel, QkvPatch,

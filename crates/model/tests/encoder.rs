@@ -477,3 +477,54 @@ fn bad_configs_are_refused_with_the_key_named() {
         Err(ConfigError::ZeroSize { .. })
     ));
 }
+
+/// Factorised embeddings (ALBERT, ELECTRA-small): a token's input to the first block is its
+/// embedding row through the projection, and the residual stream reads the tied output
+/// layer through the projection as well, so the two views agree by hand.
+#[test]
+fn factorised_embeddings_are_read_through_their_projection() {
+    let device = Device::flex();
+    device.seed(7);
+    let config = EncoderConfig {
+        d_model: 8,
+        n_heads: 2,
+        d_ff: 16,
+        positional: model::PositionalKind::None,
+        embedding_size: Some(4),
+        output_transform: true,
+        ..EncoderConfig::default()
+    };
+    let io = EncoderIo {
+        vocab_size: 10,
+        n_outputs: 10,
+        max_seq_len: 6,
+    };
+    let mut encoder = config.init(&io, &device).unwrap();
+    assert_eq!(encoder.embedding.weight.dims(), [10, 4]);
+    assert_eq!(encoder.output.weight.dims(), [4, 10]);
+    // Tie the output layer to the embeddings, as an imported masked LM is.
+    encoder.output.weight = Param::from_tensor(encoder.embedding.weight.val().transpose());
+    let host = |t: Tensor<2>| -> Vec<f32> { t.into_data().try_to_vec().unwrap() };
+    let projected = encoder.token_embeddings(); // [10, 8]
+    assert_eq!(projected.dims(), [10, 8]);
+    let unembedding = encoder.unembedding(); // [8, 10]
+    assert_eq!(host(unembedding.transpose()), host(projected.clone()));
+    // The embedding stage without positions or a norm: E[token] P + b.
+    let tokens = Tensor::<2, Int>::from_ints([[3, 5]], &device);
+    let embedded = encoder.embed(tokens, None).reshape([2, 8]);
+    let bias = encoder
+        .embedding_projection
+        .as_ref()
+        .unwrap()
+        .bias
+        .as_ref()
+        .unwrap()
+        .val()
+        .unsqueeze_dim::<2>(0); // [1, 8]
+    let by_hand = projected.select(0, Tensor::from_ints([3, 5], &device)) + bias;
+    let difference: f32 = (embedded - by_hand).abs().max().into_scalar();
+    assert!(difference < 1e-6, "{difference}");
+    // The forward pass runs end to end and gives one logit per token.
+    let logits = encoder.forward(Tensor::<2, Int>::from_ints([[1, 2, 3]], &device));
+    assert_eq!(logits.dims(), [1, 3, 10]);
+}

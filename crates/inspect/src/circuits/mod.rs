@@ -181,8 +181,9 @@ impl Circuits {
             let [rows, cols] = tensor.dims();
             Matrix::from_f32(rows, cols, &HostTensor::of(tensor).values)
         };
-        let embedding = host(model.embedding.weight.val());
-        let unembedding = host(model.output.weight.val());
+        // As the residual stream reads them: through a factorised model's projection.
+        let embedding = host(model.token_embeddings()); // [vocab, d_model]
+        let unembedding = host(model.unembedding()); // [d_model, n_outputs]
         Self::measure(&heads, &embedding, &unembedding)
     }
 

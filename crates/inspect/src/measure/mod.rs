@@ -308,6 +308,7 @@ fn summarise(
         importance_pruning_spearman: correlate(&importance, removal_steps.as_ref()),
         ablation_pruning_spearman: correlate(&drops, removal_steps.as_ref()),
         imported_from: imported.map(|i| i.source.display().to_string()),
+        shared_layer_weights: imported.is_some_and(|i| i.shared_layers),
         task_overrides: loaded.task_overrides.clone(),
         left_out: vec![],
         probe_token_names: None,

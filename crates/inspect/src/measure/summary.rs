@@ -66,6 +66,11 @@ pub struct Summary {
     /// For an imported model (`headlab import`): the checkpoint it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// For an imported model whose layers share one set of weights (ALBERT): true. Its
+    /// heads are measured per layer as any model's; a head's weights (and so its circuits)
+    /// are the same in every layer, its attention is not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_layer_weights: bool,
     /// The `task.KEY=VALUE` overrides an imported model's probe was read with (`inspect
     /// --set`); empty: the run's own task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -72,14 +72,13 @@ pub fn mean_direct_attribution(model: &Encoder, examples: &[Example], device: &D
         let targets = Tensor::<1, Int>::from_data(TensorData::new(targets, [k]), device);
         // [k, d_model]: the scored positions' rows of a `[batch, seq, d_model]` tensor.
         let pick = |x: Tensor<3>| x.reshape([batch * seq, d_model]).select(0, rows.clone());
-        // [k, d_model]: for each scored position, the output layer's column of its target.
+        // [k, width]: for each scored position, the output layer's column of its target
+        // (width: what the output layer reads, d_model or a factorised model's embedding
+        // width after its transform).
         let readout = model.output.weight.val().transpose().select(0, targets);
+        let width = readout.dims()[1];
         let target_logit = |x: Tensor<2>| (x * readout.clone()).sum_dim(1); // [k, 1]
-        let transform = |x: Tensor<2>| {
-            model
-                .transform(x.unsqueeze_dim::<3>(0))
-                .reshape([k, d_model])
-        };
+        let transform = |x: Tensor<2>| model.transform(x.unsqueeze_dim::<3>(0)).reshape([k, width]);
         let hidden = pick(hidden);
         let full = model
             .output_transform

@@ -89,6 +89,8 @@ impl SeedStack {
                 && first.embedding_norm.is_none()
                 && first.final_norm.is_some()
                 && first.output_transform.is_none()
+                && first.embedding_projection.is_none()
+                && first.blocks.iter().all(|b| b.activation.is_default())
                 && first.norm_epsilon == LAYER_NORM_EPSILON,
             "the seed stack implements headlab's own encoder, not BERT's options \
              (unsupported_option says which)"
@@ -240,6 +242,10 @@ pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
         Some("model.final_norm")
     } else if config.output_transform {
         Some("model.output_transform")
+    } else if config.embedding_size.is_some() {
+        Some("model.embedding_size")
+    } else if !config.activation.is_default() {
+        Some("model.activation")
     } else {
         None
     }

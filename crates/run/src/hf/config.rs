@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use model::{EncoderConfig, EncoderIo, HeadLayout, InitScheme, NormPlacement, PositionalKind};
+use model::{
+    Activation, EncoderConfig, EncoderIo, HeadLayout, InitScheme, NormPlacement, PositionalKind,
+};
 use serde::Deserialize;
 
 use super::error::{HfError, MAX_CHECKPOINT_BYTES};
@@ -37,9 +39,16 @@ pub struct CheckpointConfig {
     pub layer_norm_eps: f64,
     /// Word pieces.
     pub vocab_size: usize,
+    /// The width of the embeddings: `hidden_size` except where they are factorised (ALBERT,
+    /// ELECTRA-small), then projected to `hidden_size`.
+    pub embedding_size: usize,
+    /// The feed-forward's activation (`gelu`, or `gelu_new`: the tanh approximation).
+    pub activation: Activation,
+    /// Whether every layer reads one set of weights (ALBERT).
+    pub shared_layers: bool,
 }
 
-/// `config.json` of BERT, RoBERTa, XLM-RoBERTa and ELECTRA: one set of names.
+/// `config.json` of BERT, RoBERTa, XLM-RoBERTa, ELECTRA and ALBERT: one set of names.
 #[derive(Debug, Deserialize)]
 struct BertFields {
     hidden_size: usize,
@@ -59,9 +68,15 @@ struct BertFields {
     /// RoBERTa's padding id, which its position ids start after.
     #[serde(default)]
     pad_token_id: Option<usize>,
-    /// ELECTRA's embedding width.
+    /// ELECTRA's and ALBERT's embedding width.
     #[serde(default)]
     embedding_size: Option<usize>,
+    /// ALBERT's groups of layers sharing weights (one: every layer shares one).
+    #[serde(default)]
+    num_hidden_groups: Option<usize>,
+    /// ALBERT's layers per group (one).
+    #[serde(default)]
+    inner_group_num: Option<usize>,
 }
 
 /// DistilBERT's `config.json`.
@@ -151,7 +166,7 @@ impl CheckpointConfig {
         fields: BertFields,
         architectures: Vec<String>,
     ) -> Result<Self, String> {
-        check_activation("hidden_act", &fields.hidden_act)?;
+        let activation = activation_of("hidden_act", &fields.hidden_act)?;
         if let Some(kind) = &fields.position_embedding_type
             && kind != "absolute"
         {
@@ -160,17 +175,33 @@ impl CheckpointConfig {
                  (\"absolute\")"
             ));
         }
-        if let Some(width) = fields.embedding_size
-            && family == Family::Electra
-            && width != fields.hidden_size
-        {
+        if family == Family::Electra && activation != Activation::Gelu {
+            // One activation serves the feed-forward and the prediction transform; ELECTRA's
+            // generator head is always the exact GELU.
             return Err(format!(
-                "embedding_size is {width} and hidden_size {}: headlab imports ELECTRA \
-                 checkpoints whose embeddings are as wide as the hidden states (electra-base, \
-                 electra-large), not yet the projection between them",
-                fields.hidden_size
+                "hidden_act is {:?}; headlab imports ELECTRA with the exact GELU (\"gelu\"), \
+                 which its generator head uses whatever hidden_act says",
+                fields.hidden_act
             ));
         }
+        for (name, value) in [
+            ("num_hidden_groups", fields.num_hidden_groups),
+            ("inner_group_num", fields.inner_group_num),
+        ] {
+            if let Some(count) = value
+                && count != 1
+            {
+                return Err(format!(
+                    "{name} is {count}; headlab imports ALBERT with one layer group of one layer \
+                     (every ALBERT checkpoint Google released: 1)"
+                ));
+            }
+        }
+        // Only ELECTRA and ALBERT read embedding_size (BERT's config class has none).
+        let embedding_size = match family {
+            Family::Electra | Family::Albert => fields.embedding_size.unwrap_or(fields.hidden_size),
+            _ => fields.hidden_size,
+        };
         let position_offset = match family {
             Family::Roberta | Family::XlmRoberta => fields
                 .pad_token_id
@@ -190,11 +221,14 @@ impl CheckpointConfig {
             type_vocab_size: fields.type_vocab_size,
             layer_norm_eps: fields.layer_norm_eps,
             vocab_size: fields.vocab_size,
+            embedding_size,
+            activation,
+            shared_layers: family == Family::Albert,
         })
     }
 
     fn of_distilbert(fields: DistilBertFields, architectures: Vec<String>) -> Result<Self, String> {
-        check_activation("activation", &fields.activation)?;
+        let activation = activation_of("activation", &fields.activation)?;
         Ok(Self {
             family: Family::DistilBert,
             architectures,
@@ -207,6 +241,9 @@ impl CheckpointConfig {
             type_vocab_size: 0,
             layer_norm_eps: DISTILBERT_EPSILON,
             vocab_size: fields.vocab_size,
+            embedding_size: fields.dim,
+            activation,
+            shared_layers: false,
         })
     }
 
@@ -218,6 +255,7 @@ impl CheckpointConfig {
             ("intermediate_size", self.intermediate_size),
             ("max_position_embeddings", self.max_position_embeddings),
             ("vocab_size", self.vocab_size),
+            ("embedding_size", self.embedding_size),
         ] {
             if value == 0 || value > MAX_SIZE {
                 return Err(format!("{name} = {value} is out of range: 1 to {MAX_SIZE}"));
@@ -254,20 +292,33 @@ impl CheckpointConfig {
         Ok(())
     }
 
-    /// Bytes of the float32 parameters this config describes (saturating): embeddings,
-    /// every block, the masked-LM transform and bias where the checkpoint has them.
+    /// Bytes of the float32 parameters this config describes (saturating): embeddings
+    /// (and their projection where factorised), every block (once where they share
+    /// weights), the masked-LM transform and bias where the checkpoint has them.
     pub fn parameter_bytes(&self) -> u128 {
-        let [d, ff, vocab] =
-            [self.hidden_size, self.intermediate_size, self.vocab_size].map(|size| size as u128);
-        let embeddings =
-            (vocab + self.max_position_embeddings as u128 + self.type_vocab_size as u128 + 2) * d;
+        let [d, ff, vocab, e] = [
+            self.hidden_size,
+            self.intermediate_size,
+            self.vocab_size,
+            self.embedding_size,
+        ]
+        .map(|size| size as u128);
+        let mut embeddings =
+            (vocab + self.max_position_embeddings as u128 + self.type_vocab_size as u128 + 2) * e;
+        if e != d {
+            embeddings += e * d + d;
+        }
         // q, k, v and output projections with biases, two norms, the feed-forward pair.
         let block = 4 * (d * d + d) + 4 * d + (d * ff + ff) + (ff * d + d);
+        let blocks = match self.shared_layers {
+            true => 1,
+            false => self.num_hidden_layers as u128,
+        };
         let head = match self.is_masked_lm() {
-            true => d * d + 3 * d + vocab,
+            true => d * e + 3 * e + vocab,
             false => 0,
         };
-        (embeddings + self.num_hidden_layers as u128 * block + head).saturating_mul(4)
+        (embeddings + blocks * block + head).saturating_mul(4)
     }
 
     /// The class the checkpoint was saved from, as `architectures` names it: the family's
@@ -312,6 +363,9 @@ impl CheckpointConfig {
             embedding_norm: true,
             final_norm: false,
             output_transform: self.is_masked_lm(),
+            embedding_size: (self.embedding_size != self.hidden_size)
+                .then_some(self.embedding_size),
+            activation: self.activation,
         };
         let io = EncoderIo {
             vocab_size: self.vocab_size,
@@ -322,12 +376,15 @@ impl CheckpointConfig {
     }
 }
 
-/// Refuses a feed-forward activation other than headlab's exact GELU.
-fn check_activation(field: &str, name: &str) -> Result<(), String> {
+/// The feed-forward activation `name` names: the exact GELU or its tanh approximation;
+/// any other refused.
+fn activation_of(field: &str, name: &str) -> Result<Activation, String> {
     match name {
-        "gelu" => Ok(()),
+        "gelu" => Ok(Activation::Gelu),
+        "gelu_new" | "gelu_pytorch_tanh" => Ok(Activation::GeluTanh),
         other => Err(format!(
-            "{field} is {other:?}; headlab's feed-forward is the exact GELU (\"gelu\")"
+            "{field} is {other:?}; headlab's feed-forward is the exact GELU (\"gelu\") or its \
+             tanh approximation (\"gelu_new\", \"gelu_pytorch_tanh\")"
         )),
     }
 }
@@ -351,6 +408,41 @@ mod tests {
         let (encoder, io) = config.encoder();
         assert_eq!((encoder.token_types, io.max_seq_len), (1, 16));
         assert_eq!(encoder.norm_epsilon, 1e-5);
+    }
+
+    #[test]
+    fn factorised_embeddings_and_shared_layers_become_model_options() {
+        let electra = ROBERTA
+            .replace("roberta", "electra")
+            .replace("RobertaForMaskedLM", "ElectraForMaskedLM")
+            .replace("\"pad_token_id\": 1", "\"embedding_size\": 4");
+        let config = CheckpointConfig::parse(&electra).unwrap();
+        let (encoder, _) = config.encoder();
+        assert_eq!(
+            (encoder.embedding_size, config.shared_layers),
+            (Some(4), false)
+        );
+        let albert = electra
+            .replace("electra", "albert")
+            .replace("ElectraForMaskedLM", "AlbertForMaskedLM")
+            .replace(
+                "\"vocab_size\"",
+                "\"hidden_act\": \"gelu_new\", \"vocab_size\"",
+            );
+        let config = CheckpointConfig::parse(&albert).unwrap();
+        let (encoder, _) = config.encoder();
+        assert_eq!(encoder.activation, Activation::GeluTanh);
+        assert!(config.shared_layers);
+        // One block's weights, not two: d 8, ff 16, vocab 50, e 4, 18 positions, 1 type.
+        let (d, ff, v, e) = (8u128, 16, 50, 4);
+        let embeddings = (v + 18 + 1 + 2) * e + e * d + d;
+        let block = 4 * (d * d + d) + 4 * d + (d * ff + ff) + (ff * d + d);
+        let head = d * e + 3 * e + v;
+        assert_eq!(config.parameter_bytes(), 4 * (embeddings + block + head));
+        // A RoBERTa config's embedding_size (none of its own) changes nothing.
+        let roberta = ROBERTA.replace("\"pad_token_id\": 1", "\"embedding_size\": 4");
+        let (encoder, _) = CheckpointConfig::parse(&roberta).unwrap().encoder();
+        assert_eq!(encoder.embedding_size, None);
     }
 
     #[test]
@@ -381,19 +473,14 @@ mod tests {
             error.contains("\"gpt2\"") && error.contains("\"distilbert\""),
             "{error}"
         );
-        let electra = ROBERTA
-            .replace("roberta", "electra")
-            .replace("\"pad_token_id\": 1", "\"embedding_size\": 4");
-        let error = refused(&electra);
-        assert!(
-            error.contains("embedding_size is 4 and hidden_size 8"),
-            "{error}"
-        );
-        let error = refused(&ROBERTA.replace(
-            "\"vocab_size\"",
-            "\"hidden_act\": \"gelu_new\", \"vocab_size\"",
-        ));
-        assert!(error.contains("hidden_act is \"gelu_new\""), "{error}");
+        let albert = ROBERTA
+            .replace("roberta", "albert")
+            .replace("\"pad_token_id\": 1", "\"num_hidden_groups\": 2");
+        let error = refused(&albert);
+        assert!(error.contains("num_hidden_groups is 2"), "{error}");
+        let error =
+            refused(&ROBERTA.replace("\"vocab_size\"", "\"hidden_act\": \"relu\", \"vocab_size\""));
+        assert!(error.contains("hidden_act is \"relu\""), "{error}");
         let error = refused(&ROBERTA.replace(
             "\"max_position_embeddings\": 18",
             "\"max_position_embeddings\": 2",

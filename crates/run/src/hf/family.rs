@@ -1,7 +1,8 @@
 //! The encoder families headlab imports and where each keeps its tensors.
 //!
-//! BERT, RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA are one network (learned absolute
-//! positions, token embeddings normed before the first block, post-norm blocks of attention
+//! BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and ALBERT are one network (learned
+//! absolute positions, token embeddings normed before the first block (and projected to the
+//! hidden width where they are narrower: ALBERT, ELECTRA-small), post-norm blocks of attention
 //! and a GELU feed-forward, a masked-LM head of dense, GELU, norm and the tied word
 //! embeddings) saved under different names. A [`Layout`] is those names; one reader
 //! ([`super::tensors`]) fills headlab's [`model::Encoder`] from any of them, so a family is
@@ -20,16 +21,19 @@ pub enum Family {
     DistilBert,
     /// `electra`: BERT's network trained as a discriminator (or the generator's masked LM).
     Electra,
+    /// `albert`: factorised embeddings and one layer's weights shared by every layer.
+    Albert,
 }
 
 impl Family {
     /// Every family, in the order messages list them.
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
         Family::DistilBert,
         Family::Electra,
+        Family::Albert,
     ];
 
     /// The family whose `model_type` is `name`.
@@ -47,6 +51,7 @@ impl Family {
             Family::XlmRoberta => "xlm-roberta",
             Family::DistilBert => "distilbert",
             Family::Electra => "electra",
+            Family::Albert => "albert",
         }
     }
 
@@ -58,6 +63,7 @@ impl Family {
             Family::XlmRoberta => "XLMRoberta",
             Family::DistilBert => "DistilBert",
             Family::Electra => "Electra",
+            Family::Albert => "Albert",
         }
     }
 
@@ -85,6 +91,26 @@ impl Family {
             Family::Roberta | Family::XlmRoberta => &ROBERTA,
             Family::DistilBert => &DISTILBERT,
             Family::Electra => &ELECTRA,
+            Family::Albert => &ALBERT,
+        }
+    }
+}
+
+/// Where a checkpoint keeps its blocks' tensors.
+#[derive(Debug, Clone, Copy)]
+pub enum Blocks {
+    /// One set per layer: `{prefix}.{index}.` starts layer `index`'s names.
+    PerLayer(&'static str),
+    /// One set every layer reads (ALBERT's one layer group of one layer): `{prefix}.`.
+    Shared(&'static str),
+}
+
+impl Blocks {
+    /// Where layer `index`'s names start (without the final dot).
+    pub fn prefix(self, index: usize) -> String {
+        match self {
+            Blocks::PerLayer(prefix) => format!("{prefix}.{index}"),
+            Blocks::Shared(prefix) => prefix.to_string(),
         }
     }
 }
@@ -104,8 +130,11 @@ pub struct Layout {
     pub token_type: Option<&'static str>,
     /// The norm after the embeddings.
     pub embedding_norm: &'static str,
-    /// The blocks: `{layers}.{index}.` starts each block's names.
-    pub layers: &'static str,
+    /// Factorised embeddings' projection to the hidden width, where the config gives an
+    /// embedding size unlike the hidden size.
+    pub embedding_projection: Option<&'static str>,
+    /// Where each block's names start.
+    pub blocks: Blocks,
     /// Within a block: the query, key and value projections.
     pub qkv: [&'static str; 3],
     /// The attention's output projection.
@@ -131,7 +160,8 @@ const BERT: Layout = Layout {
     position: "embeddings.position_embeddings",
     token_type: Some("embeddings.token_type_embeddings"),
     embedding_norm: "embeddings.LayerNorm",
-    layers: "encoder.layer",
+    embedding_projection: None,
+    blocks: Blocks::PerLayer("encoder.layer"),
     qkv: [
         "attention.self.query",
         "attention.self.key",
@@ -157,10 +187,11 @@ const ROBERTA: Layout = Layout {
     ..BERT
 };
 
-/// ELECTRA's encoder is BERT's under `electra.`; the masked LM is the generator's head.
-/// `embeddings_project` (an embedding size unlike the hidden size) is refused, not dropped.
+/// ELECTRA's encoder is BERT's under `electra.`, with `embeddings_project` where the
+/// embeddings are narrower (electra-small); the masked LM is the generator's head.
 const ELECTRA: Layout = Layout {
     base_prefix: "electra.",
+    embedding_projection: Some("embeddings_project"),
     head_transform: [
         "generator_predictions.dense",
         "generator_predictions.LayerNorm",
@@ -176,7 +207,8 @@ const DISTILBERT: Layout = Layout {
     position: "embeddings.position_embeddings",
     token_type: None,
     embedding_norm: "embeddings.LayerNorm",
-    layers: "transformer.layer",
+    embedding_projection: None,
+    blocks: Blocks::PerLayer("transformer.layer"),
     qkv: ["attention.q_lin", "attention.k_lin", "attention.v_lin"],
     attention_output: "attention.out_lin",
     attention_norm: "sa_layer_norm",
@@ -185,6 +217,22 @@ const DISTILBERT: Layout = Layout {
     head_transform: ["vocab_transform", "vocab_layer_norm"],
     decoder: ["vocab_projector.weight", "vocab_projector.bias"],
     encoder_parts: &["embeddings.", "transformer."],
+};
+
+/// ALBERT: BERT's block names inside its one layer group, read by every layer; the
+/// embeddings' projection in the encoder; the masked LM's head under `predictions`.
+const ALBERT: Layout = Layout {
+    base_prefix: "albert.",
+    embedding_projection: Some("encoder.embedding_hidden_mapping_in"),
+    blocks: Blocks::Shared("encoder.albert_layer_groups.0.albert_layers.0"),
+    qkv: ["attention.query", "attention.key", "attention.value"],
+    attention_output: "attention.dense",
+    attention_norm: "attention.LayerNorm",
+    feed_forward: ["ffn", "ffn_output"],
+    feed_forward_norm: "full_layer_layer_norm",
+    head_transform: ["predictions.dense", "predictions.LayerNorm"],
+    decoder: ["predictions.decoder.weight", "predictions.bias"],
+    ..BERT
 };
 
 #[cfg(test)]
@@ -204,7 +252,7 @@ mod tests {
         assert_eq!(Family::DistilBert.base_class(), "DistilBertModel");
         assert_eq!(
             Family::supported_list(),
-            "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\""
+            "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\", \"albert\""
         );
     }
 }

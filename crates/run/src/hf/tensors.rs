@@ -19,7 +19,7 @@ use safetensors::{Dtype, SafeTensors};
 
 use super::config::CheckpointConfig;
 use super::error::HfError;
-use super::family::Layout;
+use super::family::{Blocks, Layout};
 
 /// The one tensor under the encoder's names a checkpoint may hold that headlab rightly leaves
 /// unread: the position ids, a buffer (`0..max_position_embeddings`), not a weight.
@@ -84,9 +84,13 @@ impl<'a> Weights<'a> {
             .cloned()
             .collect();
         unread.sort();
-        let layers = format!("{}.", self.layout.layers);
+        let layers = match self.layout.blocks {
+            Blocks::PerLayer(prefix) => Some(format!("{prefix}.")),
+            // Another group of shared layers is an encoder part the config does not describe.
+            Blocks::Shared(_) => None,
+        };
         let layer_of = |name: &str| {
-            let rest = name.strip_prefix(&layers)?;
+            let rest = name.strip_prefix(layers.as_deref()?)?;
             rest.split('.').next()?.parse::<usize>().ok()
         };
         if let Some(layer) = unread.iter().filter_map(|n| layer_of(n)).max() {
@@ -206,9 +210,9 @@ impl<'a> Weights<'a> {
         config: &CheckpointConfig,
     ) -> Result<(), HfError> {
         let layout = self.layout;
-        let d = config.hidden_size;
+        let (d, width) = (config.hidden_size, config.embedding_size);
         let vocab = config.vocab_size;
-        let word: Tensor<2> = self.get(&format!("{}.weight", layout.word), [vocab, d])?;
+        let word: Tensor<2> = self.get(&format!("{}.weight", layout.word), [vocab, width])?;
         encoder.embedding.weight = Param::from_tensor(word.clone());
         self.fill_positions(encoder, config)?;
         if let Some(name) = layout.token_type {
@@ -217,22 +221,27 @@ impl<'a> Weights<'a> {
                 .as_mut()
                 .expect("a family with token types has their table");
             types.weight = Param::from_tensor(
-                self.get(&format!("{name}.weight"), [config.type_vocab_size, d])?,
+                self.get(&format!("{name}.weight"), [config.type_vocab_size, width])?,
             );
         }
         let embedding_norm = encoder
             .embedding_norm
             .as_mut()
             .expect("an imported encoder has an embedding norm");
-        self.norm(layout.embedding_norm, embedding_norm, d)?;
+        self.norm(layout.embedding_norm, embedding_norm, width)?;
+        if let Some(projection) = encoder.embedding_projection.as_mut() {
+            let name = layout
+                .embedding_projection
+                .expect("only a family with a projection has factorised embeddings");
+            self.linear(name, projection, width, d)?;
+        }
         for (index, block) in encoder.blocks.iter_mut().enumerate() {
-            let prefix = format!("{}.{index}", layout.layers);
-            self.block(&prefix, block, config)?;
+            self.block(&layout.blocks.prefix(index), block, config)?;
         }
         if let Some(transform) = encoder.output_transform.as_mut() {
             let [dense, norm] = layout.head_transform;
-            self.linear(dense, &mut transform.dense, d, d)?;
-            self.norm(norm, &mut transform.norm, d)?;
+            self.linear(dense, &mut transform.dense, d, width)?;
+            self.norm(norm, &mut transform.norm, width)?;
         }
         self.fill_decoder(encoder, config, word)
     }
@@ -245,25 +254,26 @@ impl<'a> Weights<'a> {
         encoder: &mut Encoder,
         config: &CheckpointConfig,
     ) -> Result<(), HfError> {
-        let d = config.hidden_size;
+        let width = config.embedding_size;
         let table: Tensor<2> = self.get(
             &format!("{}.weight", self.layout.position),
-            [config.max_position_embeddings, d],
-        )?; // [max_position_embeddings, d]
+            [config.max_position_embeddings, width],
+        )?; // [max_position_embeddings, width]
         let positions = encoder
             .positions
             .learned
             .as_mut()
             .expect("an imported encoder has learned positions");
         let rows = config.position_offset..config.max_position_embeddings;
-        positions.weight = Param::from_tensor(table.slice([rows, 0..d])); // [max_positions, d]
+        positions.weight = Param::from_tensor(table.slice([rows, 0..width])); // [max_positions, width]
         Ok(())
     }
 
     /// The output layer: the decoder's own weight where the checkpoint saved one (untied),
     /// else the word embeddings (tied: `save_pretrained` writes them once); the prediction
     /// bias where there is one. A base model has no head: its output layer is the
-    /// unembedding, the tied word embeddings with no bias.
+    /// unembedding, the tied word embeddings with no bias (through the projection where they
+    /// are factorised).
     fn fill_decoder(
         &self,
         encoder: &mut Encoder,
@@ -271,11 +281,16 @@ impl<'a> Weights<'a> {
         word: Tensor<2>,
     ) -> Result<(), HfError> {
         let [weight_name, bias_name] = self.layout.decoder;
-        let (d, vocab) = (config.hidden_size, config.vocab_size);
-        let decoder = match config.is_masked_lm() && self.names.contains_key(weight_name) {
-            true => self.get(weight_name, [vocab, d])?,
-            false => word,
-        }; // [vocab, d]
+        let (width, vocab) = (config.embedding_size, config.vocab_size);
+        let decoder = match config.is_masked_lm() {
+            true if self.names.contains_key(weight_name) => {
+                self.get(weight_name, [vocab, width])?
+            }
+            true => word, // [vocab, width]
+            // No head: the output layer reads the residual stream, so factorised embeddings
+            // are read through their projection ([`Encoder::token_embeddings`]).
+            false => encoder.token_embeddings(), // [vocab, d]
+        };
         encoder.output.weight = Param::from_tensor(decoder.transpose());
         let bias = match config.is_masked_lm() && self.names.contains_key(bias_name) {
             true => self.get(bias_name, [vocab])?,

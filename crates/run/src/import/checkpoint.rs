@@ -187,6 +187,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
         tokenizer_sha256: crate::hash::sha256_hex(&tokenizer_bytes),
         vocab_size: config.vocab_size,
         max_positions: config.max_positions(),
+        shared_layers: config.shared_layers,
     };
     Ok(Checkpoint {
         config,

@@ -40,8 +40,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let imported = import(&request)?;
     let (layers, heads, params) = imported.shape;
     let root = imported.dir.root().display();
+    let shared = match imported.record.shared_layers {
+        true => " sharing one layer's weights",
+        false => "",
+    };
     println!(
-        "imported {} ({}: {layers} layers x {heads} heads, {:.1}M parameters) into {root}",
+        "imported {} ({}: {layers} layers x {heads} heads{shared}, {:.1}M parameters) into \
+         {root}",
         imported.record.source.display(),
         imported.record.architecture,
         params as f64 / 1e6,
