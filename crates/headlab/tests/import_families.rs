@@ -1,5 +1,5 @@
 //! Every encoder family headlab imports, as a user runs it: `headlab import` of a random tiny
-//! base model and masked LM of RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA
+//! base model and masked LM of RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA (and ELECTRA-small) and ALBERT
 //! (`scripts/fixtures/families_reference.py`, crates/model/tests/fixtures/families/), then
 //! `headlab inspect --text` of the reference's sentences: the words, the family's own special
 //! pieces and every head's word-level attention equal `transformers`' reading of the same

@@ -1,9 +1,10 @@
 //! Hugging Face encoder checkpoints (`config.json` and `model.safetensors`, as
-//! `save_pretrained` writes them) of the BERT, RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA
-//! families ([`family`]) opened as headlab [`Encoder`]s: each is headlab's encoder with its
+//! `save_pretrained` writes them) of the BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and
+//! ALBERT families ([`family`]) opened as headlab [`Encoder`]s: each is headlab's encoder with its
 //! four options set (token types where the family has them, an embedding norm, post-norm
-//! without a final norm, the checkpoint's norm epsilon), so an imported model runs every
-//! code path a trained one runs.
+//! without a final norm, the checkpoint's norm epsilon; and for ALBERT and ELECTRA-small
+//! factorised embeddings and ALBERT's `gelu_new`), so an imported model runs every code path
+//! a trained one runs.
 //!
 //! [`config`] reads `config.json` as the family names its fields; [`tensors`] reads the
 //! weights through the family's layout. A masked LM (`BertForMaskedLM`,

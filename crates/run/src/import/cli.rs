@@ -10,8 +10,8 @@ use super::checkpoint::{ImportRequest, import};
 /// Import a Hugging Face encoder checkpoint (config.json, model.safetensors,
 /// tokenizer.json) as a run directory that `headlab inspect` and `compare` read.
 ///
-/// The base model and masked LM of BERT, RoBERTa, XLM-RoBERTa, DistilBERT and ELECTRA in
-/// float32 with the exact GELU and learned absolute positions are supported
+/// The base model and masked LM of BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and
+/// ALBERT in float32 with learned absolute positions are supported
 /// (all-MiniLM-L6-v2, bert-base-uncased, roberta-base, distilbert-base-uncased, ...). The run's
 /// config.toml names the checkpoint and the SHA-256 of every file read.
 #[derive(ClapArgs, Debug)]
