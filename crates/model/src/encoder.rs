@@ -201,6 +201,19 @@ impl EncoderConfig {
     /// Builds the encoder with fresh weights drawn from the device's RNG (seed it first with
     /// `device.seed(..)` for reproducible weights).
     pub fn init(&self, io: &EncoderIo, device: &Device) -> Result<Encoder, ConfigError> {
+        let encoder = self.init_to_fill(io, device)?;
+        // Burn draws a parameter's initial values when it is first read, from the device's
+        // RNG at that moment. Read every one now, in module order: otherwise the weights
+        // would depend on what touches the model first (a snapshot reading the attention
+        // before the first forward pass reads the embedding gave another init).
+        encoder.visit(&mut MaterializeParams);
+        Ok(encoder)
+    }
+
+    /// Builds the encoder without drawing its weights, for a caller that replaces every
+    /// parameter (an import): nothing is allocated for values about to be dropped (a
+    /// base-size checkpoint's 500 MB). A parameter left unreplaced is drawn when first read.
+    pub fn init_to_fill(&self, io: &EncoderIo, device: &Device) -> Result<Encoder, ConfigError> {
         self.validate(io)?;
         let block = EncoderBlockConfig {
             attention: self.attention(io),
@@ -252,11 +265,6 @@ impl EncoderConfig {
             norm_epsilon: self.norm_epsilon,
             activation: self.activation,
         };
-        // Burn draws a parameter's initial values when it is first read, from the device's
-        // RNG at that moment. Read every one now, in module order: otherwise the weights
-        // would depend on what touches the model first (a snapshot reading the attention
-        // before the first forward pass reads the embedding gave another init).
-        encoder.visit(&mut MaterializeParams);
         Ok(encoder)
     }
 }

@@ -72,8 +72,9 @@ pub fn encoder_from_bytes(
     let path = dir.join("model.safetensors");
     let weights = tensors::Weights::parse(bytes, config.family.layout(), &path, device)?;
     let (encoder_config, io) = config.encoder();
+    // Every parameter is filled from the checkpoint: none is drawn first.
     let mut encoder = encoder_config
-        .init(&io, device)
+        .init_to_fill(&io, device)
         .map_err(|e| HfError::Config {
             path: dir.join("config.json"),
             message: e.to_string(),

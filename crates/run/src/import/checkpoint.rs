@@ -166,9 +166,13 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             rows: config.vocab_size,
         });
     }
-    // Read once: the model is made from these bytes and their hash is the one recorded.
+    // Read once: the model is made from these bytes and their hash is the one recorded. They
+    // are dropped once the model holds the weights, before anything is written (a base-size
+    // checkpoint is 500 MB).
     let weight_bytes = read_weights(dir)?;
+    let weights_sha256 = crate::hash::sha256_hex(&weight_bytes);
     let (model, unread) = encoder_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
+    drop(weight_bytes);
     let config_sha256 = hash_file(&config_path)
         .map(|(_, sha)| sha)
         .map_err(|error| HfError::Io {
@@ -183,7 +187,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             error,
         })?,
         config_sha256,
-        weights_sha256: crate::hash::sha256_hex(&weight_bytes),
+        weights_sha256,
         tokenizer_sha256: crate::hash::sha256_hex(&tokenizer_bytes),
         vocab_size: config.vocab_size,
         max_positions: config.max_positions(),
