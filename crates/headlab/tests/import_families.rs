@@ -157,3 +157,78 @@ fn every_family_is_measured_on_the_shipped_treebank() {
         }
     }
 }
+
+/// `headlab compare` across two families of one grid: RoBERTa (byte-level BPE) and XLM-R
+/// (SentencePiece), each reading the shipped treebank's sentences that both fit, matched
+/// head to head; the page and matching.json say which model and tokenizer each is.
+#[test]
+fn compare_matches_two_families_on_the_same_words_and_names_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let roberta = imported(
+        "roberta-mlm",
+        "RobertaForMaskedLM",
+        "huggingface-roberta",
+        tmp.path(),
+    );
+    let xlmr = imported(
+        "xlm-roberta",
+        "XLMRobertaModel",
+        "huggingface-xlm-roberta",
+        tmp.path(),
+    );
+    let out = tmp.path().join("compared");
+    let args = [roberta.to_str().unwrap(), xlmr.to_str().unwrap()];
+    succeeds(
+        "compare",
+        &[args[0], args[1], "--out", out.to_str().unwrap(), "--quiet"],
+    );
+    let matching: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matching.json")).unwrap()).unwrap();
+    let runs = matching["runs"].as_array().unwrap();
+    let described: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|run| {
+            let imported = &run["imported"];
+            (
+                imported["architecture"].as_str().unwrap(),
+                imported["tokenizer"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        described,
+        [
+            ("RobertaForMaskedLM", "byte-level BPE"),
+            ("XLMRobertaModel", "Unigram (SentencePiece)")
+        ]
+    );
+    // Every head of the reference has a partner of the other family.
+    assert_eq!(matching["slots"].as_array().unwrap().len(), 4);
+    let page = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    assert!(
+        page.contains("roberta-mlm (RobertaForMaskedLM, byte-level BPE tokenizer)")
+            && page.contains("xlm-roberta (XLMRobertaModel, Unigram (SentencePiece) tokenizer)"),
+        "the page names neither family"
+    );
+    // A third family of another grid is refused by name.
+    let distilbert = imported(
+        "distilbert",
+        "DistilBertModel",
+        "huggingface-distilbert",
+        tmp.path(),
+    );
+    let output = headlab::run(
+        "compare",
+        &[
+            args[0],
+            distilbert.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && error.contains("the model shapes differ"),
+        "{error}"
+    );
+}

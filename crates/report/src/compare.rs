@@ -126,20 +126,9 @@ fn page_data(
     measures: &[Vec<Vec<HeadMeasures>>],
 ) -> compare_page::CompareData {
     let reference = &runs[0];
-    let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
     compare_page::build(&ComparePageInput {
         title: format!("{} ({} runs)", reference.resolved.config.name, runs.len()),
-        summary: format!(
-            "task {}, {n_layers} layer{} x {n_heads} head{}; heads matched to the first \
-             run's by attention-pattern similarity on a probe batch of {} sequences drawn \
-             with its seed ({})",
-            reference.resolved.task.name(),
-            plural(n_layers),
-            plural(n_heads),
-            probe.examples.len(),
-            reference.resolved.config.seed,
-        ),
+        summary: page_summary(reference, probe, compared),
         runs: compared
             .iter()
             .zip(probes)
@@ -165,6 +154,44 @@ fn page_data(
     })
 }
 
+/// The page's summary line: the task and grid, and how heads were matched; for imported
+/// models, which each is and its tokenizer (a comparison across families says which).
+fn page_summary(reference: &LoadedRun, probe: &Probe, compared: &[ComparedRun]) -> String {
+    let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let grid = format!(
+        "{n_layers} layer{} x {n_heads} head{}",
+        plural(n_layers),
+        plural(n_heads)
+    );
+    let models: Vec<String> = compared
+        .iter()
+        .filter_map(|run| {
+            let imported = run.imported.as_ref()?;
+            let name = run.dir.file_name()?.to_string_lossy();
+            Some(format!(
+                "{name} ({}, {} tokenizer)",
+                imported.architecture, imported.tokenizer
+            ))
+        })
+        .collect();
+    if !models.is_empty() {
+        return format!(
+            "imported models of {grid}, read on the same {} sentences as words: {}; heads \
+             matched to the first model's by word-level attention-pattern similarity",
+            probe.examples.len(),
+            models.join(", ")
+        );
+    }
+    format!(
+        "task {}, {grid}; heads matched to the first run's by attention-pattern similarity on \
+         a probe batch of {} sequences drawn with its seed ({})",
+        reference.resolved.task.name(),
+        probe.examples.len(),
+        reference.resolved.config.seed,
+    )
+}
+
 /// Rows: slots (reference heads, layer-major); columns: runs; each panel the matched
 /// head's attention on probe sequence 0.
 fn matched_attention_figure(
@@ -185,9 +212,13 @@ fn matched_attention_figure(
             let matched = &run.layers[layer];
             let partner = matched.partner[head];
             row.push(layers[layer].head_pattern(partner)[..seq * seq].to_vec());
+            // An imported model by its run's name: they all have seed 0.
+            let who = match (&run.imported, run.dir.file_name()) {
+                (Some(_), Some(name)) => name.to_string_lossy().into_owned(),
+                _ => format!("seed {}", run.seed),
+            };
             row_captions.push(format!(
-                "seed {} {}: {} ({:.2})",
-                run.seed,
+                "{who} {}: {} ({:.2})",
                 HeadId::new(layer, partner),
                 run.roles[layer][head],
                 matched.similarity[head]

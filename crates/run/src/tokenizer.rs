@@ -112,6 +112,28 @@ impl WordPieces {
         })
     }
 
+    /// What kind of tokenizer it is, for a page: `WordPiece`, `byte-level BPE`, `BPE`,
+    /// `Unigram (SentencePiece)` or `WordLevel`, from its model and pre-tokenizer.
+    pub fn kind(&self) -> &'static str {
+        use tokenizers::models::ModelWrapper;
+        match self.tokenizer.get_model() {
+            ModelWrapper::WordPiece(_) => "WordPiece",
+            ModelWrapper::BPE(_) if self.words_tokenizer.is_some() || self.byte_level() => {
+                "byte-level BPE"
+            }
+            ModelWrapper::BPE(_) => "BPE",
+            ModelWrapper::Unigram(_) => "Unigram (SentencePiece)",
+            ModelWrapper::WordLevel(_) => "WordLevel",
+        }
+    }
+
+    /// Whether its pre-tokenizer splits into bytes (a byte-level BPE's, `add_prefix_space`
+    /// set or not).
+    fn byte_level(&self) -> bool {
+        let json = serde_json::to_value(self.tokenizer.get_pre_tokenizer()).unwrap_or_default();
+        json.to_string().contains("\"ByteLevel\"")
+    }
+
     /// The file it was read from.
     pub fn path(&self) -> &Path {
         &self.path
@@ -328,6 +350,15 @@ mod tests {
             }
         }
         // Raw text keeps the file's own reading: RoBERTa's first word has no space before it.
+        let kind = |name: &str| {
+            WordPieces::read(&families.join(name).join("tokenizer.json"))
+                .unwrap()
+                .kind()
+        };
+        assert_eq!(
+            ["roberta", "xlm-roberta", "distilbert"].map(kind),
+            ["byte-level BPE", "Unigram (SentencePiece)", "WordPiece"]
+        );
         let roberta = WordPieces::read(&families.join("roberta/tokenizer.json")).unwrap();
         let text = roberta.encode_text("the farmer").unwrap();
         assert_eq!(text.pieces[1], "the");

@@ -16,7 +16,7 @@ use model::HeadId;
 use serde::{Deserialize, Serialize};
 use tasks::{Task, TaskConfig};
 
-use crate::load::loaded_run::{LoadedRun, RunError};
+use crate::load::loaded_run::{ImportedModel, LoadedRun, RunError};
 use crate::load::probe::{LayerProbe, Probe};
 use crate::measures::heads::{HeadMeasures, measure_layer};
 use crate::measures::matching::{LayerMatch, match_layers};
@@ -34,6 +34,10 @@ pub struct ComparedRun {
     pub layers: Vec<LayerMatch>,
     /// Per layer, per slot: the role of the matched head.
     pub roles: Vec<Vec<String>>,
+    /// For an imported model: what it is and how it reads text, so that a comparison across
+    /// families says which it compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportedModel>,
 }
 
 /// One reference head and what its matched heads did across runs.
@@ -173,6 +177,36 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
                 _ => Ok(runs),
             }
         })
+        .and_then(|mut runs| {
+            keep_sentences_every_model_reads(&mut runs)?;
+            Ok(runs)
+        })
+}
+
+/// Imported models probed with one treebank keep only the sentences every one of them fits
+/// in its positions: each then picks the same probe (the choice depends on the sentences
+/// alone), so models of different tokenizers (and families) are read on the same words and
+/// their word-level attention lines up.
+fn keep_sentences_every_model_reads(runs: &mut [LoadedRun]) -> Result<(), CompareError> {
+    let mut every: Option<Vec<bool>> = None;
+    for run in runs.iter() {
+        let Some(fits) = run.reading.treebank_fits()? else {
+            continue;
+        };
+        every = Some(match every {
+            // Treebanks of different lengths are not one treebank: leave them as they are,
+            // and `probes_of` refuses what does not line up.
+            Some(all) if all.len() != fits.len() => return Ok(()),
+            Some(all) => all.iter().zip(&fits).map(|(a, b)| *a && *b).collect(),
+            None => fits,
+        });
+    }
+    if let Some(keep) = every {
+        for run in runs.iter_mut() {
+            run.reading.keep_treebank_sentences(&keep);
+        }
+    }
+    Ok(())
 }
 
 /// The probe of `size` sequences each run reads ([`crate::load::reading::Reading::probe`]),
@@ -367,12 +401,14 @@ fn compare_run(
         .iter()
         .rev()
         .find_map(|r| r.eval_token_acc);
+    let imported = run.imported_model();
     ComparedRun {
         dir: run.dir.root().to_path_buf(),
         seed: run.resolved.config.seed,
         eval_token_acc,
         layers: matches,
         roles,
+        imported,
     }
 }
 

@@ -12,6 +12,7 @@ use run::manifest::FileRecord;
 use run::snapshot::{SnapshotError, load_snapshot};
 use run::tokenizer::{TokenizerError, WordPieces};
 use run::{ResolvedRun, RunDir, checkpoint, weights};
+use serde::{Deserialize, Serialize};
 
 use crate::load::inputs::{self, Inputs, InputsError};
 use crate::load::reading::Reading;
@@ -46,7 +47,29 @@ pub struct LoadedRun {
     _lock: Option<RunLock>,
 }
 
+/// What an imported model is and how it reads text: what a comparison across families names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedModel {
+    /// The class it was saved from (`RobertaForMaskedLM`).
+    pub architecture: String,
+    /// Its tokenizer's kind (`byte-level BPE`, `WordPiece`, ...).
+    pub tokenizer: String,
+}
+
 impl LoadedRun {
+    /// For an imported model, its class and its tokenizer's kind; none for a model headlab
+    /// trained.
+    pub fn imported_model(&self) -> Option<ImportedModel> {
+        let import = self.resolved.config.import.as_ref()?;
+        Some(ImportedModel {
+            architecture: import.architecture.clone(),
+            tokenizer: self
+                .reading
+                .tokenizer()
+                .map_or_else(|| "unknown".to_string(), |t| t.kind().to_string()),
+        })
+    }
+
     /// A run whose model was made in memory (a hand-built model in a test, say) rather than
     /// loaded: `dir` holds its config, `weights` says where the weights came from.
     pub fn from_model(

@@ -220,6 +220,46 @@ impl Reading {
         matches!(self, Reading::Pieces(_))
     }
 
+    /// For a model probed with a treebank's sentences: whether it fits each (its pieces within
+    /// its positions), in the treebank's order; none for a model that reads its task's
+    /// tokens or sentences.
+    pub fn treebank_fits(&self) -> Result<Option<Vec<bool>>, ReadingError> {
+        let Reading::Pieces(pieces) = self else {
+            return Ok(None);
+        };
+        let Some(trees) = &pieces.treebank else {
+            return Ok(None);
+        };
+        let fits = trees
+            .iter()
+            .map(|tree| PieceSentences::fits(tree, &pieces.tokenizer, pieces.max_positions))
+            .collect::<Result<Vec<bool>, _>>()
+            .map_err(PieceProbeError::from)?;
+        Ok(Some(fits))
+    }
+
+    /// Keeps the treebank's sentences where `keep` is true (a mask in its order, as
+    /// [`Self::treebank_fits`] gives); nothing changes for a model without a treebank.
+    pub fn keep_treebank_sentences(&mut self, keep: &[bool]) {
+        if let Reading::Pieces(pieces) = self
+            && let Some(trees) = pieces.treebank.as_mut()
+        {
+            let mut index = 0;
+            trees.retain(|_| {
+                index += 1;
+                keep.get(index - 1).copied().unwrap_or(false)
+            });
+        }
+    }
+
+    /// The tokenizer of an imported model; none for a model that reads its task's tokens.
+    pub fn tokenizer(&self) -> Option<&WordPieces> {
+        match self {
+            Reading::Tokens => None,
+            Reading::Pieces(pieces) => Some(&pieces.tokenizer),
+        }
+    }
+
     /// Probes with the sentences of the treebank at `path` (CoNLL-U) instead of the task's;
     /// refused, before the file is read, for a model that reads its task's tokens (`run`
     /// names it).
