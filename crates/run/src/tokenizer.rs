@@ -118,9 +118,7 @@ impl WordPieces {
         use tokenizers::models::ModelWrapper;
         match self.tokenizer.get_model() {
             ModelWrapper::WordPiece(_) => "WordPiece",
-            ModelWrapper::BPE(_) if self.words_tokenizer.is_some() || self.byte_level() => {
-                "byte-level BPE"
-            }
+            ModelWrapper::BPE(_) if self.byte_level() => "byte-level BPE",
             ModelWrapper::BPE(_) => "BPE",
             ModelWrapper::Unigram(_) => "Unigram (SentencePiece)",
             ModelWrapper::WordLevel(_) => "WordLevel",

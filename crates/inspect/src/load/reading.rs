@@ -244,11 +244,9 @@ impl Reading {
         if let Reading::Pieces(pieces) = self
             && let Some(trees) = pieces.treebank.as_mut()
         {
-            let mut index = 0;
-            trees.retain(|_| {
-                index += 1;
-                keep.get(index - 1).copied().unwrap_or(false)
-            });
+            // `retain` visits the sentences in order: one mask entry each.
+            let mut keep = keep.iter();
+            trees.retain(|_| keep.next().copied().unwrap_or(false));
         }
     }
 
