@@ -56,7 +56,18 @@ pub struct MultiHeadAttentionConfig {
     /// Rotary positions on queries and keys, with a table this many positions long.
     /// Default: `None` (no rotary positions).
     pub rotary_max_len: Option<usize>,
+    /// The rotary positions' base: pair `i` of a head's dimensions turns by
+    /// `position * theta^(-2i / d_head)`. Default: 10000 (RoFormer's).
+    pub rotary_theta: f64,
+    /// Local attention: a query sees only the keys at most this many positions away
+    /// (ModernBERT's sliding window, half its `local_attention`). Default: `None` (every key).
+    pub reach: Option<usize>,
+    /// Whether the projections have biases. Default: true.
+    pub bias: bool,
 }
+
+/// RoFormer's rotary base, Burn's default.
+pub const DEFAULT_ROTARY_THETA: f64 = 10000.0;
 
 impl MultiHeadAttentionConfig {
     /// A split-layout layer without dropout or rotary positions.
@@ -68,6 +79,9 @@ impl MultiHeadAttentionConfig {
             d_head: None,
             dropout: 0.0,
             rotary_max_len: None,
+            rotary_theta: DEFAULT_ROTARY_THETA,
+            reach: None,
+            bias: true,
         }
     }
 
@@ -92,6 +106,24 @@ impl MultiHeadAttentionConfig {
     /// Applies rotary positions (Su et al. 2021, RoFormer) to queries and keys, per head.
     pub fn with_rotary(mut self, max_len: Option<usize>) -> Self {
         self.rotary_max_len = max_len;
+        self
+    }
+
+    /// Sets the rotary positions' base ([`Self::rotary_theta`]).
+    pub fn with_rotary_theta(mut self, theta: f64) -> Self {
+        self.rotary_theta = theta;
+        self
+    }
+
+    /// Limits every query to the keys at most `reach` positions away (local attention).
+    pub fn with_reach(mut self, reach: Option<usize>) -> Self {
+        self.reach = reach;
+        self
+    }
+
+    /// Sets whether the projections have biases.
+    pub fn with_bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
         self
     }
 
@@ -162,6 +194,21 @@ impl MultiHeadAttentionConfig {
         if self.rotary_max_len.is_some() && !d_head.is_multiple_of(2) {
             return Err(ConfigError::OddRotaryHead { d_head });
         }
+        if !(self.rotary_theta.is_finite() && self.rotary_theta > 1.0) {
+            return Err(ConfigError::OutOfRange {
+                field: "model.rotary_theta",
+                value: crate::error::show_value(self.rotary_theta),
+                accepted: "a finite number above 1 (10000 by default, ModernBERT's global \
+                           layers 160000)",
+            });
+        }
+        if self.layout == HeadLayout::Narrow && !self.bias {
+            return Err(ConfigError::OutOfRange {
+                field: "model.biases",
+                value: "false".into(),
+                accepted: "true with the narrow head layout, whose projections keep biases",
+            });
+        }
         Ok(())
     }
 
@@ -176,7 +223,11 @@ impl MultiHeadAttentionConfig {
         };
         let (qkv, qkv_narrow) = match self.layout {
             HeadLayout::Split | HeadLayout::Wide => (
-                Some(LinearConfig::new(self.d_model, 3 * n_heads * d_head).init(device)),
+                Some(
+                    LinearConfig::new(self.d_model, 3 * n_heads * d_head)
+                        .with_bias(self.bias)
+                        .init(device),
+                ),
                 None,
             ),
             HeadLayout::Narrow => {
@@ -199,11 +250,16 @@ impl MultiHeadAttentionConfig {
         Ok(MultiHeadAttention {
             qkv,
             qkv_narrow,
-            output: LinearConfig::new(n_heads * d_head, self.d_model).init(device),
+            output: LinearConfig::new(n_heads * d_head, self.d_model)
+                .with_bias(self.bias)
+                .init(device),
             dropout: DropoutConfig::new(self.dropout).init(),
-            rotary: self
-                .rotary_max_len
-                .map(|len| RotaryEncodingConfig::new(len, d_head).init(device)),
+            rotary: self.rotary_max_len.map(|len| {
+                RotaryEncodingConfig::new(len, d_head)
+                    .with_theta(self.rotary_theta as f32)
+                    .init(device)
+            }),
+            reach: self.reach,
             layout: self.layout,
             d_model: self.d_model,
             n_heads,
@@ -240,8 +296,15 @@ pub struct MultiHeadAttention {
     pub output: Linear,
     /// Dropout on the attention probabilities.
     pub dropout: Dropout,
-    /// Rotary position table, when rotary positions are on.
+    /// Rotary position table, when rotary positions are on. Burn's rotates adjacent pairs
+    /// of a head's dimensions (0 with 1, 2 with 3, ...); a checkpoint that rotates halves
+    /// (dimension i with i + d_head / 2, as `transformers`' `rotate_half`) is imported with
+    /// its query and key columns reordered to match, which leaves every score unchanged.
     pub rotary: Option<RotaryEncoding>,
+    /// Local attention: a query sees only the keys at most this many positions away;
+    /// none for every key.
+    #[module(skip)]
+    pub reach: Option<usize>,
     /// How the width is shared between heads.
     #[module(skip)]
     pub layout: HeadLayout,
@@ -266,6 +329,24 @@ impl AttentionMask {
     /// Whether any mask is set.
     pub fn is_empty(&self) -> bool {
         self.pad.is_none() && self.attn.is_none()
+    }
+
+    /// This mask with every key more than `reach` positions from its query hidden too
+    /// (local attention: ModernBERT's sliding window).
+    ///
+    /// # Shapes
+    /// - the result's `attn`: `[batch, seq, seq]`
+    pub fn within_reach(mut self, reach: usize, batch: usize, seq: usize, device: &Device) -> Self {
+        let positions = Tensor::<1, Int>::arange(0..seq as i64, device);
+        let query = positions.clone().reshape([seq, 1]).expand([seq, seq]);
+        let key = positions.reshape([1, seq]).expand([seq, seq]);
+        let far = (query - key).abs().greater_elem(reach as i64); // [seq, seq]
+        let far = far.unsqueeze_dim::<3>(0).expand([batch, seq, seq]);
+        self.attn = Some(match self.attn {
+            Some(attn) => attn.bool_or(far),
+            None => far,
+        });
+        self
     }
 }
 
@@ -449,6 +530,12 @@ impl MultiHeadAttention {
             self.d_model
         );
         let (n_heads, d_head) = (self.n_heads, self.d_head);
+        let mut input = input;
+        if let Some(reach) = self.reach {
+            input.mask = input
+                .mask
+                .within_reach(reach, batch, seq, &input.x.device());
+        }
 
         let (q, k, v) = self.project_qkv(input.x); // each [batch, heads, seq, d_head]
         let (q, k, v) = match &input.qkv_patch {

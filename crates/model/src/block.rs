@@ -53,6 +53,16 @@ pub struct EncoderBlockConfig {
     pub norm_epsilon: f64,
     /// The feed-forward's activation.
     pub activation: crate::Activation,
+    /// A gated feed-forward (GeGLU with the GELU, Shazeer 2020: ModernBERT's): `ff_in` is
+    /// `2 * d_ff` wide and its first half, through the activation, scales its second.
+    pub gated: bool,
+    /// Whether the attention branch has its norm: a pre-norm block without one reads the
+    /// residual stream itself (ModernBERT's first layer, whose input is the normed
+    /// embeddings).
+    pub attention_norm: bool,
+    /// Whether the feed-forward's linears and the norms have biases (the attention's are
+    /// its config's).
+    pub bias: bool,
 }
 
 impl EncoderBlockConfig {
@@ -65,20 +75,29 @@ impl EncoderBlockConfig {
         }
         let d_model = self.attention.d_model;
         let attention = self.attention.init(device)?;
+        let layer_norm = || {
+            LayerNormConfig::new(d_model)
+                .with_epsilon(self.norm_epsilon)
+                .with_bias(self.bias)
+                .init(device)
+        };
+        let linear = |d_in: usize, d_out: usize| {
+            LinearConfig::new(d_in, d_out)
+                .with_bias(self.bias)
+                .init(device)
+        };
+        let ff_width = if self.gated { 2 * self.d_ff } else { self.d_ff };
         Ok(EncoderBlock {
             attention,
-            norm_attention: LayerNormConfig::new(d_model)
-                .with_epsilon(self.norm_epsilon)
-                .init(device),
-            norm_ff: LayerNormConfig::new(d_model)
-                .with_epsilon(self.norm_epsilon)
-                .init(device),
-            ff_in: LinearConfig::new(d_model, self.d_ff).init(device),
-            ff_out: LinearConfig::new(self.d_ff, d_model).init(device),
+            norm_attention: self.attention_norm.then(layer_norm),
+            norm_ff: layer_norm(),
+            ff_in: linear(d_model, ff_width),
+            ff_out: linear(self.d_ff, d_model),
             dropout: DropoutConfig::new(self.dropout).init(),
             norm: self.norm,
             norm_epsilon: self.norm_epsilon,
             activation: self.activation,
+            gated: self.gated,
         })
     }
 }
@@ -169,11 +188,12 @@ pub struct LayerInterventions {
 pub struct EncoderBlock {
     /// The attention sub-layer.
     pub attention: MultiHeadAttention,
-    /// Norm of the attention branch (its input in pre-norm, the residual sum in post-norm).
-    pub norm_attention: LayerNorm,
+    /// Norm of the attention branch (its input in pre-norm, the residual sum in post-norm);
+    /// none where a pre-norm block's attention reads the stream itself (ModernBERT's first).
+    pub norm_attention: Option<LayerNorm>,
     /// Norm of the feed-forward branch.
     pub norm_ff: LayerNorm,
-    /// `[d_model, d_ff]`.
+    /// `[d_model, d_ff]` (`[d_model, 2 * d_ff]` gated: the activation's input, then the gate).
     pub ff_in: Linear,
     /// `[d_ff, d_model]`.
     pub ff_out: Linear,
@@ -188,6 +208,9 @@ pub struct EncoderBlock {
     /// The feed-forward's activation.
     #[module(skip)]
     pub activation: crate::Activation,
+    /// Whether the feed-forward is gated (GeGLU).
+    #[module(skip)]
+    pub gated: bool,
 }
 
 impl EncoderBlock {
@@ -237,7 +260,7 @@ impl EncoderBlock {
         let resid_mid = skip + self.dropout.forward(attention.context);
         let resid_mid = match self.norm {
             NormPlacement::Pre => resid_mid,
-            NormPlacement::Post => norm(&self.norm_attention, resid_mid, self.norm_epsilon),
+            NormPlacement::Post => norm(self.post_attention_norm(), resid_mid, self.norm_epsilon),
         };
 
         let ff_input = match self.norm {
@@ -269,19 +292,34 @@ impl EncoderBlock {
     /// What the attention reads from a residual stream at the block's input: its norm in
     /// pre-norm, the stream itself in post-norm.
     fn attention_input(&self, resid: Tensor<3>) -> Tensor<3> {
-        match self.norm {
-            NormPlacement::Pre => norm(&self.norm_attention, resid, self.norm_epsilon),
-            NormPlacement::Post => resid,
+        match (self.norm, &self.norm_attention) {
+            (NormPlacement::Pre, Some(layer_norm)) => norm(layer_norm, resid, self.norm_epsilon),
+            (NormPlacement::Pre, None) | (NormPlacement::Post, _) => resid,
         }
     }
 
-    /// The feed-forward branch, `[.., d_model] -> [.., d_model]`: linear, GELU, dropout,
-    /// linear, dropout (dropout is off in an inference model).
+    /// The norm after a post-norm block's attention sum (a post-norm block always has it).
+    pub fn post_attention_norm(&self) -> &LayerNorm {
+        self.norm_attention
+            .as_ref()
+            .expect("a post-norm block has its attention norm (EncoderConfig::validate)")
+    }
+
+    /// The feed-forward branch, `[.., d_model] -> [.., d_model]`: linear, GELU (gated: the
+    /// GELU of the first half times the second), dropout, linear, dropout (dropout is off in
+    /// an inference model).
     pub fn feed_forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let hidden = linear_over_rows(&self.ff_in, x); // [batch, seq, d_ff or 2 d_ff]
         // The exact GELU is fused on the CPU (crate::fused).
-        let hidden = self
-            .dropout
-            .forward(self.activation.forward(linear_over_rows(&self.ff_in, x)));
+        let hidden = match self.gated {
+            true => {
+                let d_ff = hidden.dims()[2] / 2;
+                let gate = hidden.clone().narrow(2, d_ff, d_ff);
+                self.activation.forward(hidden.narrow(2, 0, d_ff)) * gate // [batch, seq, d_ff]
+            }
+            false => self.activation.forward(hidden),
+        };
+        let hidden = self.dropout.forward(hidden);
         self.dropout.forward(linear_over_rows(&self.ff_out, hidden))
     }
 }

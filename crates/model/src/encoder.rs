@@ -13,7 +13,9 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::activation::Activation;
-use crate::attention::{AttentionMask, HeadLayout, HeadPatch, MultiHeadAttentionConfig};
+use crate::attention::{
+    AttentionMask, DEFAULT_ROTARY_THETA, HeadLayout, HeadPatch, MultiHeadAttentionConfig,
+};
 use crate::block::{
     EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement,
 };
@@ -77,6 +79,50 @@ pub struct EncoderConfig {
     /// `gelu_tanh` (ALBERT's `gelu_new`). Default: gelu.
     #[serde(skip_serializing_if = "Activation::is_default")]
     pub activation: Activation,
+    /// A gated feed-forward, GeGLU with the GELU (Shazeer 2020; ModernBERT's): its first
+    /// linear is `2 * d_ff` wide and the activation of one half scales the other.
+    /// Default: false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub gated_feed_forward: bool,
+    /// Whether the linear layers (the output layer aside) and the layer norms have biases.
+    /// Default: true (ModernBERT has none).
+    #[serde(skip_serializing_if = "is_true")]
+    pub biases: bool,
+    /// Whether the first block of a pre-norm model norms its attention's input. Default:
+    /// true (ModernBERT's first block reads the embeddings, already normed, as they are).
+    #[serde(skip_serializing_if = "is_true")]
+    pub first_attention_norm: bool,
+    /// The rotary positions' base (with `positional = "rotary"`): dimension pair `i` of a
+    /// head turns by `position * theta^(-2i / d_head)`. Default: 10000.
+    #[serde(skip_serializing_if = "is_default_theta")]
+    pub rotary_theta: f64,
+    /// Local attention in all but every `global_every`-th layer (ModernBERT's alternating
+    /// sliding-window and global layers). Default: unset (every layer global).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_attention: Option<LocalAttention>,
+}
+
+/// Local (sliding-window) attention in some layers: `[model.local_attention]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalAttention {
+    /// A local layer's query sees the keys at most `window / 2` positions away (ModernBERT's
+    /// `local_attention`, 128 in its checkpoints).
+    pub window: usize,
+    /// Layers 0, `global_every`, `2 * global_every`, ... attend globally; the others
+    /// locally (ModernBERT's `global_attn_every_n_layers`, 3).
+    pub global_every: usize,
+    /// The local layers' rotary base, where the model has rotary positions. Default: the
+    /// global layers' (`model.rotary_theta`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotary_theta: Option<f64>,
+}
+
+impl LocalAttention {
+    /// Whether layer `layer` attends locally.
+    pub fn is_local(&self, layer: usize) -> bool {
+        !layer.is_multiple_of(self.global_every.max(1))
+    }
 }
 
 /// The most token types [`EncoderConfig::token_types`] allocates a table for (BERT uses 2).
@@ -95,6 +141,9 @@ fn is_false(value: &bool) -> bool {
 }
 fn is_true(value: &bool) -> bool {
     *value
+}
+fn is_default_theta(value: &f64) -> bool {
+    *value == DEFAULT_ROTARY_THETA
 }
 
 impl Default for EncoderConfig {
@@ -117,6 +166,11 @@ impl Default for EncoderConfig {
             output_transform: false,
             embedding_size: None,
             activation: Activation::Gelu,
+            gated_feed_forward: false,
+            biases: true,
+            first_attention_norm: true,
+            rotary_theta: DEFAULT_ROTARY_THETA,
+            local_attention: None,
         }
     }
 }
@@ -133,13 +187,43 @@ pub struct EncoderIo {
 }
 
 impl EncoderConfig {
-    /// The attention configuration every block uses.
+    /// The attention configuration of a global layer (every layer without
+    /// `local_attention`).
     pub fn attention(&self, io: &EncoderIo) -> MultiHeadAttentionConfig {
         MultiHeadAttentionConfig::new(self.d_model, self.n_heads)
             .with_layout(self.head_layout)
             .with_d_head(self.d_head)
             .with_dropout(self.dropout)
             .with_rotary((self.positional == PositionalKind::Rotary).then_some(io.max_seq_len))
+            .with_rotary_theta(self.rotary_theta)
+            .with_bias(self.biases)
+    }
+
+    /// The attention configuration of layer `layer`: a global layer's, or a local layer's
+    /// window and rotary base.
+    pub fn attention_of_layer(&self, io: &EncoderIo, layer: usize) -> MultiHeadAttentionConfig {
+        let global = self.attention(io);
+        match self.local_attention {
+            Some(local) if local.is_local(layer) => global
+                .with_reach(Some(local.window / 2))
+                .with_rotary_theta(local.rotary_theta.unwrap_or(self.rotary_theta)),
+            _ => global,
+        }
+    }
+
+    /// The configuration of block `layer`.
+    fn block(&self, io: &EncoderIo, layer: usize) -> EncoderBlockConfig {
+        EncoderBlockConfig {
+            attention: self.attention_of_layer(io, layer),
+            d_ff: self.d_ff,
+            dropout: self.dropout,
+            norm: self.norm,
+            norm_epsilon: self.norm_epsilon,
+            activation: self.activation,
+            gated: self.gated_feed_forward,
+            attention_norm: layer > 0 || self.first_attention_norm,
+            bias: self.biases,
+        }
     }
 
     /// The width of the embeddings: `embedding_size` where set, else `d_model`.
@@ -195,6 +279,34 @@ impl EncoderConfig {
                 d_model: self.d_model,
             });
         }
+        self.validate_modern_options(io)
+    }
+
+    /// ModernBERT's options: a local window and its rotary base, an unnormed first
+    /// attention (pre-norm only).
+    fn validate_modern_options(&self, io: &EncoderIo) -> Result<(), ConfigError> {
+        if let Some(local) = self.local_attention {
+            if local.window < 2 {
+                return Err(ConfigError::OutOfRange {
+                    field: "model.local_attention.window",
+                    value: local.window.to_string(),
+                    accepted: "2 or more (a query sees the keys window / 2 positions away)",
+                });
+            }
+            if local.global_every == 0 {
+                return Err(ConfigError::ZeroSize {
+                    field: "model.local_attention.global_every",
+                });
+            }
+            self.attention_of_layer(io, 1).validate()?;
+        }
+        if !self.first_attention_norm && self.norm == NormPlacement::Post {
+            return Err(ConfigError::OutOfRange {
+                field: "model.first_attention_norm",
+                value: "false".into(),
+                accepted: "true with post-norm blocks, whose attention sum is always normed",
+            });
+        }
         Ok(())
     }
 
@@ -215,17 +327,15 @@ impl EncoderConfig {
     /// base-size checkpoint's 500 MB). A parameter left unreplaced is drawn when first read.
     pub fn init_to_fill(&self, io: &EncoderIo, device: &Device) -> Result<Encoder, ConfigError> {
         self.validate(io)?;
-        let block = EncoderBlockConfig {
-            attention: self.attention(io),
-            d_ff: self.d_ff,
-            dropout: self.dropout,
-            norm: self.norm,
-            norm_epsilon: self.norm_epsilon,
-            activation: self.activation,
-        };
         let layer_norm = |width: usize| {
             LayerNormConfig::new(width)
                 .with_epsilon(self.norm_epsilon)
+                .with_bias(self.biases)
+                .init(device)
+        };
+        let linear = |d_in: usize, d_out: usize| {
+            LinearConfig::new(d_in, d_out)
+                .with_bias(self.biases)
                 .init(device)
         };
         let (d_model, width) = (self.d_model, self.embedding_width());
@@ -236,8 +346,8 @@ impl EncoderConfig {
             false => d_model,
         };
         let blocks = (0..self.n_layers)
-            .map(|_| {
-                block.init(device).map(|mut block| {
+            .map(|layer| {
+                self.block(io, layer).init(device).map(|mut block| {
                     if self.init == InitScheme::Symmetric {
                         block.attention = block.attention.tie_heads();
                     }
@@ -251,13 +361,11 @@ impl EncoderConfig {
             token_types: (self.token_types > 0)
                 .then(|| EmbeddingConfig::new(self.token_types, width).init(device)),
             embedding_norm: self.embedding_norm.then(|| layer_norm(width)),
-            embedding_projection: self
-                .embedding_size
-                .map(|_| LinearConfig::new(width, d_model).init(device)),
+            embedding_projection: self.embedding_size.map(|_| linear(width, d_model)),
             blocks,
             final_norm: self.final_norm.then(|| layer_norm(d_model)),
             output_transform: self.output_transform.then(|| OutputTransform {
-                dense: LinearConfig::new(d_model, width).init(device),
+                dense: linear(d_model, width),
                 norm: layer_norm(width),
             }),
             output: LinearConfig::new(read_width, io.n_outputs).init(device),

@@ -4,7 +4,7 @@
 //! - [`attention`]: [`MultiHeadAttention`] in split, wide and narrow head layouts.
 //! - [`heads`]: [`HeadId`], per-head weight views, QK / OV circuits, every head stacked.
 //! - [`position`]: sinusoidal, learned, rotary or no positions.
-//! - [`block`]: pre- or post-norm encoder block.
+//! - [`block`]: pre- or post-norm encoder block, its feed-forward plain or gated (GeGLU).
 //! - [`activation`]: the feed-forward's GELU, exact or its tanh approximation (ALBERT's).
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
 //! - [`cache`]: the [`ActivationCache`] of one forward pass.
@@ -39,7 +39,9 @@ pub use attention::{
 };
 pub use block::{EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement};
 pub use cache::{ActivationCache, LayerCache};
-pub use encoder::{Encoder, EncoderConfig, EncoderInput, EncoderIo, OutputTransform};
+pub use encoder::{
+    Encoder, EncoderConfig, EncoderInput, EncoderIo, LocalAttention, OutputTransform,
+};
 pub use error::ConfigError;
 pub use heads::{HeadId, HeadWeights, StackedWeights};
 pub use init::InitScheme;

@@ -181,7 +181,7 @@ fn direct_path<'a>(
 ) -> Vec<(&'a LayerNorm, &'a Tensor<3>)> {
     let mut path = vec![];
     for (block, (attention_in, ff_in)) in model.blocks.iter().zip(&inputs.blocks).skip(layer) {
-        path.push((&block.norm_attention, attention_in));
+        path.push((block.post_attention_norm(), attention_in));
         path.push((&block.norm_ff, ff_in));
     }
     if let Some(final_norm) = &model.final_norm {
@@ -263,7 +263,7 @@ mod tests {
         let mut model = config.init(&io, &device).unwrap();
         // Non-trivial norms and biases, so that leaving them out would show.
         for block in &mut model.blocks {
-            for norm in [&mut block.norm_attention, &mut block.norm_ff] {
+            for norm in [block.norm_attention.as_mut().unwrap(), &mut block.norm_ff] {
                 norm.gamma = Param::from_tensor(Tensor::random(
                     [8],
                     burn::tensor::Distribution::Uniform(0.5, 1.5),
@@ -485,7 +485,7 @@ mod tests {
         let ff_in = host(layer.resid_mid.clone() + ff);
         let final_in = host(layer.resid_post.clone());
         let final_norm = model.final_norm.as_ref().unwrap();
-        let gammas: Vec<Vec<f32>> = [&block.norm_attention, &block.norm_ff, final_norm]
+        let gammas: Vec<Vec<f32>> = [block.post_attention_norm(), &block.norm_ff, final_norm]
             .iter()
             .map(|n| HostTensor::of(n.gamma.val()).values)
             .collect();

@@ -331,7 +331,15 @@ impl SeedBlock {
     /// The stack of `blocks`, which share one configuration.
     pub fn stack(blocks: &[&EncoderBlock]) -> Self {
         let attention: Vec<_> = blocks.iter().map(|b| &b.attention).collect();
-        let norm_attention: Vec<_> = blocks.iter().map(|b| &b.norm_attention).collect();
+        // The stack refuses a block without its attention norm (`unsupported_option`).
+        let norm_attention: Vec<_> = blocks
+            .iter()
+            .map(|b| {
+                b.norm_attention
+                    .as_ref()
+                    .expect("a stacked block has its attention norm")
+            })
+            .collect();
         let norm_ff: Vec<_> = blocks.iter().map(|b| &b.norm_ff).collect();
         let ff_in: Vec<_> = blocks.iter().map(|b| &b.ff_in).collect();
         let ff_out: Vec<_> = blocks.iter().map(|b| &b.ff_out).collect();
@@ -348,7 +356,9 @@ impl SeedBlock {
     /// Seed `seed`'s block, with `template`'s parameter ids.
     pub fn unstack(&self, seed: usize, mut template: EncoderBlock) -> EncoderBlock {
         template.attention = self.attention.unstack(seed, template.attention);
-        template.norm_attention = self.norm_attention.unstack(seed, template.norm_attention);
+        template.norm_attention = template
+            .norm_attention
+            .map(|norm| self.norm_attention.unstack(seed, norm));
         template.norm_ff = self.norm_ff.unstack(seed, template.norm_ff);
         template.ff_in = self.ff_in.unstack(seed, template.ff_in);
         template.ff_out = self.ff_out.unstack(seed, template.ff_out);

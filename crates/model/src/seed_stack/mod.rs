@@ -246,6 +246,14 @@ pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
         Some("model.embedding_size")
     } else if !config.activation.is_default() {
         Some("model.activation")
+    } else if config.gated_feed_forward {
+        Some("model.gated_feed_forward")
+    } else if !config.biases {
+        Some("model.biases")
+    } else if !config.first_attention_norm {
+        Some("model.first_attention_norm")
+    } else if config.local_attention.is_some() {
+        Some("model.local_attention")
     } else {
         None
     }

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::error::{HfError, MAX_CHECKPOINT_BYTES};
 use super::family::Family;
+use super::modernbert::{self, ModernOptions};
 
 /// What headlab needs of a checkpoint's `config.json`, whatever its family calls it.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +47,9 @@ pub struct CheckpointConfig {
     pub activation: Activation,
     /// Whether every layer reads one set of weights (ALBERT).
     pub shared_layers: bool,
+    /// ModernBERT's rotary positions, local attention, GeGLU and biases; none for the
+    /// BERT-like families.
+    pub modern: Option<ModernOptions>,
 }
 
 /// `config.json` of BERT, RoBERTa, XLM-RoBERTa, ELECTRA and ALBERT: one set of names.
@@ -148,6 +152,7 @@ impl CheckpointConfig {
         let not_a =
             |e: serde_json::Error| format!("not a {} config.json: {e}", family.model_type());
         let config = match family {
+            Family::ModernBert => Self::of_modernbert(value, architectures)?,
             Family::DistilBert => {
                 let fields: DistilBertFields = serde_json::from_value(value).map_err(not_a)?;
                 Self::of_distilbert(fields, architectures)?
@@ -224,6 +229,7 @@ impl CheckpointConfig {
             embedding_size,
             activation,
             shared_layers: family == Family::Albert,
+            modern: None,
         })
     }
 
@@ -244,6 +250,7 @@ impl CheckpointConfig {
             embedding_size: fields.dim,
             activation,
             shared_layers: false,
+            modern: None,
         })
     }
 
@@ -296,6 +303,9 @@ impl CheckpointConfig {
     /// (and their projection where factorised), every block (once where they share
     /// weights), the masked-LM transform and bias where the checkpoint has them.
     pub fn parameter_bytes(&self) -> u128 {
+        if let Some(modern) = &self.modern {
+            return modernbert::parameter_bytes(self, modern);
+        }
         let [d, ff, vocab, e] = [
             self.hidden_size,
             self.intermediate_size,
@@ -347,7 +357,7 @@ impl CheckpointConfig {
 
     /// headlab's encoder config and sizes for this checkpoint.
     pub fn encoder(&self) -> (EncoderConfig, EncoderIo) {
-        let config = EncoderConfig {
+        let bert_like = EncoderConfig {
             d_model: self.hidden_size,
             n_layers: self.num_hidden_layers,
             n_heads: self.num_attention_heads,
@@ -366,6 +376,24 @@ impl CheckpointConfig {
             embedding_size: (self.embedding_size != self.hidden_size)
                 .then_some(self.embedding_size),
             activation: self.activation,
+            ..EncoderConfig::default()
+        };
+        // ModernBERT: pre-norm with a final norm, rotary positions (one base for the global
+        // layers, another for the local), GeGLU, its own biases, and a first block whose
+        // attention reads the normed embeddings as they are.
+        let config = match self.modern {
+            None => bert_like,
+            Some(modern) => EncoderConfig {
+                norm: NormPlacement::Pre,
+                positional: PositionalKind::Rotary,
+                final_norm: true,
+                gated_feed_forward: true,
+                biases: modern.biases,
+                first_attention_norm: false,
+                rotary_theta: modern.global_theta,
+                local_attention: Some(modern.local),
+                ..bert_like
+            },
         };
         let io = EncoderIo {
             vocab_size: self.vocab_size,
@@ -378,7 +406,7 @@ impl CheckpointConfig {
 
 /// The feed-forward activation `name` names: the exact GELU or its tanh approximation;
 /// any other refused.
-fn activation_of(field: &str, name: &str) -> Result<Activation, String> {
+pub(super) fn activation_of(field: &str, name: &str) -> Result<Activation, String> {
     match name {
         "gelu" => Ok(Activation::Gelu),
         "gelu_new" | "gelu_pytorch_tanh" => Ok(Activation::GeluTanh),

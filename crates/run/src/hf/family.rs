@@ -6,7 +6,9 @@
 //! and a GELU feed-forward, a masked-LM head of dense, GELU, norm and the tied word
 //! embeddings) saved under different names. A [`Layout`] is those names; one reader
 //! ([`super::tensors`]) fills headlab's [`model::Encoder`] from any of them, so a family is
-//! a row of a table, not a second importer.
+//! a row of a table, not a second importer. ModernBERT is the same table's row with its
+//! differences named: no position table (rotary), one fused query-key-value projection,
+//! pre-norm blocks with a final norm (the first block's attention unnormed).
 
 /// A family of encoders, by its `config.json`'s `model_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,17 +25,20 @@ pub enum Family {
     Electra,
     /// `albert`: factorised embeddings and one layer's weights shared by every layer.
     Albert,
+    /// `modernbert`: rotary positions, local and global attention, GeGLU, no biases.
+    ModernBert,
 }
 
 impl Family {
     /// Every family, in the order messages list them.
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
         Family::DistilBert,
         Family::Electra,
         Family::Albert,
+        Family::ModernBert,
     ];
 
     /// The family whose `model_type` is `name`.
@@ -52,6 +57,7 @@ impl Family {
             Family::DistilBert => "distilbert",
             Family::Electra => "electra",
             Family::Albert => "albert",
+            Family::ModernBert => "modernbert",
         }
     }
 
@@ -64,6 +70,7 @@ impl Family {
             Family::DistilBert => "DistilBert",
             Family::Electra => "Electra",
             Family::Albert => "Albert",
+            Family::ModernBert => "ModernBert",
         }
     }
 
@@ -92,6 +99,7 @@ impl Family {
             Family::DistilBert => &DISTILBERT,
             Family::Electra => &ELECTRA,
             Family::Albert => &ALBERT,
+            Family::ModernBert => &MODERNBERT,
         }
     }
 }
@@ -115,6 +123,15 @@ impl Blocks {
     }
 }
 
+/// Where a block keeps its query, key and value projections.
+#[derive(Debug, Clone, Copy)]
+pub enum Qkv {
+    /// Three linears, `[d, d]` each.
+    Separate([&'static str; 3]),
+    /// One linear, `[3 d, d]`: the queries of every head, then the keys, then the values.
+    Fused(&'static str),
+}
+
 /// Where a family's checkpoint keeps each tensor, by name without its `.weight` or `.bias`.
 /// Encoder names are relative to the base model: a task model (`BertForMaskedLM`) saves
 /// them under `base_prefix`, a base model without it.
@@ -124,8 +141,8 @@ pub struct Layout {
     pub base_prefix: &'static str,
     /// The word embeddings, `[vocab, d]`.
     pub word: &'static str,
-    /// The learned positions, `[max_positions, d]`.
-    pub position: &'static str,
+    /// The learned positions, `[max_positions, d]`; none with rotary positions.
+    pub position: Option<&'static str>,
     /// The token-type (segment) embeddings, where the family has them.
     pub token_type: Option<&'static str>,
     /// The norm after the embeddings.
@@ -136,15 +153,18 @@ pub struct Layout {
     /// Where each block's names start.
     pub blocks: Blocks,
     /// Within a block: the query, key and value projections.
-    pub qkv: [&'static str; 3],
+    pub qkv: Qkv,
     /// The attention's output projection.
     pub attention_output: &'static str,
-    /// The norm after attention's residual add.
+    /// The attention's norm: after its residual add (post-norm), or before it (pre-norm,
+    /// where the first block may have none).
     pub attention_norm: &'static str,
     /// The feed-forward's two linears.
     pub feed_forward: [&'static str; 2],
-    /// The norm after the feed-forward's residual add.
+    /// The feed-forward's norm (after its residual add in post-norm, before in pre-norm).
     pub feed_forward_norm: &'static str,
+    /// The norm after the last block, where the family has one.
+    pub final_norm: Option<&'static str>,
     /// The masked-LM head: its dense transform and norm (GELU between them).
     pub head_transform: [&'static str; 2],
     /// The decoder's weight (absent when tied to the word embeddings, as saved) and bias.
@@ -157,20 +177,21 @@ pub struct Layout {
 const BERT: Layout = Layout {
     base_prefix: "bert.",
     word: "embeddings.word_embeddings",
-    position: "embeddings.position_embeddings",
+    position: Some("embeddings.position_embeddings"),
     token_type: Some("embeddings.token_type_embeddings"),
     embedding_norm: "embeddings.LayerNorm",
     embedding_projection: None,
     blocks: Blocks::PerLayer("encoder.layer"),
-    qkv: [
+    qkv: Qkv::Separate([
         "attention.self.query",
         "attention.self.key",
         "attention.self.value",
-    ],
+    ]),
     attention_output: "attention.output.dense",
     attention_norm: "attention.output.LayerNorm",
     feed_forward: ["intermediate.dense", "output.dense"],
     feed_forward_norm: "output.LayerNorm",
+    final_norm: None,
     head_transform: [
         "cls.predictions.transform.dense",
         "cls.predictions.transform.LayerNorm",
@@ -204,16 +225,17 @@ const ELECTRA: Layout = Layout {
 const DISTILBERT: Layout = Layout {
     base_prefix: "distilbert.",
     word: "embeddings.word_embeddings",
-    position: "embeddings.position_embeddings",
+    position: Some("embeddings.position_embeddings"),
     token_type: None,
     embedding_norm: "embeddings.LayerNorm",
     embedding_projection: None,
     blocks: Blocks::PerLayer("transformer.layer"),
-    qkv: ["attention.q_lin", "attention.k_lin", "attention.v_lin"],
+    qkv: Qkv::Separate(["attention.q_lin", "attention.k_lin", "attention.v_lin"]),
     attention_output: "attention.out_lin",
     attention_norm: "sa_layer_norm",
     feed_forward: ["ffn.lin1", "ffn.lin2"],
     feed_forward_norm: "output_layer_norm",
+    final_norm: None,
     head_transform: ["vocab_transform", "vocab_layer_norm"],
     decoder: ["vocab_projector.weight", "vocab_projector.bias"],
     encoder_parts: &["embeddings.", "transformer."],
@@ -225,7 +247,7 @@ const ALBERT: Layout = Layout {
     base_prefix: "albert.",
     embedding_projection: Some("encoder.embedding_hidden_mapping_in"),
     blocks: Blocks::Shared("encoder.albert_layer_groups.0.albert_layers.0"),
-    qkv: ["attention.query", "attention.key", "attention.value"],
+    qkv: Qkv::Separate(["attention.query", "attention.key", "attention.value"]),
     attention_output: "attention.dense",
     attention_norm: "attention.LayerNorm",
     feed_forward: ["ffn", "ffn_output"],
@@ -233,6 +255,28 @@ const ALBERT: Layout = Layout {
     head_transform: ["predictions.dense", "predictions.LayerNorm"],
     decoder: ["predictions.decoder.weight", "predictions.bias"],
     ..BERT
+};
+
+/// ModernBERT: its encoder under `model.` in the masked LM, pre-norm blocks (`attn_norm`
+/// before the attention, absent in layer 0; `mlp_norm` before the GeGLU), a final norm, the
+/// prediction head's dense and norm and the decoder at the top level.
+const MODERNBERT: Layout = Layout {
+    base_prefix: "model.",
+    word: "embeddings.tok_embeddings",
+    position: None,
+    token_type: None,
+    embedding_norm: "embeddings.norm",
+    embedding_projection: None,
+    blocks: Blocks::PerLayer("layers"),
+    qkv: Qkv::Fused("attn.Wqkv"),
+    attention_output: "attn.Wo",
+    attention_norm: "attn_norm",
+    feed_forward: ["mlp.Wi", "mlp.Wo"],
+    feed_forward_norm: "mlp_norm",
+    final_norm: Some("final_norm"),
+    head_transform: ["head.dense", "head.norm"],
+    decoder: ["decoder.weight", "decoder.bias"],
+    encoder_parts: &["embeddings.", "layers.", "final_norm."],
 };
 
 #[cfg(test)]
@@ -252,7 +296,8 @@ mod tests {
         assert_eq!(Family::DistilBert.base_class(), "DistilBertModel");
         assert_eq!(
             Family::supported_list(),
-            "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\", \"albert\""
+            "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\", \"albert\", \
+             \"modernbert\""
         );
     }
 }

@@ -17,6 +17,7 @@
 pub mod config;
 pub mod error;
 pub mod family;
+pub mod modernbert;
 mod tensors;
 
 use std::path::Path;
@@ -70,7 +71,7 @@ pub fn encoder_from_bytes(
     device: &Device,
 ) -> Result<(Encoder, Vec<String>), HfError> {
     let path = dir.join("model.safetensors");
-    let weights = tensors::Weights::parse(bytes, config.family.layout(), &path, device)?;
+    let weights = tensors::Weights::parse(bytes, config, &path, device)?;
     let (encoder_config, io) = config.encoder();
     // Every parameter is filled from the checkpoint: none is drawn first.
     let mut encoder = encoder_config

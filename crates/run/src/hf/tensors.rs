@@ -19,7 +19,7 @@ use safetensors::{Dtype, SafeTensors};
 
 use super::config::CheckpointConfig;
 use super::error::HfError;
-use super::family::{Blocks, Layout};
+use super::family::{Blocks, Layout, Qkv};
 
 /// The one tensor under the encoder's names a checkpoint may hold that headlab rightly leaves
 /// unread: the position ids, a buffer (`0..max_position_embeddings`), not a weight.
@@ -33,6 +33,8 @@ pub(super) struct Weights<'a> {
     /// The names (without the prefix) read so far.
     read: RefCell<BTreeSet<String>>,
     layout: &'static Layout,
+    /// Whether the linears (the decoder aside) and norms have biases (ModernBERT's: none).
+    biases: bool,
     path: &'a Path,
     device: &'a Device,
 }
@@ -40,10 +42,11 @@ pub(super) struct Weights<'a> {
 impl<'a> Weights<'a> {
     pub(super) fn parse(
         bytes: &'a [u8],
-        layout: &'static Layout,
+        config: &CheckpointConfig,
         path: &'a Path,
         device: &'a Device,
     ) -> Result<Self, HfError> {
+        let layout = config.family.layout();
         let file = SafeTensors::deserialize(bytes).map_err(|e| HfError::Weights {
             path: path.to_path_buf(),
             message: format!("not a valid safetensors file ({e}); it may be truncated"),
@@ -65,6 +68,7 @@ impl<'a> Weights<'a> {
             names,
             read: RefCell::new(BTreeSet::new()),
             layout,
+            biases: config.modern.is_none_or(|modern| modern.biases),
             path,
             device,
         })
@@ -180,10 +184,13 @@ impl<'a> Weights<'a> {
             [&format!("{prefix}.weight"), &format!("{prefix}.gamma")],
             [width],
         )?);
-        norm.beta = Some(Param::from_tensor(self.first_of(
-            [&format!("{prefix}.bias"), &format!("{prefix}.beta")],
-            [width],
-        )?));
+        norm.beta = match self.biases {
+            true => Some(Param::from_tensor(self.first_of(
+                [&format!("{prefix}.bias"), &format!("{prefix}.beta")],
+                [width],
+            )?)),
+            false => None,
+        };
         Ok(())
     }
 
@@ -197,10 +204,16 @@ impl<'a> Weights<'a> {
     ) -> Result<(), HfError> {
         let weight: Tensor<2> = self.get(&format!("{prefix}.weight"), [d_out, d_in])?;
         linear.weight = Param::from_tensor(weight.transpose());
-        linear.bias = Some(Param::from_tensor(
-            self.get(&format!("{prefix}.bias"), [d_out])?,
-        ));
+        linear.bias = self.bias(prefix, d_out)?.map(Param::from_tensor);
         Ok(())
+    }
+
+    /// The bias of the linear `prefix`, where the model has biases.
+    fn bias(&self, prefix: &str, width: usize) -> Result<Option<Tensor<1>>, HfError> {
+        match self.biases {
+            true => self.get(&format!("{prefix}.bias"), [width]).map(Some),
+            false => Ok(None),
+        }
     }
 
     /// Fills every weight of `encoder` (made from `config`) from the checkpoint.
@@ -238,6 +251,13 @@ impl<'a> Weights<'a> {
         for (index, block) in encoder.blocks.iter_mut().enumerate() {
             self.block(&layout.blocks.prefix(index), block, config)?;
         }
+        if let Some(name) = layout.final_norm {
+            let norm = encoder
+                .final_norm
+                .as_mut()
+                .expect("a family with a final norm has it in the encoder");
+            self.norm(name, norm, d)?;
+        }
         if let Some(transform) = encoder.output_transform.as_mut() {
             let [dense, norm] = layout.head_transform;
             self.linear(dense, &mut transform.dense, d, width)?;
@@ -254,9 +274,12 @@ impl<'a> Weights<'a> {
         encoder: &mut Encoder,
         config: &CheckpointConfig,
     ) -> Result<(), HfError> {
+        let Some(position) = self.layout.position else {
+            return Ok(()); // rotary: no table
+        };
         let width = config.embedding_size;
         let table: Tensor<2> = self.get(
-            &format!("{}.weight", self.layout.position),
+            &format!("{position}.weight"),
             [config.max_position_embeddings, width],
         )?; // [max_position_embeddings, width]
         let positions = encoder
@@ -292,7 +315,9 @@ impl<'a> Weights<'a> {
             false => encoder.token_embeddings(), // [vocab, d]
         };
         encoder.output.weight = Param::from_tensor(decoder.transpose());
-        let bias = match config.is_masked_lm() && self.names.contains_key(bias_name) {
+        let decoder_bias = config.modern.is_none_or(|modern| modern.decoder_bias);
+        let bias = match config.is_masked_lm() && decoder_bias && self.names.contains_key(bias_name)
+        {
             true => self.get(bias_name, [vocab])?,
             false => Tensor::zeros([vocab], self.device),
         };
@@ -308,26 +333,26 @@ impl<'a> Weights<'a> {
     ) -> Result<(), HfError> {
         let layout = self.layout;
         let d = config.hidden_size;
-        let qkv = layout.qkv.map(|part| {
-            let name = format!("{layer}.{part}");
-            let weight: Result<Tensor<2>, _> = self.get(&format!("{name}.weight"), [d, d]);
-            let bias: Result<Tensor<1>, _> = self.get(&format!("{name}.bias"), [d]);
-            weight.and_then(|w| bias.map(|b| (w.transpose(), b))) // [d_in, d_out], [d_out]
-        });
-        let mut weights = Vec::with_capacity(3);
-        let mut biases = Vec::with_capacity(3);
-        for part in qkv {
-            let (weight, bias) = part?;
-            weights.push(weight);
-            biases.push(bias);
-        }
+        let (weight, bias) = self.qkv(layer, d)?; // [3 d, d], [3 d]
+        // transformers turns dimension i of a head with i + d_head / 2 (`rotate_half`), Burn
+        // turns adjacent pairs: the same rows in another order give every score unchanged.
+        let (weight, bias) = match config.modern {
+            Some(_) => {
+                let order = rotary_order(d, config.num_attention_heads, self.device);
+                (
+                    weight.select(0, order.clone()),
+                    bias.map(|bias| bias.select(0, order)),
+                )
+            }
+            None => (weight, bias),
+        };
         let projection = block
             .attention
             .qkv
             .as_mut()
             .expect("an imported encoder has the split layout");
-        projection.weight = Param::from_tensor(Tensor::cat(weights, 1)); // [d, 3 d]: q | k | v
-        projection.bias = Some(Param::from_tensor(Tensor::cat(biases, 0))); // [3 d]
+        projection.weight = Param::from_tensor(weight.transpose()); // [d, 3 d]: q | k | v
+        projection.bias = bias.map(Param::from_tensor); // [3 d]
         let name = |part: &str| format!("{layer}.{part}");
         self.linear(
             &name(layout.attention_output),
@@ -335,12 +360,62 @@ impl<'a> Weights<'a> {
             d,
             d,
         )?;
-        self.norm(&name(layout.attention_norm), &mut block.norm_attention, d)?;
+        if let Some(norm) = block.norm_attention.as_mut() {
+            self.norm(&name(layout.attention_norm), norm, d)?;
+        }
         let ff = config.intermediate_size;
         let [ff_in, ff_out] = layout.feed_forward;
-        self.linear(&name(ff_in), &mut block.ff_in, d, ff)?;
+        // A gated feed-forward's first linear holds the activation's input and the gate.
+        let ff_in_width = if block.gated { 2 * ff } else { ff };
+        self.linear(&name(ff_in), &mut block.ff_in, d, ff_in_width)?;
         self.linear(&name(ff_out), &mut block.ff_out, ff, d)?;
         self.norm(&name(layout.feed_forward_norm), &mut block.norm_ff, d)?;
         Ok(())
     }
+}
+
+impl Weights<'_> {
+    /// A block's query, key and value projections as one `[3 d, d]` weight (PyTorch's
+    /// `[out, in]`: every head's queries, then keys, then values) and its `[3 d]` bias.
+    fn qkv(&self, layer: &str, d: usize) -> Result<(Tensor<2>, Option<Tensor<1>>), HfError> {
+        match self.layout.qkv {
+            Qkv::Fused(part) => {
+                let name = format!("{layer}.{part}");
+                let weight = self.get(&format!("{name}.weight"), [3 * d, d])?;
+                Ok((weight, self.bias(&name, 3 * d)?))
+            }
+            Qkv::Separate(parts) => {
+                let mut weights = Vec::with_capacity(3);
+                let mut biases = Vec::with_capacity(3);
+                for part in parts {
+                    let name = format!("{layer}.{part}");
+                    weights.push(self.get(&format!("{name}.weight"), [d, d])?);
+                    biases.extend(self.bias(&name, d)?);
+                }
+                let bias = (biases.len() == 3).then(|| Tensor::cat(biases, 0));
+                Ok((Tensor::cat(weights, 0), bias))
+            }
+        }
+    }
+}
+
+/// The rows of a `[3 d, d]` query-key-value weight reordered from halves to pairs: within
+/// each head's query and key, dimension `i` of the first half and `i` of the second become
+/// neighbours (`2 i`, `2 i + 1`), which Burn's rotary encoding turns together; values keep
+/// their order.
+fn rotary_order(d: usize, n_heads: usize, device: &Device) -> Tensor<1, Int> {
+    let d_head = d / n_heads;
+    let half = d_head / 2;
+    let mut order = Vec::with_capacity(3 * d);
+    for part in 0..2 {
+        for head in 0..n_heads {
+            let start = part * d + head * d_head;
+            for i in 0..half {
+                order.extend([start + i, start + half + i]);
+            }
+        }
+    }
+    order.extend(2 * d..3 * d);
+    let order: Vec<i64> = order.into_iter().map(|row| row as i64).collect();
+    Tensor::from_data(TensorData::new(order, [3 * d]), device)
 }
