@@ -1,5 +1,6 @@
 //! Every encoder family headlab imports, as a user runs it: `headlab import` of a random tiny
-//! base model and masked LM of RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA (and ELECTRA-small) and ALBERT
+//! base model and masked LM of RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA (and ELECTRA-small),
+//! ALBERT and ModernBERT
 //! (`scripts/fixtures/families_reference.py`, crates/model/tests/fixtures/families/), then
 //! `headlab inspect --text` of the reference's sentences: the words, the family's own special
 //! pieces and every head's word-level attention equal `transformers`' reading of the same
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The fixtures: `families/NAME`, its class and its `[import]` format.
-const FIXTURES: [(&str, &str, &str); 12] = [
+const FIXTURES: [(&str, &str, &str); 14] = [
     ("roberta", "RobertaModel", "huggingface-roberta"),
     ("roberta-mlm", "RobertaForMaskedLM", "huggingface-roberta"),
     ("xlm-roberta", "XLMRobertaModel", "huggingface-xlm-roberta"),
@@ -41,6 +42,12 @@ const FIXTURES: [(&str, &str, &str); 12] = [
     ),
     ("albert", "AlbertModel", "huggingface-albert"),
     ("albert-mlm", "AlbertForMaskedLM", "huggingface-albert"),
+    ("modernbert", "ModernBertModel", "huggingface-modernbert"),
+    (
+        "modernbert-mlm",
+        "ModernBertForMaskedLM",
+        "huggingface-modernbert",
+    ),
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -69,7 +76,7 @@ fn imported(name: &str, class: &str, format: &str, parent: &Path) -> PathBuf {
         &[source.to_str().unwrap(), "--out", run.to_str().unwrap()],
     );
     assert!(
-        stdout.contains(&format!("({class}: 2 layers x ")),
+        stdout.contains(&format!("({class}: {} layers x ", layers(name))),
         "{stdout}"
     );
     let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
@@ -78,6 +85,15 @@ fn imported(name: &str, class: &str, format: &str, parent: &Path) -> PathBuf {
         "{config}"
     );
     run
+}
+
+/// The fixture's layer count, as its config.json gives it (DistilBERT: `n_layers`).
+fn layers(name: &str) -> usize {
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(name).join("config.json")).unwrap())
+            .unwrap();
+    let layers = config.get("num_hidden_layers").or(config.get("n_layers"));
+    layers.and_then(Value::as_u64).unwrap() as usize
 }
 
 #[test]
@@ -134,7 +150,10 @@ fn every_family_is_measured_on_the_shipped_treebank() {
             false => ["[CLS]", "[SEP]"],
         };
         assert_eq!(specials, want, "{name}");
-        assert_eq!(summary["special_attention"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            summary["special_attention"].as_array().unwrap().len(),
+            layers(name)
+        );
         // Relations on the sentences that fit its 16 positions.
         let relations = read("relations.json");
         assert!(relations["sentences"].as_u64().unwrap() > 100, "{name}");
@@ -143,8 +162,22 @@ fn every_family_is_measured_on_the_shipped_treebank() {
         let heads = heads.as_array().unwrap();
         assert_eq!(
             heads.len(),
-            2 * summary["n_heads"].as_u64().unwrap() as usize
+            layers(name) * summary["n_heads"].as_u64().unwrap() as usize
         );
+        // ModernBERT's page says how its rotary positions enter the circuits, and which
+        // layers are local.
+        let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+        assert_eq!(
+            page.contains("its QK circuit is its score at distance 0"),
+            name.starts_with("modernbert"),
+            "{name}"
+        );
+        if name.starts_with("modernbert") {
+            assert!(
+                page.contains("layer 1 attends locally, to the keys at most 2 positions away"),
+                "{name}"
+            );
+        }
         let masked_lm = name.ends_with("-mlm");
         for head in heads {
             assert!(head["entropy"].as_f64().unwrap().is_finite(), "{name}");

@@ -79,7 +79,7 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
     };
     format!(
         "{}, {} layers x {} heads{imported} ({} layout), weights {}{sha256}, eval token \
-         accuracy {}, probe batch {} sequences",
+         accuracy {}, probe batch {} sequences{}",
         measured.summary.probe.describe(loaded.resolved.task.name()),
         model.n_layers(),
         model.n_heads(),
@@ -87,7 +87,36 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
         loaded.weights.display(),
         accuracy,
         probe.examples.len(),
+        position_note(&loaded.resolved.config.model),
     )
+}
+
+/// What a reader of the circuits needs to know about how positions enter: rotary
+/// positions turn queries and keys by their distance, which the QK circuit leaves out, and
+/// local layers see only near keys. Empty for absolute positions.
+pub fn position_note(model: &model::EncoderConfig) -> String {
+    if model.positional != model::PositionalKind::Rotary {
+        return String::new();
+    }
+    let mut note = ". Positions are rotary: a head's score of key j from query i is \
+                    q_i R(j - i) k_j, so its QK circuit is its score at distance 0 (the \
+                    turn by distance is left out)"
+        .to_string();
+    if let Some(local) = model.local_attention {
+        let local_layers: Vec<String> = (0..model.n_layers)
+            .filter(|&layer| local.is_local(layer))
+            .map(|layer| layer.to_string())
+            .collect();
+        let which = match local_layers.len() {
+            1 => format!("layer {} attends", local_layers[0]),
+            _ => format!("layers {} attend", local_layers.join(", ")),
+        };
+        note.push_str(&format!(
+            "; {which} locally, to the keys at most {} positions away",
+            local.window / 2
+        ));
+    }
+    note
 }
 
 /// `explore.html`: the first probe sequences' patterns, the head records and every head's

@@ -96,7 +96,7 @@ fn max_difference(got: HostTensor, want: &HostTensor, what: &str) -> f32 {
 
 /// The random checkpoints: BERT's three (`bert/`), then a base model and a masked LM of
 /// each other family (`families/`, `scripts/fixtures/families_reference.py`).
-const RANDOM_CHECKPOINTS: [&str; 15] = [
+const RANDOM_CHECKPOINTS: [&str; 17] = [
     "bert/one-layer",
     "bert/three-layers-mlm",
     "bert/padded",
@@ -112,6 +112,8 @@ const RANDOM_CHECKPOINTS: [&str; 15] = [
     "families/electra-small-mlm",
     "families/albert",
     "families/albert-mlm",
+    "families/modernbert",
+    "families/modernbert-mlm",
 ];
 
 #[test]
@@ -138,14 +140,26 @@ fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
         compare(HostTensor::of(cache.embeddings.clone()), "hidden_states.0");
         assert_eq!(cache.layers.len(), config.num_hidden_layers);
         for (layer, record) in cache.layers.iter().enumerate() {
-            compare(
-                HostTensor::of(record.resid_post.clone()),
-                &format!("hidden_states.{}", layer + 1),
-            );
+            // transformers 5 gives a model with a final norm (ModernBERT) its normed output
+            // as the last hidden state; the script keeps the last layer's own apart.
+            let last = layer + 1 == cache.layers.len();
+            let key = match reference.floats.contains_key("last_layer_output") && last {
+                true => "last_layer_output".to_string(),
+                false => format!("hidden_states.{}", layer + 1),
+            };
+            compare(HostTensor::of(record.resid_post.clone()), &key);
             compare(
                 HostTensor::of(record.pattern.clone()),
                 &format!("attentions.{layer}"),
             );
+        }
+        // ModernBERT's final norm: the last hidden state after it.
+        if let Some(want) = reference.floats.get("last_hidden_state") {
+            compare(
+                HostTensor::of(cache.final_hidden.clone()),
+                "last_hidden_state",
+            );
+            assert!(want.values.iter().any(|v| *v != 0.0));
         }
         // A masked LM keeps its prediction head: its logits too.
         assert_eq!(config.is_masked_lm(), name.ends_with("-mlm"), "{name}");
@@ -153,10 +167,14 @@ fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
             compare(HostTensor::of(logits), "logits");
         }
     }
-    assert_eq!(families.len(), 6, "{families:?}");
+    assert_eq!(families.len(), 7, "{families:?}");
     // BERT: three embeddings, 1 + 3 + 2 layers' hidden states and attention, one logits;
-    // the other twelve: embeddings and two layers each, six logits.
-    assert_eq!(checked, (3 + 2 * 6 + 1) + 12 * (1 + 2 * 2) + 6);
+    // the next twelve: embeddings and two layers each, six logits; ModernBERT's two:
+    // embeddings, three layers and the last hidden state each, one logits.
+    assert_eq!(
+        checked,
+        (3 + 2 * 6 + 1) + 12 * (1 + 2 * 2) + 6 + 2 * (1 + 2 * 3 + 1) + 1
+    );
     eprintln!("largest difference from transformers: {worst:e}");
 }
 
