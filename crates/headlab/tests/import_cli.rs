@@ -735,6 +735,30 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
             vec!["distilbert/config.json", "activation is \"relu\""],
         ),
         (
+            // ModernBERT with biases in its feed-forward only: one option serves them all.
+            family_edit(
+                tmp.path(),
+                "modernbert",
+                "config.json",
+                &replace("\"mlp_bias\": false", "\"mlp_bias\": true"),
+            ),
+            vec![
+                "modernbert/config.json",
+                "mlp_bias is true",
+                "everywhere or nowhere",
+            ],
+        ),
+        (
+            // Scaled rotary positions, which headlab does not implement.
+            family_edit(
+                tmp.path(),
+                "modernbert-mlm",
+                "config.json",
+                &replace("\"rope_type\": \"default\"", "\"rope_type\": \"linear\""),
+            ),
+            vec!["modernbert-mlm/config.json", "rope_type is \"linear\""],
+        ),
+        (
             // RoBERTa's weights with XLM-R's tokenizer: another vocabulary.
             family_edit(tmp.path(), "roberta-mlm", "tokenizer.json", &|_| {
                 std::fs::read(families().join("xlm-roberta/tokenizer.json")).unwrap()

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The fixtures: `families/NAME`, its class and its `[import]` format.
-const FIXTURES: [(&str, &str, &str); 14] = [
+const FIXTURES: [(&str, &str, &str); 15] = [
     ("roberta", "RobertaModel", "huggingface-roberta"),
     ("roberta-mlm", "RobertaForMaskedLM", "huggingface-roberta"),
     ("xlm-roberta", "XLMRobertaModel", "huggingface-xlm-roberta"),
@@ -34,6 +34,11 @@ const FIXTURES: [(&str, &str, &str); 14] = [
     ),
     ("electra", "ElectraModel", "huggingface-electra"),
     ("electra-mlm", "ElectraForMaskedLM", "huggingface-electra"),
+    (
+        "electra-discriminator",
+        "ElectraForPreTraining",
+        "huggingface-electra",
+    ),
     ("electra-small", "ElectraModel", "huggingface-electra"),
     (
         "electra-small-mlm",
@@ -83,6 +88,12 @@ fn imported(name: &str, class: &str, format: &str, parent: &Path) -> PathBuf {
     assert!(
         config.contains(&format!("format = \"{format}\"")),
         "{config}"
+    );
+    // ELECTRA's discriminator: its encoder is read, its replaced-token head named as not.
+    assert_eq!(
+        stdout.contains("not read: discriminator_predictions.dense.bias and 3 more"),
+        name == "electra-discriminator",
+        "{name}: {stdout}"
     );
     run
 }

@@ -344,8 +344,8 @@ fn bad_seed_lists_are_refused() {
     }
 }
 
-/// BERT's model options, which the seed stack does not implement, are refused by their key
-/// before any run directory is made; one seed alone trains with them.
+/// BERT's and ModernBERT's model options, which the seed stack does not implement, are
+/// refused by their key before any run directory is made; one seed alone trains with them.
 #[test]
 fn bert_options_are_refused_in_a_group_by_key() {
     let root = tempfile::tempdir().unwrap();
@@ -354,6 +354,10 @@ fn bert_options_are_refused_in_a_group_by_key() {
         "model.embedding_norm=true",
         "model.final_norm=false",
         "model.norm_epsilon=1e-12",
+        "model.gated_feed_forward=true",
+        "model.biases=false",
+        "model.first_attention_norm=false",
+        "model.local_attention={window=4, global_every=2}",
     ] {
         let out = root.path().join("group");
         let output = run_train(&[
@@ -388,6 +392,32 @@ fn bert_options_are_refused_in_a_group_by_key() {
         "model.final_norm=false",
     ]);
     assert_success(&output);
+    // A ModernBERT-shaped toy: rotary positions of its own base, a local layer, GeGLU, no
+    // biases, the first attention unnormed.
+    let modern = root.path().join("modern");
+    let output = run_train(&[
+        TINY,
+        "--out",
+        modern.to_str().unwrap(),
+        "--set",
+        "model.positional=\"rotary\"",
+        "--set",
+        "model.rotary_theta=160000.0",
+        "--set",
+        "model.local_attention={window=4, global_every=2}",
+        "--set",
+        "model.gated_feed_forward=true",
+        "--set",
+        "model.biases=false",
+        "--set",
+        "model.first_attention_norm=false",
+    ]);
+    assert_success(&output);
+    let config = std::fs::read_to_string(modern.join("config.toml")).unwrap();
+    assert!(
+        config.contains("[model.local_attention]\nwindow = 4"),
+        "{config}"
+    );
 }
 
 /// BERT's masked-LM prediction transform is for imported checkpoints: a config to train is

@@ -16,7 +16,7 @@
 //! - [`snapshot`], [`weights`]: per-head weights under stable names; `model.safetensors`.
 //! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout.
 //! - [`checkpoint`]: `checkpoints/step-N/`, written whole or not at all.
-//! - [`hf`], [`tokenizer`]: a Hugging Face BERT checkpoint opened as a headlab encoder; its
+//! - [`hf`], [`tokenizer`]: a Hugging Face encoder checkpoint (seven families) opened as a headlab encoder; its
 //!   `tokenizer.json`, words to word pieces.
 //! - [`import`]: `headlab import`, a checkpoint made into a run directory.
 //! - [`stop`], [`cli`]: a signal as a clean stop; the conventions every binary shares.

@@ -96,7 +96,7 @@ fn max_difference(got: HostTensor, want: &HostTensor, what: &str) -> f32 {
 
 /// The random checkpoints: BERT's three (`bert/`), then a base model and a masked LM of
 /// each other family (`families/`, `scripts/fixtures/families_reference.py`).
-const RANDOM_CHECKPOINTS: [&str; 17] = [
+const RANDOM_CHECKPOINTS: [&str; 18] = [
     "bert/one-layer",
     "bert/three-layers-mlm",
     "bert/padded",
@@ -108,6 +108,7 @@ const RANDOM_CHECKPOINTS: [&str; 17] = [
     "families/distilbert-mlm",
     "families/electra",
     "families/electra-mlm",
+    "families/electra-discriminator",
     "families/electra-small",
     "families/electra-small-mlm",
     "families/albert",
@@ -169,11 +170,12 @@ fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
     }
     assert_eq!(families.len(), 7, "{families:?}");
     // BERT: three embeddings, 1 + 3 + 2 layers' hidden states and attention, one logits;
-    // the next twelve: embeddings and two layers each, six logits; ModernBERT's two:
-    // embeddings, three layers and the last hidden state each, one logits.
+    // the next thirteen (ELECTRA's discriminator among them): embeddings and two layers
+    // each, six logits; ModernBERT's two: embeddings, three layers and the last hidden
+    // state each, one logits.
     assert_eq!(
         checked,
-        (3 + 2 * 6 + 1) + 12 * (1 + 2 * 2) + 6 + 2 * (1 + 2 * 3 + 1) + 1
+        (3 + 2 * 6 + 1) + 13 * (1 + 2 * 2) + 6 + 2 * (1 + 2 * 3 + 1) + 1
     );
     eprintln!("largest difference from transformers: {worst:e}");
 }

@@ -152,7 +152,7 @@ impl CheckpointConfig {
         let not_a =
             |e: serde_json::Error| format!("not a {} config.json: {e}", family.model_type());
         let config = match family {
-            Family::ModernBert => Self::of_modernbert(value, architectures)?,
+            Family::ModernBert => Self::of_modernbert(modernbert::parse(value)?, architectures)?,
             Family::DistilBert => {
                 let fields: DistilBertFields = serde_json::from_value(value).map_err(not_a)?;
                 Self::of_distilbert(fields, architectures)?
@@ -233,6 +233,37 @@ impl CheckpointConfig {
         })
     }
 
+    fn of_modernbert(
+        parsed: modernbert::Parsed,
+        architectures: Vec<String>,
+    ) -> Result<Self, String> {
+        let activation = activation_of("hidden_activation", &parsed.hidden_activation)?;
+        if activation_of("classifier_activation", &parsed.classifier_activation)? != activation {
+            return Err(format!(
+                "classifier_activation is {:?} and hidden_activation {:?}; headlab's \
+                 prediction transform uses the feed-forward's activation, so they must be one",
+                parsed.classifier_activation, parsed.hidden_activation
+            ));
+        }
+        Ok(Self {
+            family: Family::ModernBert,
+            architectures,
+            hidden_size: parsed.hidden_size,
+            num_hidden_layers: parsed.num_hidden_layers,
+            num_attention_heads: parsed.num_attention_heads,
+            intermediate_size: parsed.intermediate_size,
+            max_position_embeddings: parsed.max_position_embeddings,
+            position_offset: 0,
+            type_vocab_size: 0,
+            layer_norm_eps: parsed.norm_eps,
+            vocab_size: parsed.vocab_size,
+            embedding_size: parsed.hidden_size,
+            activation,
+            shared_layers: false,
+            modern: Some(parsed.modern),
+        })
+    }
+
     fn of_distilbert(fields: DistilBertFields, architectures: Vec<String>) -> Result<Self, String> {
         let activation = activation_of("activation", &fields.activation)?;
         Ok(Self {
@@ -304,7 +335,13 @@ impl CheckpointConfig {
     /// weights), the masked-LM transform and bias where the checkpoint has them.
     pub fn parameter_bytes(&self) -> u128 {
         if let Some(modern) = &self.modern {
-            return modernbert::parameter_bytes(self, modern);
+            let sizes = [
+                self.hidden_size,
+                self.intermediate_size,
+                self.vocab_size,
+                self.num_hidden_layers,
+            ];
+            return modernbert::parameter_bytes(sizes, self.is_masked_lm(), modern);
         }
         let [d, ff, vocab, e] = [
             self.hidden_size,
@@ -406,7 +443,7 @@ impl CheckpointConfig {
 
 /// The feed-forward activation `name` names: the exact GELU or its tanh approximation;
 /// any other refused.
-pub(super) fn activation_of(field: &str, name: &str) -> Result<Activation, String> {
+fn activation_of(field: &str, name: &str) -> Result<Activation, String> {
     match name {
         "gelu" => Ok(Activation::Gelu),
         "gelu_new" | "gelu_pytorch_tanh" => Ok(Activation::GeluTanh),

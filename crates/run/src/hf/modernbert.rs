@@ -10,9 +10,6 @@ use std::collections::BTreeMap;
 use model::LocalAttention;
 use serde::Deserialize;
 
-use super::config::{CheckpointConfig, activation_of};
-use super::family::Family;
-
 /// What ModernBERT adds to the BERT-like families' sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModernOptions {
@@ -95,63 +92,57 @@ const GLOBAL_THETA: f64 = 160_000.0;
 const LOCAL_THETA: f64 = 10_000.0;
 const GLOBAL_EVERY: usize = 3;
 
-impl CheckpointConfig {
-    /// A ModernBERT config from its `config.json` value.
-    pub(super) fn of_modernbert(
-        value: serde_json::Value,
-        architectures: Vec<String>,
-    ) -> Result<Self, String> {
-        let fields: Fields = serde_json::from_value(value)
-            .map_err(|e| format!("not a modernbert config.json: {e}"))?;
-        let activation = activation_of("hidden_activation", &fields.hidden_activation)?;
-        if activation_of("classifier_activation", &fields.classifier_activation)? != activation {
-            return Err(format!(
-                "classifier_activation is {:?} and hidden_activation {:?}; headlab's \
-                 prediction transform uses the feed-forward's activation, so they must be one",
-                fields.classifier_activation, fields.hidden_activation
-            ));
-        }
-        let modern = ModernOptions {
-            global_theta: theta(&fields, "full_attention")?,
-            local: LocalAttention {
-                window: fields.local_attention,
-                global_every: global_every(&fields)?,
-                rotary_theta: Some(theta(&fields, "sliding_attention")?),
-            },
-            biases: biases(&fields)?,
-            decoder_bias: fields.decoder_bias,
-        };
-        Ok(Self {
-            family: Family::ModernBert,
-            architectures,
-            hidden_size: fields.hidden_size,
-            num_hidden_layers: fields.num_hidden_layers,
-            num_attention_heads: fields.num_attention_heads,
-            intermediate_size: fields.intermediate_size,
-            max_position_embeddings: fields.max_position_embeddings,
-            position_offset: 0,
-            type_vocab_size: 0,
-            layer_norm_eps: fields.norm_eps,
-            vocab_size: fields.vocab_size,
-            embedding_size: fields.hidden_size,
-            activation,
-            shared_layers: false,
-            modern: Some(modern),
-        })
-    }
+/// A ModernBERT `config.json`'s sizes in BERT's names, its activations as written (checked
+/// by the caller, which knows every family's), and its own options.
+#[derive(Debug)]
+pub(super) struct Parsed {
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    pub vocab_size: usize,
+    pub norm_eps: f64,
+    pub hidden_activation: String,
+    pub classifier_activation: String,
+    pub modern: ModernOptions,
+}
+
+/// Reads a ModernBERT `config.json` value.
+pub(super) fn parse(value: serde_json::Value) -> Result<Parsed, String> {
+    let fields: Fields =
+        serde_json::from_value(value).map_err(|e| format!("not a modernbert config.json: {e}"))?;
+    let modern = ModernOptions {
+        global_theta: theta(&fields, "full_attention")?,
+        local: LocalAttention {
+            window: fields.local_attention,
+            global_every: global_every(&fields)?,
+            rotary_theta: Some(theta(&fields, "sliding_attention")?),
+        },
+        biases: biases(&fields)?,
+        decoder_bias: fields.decoder_bias,
+    };
+    Ok(Parsed {
+        hidden_size: fields.hidden_size,
+        num_hidden_layers: fields.num_hidden_layers,
+        num_attention_heads: fields.num_attention_heads,
+        intermediate_size: fields.intermediate_size,
+        max_position_embeddings: fields.max_position_embeddings,
+        vocab_size: fields.vocab_size,
+        norm_eps: fields.norm_eps,
+        hidden_activation: fields.hidden_activation,
+        classifier_activation: fields.classifier_activation,
+        modern,
+    })
 }
 
 /// Bytes of a ModernBERT's float32 parameters (saturating): the word embeddings, every
 /// block (fused q, k, v; output; the GeGLU's doubled first linear), the norms, the
 /// masked-LM head and decoder bias where the checkpoint has them.
-pub(super) fn parameter_bytes(config: &CheckpointConfig, modern: &ModernOptions) -> u128 {
-    let [d, ff, vocab, layers] = [
-        config.hidden_size,
-        config.intermediate_size,
-        config.vocab_size,
-        config.num_hidden_layers,
-    ]
-    .map(|size| size as u128);
+///
+/// `sizes`: the width, the feed-forward width, the vocabulary and the layers.
+pub(super) fn parameter_bytes(sizes: [usize; 4], masked_lm: bool, modern: &ModernOptions) -> u128 {
+    let [d, ff, vocab, layers] = sizes.map(|size| size as u128);
     let norm = if modern.biases { 2 * d } else { d };
     let bias = |width: u128| if modern.biases { width } else { 0 };
     let block = (3 * d * d + bias(3 * d))
@@ -159,7 +150,7 @@ pub(super) fn parameter_bytes(config: &CheckpointConfig, modern: &ModernOptions)
         + (d * 2 * ff + bias(2 * ff))
         + (ff * d + bias(d))
         + 2 * norm;
-    let head = match config.is_masked_lm() {
+    let head = match masked_lm {
         true => d * d + bias(d) + norm + vocab,
         false => 0,
     };
@@ -252,7 +243,7 @@ fn biases(fields: &Fields) -> Result<bool, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::config::CheckpointConfig;
 
     /// The released checkpoints' spelling (answerdotai/ModernBERT-base's keys, small sizes).
     const RELEASED: &str = r#"{"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"],
