@@ -11,6 +11,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use sha2::{Digest, Sha256};
+
 /// What this process last wrote under each path (absolute): size and SHA-256.
 static WRITTEN: Mutex<BTreeMap<PathBuf, (u64, String)>> = Mutex::new(BTreeMap::new());
 
@@ -51,11 +53,71 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Writes to `path` atomically what `fill` writes, streamed: for a file too large to build
+/// in memory first (a base-size model's weights). The size and SHA-256 remembered are of
+/// the bytes `fill` wrote, hashed as they pass.
+pub fn write_atomic_streamed(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let tmp = temporary_path(path);
+    let result = (|| {
+        let mut out = HashingWriter {
+            inner: io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?),
+            hasher: Sha256::new(),
+            bytes: 0,
+        };
+        fill(&mut out)?;
+        let HashingWriter {
+            inner,
+            hasher,
+            bytes,
+        } = out;
+        let file = inner.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        Ok((bytes, crate::hash::hex(&hasher.finalize())))
+    })();
+    match result {
+        Ok(record) => {
+            remember_record(path, record);
+            Ok(())
+        }
+        Err(error) => {
+            let _ = fs::remove_file(&tmp);
+            Err(error)
+        }
+    }
+}
+
+/// A writer that hashes and counts what it passes on.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        self.hasher.update(&buf[..written]);
+        self.bytes += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 fn remember(path: &Path, bytes: &[u8]) {
+    remember_record(path, (bytes.len() as u64, crate::hash::sha256_hex(bytes)));
+}
+
+fn remember_record(path: &Path, record: (u64, String)) {
     let Ok(key) = std::path::absolute(path) else {
         return;
     };
-    let record = (bytes.len() as u64, crate::hash::sha256_hex(bytes));
     let mut written = WRITTEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

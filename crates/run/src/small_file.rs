@@ -17,6 +17,26 @@ pub const CONFIG_LIMIT: u64 = 1 << 20;
 /// The bytes of the regular file `path`, refused when it is something else or longer than
 /// `limit` bytes.
 pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let (file, size) = open(path, limit)?;
+    let mut content = Vec::with_capacity(size as usize);
+    file.take(limit + 1).read_to_end(&mut content)?;
+    if content.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "it is more than {}, over the {} this file may hold",
+                bytes(limit),
+                bytes(limit)
+            ),
+        ));
+    }
+    Ok(content)
+}
+
+/// `path` opened for reading, and its size, once it is known to be a regular file of at
+/// most `limit` bytes: for a file read in parts (a checkpoint's weights), which must not grow
+/// past the limit while it is read (the reader stops at the size given).
+pub fn open(path: &Path, limit: u64) -> io::Result<(fs::File, u64)> {
     // metadata, not open: opening a FIFO blocks until something writes to it.
     let metadata = fs::metadata(path)?;
     if !metadata.is_file() {
@@ -37,14 +57,7 @@ pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     if metadata.len() > limit {
         return Err(too_large(bytes(metadata.len())));
     }
-    let mut content = Vec::with_capacity(metadata.len() as usize);
-    fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_end(&mut content)?;
-    if content.len() as u64 > limit {
-        return Err(too_large(format!("more than {}", bytes(limit))));
-    }
-    Ok(content)
+    Ok((fs::File::open(path)?, metadata.len()))
 }
 
 /// [`read`] as UTF-8 text.

@@ -4,11 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use burn::module::Module;
+use burn::store::burn_pack::Tensor as PackTensor;
 use burn::store::{ModuleSnapshot, SafetensorsStore};
+use burn::tensor::DType;
 use model::Encoder;
 
-use crate::atomic::write_atomic;
+use crate::atomic::write_atomic_streamed;
 use crate::manifest::FileRecord;
 
 /// Final weights that could not be written or read.
@@ -32,47 +36,65 @@ pub enum WeightsError {
     },
 }
 
-/// Writes `model`'s weights (inference copy) to `path`.
+/// Writes `model`'s weights (inference copy) to `path`, streamed: one tensor's bytes at a
+/// time, never the whole file in memory (a base-size model is 500 MB). The bytes are what
+/// Burn's `SafetensorsStore` writes, with the header's keys sorted ([`header`]).
 pub fn write(path: &Path, model: &Encoder) -> Result<(), WeightsError> {
     let fail = |message: String| WeightsError::Write {
         path: path.to_path_buf(),
         message,
     };
-    let mut store = SafetensorsStore::from_bytes(None);
-    model
-        .valid()
-        .save_into(&mut store)
-        .map_err(|e| fail(format!("{e:?}")))?;
-    let bytes = store.get_bytes().map_err(|e| fail(format!("{e:?}")))?;
-    let bytes = with_sorted_header(bytes).map_err(fail)?;
-    write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
+    // Lazy: each tensor's bytes are read from the model when it is written.
+    let mut tensors = model.valid().collect(None, None, false);
+    tensors.sort_by(|a, b| a.name.cmp(&b.name));
+    let header = header(&tensors).map_err(fail)?;
+    write_atomic_streamed(path, |out| {
+        out.write_all(&(header.len() as u64).to_le_bytes())?;
+        out.write_all(&header)?;
+        for tensor in &tensors {
+            let bytes = tensor.to_bytes().map_err(|e| {
+                std::io::Error::other(format!("cannot read {} from the model: {e:?}", tensor.name))
+            })?;
+            out.write_all(&bytes)?;
+        }
+        Ok(())
+    })
+    .map_err(|e| fail(e.to_string()))
 }
 
-/// The same safetensors bytes with the JSON header's keys sorted. Burn writes the header's
+/// The safetensors header of `tensors` (sorted by name, each one's data after the one
+/// before, as `safetensors` lays out tensors of one dtype), padded with spaces to a multiple
+/// of 8 bytes, with Burn's metadata, every key sorted. Burn writes the header's
 /// `__metadata__` from a `HashMap`, whose order changes from one process to the next; sorted,
 /// the same config and seed give a byte-identical `model.safetensors` (`sha256sum` agrees).
-/// The header holds the same keys and values, so it keeps its length and every data offset.
-fn with_sorted_header(mut bytes: Vec<u8>) -> Result<Vec<u8>, String> {
-    let corrupt = |why: &str| format!("Burn wrote a safetensors file that {why}");
-    let length: [u8; 8] = bytes
-        .get(..8)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| corrupt("has no header length"))?;
-    let end = usize::try_from(u64::from_le_bytes(length))
-        .ok()
-        .and_then(|n| n.checked_add(8))
-        .filter(|&end| end <= bytes.len())
-        .ok_or_else(|| corrupt("ends inside its header"))?;
-    // serde_json's map is ordered by key (the crate's `preserve_order` feature is off).
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..end])
-        .map_err(|e| corrupt(&format!("has a bad header: {e}")))?;
-    let sorted = serde_json::to_vec(&header).expect("a JSON value serializes");
-    if sorted.len() > end - 8 {
-        return Err(corrupt("has a header longer once sorted"));
+fn header(tensors: &[PackTensor]) -> Result<Vec<u8>, String> {
+    let metadata: BTreeMap<String, String> =
+        SafetensorsStore::default_metadata().into_iter().collect();
+    let mut entries = serde_json::Map::new();
+    entries.insert("__metadata__".into(), serde_json::json!(metadata));
+    let mut offset = 0;
+    for tensor in tensors {
+        if tensor.dtype != DType::F32 {
+            return Err(format!(
+                "{} is {:?}; headlab writes float32 weights",
+                tensor.name, tensor.dtype
+            ));
+        }
+        let end = offset + tensor.byte_len();
+        entries.insert(
+            tensor.name.clone(),
+            serde_json::json!({
+                "data_offsets": [offset, end],
+                "dtype": "F32",
+                "shape": tensor.shape.as_slice(),
+            }),
+        );
+        offset = end;
     }
-    // Safetensors pads its header with spaces; the sorted header is padded the same way.
-    bytes[8..8 + sorted.len()].copy_from_slice(&sorted);
-    bytes[8 + sorted.len()..end].fill(b' ');
+    // serde_json's map is ordered by key (the crate's `preserve_order` feature is off).
+    let mut bytes = serde_json::to_vec(&serde_json::Value::Object(entries))
+        .map_err(|e| format!("cannot write the header: {e}"))?;
+    bytes.resize(bytes.len().next_multiple_of(8), b' ');
     Ok(bytes)
 }
 
@@ -146,5 +168,42 @@ mod tests {
         let again = dir.path().join("again.safetensors");
         write(&again, &loaded).unwrap();
         assert_eq!(std::fs::read(&again).unwrap(), files[0]);
+    }
+
+    /// The streamed file is byte for byte what Burn's `SafetensorsStore` builds in memory,
+    /// its header's keys sorted (the writer before streaming, kept here as the reference);
+    /// and the atomic writer remembers the size and hash of exactly those bytes.
+    #[test]
+    fn the_streamed_file_is_the_one_burn_builds_in_memory() {
+        let device = Device::flex();
+        let encoder = tiny_model(3, &device);
+        let mut store = SafetensorsStore::from_bytes(None);
+        encoder.valid().save_into(&mut store).unwrap();
+        let reference = sorted_header(store.get_bytes().unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.safetensors");
+        write(&path, &encoder).unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len(), reference.len());
+        assert!(
+            written == reference,
+            "the streamed file differs from Burn's"
+        );
+        let remembered = crate::atomic::written(&path).unwrap();
+        assert_eq!(
+            remembered,
+            (written.len() as u64, crate::hash::sha256_hex(&written))
+        );
+    }
+
+    /// Burn's bytes with the header's keys sorted: the header parsed and written again in
+    /// place, padded with spaces as before.
+    fn sorted_header(mut bytes: Vec<u8>) -> Vec<u8> {
+        let end = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Value = serde_json::from_slice(&bytes[8..end]).unwrap();
+        let sorted = serde_json::to_vec(&header).unwrap();
+        bytes[8..8 + sorted.len()].copy_from_slice(&sorted);
+        bytes[8 + sorted.len()..end].fill(b' ');
+        bytes
     }
 }

@@ -6,8 +6,9 @@
 //! factorised embeddings and ALBERT's `gelu_new`), so an imported model runs every code path
 //! a trained one runs.
 //!
-//! [`config`] reads `config.json` as the family names its fields; [`tensors`] reads the
-//! weights through the family's layout. A masked LM (`BertForMaskedLM`,
+//! [`config`] reads `config.json` as the family names its fields ([`modernbert`] ModernBERT's);
+//! [`weights_file`] reads `model.safetensors` tensor by tensor; [`tensors`] fills the encoder
+//! through the family's layout. A masked LM (`BertForMaskedLM`,
 //! `RobertaForMaskedLM`, ...) keeps its prediction head: the transform (dense, GELU, norm)
 //! as the encoder's `output_transform` and the decoder (the word embeddings, tied, and the
 //! prediction bias) as its output layer, so its logits equal the reference's too. A base
@@ -19,6 +20,7 @@ pub mod error;
 pub mod family;
 pub mod modernbert;
 mod tensors;
+pub mod weights_file;
 
 use std::path::Path;
 
@@ -28,6 +30,7 @@ use model::Encoder;
 pub use config::CheckpointConfig;
 pub use error::{HfError, MAX_CHECKPOINT_BYTES};
 pub use family::Family;
+pub use weights_file::CheckpointTensors;
 
 /// Opens the checkpoint in `dir` (`config.json`, `model.safetensors`) on `device`.
 pub fn load_checkpoint(
@@ -35,43 +38,20 @@ pub fn load_checkpoint(
     device: &Device,
 ) -> Result<(Encoder, CheckpointConfig), HfError> {
     let config = CheckpointConfig::read(dir)?;
-    let bytes = read_weights(dir)?;
-    let (encoder, _) = encoder_from_bytes(dir, &config, &bytes, device)?;
+    let tensors = CheckpointTensors::read(dir, device)?;
+    let (encoder, _) = encoder_from_tensors(dir, &config, &tensors, device)?;
     Ok((encoder, config))
 }
 
-/// The bytes of `dir/model.safetensors`, refusing a file over [`MAX_CHECKPOINT_BYTES`]
-/// before reading it.
-pub fn read_weights(dir: &Path) -> Result<Vec<u8>, HfError> {
-    let path = dir.join("model.safetensors");
-    let io_error = |error| HfError::Io {
-        path: path.clone(),
-        error,
-    };
-    let size = std::fs::metadata(&path).map_err(io_error)?.len();
-    if size > MAX_CHECKPOINT_BYTES {
-        return Err(HfError::Weights {
-            path,
-            message: format!(
-                "is {:.1} GiB, over the {} GiB headlab imports",
-                size as f64 / (1u64 << 30) as f64,
-                MAX_CHECKPOINT_BYTES >> 30
-            ),
-        });
-    }
-    crate::small_file::read(&path, MAX_CHECKPOINT_BYTES).map_err(io_error)
-}
-
-/// The encoder `config` describes, with the weights in `bytes` (the contents of
-/// `dir/model.safetensors`, [`read_weights`]), on `device`.
-pub fn encoder_from_bytes(
+/// The encoder `config` describes, with the weights of `tensors` (`dir/model.safetensors`,
+/// [`CheckpointTensors::read`]), on `device`; and the tensors it did not read.
+pub fn encoder_from_tensors(
     dir: &Path,
     config: &CheckpointConfig,
-    bytes: &[u8],
+    tensors: &CheckpointTensors,
     device: &Device,
 ) -> Result<(Encoder, Vec<String>), HfError> {
-    let path = dir.join("model.safetensors");
-    let weights = tensors::Weights::parse(bytes, config, &path, device)?;
+    let weights = tensors::Weights::parse(tensors, config, device);
     let (encoder_config, io) = config.encoder();
     // Every parameter is filled from the checkpoint: none is drawn first.
     let mut encoder = encoder_config

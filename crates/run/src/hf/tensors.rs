@@ -15,11 +15,11 @@ use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::prelude::*;
 use model::Encoder;
-use safetensors::{Dtype, SafeTensors};
 
 use super::config::CheckpointConfig;
 use super::error::HfError;
 use super::family::{Blocks, Layout, Qkv};
+use super::weights_file::{CheckpointTensors, Values};
 
 /// The one tensor under the encoder's names a checkpoint may hold that headlab rightly leaves
 /// unread: the position ids, a buffer (`0..max_position_embeddings`), not a weight.
@@ -28,7 +28,7 @@ const POSITION_IDS: &str = "embeddings.position_ids";
 /// The checkpoint's tensors by name, without the base model's prefix a task model adds
 /// (`bert.`, `roberta.`, ...).
 pub(super) struct Weights<'a> {
-    file: SafeTensors<'a>,
+    file: &'a CheckpointTensors,
     names: HashMap<String, String>,
     /// The names (without the prefix) read so far.
     read: RefCell<BTreeSet<String>>,
@@ -41,19 +41,14 @@ pub(super) struct Weights<'a> {
 
 impl<'a> Weights<'a> {
     pub(super) fn parse(
-        bytes: &'a [u8],
+        file: &'a CheckpointTensors,
         config: &CheckpointConfig,
-        path: &'a Path,
         device: &'a Device,
-    ) -> Result<Self, HfError> {
+    ) -> Self {
         let layout = config.family.layout();
-        let file = SafeTensors::deserialize(bytes).map_err(|e| HfError::Weights {
-            path: path.to_path_buf(),
-            message: format!("not a valid safetensors file ({e}); it may be truncated"),
-        })?;
+        let path = file.path.as_path();
         let names = file
             .names()
-            .into_iter()
             .map(|name| {
                 (
                     name.strip_prefix(layout.base_prefix)
@@ -63,7 +58,7 @@ impl<'a> Weights<'a> {
                 )
             })
             .collect();
-        Ok(Self {
+        Self {
             file,
             names,
             read: RefCell::new(BTreeSet::new()),
@@ -71,7 +66,7 @@ impl<'a> Weights<'a> {
             biases: config.modern.is_none_or(|modern| modern.biases),
             path,
             device,
-        })
+        }
     }
 
     /// The tensors left unread once the model is filled, sorted, after refusing any of the
@@ -136,35 +131,27 @@ impl<'a> Weights<'a> {
             .get(name)
             .ok_or_else(|| self.error(format!("has no tensor {name}")))?;
         self.read.borrow_mut().insert(name.to_string());
-        let view = self
-            .file
-            .tensor(full)
-            .map_err(|e| self.error(format!("{full}: {e}")))?;
-        if view.dtype() != Dtype::F32 {
+        let entry = self.file.entry(full).expect("a name the file lists");
+        if entry.dtype != "F32" {
             return Err(self.error(format!(
-                "{full} is {:?}; headlab reads float32 checkpoints",
-                view.dtype()
+                "{full} is {}; headlab reads float32 checkpoints",
+                entry.dtype
             )));
         }
-        if view.shape() != shape {
+        if entry.shape != shape {
             return Err(self.error(format!(
                 "{full} has shape {:?}, where config.json gives {shape:?}",
-                view.shape()
+                entry.shape
             )));
         }
-        let values = crate::tensor_file::f32_values(&view);
-        if let Some(first) = values.iter().position(|v| !v.is_finite()) {
-            // Counted only here: a finite tensor is read once.
-            let non_finite = values[first..].iter().filter(|v| !v.is_finite()).count();
-            return Err(self.error(format!(
-                "{full} holds {non_finite} value(s) that are NaN or infinite (the first at \
-                 index {first}); headlab imports finite weights only"
-            )));
+        match &entry.values {
+            Values::Finite(values) => Ok((**values).clone().reshape(shape)),
+            Values::NonFinite { count, first } => Err(self.error(format!(
+                "{full} holds {count} value(s) that are NaN or infinite (the first at index \
+                 {first}); headlab imports finite weights only"
+            ))),
+            Values::Other => unreachable!("a float32 tensor is converted"),
         }
-        Ok(Tensor::from_data(
-            TensorData::new(values, shape.to_vec()),
-            self.device,
-        ))
     }
 
     /// The first of `names` the checkpoint has (old checkpoints call a norm's scale `gamma`).

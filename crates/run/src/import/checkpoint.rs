@@ -8,7 +8,7 @@ use tasks::TaskConfig;
 
 use crate::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
 use crate::dir::{RunDir, RunDirError};
-use crate::hf::{CheckpointConfig, HfError, encoder_from_bytes, read_weights};
+use crate::hf::{CheckpointConfig, CheckpointTensors, HfError, encoder_from_tensors};
 use crate::manifest::hash_file;
 use crate::tokenizer::{TokenizerError, WordPieces};
 use crate::weights::{self, WeightsError};
@@ -93,7 +93,7 @@ pub struct Imported {
 struct Checkpoint {
     config: CheckpointConfig,
     model: Encoder,
-    /// Tensors not read ([`crate::hf::encoder_from_bytes`]).
+    /// Tensors not read ([`crate::hf::encoder_from_tensors`]).
     unread: Vec<String>,
     tokenizer: WordPieces,
     tokenizer_bytes: Vec<u8>,
@@ -166,13 +166,14 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
             rows: config.vocab_size,
         });
     }
-    // Read once: the model is made from these bytes and their hash is the one recorded. They
-    // are dropped once the model holds the weights, before anything is written (a base-size
-    // checkpoint is 500 MB).
-    let weight_bytes = read_weights(dir)?;
-    let weights_sha256 = crate::hash::sha256_hex(&weight_bytes);
-    let (model, unread) = encoder_from_bytes(dir, &config, &weight_bytes, &Device::flex())?;
-    drop(weight_bytes);
+    // Read once, tensor by tensor: the model is made from these bytes and their hash is the
+    // one recorded. The tensors the model did not take are dropped before anything is
+    // written (a base-size checkpoint is 500 MB).
+    let device = Device::flex();
+    let tensors = CheckpointTensors::read(dir, &device)?;
+    let weights_sha256 = tensors.sha256.clone();
+    let (model, unread) = encoder_from_tensors(dir, &config, &tensors, &device)?;
+    drop(tensors);
     let config_sha256 = hash_file(&config_path)
         .map(|(_, sha)| sha)
         .map_err(|error| HfError::Io {
