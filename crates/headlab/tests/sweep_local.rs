@@ -136,15 +136,55 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         ),
         "{markdown}"
     );
+    // The headline table first; every number per grid point in estimates.csv, linked.
     assert!(
-        markdown.contains("largest resample-ablation drop"),
+        markdown.contains(
+            "| grid point | seeds | reached 99% | eval token acc | heads with a role | mean \
+             pattern JS | largest ablation drop | removable heads |\n"
+        ),
         "{markdown}"
     );
     assert!(
-        markdown.contains("best head restored (answer pairs)"),
+        markdown.contains("[`estimates.csv`](estimates.csv)"),
         "{markdown}"
     );
-    assert!(!markdown.contains("K-composition"), "one layer: {markdown}");
+    assert!(!markdown.contains("NaN"), "{markdown}");
+    let estimates = read_csv(&report_dir.join("estimates.csv"));
+    assert_eq!(
+        estimates[0],
+        [
+            "grid_point",
+            "number",
+            "title",
+            "seeds",
+            "mean",
+            "ci95",
+            "low",
+            "high"
+        ]
+    );
+    let numbers: Vec<&str> = estimates[1..].iter().map(|row| row[1].as_str()).collect();
+    for number in ["max_resample_ablation_drop", "answer_best_restored"] {
+        assert!(numbers.contains(&number), "{number}: {numbers:?}");
+    }
+    assert!(!numbers.contains(&"max_k_composition"), "one layer");
+    for row in &estimates[1..] {
+        let (mean, low, high) = (&row[3], &row[5], &row[6]);
+        let parse = |v: &String| v.parse::<f64>().expect("a number");
+        if !low.is_empty() {
+            assert!(
+                parse(low) <= parse(mean) && parse(mean) <= parse(high),
+                "{row:?}"
+            );
+        }
+    }
+    // Links to every figure and to each grid point's compare page, which exist.
+    for link in [
+        "(figures/eval_token_acc.png)",
+        "(matching/tiny_model.head_layout_split/compare.html)",
+    ] {
+        assert!(markdown.contains(link), "{link}: {markdown}");
+    }
     let json: serde_json::Value =
         serde_json::from_slice(&fs::read(report_dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 2);
@@ -171,6 +211,17 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
             svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
             "{svg}"
         );
+        // The x axis names the grid key its labels are values of.
+        assert!(svg.contains("\nconfig, model.head_layout\n"), "{svg}");
+        // An accuracy's axis stays within 0 and 1: every tick label is a fraction.
+        if figure == "eval_token_acc" {
+            let ticks: Vec<f64> = svg
+                .split('>')
+                .filter_map(|part| part.split('<').next()?.trim().parse().ok())
+                .collect();
+            assert!(!ticks.is_empty(), "{svg}");
+            assert!(ticks.iter().all(|t| (0.0..=1.0).contains(t)), "{ticks:?}");
+        }
     }
     assert!(
         report_dir.join("matching").is_dir(),

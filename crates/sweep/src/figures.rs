@@ -18,10 +18,18 @@ pub fn distribution(
     path: &Path,
     title: &str,
     key: &str,
+    x_desc: &str,
     points: &[(&str, Vec<&RunRow>)],
 ) -> Result<(), FigureError> {
     let width = (160 + 125 * points.len().max(1)).clamp(520, 4000) as u32;
-    render(path, (width, 420), |area| draw(area, title, key, points))
+    render(path, (width, 440), |area| {
+        draw(area, title, key, x_desc, points)
+    })
+}
+
+/// Whether `key` is a fraction of 0 to 1 (an accuracy), whose axis stays within it.
+fn is_fraction(key: &str) -> bool {
+    key.ends_with("_acc") || key.starts_with("acc_")
 }
 
 /// The chart a distribution is drawn on: grid points across (point `i` at `x = i`), values
@@ -30,10 +38,21 @@ type DistributionChart<'a, 'b> =
     ChartContext<'a, FigureBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Draws `key`'s values per grid point on `area`, one column per point.
-fn draw(area: &Area, title: &str, key: &str, points: &[(&str, Vec<&RunRow>)]) -> DrawResult {
+fn draw(
+    area: &Area,
+    title: &str,
+    key: &str,
+    x_desc: &str,
+    points: &[(&str, Vec<&RunRow>)],
+) -> DrawResult {
     let values = values_per_point(points, key);
     let (lo, hi) = value_range(&values);
     let pad = ((hi - lo) * 0.08).max(1e-3);
+    // An accuracy's axis (and an interval drawn on it) ends at 0 and 1.
+    let (lo, hi) = match is_fraction(key) {
+        true => ((lo - pad).max(0.0), (hi + pad).min(1.0)),
+        false => (lo - pad, hi + pad),
+    };
     let n = points.len().max(1) as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(
@@ -43,9 +62,9 @@ fn draw(area: &Area, title: &str, key: &str, points: &[(&str, Vec<&RunRow>)]) ->
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(-0.5..n - 0.5, (lo - pad)..(hi + pad))?;
+        .build_cartesian_2d(-0.5..n - 0.5, lo..hi)?;
     let labels: Vec<String> = points.iter().map(|(name, _)| short(name)).collect();
-    draw_axes(&mut chart, title, &labels, (11, 12))?;
+    draw_axes(&mut chart, (title, x_desc), &labels, (11, 12))?;
     for (i, values) in values.iter().enumerate() {
         draw_column(&mut chart, i as f64, values)?;
     }
@@ -90,7 +109,7 @@ fn value_range(values: &[Vec<f64>]) -> (f64, f64) {
 /// side, text at `sizes` (tick labels, axis description).
 fn draw_axes(
     chart: &mut DistributionChart,
-    y_desc: &str,
+    (y_desc, x_desc): (&str, &str),
     labels: &[String],
     (label_size, desc_size): (u32, u32),
 ) -> DrawResult {
@@ -107,6 +126,7 @@ fn draw_axes(
             }
         })
         .y_desc(y_desc)
+        .x_desc(x_desc)
         .label_style((FONT, label_size))
         .axis_desc_style((FONT, desc_size))
         .draw()?;
@@ -231,7 +251,7 @@ fn relation_panel(
         .y_label_area_size(40)
         .build_cartesian_2d(-0.5..n - 0.5, 0.0..1.0)?;
     let labels: Vec<String> = points.iter().map(|p| short(&p.point)).collect();
-    draw_axes(&mut chart, "score", &labels, (10, 11))?;
+    draw_axes(&mut chart, ("score", "grid point"), &labels, (10, 11))?;
     type Pick = fn(&RelationAcrossSeeds) -> Option<&EstimateJson>;
     let lines: [(Pick, RGBColor, f64); 3] = [
         (

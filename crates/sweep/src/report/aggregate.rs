@@ -121,6 +121,9 @@ pub struct SweepReport {
     pub points: Vec<PointReport>,
     /// Files written.
     pub files: Vec<PathBuf>,
+    /// The report's directory (`OUT/_sweep/report`), which `report.md` links from.
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
 /// Per grid point, in plan order, its runs.

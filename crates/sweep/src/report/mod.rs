@@ -5,16 +5,18 @@
 //! Writes into `OUT/_sweep/report/`:
 //! - `sweep.csv`: one row per run (its state, the grid keys as columns, its training and
 //!   report numbers); `heads.csv`: one row per head per run.
-//! - `report.md`: per grid point, the mean and 95% confidence interval over seeds of each
-//!   number; per grid point and layer, how many seeds have a head of each role, against the
+//! - `report.md`: per grid point, the mean and 95% confidence interval over seeds of the
+//!   headline numbers ([`render::HEADLINE`]; every number in `estimates.csv`); per grid point and layer, how many seeds have a head of each role, against the
 //!   same count on untrained models of the same configs and seeds (the null: a role that
 //!   untrained models "have" as often says nothing); per grid point, the heads matched across
 //!   seeds as `compare` matches them, with each slot's most frequent role; for word tasks
 //!   (`grammar`), per relation and direction, the best head's score over seeds against the
 //!   best-offset baseline, in how many seeds it beats it (trained, and untrained as the
 //!   null), and in which layer it sits.
+//! - `estimates.csv`: per grid point and number, the mean and 95% interval over seeds.
 //! - `report.json`: all of it, for Python.
-//! - `figures/*.png`: per number, its distribution over seeds at each grid point.
+//! - `figures/*.png`: per number, its distribution over seeds at each grid point, the grid
+//!   keys named on the x axis; `report.md` links them and each point's `compare.html`.
 
 pub mod aggregate;
 pub mod collect;
@@ -27,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use crate::report::aggregate::{PointReport, group_by_point, match_seeds, point_report};
 use crate::report::collect::{NUMBERS, RunRow, read_run};
-use crate::report::render::{heads_csv, runs_csv, slug};
+use crate::report::render::{estimates_csv, heads_csv, runs_csv, slug};
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::SweepOut;
 
@@ -72,7 +74,8 @@ pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport
     for (key, title, _) in NUMBERS.iter().filter(|(key, _, _)| FIGURES.contains(key)) {
         for extension in ["png", "svg"] {
             let path = figures.join(format!("{key}.{extension}"));
-            crate::figures::distribution(&path, title, key, &sweep_points(&points, &rows, sweep))?;
+            let points = sweep_points(&points, &rows, sweep);
+            crate::figures::distribution(&path, title, key, &x_description(sweep), &points)?;
             files.push(path);
         }
     }
@@ -89,10 +92,15 @@ pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport
         runs: rows,
         points,
         files: Vec::new(),
+        dir: dir.clone(),
     };
-    files.push(write_file(&dir.join("report.md"), &markdown(&report))?);
-    files.push(dir.join("report.json"));
+    files.push(write_file(
+        &dir.join("estimates.csv"),
+        &estimates_csv(&report),
+    )?);
+    files.extend(["report.md", "report.json"].map(|name| dir.join(name)));
     report.files = files;
+    write_file(&dir.join("report.md"), &markdown(&report))?;
     write_file(
         &dir.join("report.json"),
         &serde_json::to_string_pretty(&report)?,
@@ -119,6 +127,13 @@ fn sweep_points<'a>(
             (point.point.as_str(), runs)
         })
         .collect()
+}
+
+/// What a figure's x axis shows: the config and each grid key, as its labels list them.
+fn x_description(sweep: &Sweep) -> String {
+    let mut parts = vec!["config".to_string()];
+    parts.extend(sweep.grid_keys.iter().cloned());
+    parts.join(", ")
 }
 
 fn write_file(path: &Path, text: &str) -> anyhow::Result<PathBuf> {

@@ -113,7 +113,10 @@ pub fn markdown(report: &SweepReport) -> String {
         md,
         "{done} of {} runs done. Each cell: mean ± 95% confidence interval over the seeds \
          done (Student's t); \"steps to 99%\" over the runs that reached 99% eval token \
-         accuracy.\n",
+         accuracy; accuracies and drops are fractions (0 to 1). Every other number (ablations, \
+         pruning, divergence, composition, patching) is in [`estimates.csv`](estimates.csv), \
+         one row per grid point and number; each run's in [`sweep.csv`](sweep.csv), each \
+         head's in [`heads.csv`](heads.csv).\n",
         report.runs.len()
     );
     let damaged: Vec<&RunRow> = report.runs.iter().filter(|r| r.damage.is_some()).collect();
@@ -149,13 +152,96 @@ pub fn markdown(report: &SweepReport) -> String {
         let _ = writeln!(md);
     }
     relations_markdown(&mut md, report);
+    files_markdown(&mut md, report);
     md
 }
 
-/// The table of estimates: a row per grid point, a column per number some point has.
+/// Links to the figures and to each grid point's `compare` page.
+fn files_markdown(md: &mut String, report: &SweepReport) {
+    let _ = writeln!(
+        md,
+        "## Figures and pages
+"
+    );
+    let figures: Vec<&std::path::Path> = report
+        .files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "png"))
+        .filter_map(|f| f.strip_prefix(&report.dir).ok())
+        .collect();
+    for figure in figures {
+        let _ = writeln!(md, "- [{0}]({0})", figure.display());
+    }
+    for point in &report.points {
+        let page = std::path::Path::new("matching")
+            .join(slug(&point.point))
+            .join("compare.html");
+        if report.dir.join(&page).is_file() {
+            let _ = writeln!(
+                md,
+                "- [{}: heads matched across seeds]({})",
+                point.point,
+                page.display()
+            );
+        }
+    }
+}
+
+/// The numbers of `report.md`'s headline table; every number is in `estimates.csv`.
+pub const HEADLINE: [&str; 6] = [
+    "eval_token_acc",
+    "steps_to_99",
+    "heads_with_role",
+    "mean_pattern_js",
+    "max_ablation_drop",
+    "removable_heads",
+];
+
+/// `estimates.csv`: a row per grid point and number some point has (by its key, as
+/// `sweep.csv`'s columns), its mean and 95% interval over seeds (Student's t; empty with
+/// one seed), the seeds it is over; accuracies and drops are fractions (0 to 1).
+pub fn estimates_csv(report: &SweepReport) -> String {
+    let header = [
+        "grid_point",
+        "number",
+        "title",
+        "seeds",
+        "mean",
+        "ci95",
+        "low",
+        "high",
+    ];
+    let mut text = csv_line(&header.map(String::from));
+    for point in &report.points {
+        for (key, _, _) in NUMBERS {
+            let Some(estimate) = point.estimates.get(key) else {
+                continue;
+            };
+            let show = |v: f64| match v.is_finite() {
+                true => v.to_string(),
+                false => String::new(),
+            };
+            let ci95 = estimate.ci95.unwrap_or(f64::NAN);
+            text.push_str(&csv_line(&[
+                point.point.clone(),
+                key.to_string(),
+                estimate.n.to_string(),
+                show(estimate.mean),
+                show(ci95),
+                show(estimate.mean - ci95),
+                show(estimate.mean + ci95),
+            ]));
+        }
+    }
+    text
+}
+
+/// The headline table: a row per grid point, a column per [`HEADLINE`] number some point
+/// has; the rest are in `estimates.csv`.
 fn estimates_markdown(md: &mut String, report: &SweepReport) {
     let columns: Vec<(&str, &str, usize)> = NUMBERS
         .into_iter()
+        .filter(|(key, _, _)| HEADLINE.contains(key))
         .filter(|(key, _, _)| report.points.iter().any(|p| p.estimates.contains_key(*key)))
         .collect();
     let mut header = "| grid point | seeds | reached 99% |".to_string();
