@@ -511,15 +511,30 @@ fn compare_matches_imported_models_on_the_same_words_and_refuses_a_mix() {
     let page = std::fs::read_to_string(out.join("compare.html")).unwrap();
     assert!(page.contains("[CLS]"), "the page shows no words");
 
-    // Another shape, and a model headlab trained: refused by name.
+    // Another grid is matched across layers with the smaller model first (one layer of 4
+    // heads into three of 3), and refused the other way round, saying why; a model headlab
+    // trained is refused by name.
     let other_shape = imported("one-layer", "c");
     let output = headlab::run("compare", &[&a, &other_shape]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr(&output).contains("model shapes"),
+        stderr(&output).contains("a has 9 heads and") && stderr(&output).contains("c 4"),
         "{}",
         stderr(&output)
     );
+    let across = tmp.path().join("across");
+    let output = headlab::run(
+        "compare",
+        &[
+            &other_shape,
+            &a,
+            Path::new("--out"),
+            &across,
+            Path::new("--probe"),
+            Path::new("4"),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
     let trained = tmp.path().join("trained");
     let output = headlab::run(
         "train",

@@ -250,29 +250,77 @@ fn compare_matches_two_families_on_the_same_words_and_names_them() {
     assert_eq!(matching["slots"].as_array().unwrap().len(), 4);
     let page = std::fs::read_to_string(out.join("compare.html")).unwrap();
     assert!(
-        page.contains("roberta-mlm (RobertaForMaskedLM, byte-level BPE tokenizer)")
-            && page.contains("xlm-roberta (XLMRobertaModel, Unigram (SentencePiece) tokenizer)"),
+        page.contains("roberta-mlm (RobertaForMaskedLM, byte-level BPE tokenizer, 2 x 2)")
+            && page.contains(
+                "xlm-roberta (XLMRobertaModel, Unigram (SentencePiece) tokenizer, 2 x 2)"
+            ),
         "the page names neither family"
     );
-    // A third family of another grid is refused by name.
-    let distilbert = imported(
-        "distilbert",
-        "DistilBertModel",
-        "huggingface-distilbert",
-        tmp.path(),
+    assert_eq!(matching["across_layers"], false, "one grid: layer by layer");
+    compare_across_grids(tmp.path(), &roberta);
+}
+
+/// Models of different grids (RoBERTa's 2 x 2 heads, ModernBERT's 3 x 2) are matched across
+/// layers: every head of the first to a different head of any layer of the other; the larger
+/// first is refused, saying which order works.
+fn compare_across_grids(tmp: &Path, roberta: &Path) {
+    let modern = imported(
+        "modernbert",
+        "ModernBertModel",
+        "huggingface-modernbert",
+        tmp,
+    );
+    let out = tmp.join("across");
+    let args = [roberta.to_str().unwrap(), modern.to_str().unwrap()];
+    succeeds(
+        "compare",
+        &[args[0], args[1], "--out", out.to_str().unwrap(), "--quiet"],
+    );
+    let matching: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matching.json")).unwrap()).unwrap();
+    assert_eq!(matching["across_layers"], true);
+    let layers = matching["runs"][1]["layers"].as_array().unwrap();
+    let mut partners = vec![];
+    for layer in layers {
+        let heads = layer["partner"].as_array().unwrap();
+        let in_layers = layer["partner_layer"].as_array().unwrap();
+        let similarity = layer["similarity"].as_array().unwrap();
+        let matrix = layer["matrix"].as_array().unwrap();
+        for (h, (head, in_layer)) in heads.iter().zip(in_layers).enumerate() {
+            let (l, p) = (in_layer.as_u64().unwrap(), head.as_u64().unwrap());
+            assert!(l < 3 && p < 2, "a head of ModernBERT's grid: L{l}H{p}");
+            partners.push((l, p));
+            // A row of every ModernBERT head, layer-major; the partner's entry is its
+            // similarity.
+            let row = matrix[h].as_array().unwrap();
+            assert_eq!(row.len(), 6);
+            assert_eq!(row[(l * 2 + p) as usize], similarity[h]);
+        }
+    }
+    partners.sort();
+    partners.dedup();
+    assert_eq!(partners.len(), 4, "one to one: {partners:?}");
+    let page = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    assert!(
+        page.contains("modernbert (ModernBertModel, byte-level BPE tokenizer, 3 x 2)")
+            && page.contains("most similar head of any layer of the others"),
+        "{}",
+        &page[..page.len().min(3000)]
     );
     let output = headlab::run(
         "compare",
         &[
+            args[1],
             args[0],
-            distilbert.to_str().unwrap(),
             "--out",
-            out.to_str().unwrap(),
+            tmp.join("reversed").to_str().unwrap(),
         ],
     );
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(
-        !output.status.success() && error.contains("the model shapes differ"),
+        !output.status.success()
+            && error.contains("has 6 heads")
+            && error.contains("the model with fewer heads comes first"),
         "{error}"
     );
 }

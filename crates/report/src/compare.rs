@@ -128,7 +128,7 @@ fn page_data(
     let reference = &runs[0];
     compare_page::build(&ComparePageInput {
         title: format!("{} ({} runs)", reference.resolved.config.name, runs.len()),
-        summary: page_summary(reference, probe, compared),
+        summary: page_summary(runs, probe, compared),
         runs: compared
             .iter()
             .zip(probes)
@@ -156,8 +156,10 @@ fn page_data(
 
 /// The page's summary line: the task and grid, and how heads were matched; for imported
 /// models, which each is and its tokenizer (a comparison across families says which).
-fn page_summary(reference: &LoadedRun, probe: &Probe, compared: &[ComparedRun]) -> String {
-    let (n_layers, n_heads) = (reference.model.n_layers(), reference.model.n_heads());
+fn page_summary(runs: &[LoadedRun], probe: &Probe, compared: &[ComparedRun]) -> String {
+    let reference = &runs[0];
+    let grid_of = |run: &LoadedRun| (run.model.n_layers(), run.model.n_heads());
+    let (n_layers, n_heads) = grid_of(reference);
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let grid = format!(
         "{n_layers} layer{} x {n_heads} head{}",
@@ -166,19 +168,33 @@ fn page_summary(reference: &LoadedRun, probe: &Probe, compared: &[ComparedRun]) 
     );
     let models: Vec<String> = compared
         .iter()
-        .filter_map(|run| {
+        .zip(runs)
+        .filter_map(|(run, loaded)| {
             let imported = run.imported.as_ref()?;
             let name = run.dir.file_name()?.to_string_lossy();
+            let (layers, heads) = grid_of(loaded);
             Some(format!(
-                "{name} ({}, {} tokenizer)",
+                "{name} ({}, {} tokenizer, {layers} x {heads})",
                 imported.architecture, imported.tokenizer
             ))
         })
         .collect();
     if !models.is_empty() {
+        let across = runs.iter().any(|run| grid_of(run) != grid_of(reference));
+        let how = match across {
+            true => {
+                "each of the first model's heads matched to the most similar head of any \
+                     layer of the others (models of different grids), one to one, by \
+                     word-level attention-pattern similarity"
+            }
+            false => {
+                "heads matched to the first model's by word-level attention-pattern \
+                      similarity"
+            }
+        };
         return format!(
-            "imported models of {grid}, read on the same {} sentences as words: {}; heads \
-             matched to the first model's by word-level attention-pattern similarity",
+            "imported models, the first of {grid}, read on the same {} sentences as words: \
+             {}; {how}",
             probe.examples.len(),
             models.join(", ")
         );
@@ -210,18 +226,16 @@ fn matched_attention_figure(
         let HeadId { layer, head } = slot.reference;
         for (run, layers) in compared.iter().zip(probes) {
             let matched = &run.layers[layer];
-            let partner = matched.partner[head];
-            row.push(layers[layer].head_pattern(partner)[..seq * seq].to_vec());
+            let partner = matched.partner_of(head);
+            row.push(layers[partner.layer].head_pattern(partner.head)[..seq * seq].to_vec());
             // An imported model by its run's name: they all have seed 0.
             let who = match (&run.imported, run.dir.file_name()) {
                 (Some(_), Some(name)) => name.to_string_lossy().into_owned(),
                 _ => format!("seed {}", run.seed),
             };
             row_captions.push(format!(
-                "{who} {}: {} ({:.2})",
-                HeadId::new(layer, partner),
-                run.roles[layer][head],
-                matched.similarity[head]
+                "{who} {partner}: {} ({:.2})",
+                run.roles[layer][head], matched.similarity[head]
             ));
         }
         patterns.push(row);
@@ -281,7 +295,7 @@ pub fn table(comparison: &Comparison) -> String {
         let mut line = format!("{:<6} ", slot.reference);
         for (run, role) in comparison.runs.iter().zip(&slot.roles) {
             let matched = &run.layers[layer];
-            let partner = HeadId::new(layer, matched.partner[head]);
+            let partner = matched.partner_of(head);
             line.push_str(&format!(
                 "{:<24} ",
                 format!("{role} {partner} {:.2}", matched.similarity[head])

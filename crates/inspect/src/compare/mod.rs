@@ -19,7 +19,7 @@ use tasks::{Task, TaskConfig};
 use crate::load::loaded_run::{ImportedModel, LoadedRun, RunError};
 use crate::load::probe::{LayerProbe, Probe};
 use crate::measures::heads::{HeadMeasures, measure_layer};
-use crate::measures::matching::{LayerMatch, match_layers};
+use crate::measures::matching::{LayerMatch, match_across_layers, match_layers};
 
 /// One compared run, heads listed in the reference's slot order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +69,10 @@ pub struct Comparison {
     pub runs_with_role: Vec<BTreeMap<String, usize>>,
     /// Files written.
     pub files: Vec<PathBuf>,
+    /// Whether some run's heads were matched across layers (imported models of different
+    /// grids, [`match_across_layers`]): a slot's matched heads may sit in other layers.
+    #[serde(default)]
+    pub across_layers: bool,
 }
 
 /// Runs that cannot be compared.
@@ -117,6 +121,23 @@ pub enum CompareError {
         reference: PathBuf,
         /// The run that differs.
         other: PathBuf,
+    },
+    /// Imported models of different grids, the first with more heads: every head of the
+    /// first is matched to a different head of each other.
+    #[error(
+        "{reference} has {reference_heads} heads and {other} {other_heads}: compare matches \
+         each head of the first run to a different head of the others, so across grids the \
+         model with fewer heads comes first (headlab compare {other} {reference})"
+    )]
+    ReferenceLarger {
+        /// The reference run.
+        reference: PathBuf,
+        /// The run with fewer heads.
+        other: PathBuf,
+        /// The reference's heads, all layers.
+        reference_heads: usize,
+        /// The other's.
+        other_heads: usize,
     },
     /// A probe too large for the runs, or of words that could not be read.
     #[error(transparent)]
@@ -256,10 +277,29 @@ fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), Comp
             plural(heads, "head")
         )
     };
-    if grid(reference) != grid(other) {
+    if grid(reference) == grid(other) {
+        return Ok(());
+    }
+    // Imported models of different grids are matched across layers; trained runs of one
+    // config (seeds) have one grid, and another grid is another experiment.
+    if !(reference.reading.reads_text() && other.reading.reads_text()) {
         return Err(mismatch("model shapes", grid(reference), grid(other)));
     }
+    let heads = |run: &LoadedRun| run.model.n_layers() * run.model.n_heads();
+    if heads(reference) > heads(other) {
+        return Err(CompareError::ReferenceLarger {
+            reference: reference.dir.root().to_path_buf(),
+            other: other.dir.root().to_path_buf(),
+            reference_heads: heads(reference),
+            other_heads: heads(other),
+        });
+    }
     Ok(())
+}
+
+/// Whether `a` and `b` have one grid (layers and heads per layer).
+fn same_grid(a: &LoadedRun, b: &LoadedRun) -> bool {
+    (a.model.n_layers(), a.model.n_heads()) == (b.model.n_layers(), b.model.n_heads())
 }
 
 /// Two different `[task]` sections in words, as `kind (key = value, ...)`: of the same
@@ -312,11 +352,18 @@ pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, Compar
         .collect();
     let probe = run_probes.into_iter().next().expect("a probe per run");
     let measures = measure_heads(&reference.resolved.task, &probe, &layers);
+    let across_layers = runs.iter().any(|run| !same_grid(reference, run));
     let compared: Vec<ComparedRun> = runs
         .iter()
         .zip(&layers)
         .zip(&measures)
-        .map(|((run, own), measures)| compare_run(run, &layers[0], own, measures))
+        .map(|((run, own), measures)| {
+            let matches = match same_grid(reference, run) {
+                true => match_layers(&layers[0], own),
+                false => match_across_layers(&layers[0], own),
+            };
+            compare_run(run, matches, measures)
+        })
         .collect();
     let slots: Vec<Slot> = reference
         .model
@@ -331,6 +378,7 @@ pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, Compar
             slots,
             runs_with_role,
             files: vec![],
+            across_layers,
         },
         probe,
         layers,
@@ -375,23 +423,20 @@ fn measure_heads(
         .collect()
 }
 
-/// One run's heads matched to the reference's (`reference` is its probe), with the matched
-/// heads' roles.
+/// One run's heads matched to the reference's (`matches`), with the matched heads' roles.
 fn compare_run(
     run: &LoadedRun,
-    reference: &[LayerProbe],
-    layers: &[LayerProbe],
+    matches: Vec<LayerMatch>,
     measures: &[Vec<HeadMeasures>],
 ) -> ComparedRun {
-    let matches = match_layers(reference, layers);
-    let roles = measures
+    let roles = matches
         .iter()
-        .zip(&matches)
-        .map(|(own, matched)| {
-            matched
-                .partner
-                .iter()
-                .map(|&p| own[p].role.clone())
+        .map(|matched| {
+            (0..matched.partner.len())
+                .map(|h| {
+                    let partner = matched.partner_of(h);
+                    measures[partner.layer][partner.head].role.clone()
+                })
                 .collect()
         })
         .collect();

@@ -4,9 +4,16 @@
 //! run, per layer, by the permutation that maximises the summed pattern similarity
 //! (1 - Jensen-Shannon distance of their attention on the same probe sequences), found with
 //! the Kuhn-Munkres (Hungarian) algorithm from `pathfinding`.
+//!
+//! Models of different grids (a distilled model's 6 layers against its teacher's 12) have no
+//! layer to layer correspondence: [`match_across_layers`] pairs each reference head with a
+//! head of any layer of the other model, one to one over the whole model, by the same
+//! criterion (the reference with at most as many heads as the other).
 
 use pathfinding::prelude::{Matrix, kuhn_munkres};
 use serde::{Deserialize, Serialize};
+
+use model::HeadId;
 
 use crate::load::probe::LayerProbe;
 use crate::measures::similarity::js_distance;
@@ -19,12 +26,28 @@ const SCALE: f64 = 1e9;
 pub struct LayerMatch {
     /// Layer index.
     pub layer: usize,
-    /// `partner[h]`: the other run's head matched to reference head `h`.
+    /// `partner[h]`: the other run's head matched to reference head `h` (its index in its
+    /// own layer, `partner_layer[h]`).
     pub partner: Vec<usize>,
+    /// `partner_layer[h]`: the layer of reference head `h`'s partner: this layer, unless the
+    /// models were matched across layers. Empty in a `matching.json` written before it
+    /// existed (this layer).
+    #[serde(default)]
+    pub partner_layer: Vec<usize>,
     /// `similarity[h]`: pattern similarity of reference head `h` and its partner.
     pub similarity: Vec<f64>,
-    /// `matrix[a][b]`: pattern similarity of reference head `a` and other head `b`.
+    /// `matrix[a][b]`: pattern similarity of reference head `a` and other head `b` of this
+    /// layer; matched across layers, of every head of the other model, `b = layer * heads +
+    /// head`.
     pub matrix: Vec<Vec<f64>>,
+}
+
+impl LayerMatch {
+    /// The other model's head matched to reference head `h`.
+    pub fn partner_of(&self, h: usize) -> HeadId {
+        let layer = self.partner_layer.get(h).copied().unwrap_or(self.layer);
+        HeadId::new(layer, self.partner[h])
+    }
 }
 
 /// `matrix[a][b]` = 1 - mean JS distance between head `a` of `reference` and head `b` of
@@ -60,13 +83,7 @@ pub fn best_permutation(matrix: &[Vec<f64>]) -> Vec<usize> {
         matrix.iter().all(|row| row.len() == n),
         "head matching needs a square matrix"
     );
-    let weights = Matrix::from_rows(
-        matrix
-            .iter()
-            .map(|row| row.iter().map(|s| (s * SCALE).round() as i64)),
-    )
-    .expect("rows of equal length");
-    kuhn_munkres(&weights).1
+    best_assignment(matrix)
 }
 
 /// Matches every layer of `other` to the same layer of `reference`.
@@ -86,12 +103,87 @@ pub fn match_layers(reference: &[LayerProbe], other: &[LayerProbe]) -> Vec<Layer
                 .collect();
             LayerMatch {
                 layer,
+                partner_layer: vec![layer; partner.len()],
                 partner,
                 similarity,
                 matrix,
             }
         })
         .collect()
+}
+
+/// The pattern similarity (1 - mean JS distance) of head `a` of `reference` and head `b` of
+/// `other`, probed on the same sequences.
+pub fn head_similarity(reference: &LayerProbe, a: usize, other: &LayerProbe, b: usize) -> f64 {
+    let (_, _, seq) = reference.dims();
+    1.0 - js_distance(&reference.head_pattern(a), &other.head_pattern(b), seq)
+}
+
+/// Matches every head of `reference` to a head of any layer of `other`, one to one over the
+/// whole model, maximising the summed pattern similarity: for models of different grids.
+///
+/// # Panics
+/// If `reference` has more heads in all than `other`.
+pub fn match_across_layers(reference: &[LayerProbe], other: &[LayerProbe]) -> Vec<LayerMatch> {
+    let heads_of = |layers: &[LayerProbe]| layers.first().map_or(0, |l| l.dims().1);
+    let (heads_a, heads_b) = (heads_of(reference), heads_of(other));
+    let others: Vec<HeadId> = (0..other.len())
+        .flat_map(|layer| (0..heads_b).map(move |head| HeadId::new(layer, head)))
+        .collect();
+    assert!(
+        reference.len() * heads_a <= others.len(),
+        "the reference has more heads than the other model"
+    );
+    // Each head's pattern once: [head, layer-major][batch * seq * seq].
+    let patterns_b: Vec<Vec<f32>> = others
+        .iter()
+        .map(|id| other[id.layer].head_pattern(id.head))
+        .collect();
+    // [reference head, layer-major][other head, layer-major]
+    let mut rows: Vec<Vec<f64>> = Vec::with_capacity(reference.len() * heads_a);
+    for layer in reference {
+        let (_, _, seq) = layer.dims();
+        for a in 0..heads_a {
+            let pattern_a = layer.head_pattern(a);
+            rows.push(
+                patterns_b
+                    .iter()
+                    .map(|pattern_b| 1.0 - js_distance(&pattern_a, pattern_b, seq))
+                    .collect(),
+            );
+        }
+    }
+    let partners = best_assignment(&rows);
+    rows.chunks(heads_a.max(1))
+        .zip(partners.chunks(heads_a.max(1)))
+        .enumerate()
+        .map(|(layer, (matrix, partners))| LayerMatch {
+            layer,
+            partner: partners.iter().map(|&p| others[p].head).collect(),
+            partner_layer: partners.iter().map(|&p| others[p].layer).collect(),
+            similarity: matrix
+                .iter()
+                .zip(partners)
+                .map(|(row, &p)| row[p])
+                .collect(),
+            matrix: matrix.to_vec(),
+        })
+        .collect()
+}
+
+/// The assignment of rows to distinct columns (at least as many) that maximises the summed
+/// similarity: `partner[row]`.
+fn best_assignment(matrix: &[Vec<f64>]) -> Vec<usize> {
+    if matrix.is_empty() {
+        return vec![];
+    }
+    let weights = Matrix::from_rows(
+        matrix
+            .iter()
+            .map(|row| row.iter().map(|s| (s * SCALE).round() as i64)),
+    )
+    .expect("rows of equal length");
+    kuhn_munkres(&weights).1
 }
 
 #[cfg(test)]
@@ -122,6 +214,31 @@ mod tests {
         // 1.0. The optimum is 0.8 + 0.85 = 1.65.
         let matrix = vec![vec![0.9, 0.8], vec![0.85, 0.1]];
         assert_eq!(best_permutation(&matrix), vec![1, 0]);
+    }
+
+    #[test]
+    fn heads_are_matched_across_layers_to_the_most_similar_head_of_any_layer() {
+        // The reference: 1 layer of 2 heads on keys 3 and 0. The other: 2 layers of 2 heads,
+        // on keys 1, 0 (layer 0) and 2, 3 (layer 1). Key 3 is in layer 1, key 0 in layer 0.
+        let reference = [probe(&[3, 0], 5)];
+        let other = [probe(&[1, 0], 5), probe(&[2, 3], 5)];
+        let matched = match_across_layers(&reference, &other);
+        assert_eq!(matched.len(), 1);
+        assert_eq!(
+            [matched[0].partner_of(0), matched[0].partner_of(1)],
+            [HeadId::new(1, 1), HeadId::new(0, 1)]
+        );
+        assert!(matched[0].similarity.iter().all(|s| (s - 1.0).abs() < 1e-9));
+        // A row per reference head, a column per head of the other model, layer-major.
+        assert_eq!(matched[0].matrix[0].len(), 4);
+        assert!((matched[0].matrix[0][3] - 1.0).abs() < 1e-9);
+        // The same as a pair of heads measured alone.
+        let alone = head_similarity(&reference[0], 0, &other[1], 0);
+        assert!((alone - matched[0].matrix[0][2]).abs() < 1e-12);
+        // One to one: two reference heads on one key get two different heads.
+        let twins = [probe(&[0, 0], 5)];
+        let matched = match_across_layers(&twins, &other);
+        assert_ne!(matched[0].partner_of(0), matched[0].partner_of(1));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, script_json, thou
 use crate::draw::explore::{MAX_PATTERN_VALUES, sequences_to_embed};
 use inspect::load::probe::LayerProbe;
 use inspect::measures::heads::HeadMeasures;
-use inspect::measures::matching::{LayerMatch, pattern_similarity};
+use inspect::measures::matching::{LayerMatch, head_similarity};
 
 const STYLE: &str = include_str!("compare_page/compare.css");
 const SCRIPT: &str = include_str!("compare_page/compare.js");
@@ -81,6 +81,8 @@ pub struct PageSlot {
 /// One run's head matched to a slot.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MatchedHead {
+    /// Its layer: the slot's, unless the models were matched across layers.
+    pub layer: usize,
     /// Its index in its own layer.
     pub head: usize,
     /// Its role on the shared probe.
@@ -222,10 +224,11 @@ fn layer_slots(
                 .iter()
                 .map(|run| {
                     let matched = &run.matches[l];
-                    let head = matched.partner[slot];
-                    let own = &run.measures[l][head];
+                    let partner = matched.partner_of(slot);
+                    let own = &run.measures[partner.layer][partner.head];
                     MatchedHead {
-                        head,
+                        layer: partner.layer,
+                        head: partner.head,
                         role: own.role.clone(),
                         similarity: matched.similarity[slot],
                         measures: measure_values(own, measures),
@@ -240,13 +243,19 @@ fn layer_slots(
 /// `[slot][a][b]`: in layer `l`, the pattern similarity of run a's and run b's heads matched
 /// to each slot (see [`PageSlot::similarity_between`]).
 fn similarity_between(runs: &[PageRunInput], l: usize, n_heads: usize) -> Vec<Vec<Vec<f64>>> {
-    // Run b's heads against run a's, once per pair of runs; only the matched pairs are kept.
+    // Only the matched pairs: run a's head against run b's, each in its own layer.
     let mut between = vec![vec![vec![1.0; runs.len()]; runs.len()]; n_heads];
     for a in 0..runs.len() {
         for b in a + 1..runs.len() {
-            let matrix = pattern_similarity(&runs[a].layers[l], &runs[b].layers[l]);
             for (slot, pairs) in between.iter_mut().enumerate() {
-                let s = matrix[runs[a].matches[l].partner[slot]][runs[b].matches[l].partner[slot]];
+                let head_a = runs[a].matches[l].partner_of(slot);
+                let head_b = runs[b].matches[l].partner_of(slot);
+                let s = head_similarity(
+                    &runs[a].layers[head_a.layer],
+                    head_a.head,
+                    &runs[b].layers[head_b.layer],
+                    head_b.head,
+                );
                 pairs[a][b] = s;
                 pairs[b][a] = s;
             }
@@ -276,7 +285,7 @@ fn embedded_sequences(
                     (0..n_heads)
                         .map(|slot| {
                             runs.iter()
-                                .map(|run| matched_pattern(run, b, l, slot, n_heads, seq))
+                                .map(|run| matched_pattern(run, b, l, slot, seq))
                                 .collect()
                         })
                         .collect()
@@ -288,17 +297,13 @@ fn embedded_sequences(
 
 /// `[query * seq + key]`: on probe sequence `b`, the attention in thousandths of `run`'s head
 /// matched to `slot` of layer `l`.
-fn matched_pattern(
-    run: &PageRunInput,
-    b: usize,
-    l: usize,
-    slot: usize,
-    n_heads: usize,
-    seq: usize,
-) -> Vec<u16> {
-    let head = run.matches[l].partner[slot];
-    let start = (b * n_heads + head) * seq * seq;
-    run.layers[l].pattern.values[start..start + seq * seq]
+fn matched_pattern(run: &PageRunInput, b: usize, l: usize, slot: usize, seq: usize) -> Vec<u16> {
+    let partner = run.matches[l].partner_of(slot);
+    let layer = &run.layers[partner.layer];
+    // The run's own heads per layer: another grid's, matched across layers.
+    let (_, n_heads, _) = layer.dims();
+    let start = (b * n_heads + partner.head) * seq * seq;
+    layer.pattern.values[start..start + seq * seq]
         .iter()
         .map(|&p| thousandths(p))
         .collect()

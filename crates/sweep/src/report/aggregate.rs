@@ -248,9 +248,13 @@ fn slot_report(slot: &Slot, comparison: &Comparison, rows: &[&RunRow]) -> SlotRe
         .iter()
         .filter_map(|run| {
             let HeadId { layer, head } = slot.reference;
-            let partner = *run.layers.get(layer)?.partner.get(head)?;
+            let matched = run.layers.get(layer)?;
+            let partner = matched
+                .partner
+                .get(head)
+                .map(|_| matched.partner_of(head))?;
             let row = rows.iter().find(|row| row.seed == run.seed)?;
-            row.head_numbers.get(&HeadId::new(layer, partner))
+            row.head_numbers.get(&partner)
         })
         .collect();
     let mut numbers = BTreeMap::new();

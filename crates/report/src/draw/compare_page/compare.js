@@ -148,6 +148,12 @@
 
   // ---- runs and controls -----------------------------------------------------------------
 
+  // A matched head as the grid shows it: `H3` in the slot's own layer, `L5H3` in another
+  // (models of different grids are matched across layers).
+  function headName(matched) {
+    return (matched.layer === state.layer ? '' : 'L' + matched.layer) + 'H' + matched.head;
+  }
+
   function runName(r) {
     var run = data.runs[r];
     return run.name + (r === 0 ? ' (reference)' : '');
@@ -273,12 +279,12 @@
           size, size);
         wrap.appendChild(canvas);
         var caption = document.createElement('div');
-        caption.textContent = 'H' + matched.head + ' ' + matched.role;
+        caption.textContent = headName(matched) + ' ' + matched.role;
         caption.appendChild(document.createElement('br'));
         caption.appendChild(document.createTextNode('sim ' + matched.similarity.toFixed(2)));
         wrap.appendChild(caption);
         wrap.title = data.runs[r].name + ': head ' + matched.head + ' of layer ' +
-          state.layer + ', matched to slot ' + s;
+          matched.layer + ', matched to slot L' + state.layer + 'H' + s;
         // Block-scoped copies: `s` is a `var`, shared by every iteration. (And not
         // select.bind(...): the click event would arrive as the sequence.)
         const layer = state.layer;
@@ -312,7 +318,7 @@
       title.title = run.dir;
       panel.appendChild(title);
       var line = document.createElement('div');
-      line.textContent = 'seed ' + run.seed + ' \u00b7 L' + state.layer + 'H' + matched.head +
+      line.textContent = 'seed ' + run.seed + ' \u00b7 L' + matched.layer + 'H' + matched.head +
         ' \u00b7 ' + matched.role + ' \u00b7 sim ' + matched.similarity.toFixed(2);
       panel.appendChild(line);
       var canvas = document.createElement('canvas');
@@ -413,7 +419,7 @@
         var row = body.insertRow();
         row.setAttribute('data-layer', String(l));
         row.setAttribute('data-slot', String(s));
-        var cells = ['L' + l + 'H' + s, 'L' + l + 'H' + ma.head, 'L' + l + 'H' + mb.head, ma.role, mb.role];
+        var cells = ['L' + l + 'H' + s, 'L' + ma.layer + 'H' + ma.head, 'L' + mb.layer + 'H' + mb.head, ma.role, mb.role];
         cells.forEach(function (text, i) {
           var cell = row.insertCell();
           cell.textContent = text;
@@ -487,9 +493,9 @@
     drawHeatmap($('diff-b-canvas'), patternPixels(vb, n), tokens, size, null);
     drawHeatmap(canvas, pixels(n, function (k) { return diverging((vb[k] - va[k]) / scale); }),
       tokens, size, null);
-    $('diff-a-caption').textContent = 'A: ' + runName(state.a) + ', L' + l + 'H' + ma.head +
+    $('diff-a-caption').textContent = 'A: ' + runName(state.a) + ', L' + ma.layer + 'H' + ma.head +
       ' (' + ma.role + ')';
-    $('diff-b-caption').textContent = 'B: ' + runName(state.b) + ', L' + l + 'H' + mb.head +
+    $('diff-b-caption').textContent = 'B: ' + runName(state.b) + ', L' + mb.layer + 'H' + mb.head +
       ' (' + mb.role + ')';
     var caption = $('diff-caption');
     caption.textContent = 'B \u2212 A, slot L' + l + 'H' + s + ' on probe sequence #' +
