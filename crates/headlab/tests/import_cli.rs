@@ -79,13 +79,34 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
         "{text}"
     );
     assert!(!text.contains("not read"), "every tensor is read: {text}");
-    // A BertModel's pooler is not read, and the import says so.
+    // Its stages on stderr, one line each (not a terminal), with their times.
+    let stages: Vec<String> = stderr(&output)
+        .lines()
+        .map(|line| {
+            line.rsplit_once(", ")
+                .map_or(line, |(stage, _)| stage)
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "import: reading config.json and tokenizer.json",
+            "import: reading model.safetensors",
+            "import: writing the run"
+        ],
+        "{}",
+        stderr(&output)
+    );
+    // A BertModel's pooler is not read, and the import says so; --quiet says nothing else.
     let base = import(&[
         &fixture("one-layer"),
         Path::new("--out"),
         &tmp.path().join("runs/base"),
+        Path::new("--quiet"),
     ]);
     assert!(base.status.success(), "{}", stderr(&base));
+    assert_eq!(stderr(&base), "", "--quiet");
     assert!(
         stdout(&base).contains("not read: pooler.dense.bias and 1 more (headlab reads"),
         "{}",
@@ -858,7 +879,8 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
     ];
     for (checkpoint, words) in cases {
         let out = tmp.path().join("out");
-        let output = import(&[&checkpoint, Path::new("--out"), &out]);
+        // --quiet: the error alone on stderr, without the stages that passed before it.
+        let output = import(&[&checkpoint, Path::new("--out"), &out, Path::new("--quiet")]);
         let error = stderr(&output);
         assert_eq!(
             output.status.code(),

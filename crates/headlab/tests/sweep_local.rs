@@ -92,6 +92,27 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
 
     let report = run_sweep(dir.path(), &["report", "grid.toml"]);
     assert!(report.status.success(), "{}", text(&report));
+    // Its stages on stderr, one line each with its time (not a terminal).
+    let stages: Vec<&str> = std::str::from_utf8(&report.stderr)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.strip_prefix("sweep report: "))
+        .map(|line| line.rsplit_once(", ").map_or(line, |(stage, _)| stage))
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "reading the runs",
+            "matching heads across seeds",
+            "the tables and figures"
+        ]
+    );
+    let quiet = run_sweep(dir.path(), &["report", "grid.toml", "--quiet"]);
+    assert!(
+        quiet.status.success() && quiet.stderr.is_empty(),
+        "{}",
+        text(&quiet)
+    );
     let report_dir = out.join("_sweep/report");
     let rows = read_csv(&report_dir.join("sweep.csv"));
     assert_eq!(rows.len(), 5, "a header and four runs: {rows:?}");

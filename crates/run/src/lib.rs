@@ -19,7 +19,8 @@
 //! - [`hf`], [`tokenizer`]: a Hugging Face encoder checkpoint (seven families) opened as a headlab encoder; its
 //!   `tokenizer.json`, words to word pieces.
 //! - [`import`]: `headlab import`, a checkpoint made into a run directory.
-//! - [`stop`], [`cli`]: a signal as a clean stop; the conventions every binary shares.
+//! - [`stop`], [`cli`], [`progress`]: a signal as a clean stop; the conventions every binary
+//!   shares; a command's stages as they pass.
 //!
 //! A new file in the run directory gets its name in [`dir`] (the one owner of the layout)
 //! and its writer here, beside the files it sits with.
@@ -36,6 +37,7 @@ pub mod import;
 pub mod manifest;
 pub mod metrics;
 pub mod name;
+pub mod progress;
 pub mod small_file;
 pub mod snapshot;
 pub mod stop;

@@ -94,6 +94,10 @@ enum Command {
     Report {
         #[command(flatten)]
         target: Target,
+        /// Print no progress (the stages: reading the runs, matching heads across seeds,
+        /// the figures, the tables).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Check every finished run and report to the last byte against its manifest (what
     /// `status` checks by file sizes only); exits 1 when any is damaged.
@@ -166,9 +170,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Status { target } => status(&target),
         Command::Verify { target } => verify(&target),
-        Command::Report { target } => {
+        Command::Report { target, quiet } => {
             let (sweep, out) = load(&target)?;
-            let report = crate::report::write_report(&sweep, &out)?;
+            let mut progress = run::progress::StageProgress::on_stderr("sweep report", quiet);
+            let report = crate::report::write_report(&sweep, &out, &mut progress)?;
+            progress.finish();
             print!("{}", crate::report::markdown(&report));
             for file in &report.files {
                 println!("wrote {}", file.display());

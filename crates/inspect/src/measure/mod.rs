@@ -203,16 +203,8 @@ fn measure_later(
     })
 }
 
-/// Told as each stage of a measurement starts ([`measure_in_stages`]), so a long `inspect` can
-/// show where it is; `()` is told nothing.
-pub trait Stages {
-    /// The stage named `stage` starts; the one before, if any, has ended.
-    fn start(&mut self, stage: &'static str);
-}
-
-impl Stages for () {
-    fn start(&mut self, _stage: &'static str) {}
-}
+/// Told as each stage of a measurement starts ([`measure_in_stages`]): `run::progress`'s.
+pub use run::progress::Stages;
 
 /// How alike the heads of each layer are (`similarity.json`).
 fn layer_similarity(weights: &HeadTensorsByLayer, layers: &[LayerProbe]) -> Vec<LayerSimilarity> {

@@ -43,7 +43,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let mut progress = crate::cli::progress::StageProgress::on_stderr("compare", args.quiet);
+    let mut progress = run::progress::StageProgress::on_stderr("compare", args.quiet);
     progress.start("loading the runs");
     let loaded = inspect::compare::load_runs(&args.runs)?;
     let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));

@@ -166,7 +166,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         svg: args.svg,
         backend: args.backend,
     };
-    let mut progress = crate::cli::progress::StageProgress::on_stderr("inspect", args.quiet);
+    let mut progress = run::progress::StageProgress::on_stderr("inspect", args.quiet);
     let report = crate::write::write_report_in_stages(&loaded, &out, &options, &mut progress)?;
     progress.finish();
     let accuracy = report.measured.eval_token_acc.map_or_else(

@@ -1,7 +1,6 @@
 //! The command line of the `headlab` binary's `inspect` and `compare` subcommands: each
-//! file holds one subcommand's arguments and the `main` that runs them; [`progress`] is what
-//! `inspect` shows while it measures.
+//! file holds one subcommand's arguments and the `main` that runs them (their progress is
+//! `run::progress`'s).
 
 pub mod compare;
 pub mod inspect;
-pub mod progress;

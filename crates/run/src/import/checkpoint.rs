@@ -10,6 +10,7 @@ use crate::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
 use crate::dir::{RunDir, RunDirError};
 use crate::hf::{CheckpointConfig, CheckpointTensors, HfError, encoder_from_tensors};
 use crate::manifest::hash_file;
+use crate::progress::Stages;
 use crate::tokenizer::{TokenizerError, WordPieces};
 use crate::weights::{self, WeightsError};
 use crate::{BackendKind, name};
@@ -102,7 +103,15 @@ struct Checkpoint {
 
 /// Imports `request.checkpoint` into `request.out`.
 pub fn import(request: &ImportRequest) -> Result<Imported, ImportError> {
-    let checkpoint = read_checkpoint(&request.checkpoint)?;
+    import_in_stages(request, &mut ())
+}
+
+/// [`import`], telling `stages` as each stage starts.
+pub fn import_in_stages(
+    request: &ImportRequest,
+    stages: &mut dyn Stages,
+) -> Result<Imported, ImportError> {
+    let checkpoint = read_checkpoint(&request.checkpoint, stages)?;
     let name = match &request.name {
         Some(name) => name.clone(),
         None => default_name(&request.checkpoint),
@@ -124,6 +133,7 @@ pub fn import(request: &ImportRequest) -> Result<Imported, ImportError> {
         Some(out) => out.clone(),
         None => PathBuf::from("runs").join(&run.config.name),
     };
+    stages.start("writing the run");
     let (dir, _lock) = RunDir::create(&out, &run, request.force, "import")?;
     dir.write(&dir.tokenizer_path(), &checkpoint.tokenizer_bytes)?;
     let pieces: String = (0..checkpoint.record.vocab_size as u32)
@@ -148,13 +158,14 @@ pub fn import(request: &ImportRequest) -> Result<Imported, ImportError> {
 }
 
 /// Reads and checks every file of the checkpoint in `dir`.
-fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
+fn read_checkpoint(dir: &Path, stages: &mut dyn Stages) -> Result<Checkpoint, ImportError> {
     if !dir.is_dir() {
         return Err(ImportError::NotADirectory(dir.to_path_buf()));
     }
     let config_path = dir.join("config.json");
     let tokenizer_path = dir.join("tokenizer.json");
     // The small files first, checked against each other before the weights are read.
+    stages.start("reading config.json and tokenizer.json");
     let config = CheckpointConfig::read(dir)?;
     let tokenizer_bytes = WordPieces::read_bytes(&tokenizer_path)?;
     let tokenizer = WordPieces::parse(&tokenizer_bytes, &tokenizer_path)?;
@@ -169,6 +180,7 @@ fn read_checkpoint(dir: &Path) -> Result<Checkpoint, ImportError> {
     // Read once, tensor by tensor: the model is made from these bytes and their hash is the
     // one recorded. The tensors the model did not take are dropped before anything is
     // written (a base-size checkpoint is 500 MB).
+    stages.start("reading model.safetensors");
     let device = Device::flex();
     let tensors = CheckpointTensors::read(dir, &device)?;
     let weights_sha256 = tensors.sha256.clone();

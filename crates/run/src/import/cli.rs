@@ -5,15 +5,16 @@ use std::process::ExitCode;
 
 use clap::Args as ClapArgs;
 
-use super::checkpoint::{ImportRequest, import};
+use super::checkpoint::{ImportRequest, import_in_stages};
+use crate::progress::StageProgress;
 
 /// Import a Hugging Face encoder checkpoint (config.json, model.safetensors,
 /// tokenizer.json) as a run directory that `headlab inspect` and `compare` read.
 ///
-/// The base model and masked LM of BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and
-/// ALBERT in float32 with learned absolute positions are supported
-/// (all-MiniLM-L6-v2, bert-base-uncased, roberta-base, distilbert-base-uncased, ...). The run's
-/// config.toml names the checkpoint and the SHA-256 of every file read.
+/// The base model and masked LM of BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ALBERT
+/// and ModernBERT in float32 are supported (all-MiniLM-L6-v2, bert-base-uncased,
+/// roberta-base, distilbert-base-uncased, ModernBERT-base, ...). The run's config.toml names
+/// the checkpoint and the SHA-256 of every file read.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
     /// The checkpoint directory, as `save_pretrained` writes it.
@@ -27,6 +28,9 @@ pub struct Args {
     /// Replace the run already at --out (only a headlab run is ever replaced).
     #[arg(long)]
     pub force: bool,
+    /// Print no progress (the stages: reading the checkpoint's files, writing the run).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Runs `headlab import`.
@@ -37,7 +41,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         name: args.name,
         force: args.force,
     };
-    let imported = import(&request)?;
+    let mut progress = StageProgress::on_stderr("import", args.quiet);
+    let imported = import_in_stages(&request, &mut progress)?;
+    progress.finish();
     let (layers, heads, params) = imported.shape;
     let root = imported.dir.root().display();
     let shared = match imported.record.shared_layers {

@@ -12,4 +12,4 @@
 pub mod checkpoint;
 pub mod cli;
 
-pub use checkpoint::{ImportError, ImportRequest, Imported, format_of, import};
+pub use checkpoint::{ImportError, ImportRequest, Imported, format_of, import, import_in_stages};

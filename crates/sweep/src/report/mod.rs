@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 use crate::report::aggregate::{PointReport, group_by_point, match_seeds, point_report};
 use crate::report::collect::{NUMBERS, RunRow, read_run};
 use crate::report::render::{estimates_csv, heads_csv, runs_csv, slug};
+use run::progress::Stages;
+
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::SweepOut;
 
@@ -41,16 +43,23 @@ const FIGURES: [&str; 4] = [
     "removable_heads",
 ];
 
-/// Reads every run, writes the report into `OUT/_sweep/report/` and returns it.
-pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport> {
+/// Reads every run, writes the report into `OUT/_sweep/report/` and returns it, telling
+/// `stages` as each stage starts.
+pub fn write_report(
+    sweep: &Sweep,
+    out: &SweepOut,
+    stages: &mut dyn Stages,
+) -> anyhow::Result<SweepReport> {
     let dir = out.sweep_dir().join("report");
     let figures = dir.join("figures");
     std::fs::create_dir_all(&figures)?;
+    stages.start("reading the runs");
     let rows: Vec<RunRow> = sweep
         .runs
         .iter()
         .map(|run| read_run(sweep, out, run))
         .collect();
+    stages.start("matching heads across seeds");
     let mut points = Vec::new();
     for (point, runs) in group_by_point(sweep) {
         let point_rows: Vec<&RunRow> = runs
@@ -66,6 +75,7 @@ pub fn write_report(sweep: &Sweep, out: &SweepOut) -> anyhow::Result<SweepReport
         let matching = match_seeds(out, &done_runs, &dir.join("matching").join(slug(&point)));
         points.push(point_report(point, runs.len(), &point_rows, matching));
     }
+    stages.start("the tables and figures");
     let mut files = vec![
         write_file(&dir.join("sweep.csv"), &runs_csv(sweep, &rows))?,
         write_file(&dir.join("heads.csv"), &heads_csv(sweep, &rows))?,

@@ -1,18 +1,28 @@
-//! The progress of `headlab inspect` and `headlab compare` while they measure (an imported
-//! model's report takes a minute and more, and printed nothing until the end): on a terminal,
-//! a spinner naming the stage with its time, each finished stage left as a line above it;
-//! otherwise one line per finished stage on stderr (a sweep's log, a pipe); nothing with
-//! `--quiet`.
+//! The progress of the commands that work in stages (`headlab inspect`, `compare`, `import`,
+//! `sweep report`: an imported model's report takes a minute and more, and printed nothing
+//! until the end): on a terminal, a spinner naming the stage with its time, each finished
+//! stage left as a line above it; otherwise one line per finished stage on stderr (a sweep's
+//! log, a pipe); nothing with `--quiet`. `train` has its own bar of steps.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use inspect::measure::Stages;
+
+/// Told as each stage of a command starts, so a long one can show where it is; `()` is told
+/// nothing.
+pub trait Stages {
+    /// The stage named `stage` starts; the one before, if any, has ended.
+    fn start(&mut self, stage: &'static str);
+}
+
+impl Stages for () {
+    fn start(&mut self, _stage: &'static str) {}
+}
 
 /// Shows the stages of one command as they pass.
 pub struct StageProgress {
-    /// The command, first on every line: `inspect`, `compare`.
+    /// The command, first on every line: `inspect`, `compare`, `import`, `sweep report`.
     command: &'static str,
     /// The spinner, on a terminal.
     bar: Option<ProgressBar>,
