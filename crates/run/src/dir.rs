@@ -245,7 +245,20 @@ pub struct RunDir {
 /// however it dies.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: File,
+    file: File,
+    /// Whether it is the writer's lock, whose file names the holder.
+    exclusive: bool,
+}
+
+impl Drop for RunLock {
+    /// A writer's lock file is emptied before the lock goes, still held, so that a run left
+    /// cleanly names no holder. The file itself stays: removing it would let a process that
+    /// opened it before the removal lock a file no one else sees.
+    fn drop(&mut self) {
+        if self.exclusive {
+            let _ = self.file.set_len(0);
+        }
+    }
 }
 
 /// Who holds a run's lock, as its lock file says.
@@ -432,7 +445,10 @@ impl RunDir {
             return Ok(None);
         };
         match file.try_lock_shared() {
-            Ok(()) => Ok(Some(RunLock { _file: file })),
+            Ok(()) => Ok(Some(RunLock {
+                file,
+                exclusive: false,
+            })),
             Err(fs::TryLockError::WouldBlock) => Err(holder(&path)),
             Err(fs::TryLockError::Error(_)) => Ok(None),
         }
@@ -789,7 +805,10 @@ fn lock_exclusive(root: &Path, program: &str) -> Result<RunLock, RunDirError> {
     file.set_len(0)
         .and_then(|()| file.write_all(who.as_bytes()))
         .map_err(io_error("write", &path))?;
-    Ok(RunLock { _file: file })
+    Ok(RunLock {
+        file,
+        exclusive: true,
+    })
 }
 
 /// The lock holder as its lock file names it.
@@ -876,5 +895,16 @@ mod tests {
             error.contains(&format!("is in use by process {pid} (train)")),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_lock_let_go_names_no_holder_and_is_taken_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let held = lock_exclusive(tmp.path(), "train").unwrap();
+        let text = fs::read_to_string(tmp.path().join(LOCK)).unwrap();
+        assert!(text.starts_with("process "), "{text}");
+        drop(held);
+        assert_eq!(fs::read_to_string(tmp.path().join(LOCK)).unwrap(), "");
+        let _again = lock_exclusive(tmp.path(), "import").unwrap();
     }
 }
