@@ -75,6 +75,21 @@ async fn open_page(browser: &Browser, page: &Path) {
             .as_deref(),
         Some("0")
     );
+    // The grid's colour bar: attention probability from 0 to 1, drawn.
+    let bar = async |name: &str| browser.attribute("#grid-colour-bar", name).await;
+    assert_eq!(bar("data-min").await.as_deref(), Some("0"));
+    assert_eq!(bar("data-max").await.as_deref(), Some("1"));
+    assert_eq!(
+        bar("data-unit").await.as_deref(),
+        Some("attention probability")
+    );
+    let drawn = browser
+        .script(
+            "return document.querySelectorAll('#grid-colour-bar canvas').length;",
+            vec![],
+        )
+        .await;
+    assert_eq!(drawn, 1, "the bar's gradient");
 }
 
 /// A click on a grid cell opens its slot in the slot view.
@@ -224,6 +239,18 @@ async fn compare_page_of_two_seeds_answers_the_controls_and_the_mouse() {
             .await
             .as_deref(),
         Some("1")
+    );
+    // The diff's diverging colour bar: centred on 0, to the largest difference.
+    let bar = async |name: &str| browser.attribute("#diff-colour-bar", name).await;
+    let (low, high) = (
+        bar("data-min").await.unwrap(),
+        bar("data-max").await.unwrap(),
+    );
+    let (low, high): (f64, f64) = (low.parse().unwrap(), high.parse().unwrap());
+    assert!(high >= 0.05 && (low + high).abs() < 1e-9, "{low} {high}");
+    assert_eq!(
+        bar("data-unit").await.as_deref(),
+        Some("B \u{2212} A attention probability")
     );
 
     browser.assert_no_errors().await;

@@ -37,6 +37,26 @@ async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
         )
         .await;
     assert_eq!(thumbnails, 4, "2 layers x 2 heads in the model view");
+    // Colour bars with their units: attention 0 to 1, patching's restored fraction -1 to 1.
+    for (bar, range, unit) in [
+        ("#model-colour-bar", ("0", "1"), "attention probability"),
+        (
+            "#patching-colour-bar",
+            ("-1", "1"),
+            "fraction of the logit difference restored",
+        ),
+    ] {
+        let min = browser.attribute(bar, "data-min").await;
+        let max = browser.attribute(bar, "data-max").await;
+        assert_eq!(
+            (min.as_deref(), max.as_deref()),
+            (Some(range.0), Some(range.1))
+        );
+        assert_eq!(
+            browser.attribute(bar, "data-unit").await.as_deref(),
+            Some(unit)
+        );
+    }
 
     // Layer 1 in the layer menu, then head 1 on and head 0 off in the head toggles.
     browser.choose("#layer", "1").await;

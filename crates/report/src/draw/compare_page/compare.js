@@ -10,6 +10,8 @@
 //   data-hover ("none" or the hovered query);
 // - #diff-table has data-a, data-b (run indices) and data-rows; #diff-canvas has data-slot
 //   ("none" until a row is picked) and data-layer;
+// - the colour bars #grid-colour-bar and #diff-colour-bar (once a row is picked) have
+//   data-min, data-max and data-unit;
 // - window.headlabCompare = { data, select(layer, slot, sequence), pair(a, b), hover(query),
 //   diff(layer, slot) } drives the views through the same code as the mouse.
 (function () {
@@ -19,6 +21,7 @@
   var reportError = headlabPage.reportError;
   var sizeCanvas = headlabPage.sizeCanvas;
   var viridis = headlabPage.viridis;
+  var colourBar = headlabPage.colourBar;
 
   // Token labels are drawn beside a heatmap only while a row is at least this many pixels
   // tall; longer sequences get position ticks, and the hovered token is named in the title.
@@ -493,6 +496,9 @@
     drawHeatmap($('diff-b-canvas'), patternPixels(vb, n), tokens, size, null);
     drawHeatmap(canvas, pixels(n, function (k) { return diverging((vb[k] - va[k]) / scale); }),
       tokens, size, null);
+    // The diverging scale centred on 0 (no difference), to the largest difference.
+    colourBar($('diff-colour-bar'), function (t) { return diverging(2 * t - 1); },
+      [-scale / 1000, scale / 1000], 'B \u2212 A attention probability');
     $('diff-a-caption').textContent = 'A: ' + runName(state.a) + ', L' + ma.layer + 'H' + ma.head +
       ' (' + ma.role + ')';
     $('diff-b-caption').textContent = 'B: ' + runName(state.b) + ', L' + mb.layer + 'H' + mb.head +
@@ -556,6 +562,7 @@
     state.b = Math.min(1, data.runs.length - 1);
     buildRuns();
     buildControls();
+    colourBar($('grid-colour-bar'), viridis, [0, 1], 'attention probability');
     select(0, 0, 0);
     pair(state.a, state.b);
     document.body.setAttribute('data-ready', 'ok');

@@ -41,5 +41,37 @@ var headlabPage = (function () {
     });
   }
 
-  return { reportError: reportError, sizeCanvas: sizeCanvas, viridis: viridis };
+  // A colour bar in `element`: the scale `colour` (a function of 0..1 to [r, g, b]) drawn
+  // left to right, its two ends and middle labelled, and the unit after it. The element's
+  // data-min, data-max and data-unit say what it shows, for tests.
+  function colourBar(element, colour, range, unit) {
+    element.textContent = '';
+    element.className = 'colour-bar';
+    var canvas = document.createElement('canvas');
+    var width = 160;
+    var context = sizeCanvas(canvas, width, 12);
+    for (var x = 0; x < width; x++) {
+      var rgb = colour(x / (width - 1));
+      context.fillStyle = 'rgb(' + rgb[0] + ',' + rgb[1] + ',' + rgb[2] + ')';
+      context.fillRect(x, 0, 1, 12);
+    }
+    var label = function (value) {
+      var span = document.createElement('span');
+      span.textContent = String(Number(value.toFixed(3)));
+      return span;
+    };
+    element.appendChild(label(range[0]));
+    element.appendChild(canvas);
+    element.appendChild(label(range[1]));
+    var text = document.createElement('span');
+    text.className = 'unit';
+    text.textContent = unit + ' (middle ' + Number(((range[0] + range[1]) / 2).toFixed(3)) + ')';
+    element.appendChild(text);
+    element.setAttribute('data-min', String(range[0]));
+    element.setAttribute('data-max', String(range[1]));
+    element.setAttribute('data-unit', unit);
+  }
+
+  return { reportError: reportError, sizeCanvas: sizeCanvas, viridis: viridis,
+    colourBar: colourBar };
 })();

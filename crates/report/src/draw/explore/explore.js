@@ -10,6 +10,8 @@
 // - the query/key canvas has data-layer, data-head and data-points;
 // - the patching canvas has data-kind ("answer", "route" or "none"), data-rows and
 //   data-cols (cells drawn);
+// - the colour bars #model-colour-bar and #patching-colour-bar have data-min, data-max and
+//   data-unit;
 // - window.headlabExplore.select(layer, heads, sequence) and .hover(side, index) drive the
 //   views without a mouse; .tokenPosition(side, index) says where a token sits on the head
 //   canvas, for tests that drive a real mouse.
@@ -27,6 +29,7 @@
   var reportError = headlabPage.reportError;
   var sizeCanvas = headlabPage.sizeCanvas;
   var viridis = headlabPage.viridis;
+  var colourBar = headlabPage.colourBar;
 
   var data;
   // What is shown: probe sequence (index into data.sequences), layer, selected heads and
@@ -37,7 +40,12 @@
 
   function $(id) { return document.getElementById(id); }
 
-  function headColour(h) { return HEAD_COLOURS[h % HEAD_COLOURS.length]; }
+  // tab10 for the first ten heads; after them hues a golden angle apart, so that no two
+  // heads of a layer share a colour (BERT has 12, BERT-large 16).
+  function headColour(h) {
+    if (h < HEAD_COLOURS.length) { return HEAD_COLOURS[h]; }
+    return 'hsl(' + Math.round((h * 137.508) % 360) + ', 70%, ' + (h % 2 ? 38 : 52) + '%)';
+  }
 
   function record(layer, head) { return data.heads[layer * data.n_heads + head]; }
 
@@ -491,13 +499,17 @@
     });
   }
 
-  // White (0) to blue (1 or more), white to red below 0.
-  function restoredColour(value) {
-    if (value === null || value === undefined) { return '#f4f4f4'; }
+  // White (0) to blue (1 or more), white to red below 0, as [r, g, b].
+  function restoredRgb(value) {
     var t = Math.min(1, Math.abs(value));
     var fade = function (c) { return Math.round(255 + (c - 255) * t); };
-    return value >= 0 ? 'rgb(' + fade(31) + ',' + fade(95) + ',' + fade(168) + ')'
-      : 'rgb(' + fade(214) + ',' + fade(39) + ',' + fade(40) + ')';
+    return value >= 0 ? [fade(31), fade(95), fade(168)] : [fade(214), fade(39), fade(40)];
+  }
+
+  function restoredColour(value) {
+    if (value === null || value === undefined) { return '#f4f4f4'; }
+    var rgb = restoredRgb(value);
+    return 'rgb(' + rgb[0] + ',' + rgb[1] + ',' + rgb[2] + ')';
   }
 
   function drawPatching() {
@@ -643,6 +655,9 @@
     buildModelView();
     bindHeadView();
     buildPatchingView();
+    colourBar($('model-colour-bar'), viridis, [0, 1], 'attention probability');
+    colourBar($('patching-colour-bar'), function (t) { return restoredRgb(2 * t - 1); },
+      [-1, 1], 'fraction of the logit difference restored');
     renderAll();
     drawPatching();
     document.body.setAttribute('data-ready', 'ok');
