@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use headlab_browser_tests::explore::{self, HeadView, expected_lines, head_view};
-use headlab_browser_tests::{Browser, TINY_REVERSE, inspect, train};
+use headlab_browser_tests::{Browser, TINY_REVERSE, inspect, repo_root, run_headlab, train};
 
 #[tokio::test(flavor = "current_thread")]
 async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
@@ -143,6 +143,59 @@ async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
         "the controls follow the thumbnail"
     );
 
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
+/// explore.html of an imported model read on the shipped treebank: a head's panel lists its
+/// three best relation scores, each in its better direction, from heads.json.
+#[tokio::test(flavor = "current_thread")]
+async fn an_imported_models_head_panel_shows_its_best_relations() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_root().join("crates/model/tests/fixtures/families/roberta-mlm");
+    let run = tmp.path().join("roberta");
+    run_headlab(
+        "import",
+        &[
+            fixture.as_os_str(),
+            "--out".as_ref(),
+            run.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+    );
+    let page = inspect(&run);
+    browser.open(&page).await;
+    let panel = browser
+        .script(
+            "return document.getElementById('measures').textContent;",
+            vec![],
+        )
+        .await;
+    let panel = panel.as_str().unwrap();
+    // Layer 0, head 0 (the first view), as heads.json has it.
+    let heads: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("inspect/heads.json")).unwrap())
+            .unwrap();
+    let scores = heads[0]["relation_scores"].as_object().unwrap();
+    let mut best: Vec<(f64, &String)> = scores
+        .iter()
+        .map(|(name, s)| {
+            let up = s["dependent_to_head"].as_f64().unwrap();
+            let down = s["head_to_dependent"].as_f64().unwrap();
+            (up.max(down), name)
+        })
+        .collect();
+    best.sort_by(|a, b| b.0.total_cmp(&a.0));
+    assert!(panel.contains("best relations"), "{panel}");
+    for (score, name) in &best[..3] {
+        assert!(
+            panel.contains(&format!("{name} ")) && panel.contains(&format!("{score:.3}")),
+            "{name} {score:.3} not in {panel}"
+        );
+    }
     browser.assert_no_errors().await;
     browser.close().await;
 }

@@ -378,14 +378,27 @@
       Object.keys(head.pattern_scores || {}).forEach(function (name) {
         row('pattern ' + name, format(head.pattern_scores[name]));
       });
-      if (head.relation_scores) {
-        row('relation scores', Object.keys(head.relation_scores).length + ' relations (heads.json)');
-      }
+      bestRelations(head.relation_scores).forEach(function (best, i) {
+        row(i === 0 ? 'best relations' : '', best);
+      });
       panel.appendChild(table);
     });
     if (!state.heads.length) {
       panel.textContent = 'Select a head to see its measures.';
     }
+  }
+
+  // A head's three best relation scores (heads.json's relation_scores), each in its better
+  // direction: "nsubj dep→head 0.620". The rest are in relations.json.
+  function bestRelations(scores) {
+    return Object.keys(scores || {}).map(function (name) {
+      var s = scores[name];
+      var up = s.dependent_to_head >= s.head_to_dependent;
+      return { text: name + (up ? ' dep\u2192head ' : ' head\u2192dep ') +
+        (up ? s.dependent_to_head : s.head_to_dependent).toFixed(3),
+        score: Math.max(s.dependent_to_head, s.head_to_dependent) };
+    }).sort(function (a, b) { return b.score - a.score; }).slice(0, 3)
+      .map(function (best) { return best.text; });
   }
 
   // ---- query/key view -------------------------------------------------------------------
