@@ -159,6 +159,16 @@ pub fn write_explore(
         heads: &measured.heads,
         weights: Some(weights),
         patching: measured.patching.as_ref(),
+        shown_relations: measured
+            .relations
+            .as_ref()
+            .map_or_else(Vec::new, |relations| {
+                relations
+                    .shown()
+                    .iter()
+                    .map(|r| r.relation.clone())
+                    .collect()
+            }),
     });
     dir.write(EXPLORE, explore::render(&data).as_bytes())
 }

@@ -68,6 +68,9 @@ pub struct ExploreData {
     pub qk: Vec<Vec<QkProjection>>,
     /// `patching.json`; null for tasks without minimal pairs or when patching was off.
     pub patching: Option<Patching>,
+    /// The relations a head panel's best relations are chosen among: those the report's
+    /// table shows, of enough arcs that a score is not an accident of a few.
+    pub shown_relations: Vec<String>,
 }
 
 /// One embedded probe sequence.
@@ -123,6 +126,9 @@ pub struct ExploreInput<'a> {
     pub weights: Option<Vec<Vec<QkWeights>>>,
     /// `patching.json` (`None`: no patching view).
     pub patching: Option<&'a Patching>,
+    /// The relations the report's table shows (`Relations::shown`: enough arcs to score);
+    /// empty for tasks without parses.
+    pub shown_relations: Vec<String>,
 }
 
 /// How many of the first sequences fit: at most [`EXPLORE_SEQUENCES`], at least one (when
@@ -182,6 +188,7 @@ pub fn build(input: &ExploreInput) -> ExploreData {
         heads: input.heads.to_vec(),
         qk,
         patching: input.patching.cloned(),
+        shown_relations: input.shown_relations.clone(),
     }
 }
 
@@ -406,6 +413,7 @@ mod tests {
             heads,
             weights: Some(vec![vec![weights(), weights()]; layers.len()]),
             patching: None,
+            shown_relations: vec![],
         }
     }
 

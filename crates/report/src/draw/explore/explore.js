@@ -389,9 +389,13 @@
   }
 
   // A head's three best relation scores (heads.json's relation_scores), each in its better
-  // direction: "nsubj dep→head 0.620". The rest are in relations.json.
+  // direction: "nsubj dep→head 0.620", among the relations the report's table shows (enough
+  // arcs that a score is not an accident of a few). The rest are in relations.json.
   function bestRelations(scores) {
-    return Object.keys(scores || {}).map(function (name) {
+    var shown = data.shown_relations || [];
+    return Object.keys(scores || {}).filter(function (name) {
+      return !shown.length || shown.indexOf(name) >= 0;
+    }).map(function (name) {
       var s = scores[name];
       var up = s.dependent_to_head >= s.head_to_dependent;
       return { text: name + (up ? ' dep\u2192head ' : ' head\u2192dep ') +
