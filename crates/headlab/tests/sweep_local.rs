@@ -176,13 +176,16 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         [
             "grid_point",
             "number",
-            "title",
             "seeds",
             "mean",
             "ci95",
             "low",
             "high"
         ]
+    );
+    assert!(
+        estimates.iter().all(|row| row.len() == estimates[0].len()),
+        "a field per header column: {estimates:?}"
     );
     let numbers: Vec<&str> = estimates[1..].iter().map(|row| row[1].as_str()).collect();
     for number in ["max_resample_ablation_drop", "answer_best_restored"] {

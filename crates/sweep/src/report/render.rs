@@ -204,7 +204,6 @@ pub fn estimates_csv(report: &SweepReport) -> String {
     let header = [
         "grid_point",
         "number",
-        "title",
         "seeds",
         "mean",
         "ci95",
