@@ -27,6 +27,19 @@ pub(crate) fn norm<const D: usize>(
     crate::fused::layer_norm(x, layer_norm, epsilon)
 }
 
+/// A layer norm of `width` with `epsilon`, with a shift (`beta`) where `bias` says.
+pub(crate) fn layer_norm_of(width: usize, epsilon: f64, bias: bool, device: &Device) -> LayerNorm {
+    LayerNormConfig::new(width)
+        .with_epsilon(epsilon)
+        .with_bias(bias)
+        .init(device)
+}
+
+/// A linear layer `[d_in, d_out]`, with a bias where `bias` says.
+pub(crate) fn linear_of(d_in: usize, d_out: usize, bias: bool, device: &Device) -> Linear {
+    LinearConfig::new(d_in, d_out).with_bias(bias).init(device)
+}
+
 /// Where the layer norms sit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -75,17 +88,8 @@ impl EncoderBlockConfig {
         }
         let d_model = self.attention.d_model;
         let attention = self.attention.init(device)?;
-        let layer_norm = || {
-            LayerNormConfig::new(d_model)
-                .with_epsilon(self.norm_epsilon)
-                .with_bias(self.bias)
-                .init(device)
-        };
-        let linear = |d_in: usize, d_out: usize| {
-            LinearConfig::new(d_in, d_out)
-                .with_bias(self.bias)
-                .init(device)
-        };
+        let layer_norm = || layer_norm_of(d_model, self.norm_epsilon, self.bias, device);
+        let linear = |d_in, d_out| linear_of(d_in, d_out, self.bias, device);
         let ff_width = if self.gated { 2 * self.d_ff } else { self.d_ff };
         Ok(EncoderBlock {
             attention,

@@ -8,7 +8,7 @@
 //! leave them at their defaults, so a trained and an imported model share every code path.
 
 use burn::module::{ModuleVisitor, Param};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, Linear, LinearConfig};
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +17,8 @@ use crate::attention::{
     AttentionMask, DEFAULT_ROTARY_THETA, HeadLayout, HeadPatch, MultiHeadAttentionConfig,
 };
 use crate::block::{
-    EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement,
+    EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement, layer_norm_of,
+    linear_of,
 };
 use crate::cache::ActivationCache;
 use crate::error::ConfigError;
@@ -327,17 +328,8 @@ impl EncoderConfig {
     /// base-size checkpoint's 500 MB). A parameter left unreplaced is drawn when first read.
     pub fn init_to_fill(&self, io: &EncoderIo, device: &Device) -> Result<Encoder, ConfigError> {
         self.validate(io)?;
-        let layer_norm = |width: usize| {
-            LayerNormConfig::new(width)
-                .with_epsilon(self.norm_epsilon)
-                .with_bias(self.biases)
-                .init(device)
-        };
-        let linear = |d_in: usize, d_out: usize| {
-            LinearConfig::new(d_in, d_out)
-                .with_bias(self.biases)
-                .init(device)
-        };
+        let layer_norm = |width| layer_norm_of(width, self.norm_epsilon, self.biases, device);
+        let linear = |d_in, d_out| linear_of(d_in, d_out, self.biases, device);
         let (d_model, width) = (self.d_model, self.embedding_width());
         // What the output layer reads: the prediction transform's output, as wide as the
         // embeddings (tied to them), or the last hidden state.

@@ -37,20 +37,7 @@ fn temporary_path(path: &Path) -> PathBuf {
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = temporary_path(path);
-    let result = (|| {
-        let mut file = File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    match &result {
-        Ok(()) => remember(path, bytes),
-        Err(_) => {
-            let _ = fs::remove_file(&tmp);
-        }
-    }
-    result
+    write_atomic_streamed(path, |out| out.write_all(bytes))
 }
 
 /// Writes to `path` atomically what `fill` writes, streamed: for a file too large to build
@@ -108,10 +95,6 @@ impl<W: Write> Write for HashingWriter<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
-}
-
-fn remember(path: &Path, bytes: &[u8]) {
-    remember_record(path, (bytes.len() as u64, crate::hash::sha256_hex(bytes)));
 }
 
 fn remember_record(path: &Path, record: (u64, String)) {

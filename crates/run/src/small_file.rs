@@ -21,14 +21,8 @@ pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let mut content = Vec::with_capacity(size as usize);
     file.take(limit + 1).read_to_end(&mut content)?;
     if content.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!(
-                "it is more than {}, over the {} this file may hold",
-                bytes(limit),
-                bytes(limit)
-            ),
-        ));
+        // It grew past the limit since `open` measured it.
+        return Err(too_large(format!("more than {}", bytes(limit)), limit));
     }
     Ok(content)
 }
@@ -48,16 +42,18 @@ pub fn open(path: &Path, limit: u64) -> io::Result<(fs::File, u64)> {
             ),
         ));
     }
-    let too_large = |size: String| {
-        io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!("it is {size}, over the {} this file may hold", bytes(limit)),
-        )
-    };
     if metadata.len() > limit {
-        return Err(too_large(bytes(metadata.len())));
+        return Err(too_large(bytes(metadata.len()), limit));
     }
     Ok((fs::File::open(path)?, metadata.len()))
+}
+
+/// A file of `size` (in words) over `limit` bytes.
+fn too_large(size: String, limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("it is {size}, over the {} this file may hold", bytes(limit)),
+    )
 }
 
 /// [`read`] as UTF-8 text.

@@ -95,7 +95,12 @@ pub fn write_tensors(
 /// The values of an F32 tensor of a safetensors file (little-endian, row-major); the caller
 /// has checked its dtype.
 pub fn f32_values(view: &TensorView) -> Vec<f32> {
-    view.data()
+    f32_from_le_bytes(view.data())
+}
+
+/// Little-endian F32 bytes as values (a trailing partial value is dropped).
+pub fn f32_from_le_bytes(bytes: &[u8]) -> Vec<f32> {
+    bytes
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()

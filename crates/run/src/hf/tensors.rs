@@ -9,7 +9,6 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 
 use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
@@ -35,7 +34,6 @@ pub(super) struct Weights<'a> {
     layout: &'static Layout,
     /// Whether the linears (the decoder aside) and norms have biases (ModernBERT's: none).
     biases: bool,
-    path: &'a Path,
     device: &'a Device,
 }
 
@@ -46,7 +44,6 @@ impl<'a> Weights<'a> {
         device: &'a Device,
     ) -> Self {
         let layout = config.family.layout();
-        let path = file.path.as_path();
         let names = file
             .names()
             .map(|name| {
@@ -64,7 +61,6 @@ impl<'a> Weights<'a> {
             read: RefCell::new(BTreeSet::new()),
             layout,
             biases: config.modern.is_none_or(|modern| modern.biases),
-            path,
             device,
         }
     }
@@ -119,7 +115,7 @@ impl<'a> Weights<'a> {
 
     fn error(&self, message: String) -> HfError {
         HfError::Weights {
-            path: self.path.to_path_buf(),
+            path: self.file.path.clone(),
             message,
         }
     }

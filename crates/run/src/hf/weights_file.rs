@@ -169,10 +169,7 @@ fn values(header: &HeaderEntry, bytes: Vec<u8>, device: &Device) -> Values {
     if header.dtype != "F32" {
         return Values::Other;
     }
-    let values: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let values = crate::tensor_file::f32_from_le_bytes(&bytes);
     drop(bytes);
     if let Some(first) = values.iter().position(|v| !v.is_finite()) {
         let count = values[first..].iter().filter(|v| !v.is_finite()).count();
