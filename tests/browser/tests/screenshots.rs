@@ -1,0 +1,304 @@
+//! The book's pictures of the pages, taken here from today's build: the README's quick start
+//! (`configs/recall.toml`, as shipped) trained and inspected, a second seed compared with it,
+//! and `index.html`, `explore.html` (model and head view, a hovered query, the patching view)
+//! and `compare.html` shot in Chromium under WebDriver. Before each shot the test checks what
+//! a reader needs to read it: the colour bars with their range and unit, the head labels,
+//! every figure of `index.html` loaded with its caption.
+//!
+//! The PNGs go to `HEADLAB_SCREENSHOTS` when it is set (`scripts/experiments/screenshots.sh` sets it
+//! to `docs/inspect/`, the book's pictures), else to a temporary directory that is removed.
+
+use std::path::{Path, PathBuf};
+
+use headlab_browser_tests::explore::{self, head_view};
+use headlab_browser_tests::{Browser, compare, repo_root, run_headlab};
+use serde_json::{Value, json};
+
+/// The quick start's config, trained from the repository as the README says, seed `seed`.
+fn quick_start_run(dir: &Path, seed: u64) -> PathBuf {
+    let run = dir.join(format!("recall-seed{seed}"));
+    let config = repo_root().join("configs/recall.toml");
+    let seed_value = format!("seed={seed}");
+    run_headlab(
+        "train",
+        &[
+            config.as_os_str(),
+            "--out".as_ref(),
+            run.as_os_str(),
+            "--quiet".as_ref(),
+            "--set".as_ref(),
+            seed_value.as_ref(),
+        ],
+    );
+    run_headlab("inspect", &[run.as_os_str(), "--quiet".as_ref()]);
+    run
+}
+
+/// Width and height of a PNG, read from its IHDR chunk; panics when `bytes` is not a PNG.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert!(
+        bytes.len() > 24 && bytes.starts_with(b"\x89PNG\r\n\x1a\n") && &bytes[12..16] == b"IHDR",
+        "WebDriver's screenshot is not a PNG ({} bytes)",
+        bytes.len()
+    );
+    let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+/// Where the pictures go, and whether they are the book's.
+struct Shots {
+    dir: PathBuf,
+    _scratch: Option<tempfile::TempDir>,
+}
+
+impl Shots {
+    fn new() -> Shots {
+        match std::env::var_os("HEADLAB_SCREENSHOTS") {
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                std::fs::create_dir_all(&dir).unwrap();
+                Shots {
+                    dir,
+                    _scratch: None,
+                }
+            }
+            None => {
+                let scratch = tempfile::tempdir().unwrap();
+                Shots {
+                    dir: scratch.path().to_path_buf(),
+                    _scratch: Some(scratch),
+                }
+            }
+        }
+    }
+
+    /// Shoots the viewport, as it is, into `name`; checks the PNG is at least `min` pixels
+    /// each way.
+    async fn take(&self, browser: &Browser, name: &str, min: (u32, u32)) {
+        let bytes = browser.client().screenshot().await.unwrap();
+        let (width, height) = png_size(&bytes);
+        assert!(
+            width >= min.0 && height >= min.1,
+            "{name}: a {width} x {height} picture, expected at least {} x {}",
+            min.0,
+            min.1
+        );
+        let path = self.dir.join(name);
+        // Written whole under another name, then renamed: a reader never sees half a picture.
+        let partial = self.dir.join(format!(".{name}.partial"));
+        std::fs::write(&partial, &bytes).unwrap();
+        std::fs::rename(&partial, &path).unwrap();
+        println!("screenshot: {} ({width} x {height})", path.display());
+    }
+}
+
+/// Scrolls the page so that the element matching `selector` is at the top of the viewport.
+async fn scroll_to(browser: &Browser, selector: &str) {
+    let found = browser
+        .script(
+            "var element = document.querySelector(arguments[0]);\
+             if (element === null) { return false; }\
+             element.scrollIntoView();\
+             return true;",
+            vec![json!(selector)],
+        )
+        .await;
+    assert_eq!(found, json!(true), "no element {selector} to scroll to");
+}
+
+/// Checks a colour bar: drawn, with its range and unit.
+async fn assert_colour_bar(browser: &Browser, bar: &str, range: (&str, &str), unit: &str) {
+    let attribute = async |name: &str| browser.attribute(bar, name).await;
+    assert_eq!(
+        (attribute("data-min").await, attribute("data-max").await),
+        (Some(range.0.to_string()), Some(range.1.to_string())),
+        "{bar}'s range"
+    );
+    assert_eq!(attribute("data-unit").await.as_deref(), Some(unit), "{bar}");
+    let drawn = browser
+        .script(
+            "return document.querySelectorAll(arguments[0] + ' canvas').length;",
+            vec![json!(bar)],
+        )
+        .await;
+    assert_eq!(drawn, json!(1), "{bar}'s gradient is drawn");
+}
+
+/// index.html: every figure loaded (a decoded image, not a broken one) with a caption, the
+/// head table's unit in its ablation headers.
+async fn shoot_index(browser: &Browser, run: &Path, shots: &Shots) {
+    let page = run.join("inspect/index.html").canonicalize().unwrap();
+    browser
+        .client()
+        .goto(&format!("file://{}", page.display()))
+        .await
+        .unwrap();
+    let figures = browser
+        .script(
+            "return Array.prototype.map.call(document.querySelectorAll('figure'), function (f) {\
+               var img = f.querySelector('img');\
+               var caption = f.querySelector('figcaption');\
+               return [img ? img.getAttribute('src') : null,\
+                       img ? img.complete && img.naturalWidth > 0 : false,\
+                       caption ? caption.textContent.trim().length : 0];\
+             });",
+            vec![],
+        )
+        .await;
+    let figures = figures.as_array().expect("a list of figures");
+    assert!(figures.len() >= 10, "index.html shows {figures:?}");
+    for figure in figures {
+        assert_eq!(figure[1], json!(true), "a figure did not load: {figure}");
+        assert!(
+            figure[2].as_u64().unwrap() > 20,
+            "a figure without a caption: {figure}"
+        );
+    }
+    let headers = browser
+        .script(
+            "return Array.prototype.map.call(document.querySelectorAll('th'),\
+               function (th) { return th.textContent; }).join('|');",
+            vec![],
+        )
+        .await;
+    assert!(
+        headers.as_str().unwrap().contains("(points)"),
+        "the head table's ablation headers say their unit: {headers}"
+    );
+    scroll_to(browser, "h1").await;
+    shots.take(browser, "index-recall.png", (1000, 700)).await;
+}
+
+/// The heads of the model view, labelled with their roles, as text under each thumbnail.
+async fn model_view_labels(browser: &Browser) -> Vec<Value> {
+    let labels = browser
+        .script(
+            "return Array.prototype.map.call(document.querySelectorAll('#model-grid .cell'),\
+               function (cell) { return cell.textContent.trim(); });",
+            vec![],
+        )
+        .await;
+    labels.as_array().unwrap().clone()
+}
+
+/// explore.html: the recall head opened in the head view, then three recall heads with the
+/// last query hovered, then the patching view on route pairs.
+async fn shoot_explore(browser: &Browser, run: &Path, shots: &Shots) {
+    browser.open(&run.join("inspect/explore.html")).await;
+    assert_colour_bar(
+        browser,
+        "#model-colour-bar",
+        ("0", "1"),
+        "attention probability",
+    )
+    .await;
+    let labels = model_view_labels(browser).await;
+    assert_eq!(labels.len(), 8, "2 layers x 4 heads: {labels:?}");
+    assert!(
+        labels[4..]
+            .iter()
+            .all(|l| l.as_str().unwrap().contains("recall_value")),
+        "layer 1's heads are labelled recall heads: {labels:?}"
+    );
+
+    browser.click("#thumb-1-0").await;
+    browser.choose("#colour", "token").await;
+    let opened = head_view(browser).await;
+    assert_eq!((opened.layer.as_str(), opened.heads.as_str()), ("1", "0"));
+    scroll_to(browser, "h1").await;
+    shots.take(browser, "explore-recall.png", (1000, 700)).await;
+
+    browser.click("#head-1").await;
+    browser.click("#head-2").await;
+    assert_eq!(head_view(browser).await.heads, "0,1,2");
+    let last_query = browser
+        .script(
+            "return JSON.parse(document.getElementById('data').textContent)\
+             .sequences[0].tokens.length - 1;",
+            vec![],
+        )
+        .await;
+    let last_query = last_query.as_u64().unwrap() as usize;
+    scroll_to(browser, "#head-view-title").await;
+    explore::hover(browser, "query", last_query).await;
+    assert_eq!(
+        head_view(browser).await.hover,
+        format!("query {last_query}")
+    );
+    shots
+        .take(browser, "explore-recall-hover.png", (1000, 700))
+        .await;
+
+    browser.choose("#pair-kind", "route").await;
+    assert_colour_bar(
+        browser,
+        "#patching-colour-bar",
+        ("-1", "1"),
+        "fraction of the logit difference restored",
+    )
+    .await;
+    let notes = browser
+        .script(
+            "return document.getElementById('patching-notes').textContent;",
+            vec![],
+        )
+        .await;
+    assert!(
+        notes.as_str().unwrap().contains("route"),
+        "the patching notes name the pairs: {notes}"
+    );
+    scroll_to(browser, "#patching-title").await;
+    shots
+        .take(browser, "explore-patching.png", (1000, 700))
+        .await;
+    browser.assert_no_errors().await;
+}
+
+/// compare.html of the two seeds: the grid with its colour bar, then a slot's difference.
+async fn shoot_compare(browser: &Browser, runs: &[&Path], out: &Path, shots: &Shots) {
+    compare(runs, out);
+    browser.open(&out.join("compare.html")).await;
+    assert_colour_bar(
+        browser,
+        "#grid-colour-bar",
+        ("0", "1"),
+        "attention probability",
+    )
+    .await;
+    let runs = browser
+        .script(
+            "return document.getElementById('runs').textContent;",
+            vec![],
+        )
+        .await;
+    let runs = runs.as_str().unwrap();
+    assert!(
+        runs.contains("recall-seed0 (reference)") && runs.contains("recall-seed1"),
+        "the runs table names both runs and the reference: {runs}"
+    );
+    browser.choose("#layer", "1").await;
+    scroll_to(browser, "h1").await;
+    shots.take(browser, "compare-recall.png", (1000, 700)).await;
+    browser.assert_no_errors().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_books_pictures_of_the_quick_start_report() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let shots = Shots::new();
+    let seed0 = quick_start_run(tmp.path(), 0);
+    let seed1 = quick_start_run(tmp.path(), 1);
+    shoot_index(&browser, &seed0, &shots).await;
+    shoot_explore(&browser, &seed0, &shots).await;
+    shoot_compare(
+        &browser,
+        &[&seed0, &seed1],
+        &tmp.path().join("compare"),
+        &shots,
+    )
+    .await;
+    browser.close().await;
+}
