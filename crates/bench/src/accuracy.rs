@@ -162,7 +162,7 @@ pub fn markdown(results: &[AccuracyResult], target: f64, max_steps: usize) -> St
         target * 100.0
     );
     out.push_str(
-        "| implementation | reached | steps | seconds | steps/s | token accuracy | threads | rounds |\n",
+        "| implementation | reached | steps | seconds | steps/s | token accuracy (fraction) | threads | rounds |\n",
     );
     out.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for result in results {

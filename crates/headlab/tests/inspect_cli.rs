@@ -354,7 +354,9 @@ fn check_pages(report: &Path) {
     assert!(html.contains("<th>role</th>") && html.contains("kind = &quot;reverse&quot;"));
     assert!(html.contains("href=\"explore.html\""));
     assert!(
-        html.contains("<th>zero drop (points)</th><th>mean drop</th><th>resample drop</th>"),
+        html.contains(
+            "<th>zero drop (points)</th><th>mean drop (points)</th><th>resample drop (points)</th>"
+        ),
         "{html}"
     );
     let mean_points = heads_of(report)[0]["mean_ablation_drop"].as_f64().unwrap() * 100.0;
@@ -382,6 +384,29 @@ fn a_trained_run_gets_every_report_file() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("layer head  role"), "{stdout}");
+    // Under the column names, their units: the ablations in points, the distance in positions.
+    let names = stdout
+        .lines()
+        .position(|l| l.contains("layer head  role"))
+        .unwrap();
+    let units: Vec<&str> = stdout
+        .lines()
+        .nth(names + 1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        units,
+        [
+            "(nats)",
+            "(fraction)",
+            "(pos.)",
+            "(points)",
+            "(points)",
+            "(points)"
+        ],
+        "{stdout}"
+    );
     // The report's path and a URL to open it by, on a machine where nothing opens a browser.
     let index = run.join("inspect/index.html");
     assert!(

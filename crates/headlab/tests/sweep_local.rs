@@ -120,7 +120,26 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         rows[0][..5],
         ["run", "state", "config", "seed", "model.head_layout"]
     );
-    let acc = rows[0].iter().position(|c| c == "eval_token_acc").unwrap();
+    let acc = rows[0]
+        .iter()
+        .position(|c| c == "eval_token_acc_frac")
+        .unwrap();
+    // Every accuracy, drop and restored share is a fraction, and its column says so.
+    for column in &rows[0][5..] {
+        let a_fraction = [
+            "acc",
+            "drop",
+            "restored",
+            "ceiling",
+            "agreement",
+            "layer_path",
+        ]
+        .iter()
+        .any(|word| column.contains(word));
+        if a_fraction && column != "model_over_ceiling" {
+            assert!(column.ends_with("_frac"), "{column}: {:?}", rows[0]);
+        }
+    }
     for row in &rows[1..] {
         assert_eq!(row[1], "done");
         assert_eq!(row[4], row[0].split('-').nth(1).unwrap());
@@ -129,10 +148,32 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
     }
     let heads = read_csv(&report_dir.join("heads.csv"));
     assert_eq!(heads.len(), 1 + 4 * 2, "a row per head of every run");
+    // Every measure's column names its unit: fractions end in _frac (one point is 0.01).
+    assert_eq!(
+        heads[0][4..13],
+        [
+            "layer",
+            "head",
+            "role",
+            "entropy_nats",
+            "confidence_frac",
+            "mean_distance_positions",
+            "ablation_drop_frac",
+            "mean_ablation_drop_frac",
+            "resample_ablation_drop_frac",
+        ]
+    );
+    assert!(
+        heads[0][13..]
+            .iter()
+            .all(|c| c.starts_with("score_") && c.ends_with("_frac")),
+        "{:?}",
+        heads[0]
+    );
     for kind in [
-        "ablation_drop",
-        "mean_ablation_drop",
-        "resample_ablation_drop",
+        "ablation_drop_frac",
+        "mean_ablation_drop_frac",
+        "resample_ablation_drop_frac",
     ] {
         let column = heads[0].iter().position(|c| c == kind).expect(kind);
         for row in &heads[1..] {
@@ -151,17 +192,17 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
     // route pairs, and one layer has no composition or paths).
     assert!(
         markdown.contains(
-            "| slot | most frequent role | seeds | mean similarity | ablation drop | \
-             mean-ablation drop | resample-ablation drop | direct logit attribution | \
-             copying score | restored (answer pairs) |\n"
+            "| slot | most frequent role | seeds | mean similarity | ablation drop (fraction) | \
+             mean-ablation drop (fraction) | resample-ablation drop (fraction) | direct logit \
+             attribution (logits) | copying score | restored (answer pairs) (fraction) |\n"
         ),
         "{markdown}"
     );
     // The headline table first; every number per grid point in estimates.csv, linked.
     assert!(
         markdown.contains(
-            "| grid point | seeds | reached 99% | eval token acc | heads with a role | mean \
-             pattern JS | largest ablation drop | removable heads |\n"
+            "| grid point | seeds | reached 99% | eval token acc (fraction) | heads with a role \
+             | mean pattern JS | largest ablation drop (fraction) | removable heads |\n"
         ),
         "{markdown}"
     );
@@ -176,6 +217,7 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         [
             "grid_point",
             "number",
+            "unit",
             "seeds",
             "mean",
             "ci95",
@@ -187,13 +229,21 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         estimates.iter().all(|row| row.len() == estimates[0].len()),
         "a field per header column: {estimates:?}"
     );
+    // A number's name carries its unit as its sweep.csv column does, and the unit column
+    // says it in words.
+    for row in &estimates[1..] {
+        assert_eq!(row[1].ends_with("_frac"), row[2] == "fraction", "{row:?}");
+    }
     let numbers: Vec<&str> = estimates[1..].iter().map(|row| row[1].as_str()).collect();
-    for number in ["max_resample_ablation_drop", "answer_best_restored"] {
+    for number in [
+        "max_resample_ablation_drop_frac",
+        "answer_best_restored_frac",
+    ] {
         assert!(numbers.contains(&number), "{number}: {numbers:?}");
     }
     assert!(!numbers.contains(&"max_k_composition"), "one layer");
     for row in &estimates[1..] {
-        let (mean, low, high) = (&row[3], &row[5], &row[6]);
+        let (mean, low, high) = (&row[4], &row[6], &row[7]);
         let parse = |v: &String| v.parse::<f64>().expect("a number");
         if !low.is_empty() {
             assert!(
@@ -237,8 +287,9 @@ fn a_sweep_of_four_runs_runs_reports_and_reruns_as_a_no_op() {
         );
         // The x axis names the grid key its labels are values of.
         assert!(svg.contains("\nconfig, model.head_layout\n"), "{svg}");
-        // An accuracy's axis stays within 0 and 1: every tick label is a fraction.
+        // An accuracy's axis says its unit and stays within 0 and 1.
         if figure == "eval_token_acc" {
+            assert!(svg.contains("eval token acc (fraction)"), "{svg}");
             let ticks: Vec<f64> = svg
                 .split('>')
                 .filter_map(|part| part.split('<').next()?.trim().parse().ok())

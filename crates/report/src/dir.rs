@@ -231,7 +231,7 @@ pub const FILES: &[ReportFile] = &[
         HEADS,
         Presence::Always,
         "one record per head: measures, pattern scores, ablation drops (zero, mean and \
-         resample), role, copying \
+         resample; fractions of eval token accuracy, 0.01 is one point), role, copying \
          score, QK and OV effective rank, direct logit attribution, gradient importance, \
          value and weighted norms and their correlation with the attention weight, \
          task_target_score (attention on the exact positions the task says solve each \

@@ -170,8 +170,12 @@ pub fn table(report: &Report) -> String {
         "{:>5} {:>4}  {:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>9}",
         "layer", "head", "role", "entropy", "confidence", "distance", "zero", "mean", "resample"
     )];
-    let points =
-        |drop: Option<f64>| drop.map_or_else(|| "-".to_string(), |d| format!("{:.2}", d * 100.0));
+    // The units, under the names: every column says what its numbers are in.
+    lines.push(format!(
+        "{:>5} {:>4}  {:<16} {:>7} {:>10} {:>8} {:>9} {:>9} {:>9}",
+        "", "", "", "(nats)", "(fraction)", "(pos.)", "(points)", "(points)", "(points)"
+    ));
+    let points = |drop: Option<f64>| run::units::points(drop, 2);
     for h in &report.measured.heads {
         lines.push(format!(
             "{:>5} {:>4}  {:<16} {:>7.3} {:>10.3} {:>8.2} {:>9} {:>9} {:>9}",
@@ -187,7 +191,8 @@ pub fn table(report: &Report) -> String {
         ));
     }
     lines.push(
-        "(zero, mean, resample: eval token accuracy lost, in points, when one head is ablated)"
+        "(zero, mean, resample: eval token accuracy lost when one head is ablated, in points: \
+         heads.json keeps fractions, one point is 0.01; distance: in token positions)"
             .to_string(),
     );
     lines.join("\n")

@@ -65,6 +65,54 @@ fn the_book_file_table_is_the_report_table() {
     }
 }
 
+/// The first parenthesis after `from` in `text`, brackets balanced, without its brackets.
+fn parenthesis_after(text: &str, from: usize) -> &str {
+    let open = from + text[from..].find('(').expect("a parenthesis");
+    let mut depth = 0;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 1 => return &text[open + 1..open + i],
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    panic!("an unclosed parenthesis at {open}")
+}
+
+#[test]
+fn the_book_gives_the_unit_of_every_heads_json_number_that_has_one() {
+    use inspect::measures::heads::{FIELD_UNITS, unit_of};
+    use run::units::Unit;
+    let rows = book_report_rows();
+    let (_, heads_row) = rows
+        .iter()
+        .find(|(name, _)| name == "heads.json")
+        .expect("a row for heads.json");
+    let fields = FIELD_UNITS
+        .iter()
+        .copied()
+        .chain([("pattern_scores", unit_of("pattern_scores.self"))]);
+    for (field, unit) in fields {
+        let named = heads_row
+            .find(&format!("`{field}`"))
+            .unwrap_or_else(|| panic!("docs/inspect.md's heads.json row names no `{field}`"));
+        let words = parenthesis_after(heads_row, named);
+        let said = match unit {
+            Unit::Fraction => "fraction",
+            Unit::Points => "points",
+            Unit::Nats => "nats",
+            Unit::Positions => "positions",
+            Unit::Logits => "logits",
+            Unit::Plain => continue,
+        };
+        assert!(
+            words.contains(said),
+            "docs/inspect.md describes `{field}` without its unit ({said}): ({words})"
+        );
+    }
+}
+
 #[test]
 fn every_presence_is_decided_by_the_contents() {
     let none = ReportContents {

@@ -3,7 +3,8 @@
 //! and none of them names a file of a run by hand.
 //!
 //! The map, lowest first (a file imports only from the ones above it):
-//! - [`hash`]: SHA-256 in lowercase hex, as every record of headlab writes it.
+//! - [`hash`]: SHA-256 in lowercase hex, as every record of headlab writes it; [`units`]: the
+//!   unit of every number written, and how a CSV column, a header or an axis says it.
 //! - [`atomic`]: the one writer of files (temporary name, flush, rename; it remembers what it
 //!   wrote, for the manifests); [`small_file`]: the
 //!   one reader of the small files a user names (configs, tokenizers); [`name`]: the one
@@ -43,6 +44,7 @@ pub mod snapshot;
 pub mod stop;
 pub mod tensor_file;
 pub mod tokenizer;
+pub mod units;
 pub mod weights;
 
 pub use backend::{BackendKind, WgpuAdapter, wgpu_adapter};

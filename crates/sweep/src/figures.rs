@@ -8,28 +8,31 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use report::draw::backend::FigureBackend;
 use report::draw::figures::{Area, DrawResult, FONT, FigureError, render};
+use run::units::Unit;
 
 use crate::report::aggregate::{PointReport, RelationAcrossSeeds};
-use crate::report::collect::RunRow;
+use crate::report::collect::{Number, RunRow};
 use crate::stats::{Estimate, EstimateJson};
 
-/// Draws `key`'s values per grid point (`points`: name and done runs) into `path`.
+/// Draws `number`'s values per grid point (`points`: name and done runs) into `path`, its
+/// unit on the value axis.
 pub fn distribution(
     path: &Path,
-    title: &str,
-    key: &str,
+    number: &Number,
     x_desc: &str,
     points: &[(&str, Vec<&RunRow>)],
 ) -> Result<(), FigureError> {
     let width = (160 + 125 * points.len().max(1)).clamp(520, 4000) as u32;
     render(path, (width, 440), |area| {
-        draw(area, title, key, x_desc, points)
+        draw(area, number, x_desc, points)
     })
 }
 
-/// Whether `key` is a fraction of 0 to 1 (an accuracy), whose axis stays within it.
-fn is_fraction(key: &str) -> bool {
-    key.ends_with("_acc") || key.starts_with("acc_")
+/// Whether `number` is an accuracy, a fraction that cannot leave 0 to 1, whose axis stays
+/// within it (a drop or a restored share can).
+fn is_accuracy(number: &Number) -> bool {
+    number.unit == Unit::Fraction
+        && (number.key.ends_with("_acc") || number.key.starts_with("acc_"))
 }
 
 /// The chart a distribution is drawn on: grid points across (point `i` at `x = i`), values
@@ -37,26 +40,20 @@ fn is_fraction(key: &str) -> bool {
 type DistributionChart<'a, 'b> =
     ChartContext<'a, FigureBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// Draws `key`'s values per grid point on `area`, one column per point.
-fn draw(
-    area: &Area,
-    title: &str,
-    key: &str,
-    x_desc: &str,
-    points: &[(&str, Vec<&RunRow>)],
-) -> DrawResult {
-    let values = values_per_point(points, key);
+/// Draws `number`'s values per grid point on `area`, one column per point.
+fn draw(area: &Area, number: &Number, x_desc: &str, points: &[(&str, Vec<&RunRow>)]) -> DrawResult {
+    let values = values_per_point(points, number.key);
     let (lo, hi) = value_range(&values);
     let pad = ((hi - lo) * 0.08).max(1e-3);
     // An accuracy's axis (and an interval drawn on it) ends at 0 and 1.
-    let (lo, hi) = match is_fraction(key) {
+    let (lo, hi) = match is_accuracy(number) {
         true => ((lo - pad).max(0.0), (hi + pad).min(1.0)),
         false => (lo - pad, hi + pad),
     };
     let n = points.len().max(1) as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(
-            format!("{title}: every seed, mean and 95% interval"),
+            format!("{}: every seed, mean and 95% interval", number.title),
             (FONT, 16),
         )
         .margin(10)
@@ -64,7 +61,7 @@ fn draw(
         .y_label_area_size(60)
         .build_cartesian_2d(-0.5..n - 0.5, lo..hi)?;
     let labels: Vec<String> = points.iter().map(|(name, _)| short(name)).collect();
-    draw_axes(&mut chart, (title, x_desc), &labels, (11, 12))?;
+    draw_axes(&mut chart, (&number.header(), x_desc), &labels, (11, 12))?;
     for (i, values) in values.iter().enumerate() {
         draw_column(&mut chart, i as f64, values)?;
     }

@@ -3,7 +3,12 @@
 //! and `index.html`, `explore.html` (model and head view, a hovered query, the patching view)
 //! and `compare.html` shot in Chromium under WebDriver. Before each shot the test checks what
 //! a reader needs to read it: the colour bars with their range and unit, the head labels,
-//! every figure of `index.html` loaded with its caption.
+//! every figure of `index.html` loaded with its caption, and each page's units: the head
+//! table's and explore's head panel's drops in points (100 times `heads.json`), compare's
+//! accuracy in points and its measures' units.
+//!
+//! A second test does the same for an imported model, all-MiniLM-L6-v2 (where
+//! `scripts/setup/setup.sh` unpacked it), read on a typed sentence: `explore-minilm.png`.
 //!
 //! The PNGs go to `HEADLAB_SCREENSHOTS` when it is set (`scripts/experiments/screenshots.sh` sets it
 //! to `docs/inspect/`, the book's pictures), else to a temporary directory that is removed.
@@ -181,6 +186,58 @@ async fn model_view_labels(browser: &Browser) -> Vec<Value> {
     labels.as_array().unwrap().clone()
 }
 
+/// The texts of the elements matching `selector`, in page order.
+async fn texts(browser: &Browser, selector: &str) -> Vec<String> {
+    let texts = browser
+        .script(
+            "return Array.prototype.map.call(document.querySelectorAll(arguments[0]),\
+               function (e) { return e.textContent; });",
+            vec![json!(selector)],
+        )
+        .await;
+    serde_json::from_value(texts).unwrap()
+}
+
+/// explore's head panel (L1H0) names each measure's unit, and shows the drops in points:
+/// 100 times heads.json's fractions.
+async fn assert_measures_in_their_units(browser: &Browser, run: &Path) {
+    let names = texts(browser, "#measures th").await;
+    for name in [
+        "entropy (nats)",
+        "confidence (fraction)",
+        "mean_distance (positions)",
+        "ablation_drop (points)",
+        "resample_ablation_drop (points)",
+        "direct_logit_attribution (logits)",
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
+    }
+    let heads: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("inspect/heads.json")).unwrap())
+            .unwrap();
+    let l1h0 = heads
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["layer"] == 1 && h["head"] == 0)
+        .unwrap();
+    let shown = browser
+        .script(
+            "var rows = document.querySelectorAll('#measures tr');\
+             for (var i = 0; i < rows.length; i++) {\
+               var th = rows[i].querySelector('th');\
+               if (th && th.textContent === 'resample_ablation_drop (points)') {\
+                 return rows[i].querySelector('td').textContent;\
+               }\
+             }\
+             return null;",
+            vec![],
+        )
+        .await;
+    let points = 100.0 * l1h0["resample_ablation_drop"].as_f64().unwrap();
+    assert_eq!(shown, json!(format!("{points:.2}")), "in points");
+}
+
 /// explore.html: the recall head opened in the head view, then three recall heads with the
 /// last query hovered, then the patching view on route pairs.
 async fn shoot_explore(browser: &Browser, run: &Path, shots: &Shots) {
@@ -205,6 +262,7 @@ async fn shoot_explore(browser: &Browser, run: &Path, shots: &Shots) {
     browser.choose("#colour", "token").await;
     let opened = head_view(browser).await;
     assert_eq!((opened.layer.as_str(), opened.heads.as_str()), ("1", "0"));
+    assert_measures_in_their_units(browser, run).await;
     scroll_to(browser, "h1").await;
     shots.take(browser, "explore-recall.png", (1000, 700)).await;
 
@@ -276,6 +334,22 @@ async fn shoot_compare(browser: &Browser, runs: &[&Path], out: &Path, shots: &Sh
         runs.contains("recall-seed0 (reference)") && runs.contains("recall-seed1"),
         "the runs table names both runs and the reference: {runs}"
     );
+    let run_headers = texts(browser, "#runs th").await;
+    assert!(
+        run_headers.iter().any(|h| h == "eval token acc (points)"),
+        "{run_headers:?}"
+    );
+    let diff_headers = texts(browser, "#diff-table th").await;
+    for header in [
+        "entropy (nats)",
+        "mean distance (positions)",
+        "recall_value (fraction)",
+    ] {
+        assert!(
+            diff_headers.iter().any(|h| h == header),
+            "{header}: {diff_headers:?}"
+        );
+    }
     browser.choose("#layer", "1").await;
     scroll_to(browser, "h1").await;
     shots.take(browser, "compare-recall.png", (1000, 700)).await;
@@ -300,5 +374,92 @@ async fn the_books_pictures_of_the_quick_start_report() {
         &shots,
     )
     .await;
+    browser.close().await;
+}
+
+/// all-MiniLM-L6-v2 where `scripts/setup/setup.sh` unpacks it: `HEADLAB_MINILM_DIR`, else
+/// `~/.cache/headlab/all-MiniLM-L6-v2`. `None` (the test skips, saying so) where it is not
+/// there, unless `HEADLAB_REQUIRE_MINILM=1` (`.ci/run`), then it panics.
+fn minilm_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("HEADLAB_MINILM_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| Path::new(&home).join(".cache/headlab/all-MiniLM-L6-v2"))
+        })?;
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("HEADLAB_REQUIRE_MINILM").as_deref() != Ok("1"),
+        "HEADLAB_REQUIRE_MINILM=1 but there is no all-MiniLM-L6-v2 in {} \
+         (scripts/setup/setup.sh installs it)",
+        dir.display()
+    );
+    eprintln!("skipping: no all-MiniLM-L6-v2 in {}", dir.display());
+    None
+}
+
+/// The sentence the imported model's picture reads: a subject whose verb is past another
+/// noun, as the book's relation chapters discuss.
+const SENTENCE: &str = "The keys to the old cabinet are on the kitchen table .";
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_books_picture_of_an_imported_model() {
+    let Some(minilm) = minilm_dir() else {
+        return;
+    };
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let shots = Shots::new();
+    let run = tmp.path().join("all-MiniLM-L6-v2");
+    run_headlab(
+        "import",
+        &[
+            minilm.as_os_str(),
+            "--out".as_ref(),
+            run.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+    );
+    run_headlab(
+        "inspect",
+        &[
+            run.as_os_str(),
+            "--text".as_ref(),
+            SENTENCE.as_ref(),
+            "--quiet".as_ref(),
+        ],
+    );
+    browser.open(&run.join("inspect/explore.html")).await;
+    assert_colour_bar(
+        &browser,
+        "#model-colour-bar",
+        ("0", "1"),
+        "attention probability",
+    )
+    .await;
+    assert_eq!(
+        model_view_labels(&browser).await.len(),
+        6 * 12,
+        "6 layers x 12 heads"
+    );
+    let words = browser
+        .script(
+            "return JSON.parse(document.getElementById('data').textContent).sequences[0].tokens;",
+            vec![],
+        )
+        .await;
+    let mut expected = vec!["[CLS]"];
+    expected.extend(SENTENCE.split(' '));
+    expected.push("[SEP]");
+    assert_eq!(words, json!(expected), "read word by word");
+    scroll_to(&browser, "h1").await;
+    shots
+        .take(&browser, "explore-minilm.png", (1000, 700))
+        .await;
+    browser.assert_no_errors().await;
     browser.close().await;
 }

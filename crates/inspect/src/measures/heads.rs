@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use model::HeadId;
+use run::units::Unit;
 use serde::{Deserialize, Serialize};
 use tasks::evaluate;
 use tasks::{AttentionPattern, Example, Task};
@@ -26,6 +27,42 @@ use crate::measures::relations::{DirectionScores, Relations};
 /// its attention on average.
 pub const ROLE_THRESHOLD: f64 = 0.5;
 
+/// The unit of each number of a head's record that has one (`pattern_scores.NAME` is a
+/// fraction too, see [`unit_of`]); the others are ranks and scores whose name says what they
+/// are. The pages, the terminal, `heads.csv` and the book's description of `heads.json` name
+/// their units from here, and a test holds the book to it.
+pub const FIELD_UNITS: [(&str, Unit); 8] = [
+    ("entropy", Unit::Nats),
+    ("confidence", Unit::Fraction),
+    ("mean_distance", Unit::Positions),
+    ("ablation_drop", Unit::Fraction),
+    ("mean_ablation_drop", Unit::Fraction),
+    ("resample_ablation_drop", Unit::Fraction),
+    ("task_target_score", Unit::Fraction),
+    ("direct_logit_attribution", Unit::Logits),
+];
+
+/// The unit of a field of a head's record: [`FIELD_UNITS`], a fraction for a pattern score
+/// (`pattern_scores.NAME`), else [`Unit::Plain`].
+pub fn unit_of(field: &str) -> Unit {
+    if field.starts_with("pattern_scores.") {
+        return Unit::Fraction;
+    }
+    FIELD_UNITS
+        .iter()
+        .find(|(name, _)| *name == field)
+        .map_or(Unit::Plain, |(_, unit)| *unit)
+}
+
+/// How a page or a terminal shows a field: an ablation drop in points (one point is 0.01 of
+/// the fraction the file keeps), every other field in its own unit.
+pub fn shown_unit(field: &str) -> Unit {
+    match unit_of(field) {
+        Unit::Fraction if field.ends_with("ablation_drop") => Unit::Points,
+        unit => unit,
+    }
+}
+
 /// One head's line of `heads.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadRecord {
@@ -34,14 +71,14 @@ pub struct HeadRecord {
     pub id: HeadId,
     /// Mean entropy of the attention rows, in nats.
     pub entropy: f64,
-    /// Mean largest attention probability (Voita et al. 2019).
+    /// Mean largest attention probability, a fraction (Voita et al. 2019).
     pub confidence: f64,
-    /// Mean |query - key| weighted by attention.
+    /// Mean |query - key| weighted by attention, in token positions.
     pub mean_distance: f64,
-    /// Mean attention mass on each pattern's positions.
+    /// Mean attention mass on each pattern's positions, a fraction.
     pub pattern_scores: BTreeMap<String, f64>,
-    /// Eval token accuracy lost when only this head is ablated (its output set to 0); null
-    /// for a model whose output layer is not scored (an imported `BertModel`, which has no
+    /// Eval token accuracy lost when only this head is ablated (its output set to 0), a
+    /// fraction (0.01 is one point; pages and the terminal show points); null for a model whose output layer is not scored (an imported `BertModel`, which has no
     /// prediction head).
     pub ablation_drop: Option<f64>,
     /// The best-scoring pattern if its score reaches [`ROLE_THRESHOLD`], else "mixed".
@@ -95,11 +132,12 @@ pub struct HeadRecord {
     #[serde(default)]
     pub relation_scores: Option<BTreeMap<String, DirectionScores>>,
     /// Eval token accuracy lost when only this head's output is replaced by its mean over
-    /// the evaluation set ([`crate::interventions::ablation`]); null where not measured.
+    /// the evaluation set ([`crate::interventions::ablation`]), a fraction; null where not
+    /// measured.
     #[serde(default)]
     pub mean_ablation_drop: Option<f64>,
     /// Eval token accuracy lost when only this head's output on each sequence is replaced
-    /// by its output on another sequence; null where not measured.
+    /// by its output on another sequence, a fraction; null where not measured.
     #[serde(default)]
     pub resample_ablation_drop: Option<f64>,
 }
@@ -213,7 +251,7 @@ pub struct HeadMeasures {
     pub entropy: f64,
     /// Mean largest attention probability.
     pub confidence: f64,
-    /// Mean |query - key| weighted by attention.
+    /// Mean |query - key| weighted by attention, in token positions.
     pub mean_distance: f64,
     /// Mean attention on the task's exact targets; None for tasks without any (`file`).
     pub task_target_score: Option<f64>,
@@ -311,6 +349,40 @@ fn scores_and_role(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_field_with_a_unit_is_a_field_of_the_record_and_drops_show_in_points() {
+        let record = serde_json::to_value(HeadRecord {
+            id: HeadId { layer: 0, head: 0 },
+            entropy: 0.0,
+            confidence: 0.0,
+            mean_distance: 0.0,
+            pattern_scores: BTreeMap::from([("self".to_string(), 1.0)]),
+            ablation_drop: None,
+            role: "self".into(),
+            copying_score: 0.0,
+            full_copying_score: None,
+            qk_effective_rank: 0.0,
+            ov_effective_rank: 0.0,
+            direct_logit_attribution: None,
+            gradient_importance: None,
+            mean_value_norm: 0.0,
+            mean_weighted_norm: 0.0,
+            norm_weight_correlation: None,
+            task_target_score: None,
+            relation_scores: None,
+            mean_ablation_drop: None,
+            resample_ablation_drop: None,
+        })
+        .unwrap();
+        for (field, _) in FIELD_UNITS {
+            assert!(record.get(field).is_some(), "{field} is not in heads.json");
+        }
+        assert_eq!(unit_of("pattern_scores.self"), Unit::Fraction);
+        assert_eq!(unit_of("qk_effective_rank"), Unit::Plain);
+        assert_eq!(shown_unit("resample_ablation_drop"), Unit::Points);
+        assert_eq!(shown_unit("confidence"), Unit::Fraction);
+    }
 
     #[test]
     fn a_heads_json_written_before_the_circuit_scores_still_parses() {

@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, script_json, thousandths};
 use crate::draw::explore::{MAX_PATTERN_VALUES, sequences_to_embed};
 use inspect::load::probe::LayerProbe;
-use inspect::measures::heads::HeadMeasures;
+use inspect::measures::heads::{HeadMeasures, unit_of};
 use inspect::measures::matching::{LayerMatch, head_similarity};
 
 const STYLE: &str = include_str!("compare_page/compare.css");
@@ -48,6 +48,9 @@ pub struct CompareData {
     /// `confidence`, `mean_distance`, `task_target_score` (when the task has targets), then
     /// `pattern_scores.NAME` for each pattern.
     pub measures: Vec<String>,
+    /// The unit of each measure, in the order of `measures`
+    /// ([`inspect::measures::heads::unit_of`]): "nats", "fraction", "positions", or "".
+    pub units: Vec<String>,
     /// `[layer][slot]`.
     pub layers: Vec<Vec<PageSlot>>,
     /// The embedded probe sequences, in probe order.
@@ -191,6 +194,10 @@ pub fn build(input: &ComparePageInput) -> CompareData {
                 seed: run.seed,
                 eval_token_acc: run.eval_token_acc,
             })
+            .collect(),
+        units: measures
+            .iter()
+            .map(|m| unit_of(m).name().to_string())
             .collect(),
         measures,
         layers,

@@ -25,6 +25,8 @@
 //! Everything is built from the report's own records in a fixed order, so the same run
 //! gives the same file.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 pub use crate::draw::embed::script_json;
@@ -32,7 +34,7 @@ use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, thousandths};
 use inspect::circuits::linalg::{Matrix, column_norms, orthogonalize_columns};
 use inspect::interventions::patching::Patching;
 use inspect::load::probe::LayerProbe;
-use inspect::measures::heads::HeadRecord;
+use inspect::measures::heads::{FIELD_UNITS, HeadRecord, shown_unit};
 
 /// Probe sequences embedded in the page (the first ones of the probe batch).
 pub const EXPLORE_SEQUENCES: usize = 8;
@@ -63,6 +65,10 @@ pub struct ExploreData {
     pub sequences: Vec<Sequence>,
     /// `heads.json`, layer-major.
     pub heads: Vec<HeadRecord>,
+    /// The unit each field of `heads` is shown in, beside its name, where it has one
+    /// ([`inspect::measures::heads::shown_unit`]): "points" (the page multiplies by 100),
+    /// "fraction", "nats", "positions", "logits".
+    pub units: BTreeMap<String, String>,
     /// Per layer and head, the embedded sequences' queries and keys in 2-D; empty when the
     /// page was built without the heads' weights.
     pub qk: Vec<Vec<QkProjection>>,
@@ -186,6 +192,10 @@ pub fn build(input: &ExploreInput) -> ExploreData {
         probe_sequences: batch,
         sequences,
         heads: input.heads.to_vec(),
+        units: FIELD_UNITS
+            .iter()
+            .map(|(field, _)| (field.to_string(), shown_unit(field).name().to_string()))
+            .collect(),
         qk,
         patching: input.patching.cloned(),
         shown_relations: input.shown_relations.clone(),

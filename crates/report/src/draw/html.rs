@@ -12,7 +12,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use super::embed::escape_html as escape;
-use inspect::measures::heads::HeadRecord;
+use inspect::measures::heads::{HeadRecord, shown_unit};
 use inspect::measures::relations::intervals::DirectionIntervals;
 use inspect::measures::relations::{BestHead, Relations, SHOWN_MIN_ARCS};
 
@@ -105,6 +105,25 @@ fn page_header(w: &mut String, page: &Page) {
     );
 }
 
+/// The head table's columns: title, and the field of `heads.json` it shows (whose unit the
+/// header names; "" for none).
+const HEAD_COLUMNS: [(&str, &str); 14] = [
+    ("layer", ""),
+    ("head", ""),
+    ("role", ""),
+    ("entropy", "entropy"),
+    ("confidence", "confidence"),
+    ("mean distance", "mean_distance"),
+    ("zero drop", "ablation_drop"),
+    ("mean drop", "mean_ablation_drop"),
+    ("resample drop", "resample_ablation_drop"),
+    ("copying", "copying_score"),
+    ("QK rank", "qk_effective_rank"),
+    ("OV rank", "ov_effective_rank"),
+    ("task target", "task_target_score"),
+    ("pattern scores", "pattern_scores.any"),
+];
+
 /// The head table: how to read it, then one row per head.
 fn heads_table(w: &mut String, heads: &[HeadRecord]) {
     let _ = write!(
@@ -117,12 +136,13 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
          OV circuits, at most d_head (<code>circuits.json</code> has the rest). Task target: \
          mean attention on the exact positions the task says solve each query (1: the head \
          reads exactly them; a uniform head scores their count over the sequence length; \
-         &ndash; where the task names none).</p>\n<table>\n\
-         <tr><th>layer</th><th>head</th><th>role</th>\
-         <th>entropy (nats)</th><th>confidence</th><th>mean distance</th>\
-         <th>zero drop (points)</th><th>mean drop</th><th>resample drop</th><th>copying</th><th>QK rank</th><th>OV rank</th>\
-         <th>task target</th><th>pattern scores</th></tr>\n"
+         &ndash; where the task names none).</p>\n<table>\n<tr>"
     );
+    // Each column's title with the unit the table shows its field in (drops in points).
+    for (title, field) in HEAD_COLUMNS {
+        let _ = write!(w, "<th>{}</th>", shown_unit(field).titled(title));
+    }
+    let _ = writeln!(w, "</tr>");
     for head in heads {
         let scores: Vec<String> = head
             .pattern_scores
@@ -222,8 +242,9 @@ fn relations_table(w: &mut String, relations: &Relations) {
          measured; the baseline is the fixed offset head - dependent that finds the most arcs. \
          <strong>Bold</strong>: above the baseline (where intervals were measured: in at least \
          97.5% of the resamples).{left_out} (<code>relations.json</code> has every head.)</p>\n\
-         <table>\n<tr><th>relation</th><th>arcs</th><th>baseline</th><th>dependent &rarr; head</th>\
-         <th>head &rarr; dependent</th></tr>\n",
+         <table>\n<tr><th>relation</th><th>arcs</th><th>baseline (fraction of arcs)</th>\
+         <th>dependent &rarr; head (fraction of arcs)</th>\
+         <th>head &rarr; dependent (fraction of arcs)</th></tr>\n",
         relations.sentences, relations.arcs,
     );
     for r in shown {

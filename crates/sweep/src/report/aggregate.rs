@@ -12,7 +12,7 @@ use inspect::measures::relations::{BestHead, BestHeads, Relations};
 use model::HeadId;
 use serde::Serialize;
 
-use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
+use crate::report::collect::{HEAD_NUMBERS, NUMBERS, Number, RunRow};
 use crate::spec::{PlannedRun, Sweep};
 use crate::state::SweepOut;
 use crate::stats::{Estimate, EstimateJson};
@@ -198,7 +198,7 @@ pub fn point_report(
 /// Per number, its mean and 95% interval over the rows that have it.
 fn estimates(rows: &[&RunRow]) -> BTreeMap<String, EstimateJson> {
     let mut estimates = BTreeMap::new();
-    for (key, _, _) in NUMBERS {
+    for Number { key, .. } in NUMBERS {
         let values: Vec<f64> = rows
             .iter()
             .filter_map(|r| r.numbers.get(key))
@@ -258,7 +258,7 @@ fn slot_report(slot: &Slot, comparison: &Comparison, rows: &[&RunRow]) -> SlotRe
         })
         .collect();
     let mut numbers = BTreeMap::new();
-    for (key, _, _) in HEAD_NUMBERS {
+    for Number { key, .. } in HEAD_NUMBERS {
         let values: Vec<f64> = matched.iter().filter_map(|n| n.get(key)).copied().collect();
         if let Some(e) = Estimate::of(&values) {
             numbers.insert(key.to_string(), e.into());

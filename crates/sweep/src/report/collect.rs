@@ -20,6 +20,7 @@ use model::HeadId;
 use report::dir::ReportDir;
 use run::RunDir;
 use run::metrics::MetricsRecord;
+use run::units::Unit;
 use serde::Serialize;
 use tasks::WordClass;
 
@@ -58,99 +59,232 @@ pub struct RunRow {
     pub head_numbers: BTreeMap<HeadId, BTreeMap<&'static str, f64>>,
 }
 
-/// The numbers of a run, in table order: key, column title, decimals. A run has a number
+/// One number of a run or of a head: its key (in `report.json`), its title in `report.md`
+/// and on figures, the decimals shown, and its unit, which every header, axis and CSV column
+/// names ([`Number::header`], [`Number::csv_column`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Number {
+    /// Its key in `report.json`, `summary.json` and a run's numbers: `max_ablation_drop`.
+    pub key: &'static str,
+    /// Its title, without the unit: "largest ablation drop".
+    pub title: &'static str,
+    /// The decimals `report.md` shows.
+    pub decimals: usize,
+    /// What it is measured in.
+    pub unit: Unit,
+}
+
+impl Number {
+    const fn new(key: &'static str, title: &'static str, decimals: usize, unit: Unit) -> Number {
+        Number {
+            key,
+            title,
+            decimals,
+            unit,
+        }
+    }
+
+    /// Its column in `sweep.csv` and its name in `estimates.csv`: `max_ablation_drop_frac`.
+    pub fn csv_column(&self) -> String {
+        self.unit.csv_column(self.key)
+    }
+
+    /// Its header in `report.md` and its figure's axis: "largest ablation drop (fraction)".
+    pub fn header(&self) -> String {
+        self.unit.titled(self.title)
+    }
+}
+
+/// The numbers of a run, in table order. A run has a number
 /// only where it applies (`steps_to_99` once it reached 99%, the divergence numbers with
 /// snapshots, `first_differ_step` once its heads differ); tables leave out columns no run has.
-pub const NUMBERS: [(&str, &str, usize); 45] = [
-    ("eval_token_acc", "eval token acc", 4),
-    ("eval_seq_acc", "eval seq acc", 4),
-    ("steps_to_99", "steps to 99%", 0),
-    ("steps", "steps", 0),
-    ("ms_per_step", "ms per step", 1),
-    ("heads_with_role", "heads with a role", 2),
-    ("mean_pattern_js", "mean pattern JS", 3),
-    ("max_ablation_drop", "largest ablation drop", 3),
-    ("min_ablation_drop", "smallest ablation drop", 3),
-    ("max_mean_ablation_drop", "largest mean-ablation drop", 3),
-    ("min_mean_ablation_drop", "smallest mean-ablation drop", 3),
-    (
+pub const NUMBERS: [Number; 45] = [
+    Number::new("eval_token_acc", "eval token acc", 4, Unit::Fraction),
+    Number::new("eval_seq_acc", "eval seq acc", 4, Unit::Fraction),
+    Number::new("steps_to_99", "steps to 99%", 0, Unit::Plain),
+    Number::new("steps", "steps", 0, Unit::Plain),
+    Number::new("ms_per_step", "ms per step", 1, Unit::Plain),
+    Number::new("heads_with_role", "heads with a role", 2, Unit::Plain),
+    Number::new("mean_pattern_js", "mean pattern JS", 3, Unit::Plain),
+    Number::new(
+        "max_ablation_drop",
+        "largest ablation drop",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "min_ablation_drop",
+        "smallest ablation drop",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "max_mean_ablation_drop",
+        "largest mean-ablation drop",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "min_mean_ablation_drop",
+        "smallest mean-ablation drop",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
         "max_resample_ablation_drop",
         "largest resample-ablation drop",
         3,
+        Unit::Fraction,
     ),
-    (
+    Number::new(
         "min_resample_ablation_drop",
         "smallest resample-ablation drop",
         3,
+        Unit::Fraction,
     ),
-    ("removable_heads", "removable heads", 2),
-    ("removable_ranked", "removable heads (ranked)", 2),
-    ("acc_half_pruned", "acc, half the heads pruned", 4),
-    ("acc_one_head_left", "acc, one head left", 4),
-    ("qk_cosine_end", "QK cosine (end)", 4),
-    ("ov_cosine_end", "OV cosine (end)", 4),
-    ("pattern_js_end", "pattern JS (end)", 4),
-    ("never_differ", "heads never differ", 2),
-    ("first_differ_step", "heads first differ at step", 0),
-    ("max_q_composition", "largest Q-composition", 3),
-    ("max_k_composition", "largest K-composition", 3),
-    ("max_v_composition", "largest V-composition", 3),
-    (
+    Number::new("removable_heads", "removable heads", 2, Unit::Plain),
+    Number::new(
+        "removable_ranked",
+        "removable heads (ranked)",
+        2,
+        Unit::Plain,
+    ),
+    Number::new(
+        "acc_half_pruned",
+        "acc, half the heads pruned",
+        4,
+        Unit::Fraction,
+    ),
+    Number::new("acc_one_head_left", "acc, one head left", 4, Unit::Fraction),
+    Number::new("qk_cosine_end", "QK cosine (end)", 4, Unit::Plain),
+    Number::new("ov_cosine_end", "OV cosine (end)", 4, Unit::Plain),
+    Number::new("pattern_js_end", "pattern JS (end)", 4, Unit::Plain),
+    Number::new("never_differ", "heads never differ", 2, Unit::Plain),
+    Number::new(
+        "first_differ_step",
+        "heads first differ at step",
+        0,
+        Unit::Plain,
+    ),
+    Number::new("max_q_composition", "largest Q-composition", 3, Unit::Plain),
+    Number::new("max_k_composition", "largest K-composition", 3, Unit::Plain),
+    Number::new("max_v_composition", "largest V-composition", 3, Unit::Plain),
+    Number::new(
         "answer_best_restored",
         "best head restored (answer pairs)",
         3,
+        Unit::Fraction,
     ),
-    (
+    Number::new(
         "answer_layer_path_q",
         "L0 -> L1 through Q (answer pairs)",
         3,
+        Unit::Fraction,
     ),
-    (
+    Number::new(
         "answer_layer_path_k",
         "L0 -> L1 through K (answer pairs)",
         3,
+        Unit::Fraction,
     ),
-    (
+    Number::new(
         "answer_layer_path_v",
         "L0 -> L1 through V (answer pairs)",
         3,
+        Unit::Fraction,
     ),
-    ("route_best_restored", "best head restored (route pairs)", 3),
-    ("route_layer_path_q", "L0 -> L1 through Q (route pairs)", 3),
-    ("route_layer_path_k", "L0 -> L1 through K (route pairs)", 3),
-    ("route_layer_path_v", "L0 -> L1 through V (route pairs)", 3),
-    ("ceiling", "ceiling (Bayes-optimal accuracy)", 3),
-    ("model_over_ceiling", "accuracy / ceiling", 3),
-    ("noun_ceiling", "noun ceiling", 3),
-    ("noun_accuracy", "noun accuracy", 3),
-    ("verb_ceiling", "verb ceiling", 3),
-    ("verb_accuracy", "verb accuracy", 3),
-    ("agreement_none", "agreement, no attractor", 3),
-    (
+    Number::new(
+        "route_best_restored",
+        "best head restored (route pairs)",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "route_layer_path_q",
+        "L0 -> L1 through Q (route pairs)",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "route_layer_path_k",
+        "L0 -> L1 through K (route pairs)",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "route_layer_path_v",
+        "L0 -> L1 through V (route pairs)",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "ceiling",
+        "ceiling (Bayes-optimal accuracy)",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new("model_over_ceiling", "accuracy / ceiling", 3, Unit::Plain),
+    Number::new("noun_ceiling", "noun ceiling", 3, Unit::Fraction),
+    Number::new("noun_accuracy", "noun accuracy", 3, Unit::Fraction),
+    Number::new("verb_ceiling", "verb ceiling", 3, Unit::Fraction),
+    Number::new("verb_accuracy", "verb accuracy", 3, Unit::Fraction),
+    Number::new(
+        "agreement_none",
+        "agreement, no attractor",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
         "agreement_same",
         "agreement, attractor of the same number",
         3,
+        Unit::Fraction,
     ),
-    (
+    Number::new(
         "agreement_different",
         "agreement, attractor of the other number",
         3,
+        Unit::Fraction,
     ),
-    ("attention_params", "attention params", 0),
-    ("n_params", "all params", 0),
-    ("total_heads", "heads (all layers)", 0),
+    Number::new("attention_params", "attention params", 0, Unit::Plain),
+    Number::new("n_params", "all params", 0, Unit::Plain),
+    Number::new("total_heads", "heads (all layers)", 0, Unit::Plain),
 ];
 
-/// Each head's numbers, followed across seeds through the matching: key, column title,
-/// decimals. A head has a number only where its report has it.
-pub const HEAD_NUMBERS: [(&str, &str, usize); 7] = [
-    ("ablation_drop", "ablation drop", 3),
-    ("mean_ablation_drop", "mean-ablation drop", 3),
-    ("resample_ablation_drop", "resample-ablation drop", 3),
-    ("direct_logit_attribution", "direct logit attribution", 2),
-    ("copying_score", "copying score", 2),
-    ("answer_restored", "restored (answer pairs)", 3),
-    ("route_restored", "restored (route pairs)", 3),
+/// Each head's numbers, followed across seeds through the matching. A head has a number only where its report has it.
+pub const HEAD_NUMBERS: [Number; 7] = [
+    Number::new("ablation_drop", "ablation drop", 3, Unit::Fraction),
+    Number::new(
+        "mean_ablation_drop",
+        "mean-ablation drop",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "resample_ablation_drop",
+        "resample-ablation drop",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "direct_logit_attribution",
+        "direct logit attribution",
+        2,
+        Unit::Logits,
+    ),
+    Number::new("copying_score", "copying score", 2, Unit::Plain),
+    Number::new(
+        "answer_restored",
+        "restored (answer pairs)",
+        3,
+        Unit::Fraction,
+    ),
+    Number::new(
+        "route_restored",
+        "restored (route pairs)",
+        3,
+        Unit::Fraction,
+    ),
 ];
 
 /// A snapshot's heads count as identical while their mean QK cosine is within this of 1.

@@ -81,11 +81,11 @@ pub fn write_report(
         write_file(&dir.join("heads.csv"), &heads_csv(sweep, &rows))?,
     ];
     // Each figure as PNG and as SVG (a handful of dots per seed: small either way).
-    for (key, title, _) in NUMBERS.iter().filter(|(key, _, _)| FIGURES.contains(key)) {
+    for number in NUMBERS.iter().filter(|n| FIGURES.contains(&n.key)) {
         for extension in ["png", "svg"] {
-            let path = figures.join(format!("{key}.{extension}"));
+            let path = figures.join(format!("{}.{extension}", number.key));
             let points = sweep_points(&points, &rows, sweep);
-            crate::figures::distribution(&path, title, key, &x_description(sweep), &points)?;
+            crate::figures::distribution(&path, number, &x_description(sweep), &points)?;
             files.push(path);
         }
     }

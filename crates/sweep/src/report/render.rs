@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::report::aggregate::{PointReport, SweepReport};
-use crate::report::collect::{HEAD_NUMBERS, NUMBERS, RunRow};
+use inspect::measures::heads::unit_of;
+
+use crate::report::collect::{HEAD_NUMBERS, NUMBERS, Number, RunRow};
 use crate::spec::Sweep;
 use crate::stats::{EstimateJson, wilson};
 
@@ -32,7 +34,7 @@ pub fn runs_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
         .map(String::from)
         .to_vec();
     header.extend(sweep.grid_keys.iter().cloned());
-    header.extend(NUMBERS.iter().map(|(key, _, _)| key.to_string()));
+    header.extend(NUMBERS.iter().map(Number::csv_column));
     let mut text = csv_line(&header);
     for row in rows {
         let mut record = vec![
@@ -42,15 +44,27 @@ pub fn runs_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
             row.seed.to_string(),
         ];
         record.extend(sweep.grid_keys.iter().map(|k| row.grid[k].clone()));
-        record.extend(NUMBERS.iter().map(|(key, _, _)| {
+        record.extend(NUMBERS.iter().map(|number| {
             row.numbers
-                .get(key)
+                .get(number.key)
                 .map_or(String::new(), |v| v.to_string())
         }));
         text.push_str(&csv_line(&record));
     }
     text
 }
+
+/// `heads.csv`'s measures of a head, after its layer, head and role, each column named with
+/// its unit ([`unit_of`]); then a `score_<pattern>_frac` column per pattern (the share of the
+/// head's attention on it).
+const HEAD_CSV_MEASURES: [&str; 6] = [
+    "entropy",
+    "confidence",
+    "mean_distance",
+    "ablation_drop",
+    "mean_ablation_drop",
+    "resample_ablation_drop",
+];
 
 /// `heads.csv`: one row per head per run.
 pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
@@ -60,21 +74,13 @@ pub fn heads_csv(sweep: &Sweep, rows: &[RunRow]) -> String {
         .collect();
     let mut header: Vec<String> = ["run", "config", "seed"].map(String::from).to_vec();
     header.extend(sweep.grid_keys.iter().cloned());
+    header.extend(["layer", "head", "role"].map(String::from));
+    header.extend(HEAD_CSV_MEASURES.map(|field| unit_of(field).csv_column(field)));
     header.extend(
-        [
-            "layer",
-            "head",
-            "role",
-            "entropy",
-            "confidence",
-            "mean_distance",
-            "ablation_drop",
-            "mean_ablation_drop",
-            "resample_ablation_drop",
-        ]
-        .map(String::from),
+        patterns
+            .iter()
+            .map(|p| unit_of(&format!("pattern_scores.{p}")).csv_column(&format!("score_{p}"))),
     );
-    header.extend(patterns.iter().map(|p| format!("score_{p}")));
     let mut text = csv_line(&header);
     for row in rows {
         for head in &row.heads {
@@ -197,13 +203,14 @@ pub const HEADLINE: [&str; 6] = [
     "removable_heads",
 ];
 
-/// `estimates.csv`: a row per grid point and number some point has (by its key, as
-/// `sweep.csv`'s columns), its mean and 95% interval over seeds (Student's t; empty with
-/// one seed), the seeds it is over; accuracies and drops are fractions (0 to 1).
+/// `estimates.csv`: a row per grid point and number some point has (named as its column in
+/// `sweep.csv`, unit suffix and all), the number's unit in words, its mean and 95% interval
+/// over seeds (Student's t; empty with one seed), the seeds it is over.
 pub fn estimates_csv(report: &SweepReport) -> String {
     let header = [
         "grid_point",
         "number",
+        "unit",
         "seeds",
         "mean",
         "ci95",
@@ -212,8 +219,8 @@ pub fn estimates_csv(report: &SweepReport) -> String {
     ];
     let mut text = csv_line(&header.map(String::from));
     for point in &report.points {
-        for (key, _, _) in NUMBERS {
-            let Some(estimate) = point.estimates.get(key) else {
+        for number in NUMBERS {
+            let Some(estimate) = point.estimates.get(number.key) else {
                 continue;
             };
             let show = |v: f64| match v.is_finite() {
@@ -223,7 +230,8 @@ pub fn estimates_csv(report: &SweepReport) -> String {
             let ci95 = estimate.ci95.unwrap_or(f64::NAN);
             text.push_str(&csv_line(&[
                 point.point.clone(),
-                key.to_string(),
+                number.csv_column(),
+                number.unit.name().to_string(),
                 estimate.n.to_string(),
                 show(estimate.mean),
                 show(ci95),
@@ -238,15 +246,20 @@ pub fn estimates_csv(report: &SweepReport) -> String {
 /// The headline table: a row per grid point, a column per [`HEADLINE`] number some point
 /// has; the rest are in `estimates.csv`.
 fn estimates_markdown(md: &mut String, report: &SweepReport) {
-    let columns: Vec<(&str, &str, usize)> = NUMBERS
+    let columns: Vec<Number> = NUMBERS
         .into_iter()
-        .filter(|(key, _, _)| HEADLINE.contains(key))
-        .filter(|(key, _, _)| report.points.iter().any(|p| p.estimates.contains_key(*key)))
+        .filter(|n| HEADLINE.contains(&n.key))
+        .filter(|n| {
+            report
+                .points
+                .iter()
+                .any(|p| p.estimates.contains_key(n.key))
+        })
         .collect();
     let mut header = "| grid point | seeds | reached 99% |".to_string();
     let mut rule = "| --- | --- | --- |".to_string();
-    for (_, title, _) in &columns {
-        let _ = write!(header, " {title} |");
+    for number in &columns {
+        let _ = write!(header, " {} |", number.header());
         rule.push_str(" --- |");
     }
     let _ = writeln!(md, "{header}\n{rule}");
@@ -255,11 +268,11 @@ fn estimates_markdown(md: &mut String, report: &SweepReport) {
             "| {} | {} of {} | {} of {} |",
             point.point, point.runs, point.planned, point.reached_99, point.runs
         );
-        for &(key, _, digits) in &columns {
+        for number in &columns {
             let cell = point
                 .estimates
-                .get(key)
-                .map_or("-".to_string(), |e| e.show(digits));
+                .get(number.key)
+                .map_or("-".to_string(), |e| e.show(number.decimals));
             let _ = write!(line, " {cell} |");
         }
         let _ = writeln!(md, "{line}");
@@ -271,7 +284,7 @@ fn estimates_markdown(md: &mut String, report: &SweepReport) {
 fn roles_markdown(md: &mut String, point: &PointReport) {
     let _ = writeln!(
         md,
-        "| layer | role | trained | 95% interval | untrained |\n| --- | --- | --- | --- | --- |"
+        "| layer | role | trained | 95% interval (% of seeds) | untrained |\n| --- | --- | --- | --- | --- |"
     );
     let mut any = false;
     for (layer, roles) in point.roles.iter().enumerate() {
@@ -298,13 +311,13 @@ fn roles_markdown(md: &mut String, point: &PointReport) {
 /// A grid point's slots: each head of the first seed, its matches' most frequent role, and
 /// the matched heads' numbers over seeds (the columns some slot has).
 fn slots_markdown(md: &mut String, point: &PointReport) {
-    let columns: Vec<(&str, &str, usize)> = HEAD_NUMBERS
+    let columns: Vec<Number> = HEAD_NUMBERS
         .into_iter()
-        .filter(|(key, _, _)| point.slots.iter().any(|s| s.numbers.contains_key(*key)))
+        .filter(|n| point.slots.iter().any(|s| s.numbers.contains_key(n.key)))
         .collect();
     let titles: String = columns
         .iter()
-        .map(|(_, title, _)| format!(" {title} |"))
+        .map(|n| format!(" {} |", n.header()))
         .collect();
     let rules: String = columns.iter().map(|_| " --- |").collect();
     let _ = writeln!(
@@ -314,11 +327,11 @@ fn slots_markdown(md: &mut String, point: &PointReport) {
     for slot in &point.slots {
         let cells: String = columns
             .iter()
-            .map(|(key, _, digits)| {
+            .map(|n| {
                 let cell = slot
                     .numbers
-                    .get(*key)
-                    .map_or("-".to_string(), |e| e.show(*digits));
+                    .get(n.key)
+                    .map_or("-".to_string(), |e| e.show(n.decimals));
                 format!(" {cell} |")
             })
             .collect();
@@ -354,10 +367,11 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
     for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
         let _ = writeln!(
             md,
-            "### {}\n\n| relation | direction | best head | offset baseline | beats it | \
-             95% interval | untrained beats it | untrained best head | best head's layer | \
-             zeroed: drop on dependents | zeroed: drop elsewhere | resampled: drop on \
-             dependents | resampled: drop elsewhere |\n\
+            "### {}\n\n| relation | direction | best head (fraction of arcs) | offset baseline \
+             (fraction of arcs) | beats it | 95% interval (% of seeds) | untrained beats it | \
+             untrained best head (fraction of arcs) | best head's layer | zeroed: drop on \
+             dependents (fraction) | zeroed: drop elsewhere (fraction) | resampled: drop on \
+             dependents (fraction) | resampled: drop elsewhere (fraction) |\n\
              | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             point.point
         );

@@ -73,15 +73,20 @@
     return Number.isInteger(value) ? String(value) : value.toFixed(3);
   }
 
-  function percent(value) {
-    return value === null || value === undefined ? '\u2013' : (100 * value).toFixed(2) + '%';
+  // A fraction in points (the runs table's header says so), a dash where not measured.
+  function points(value) {
+    return value === null || value === undefined ? '\u2013' : (100 * value).toFixed(2);
   }
 
-  // "entropy", "mean distance", "target", "previous_token" (pattern scores by their name).
-  function measureLabel(name) {
-    if (name.indexOf('pattern_scores.') === 0) { return name.slice('pattern_scores.'.length); }
-    if (name === 'task_target_score') { return 'task target'; }
-    return name.replace(/_/g, ' ');
+  // "entropy (nats)", "mean distance (positions)", "task target (fraction)",
+  // "previous_token (fraction)" (pattern scores by their name): measure `index` of
+  // data.measures with its unit (data.units, from Rust).
+  function measureLabel(index) {
+    var name = data.measures[index];
+    var label = name.indexOf('pattern_scores.') === 0 ? name.slice('pattern_scores.'.length)
+      : name === 'task_target_score' ? 'task target' : name.replace(/_/g, ' ');
+    var unit = data.units[index];
+    return unit ? label + ' (' + unit + ')' : label;
   }
 
   function slot(layer, index) { return data.layers[layer][index]; }
@@ -165,7 +170,7 @@
   function buildRuns() {
     var table = document.createElement('table');
     var head = table.createTHead().insertRow();
-    ['#', 'run', 'seed', 'eval token acc'].forEach(function (text) {
+    ['#', 'run', 'seed', 'eval token acc (points)'].forEach(function (text) {
       var th = document.createElement('th');
       th.textContent = text;
       head.appendChild(th);
@@ -178,7 +183,7 @@
       name.textContent = runName(r);
       name.title = run.dir;
       row.insertCell().textContent = String(run.seed);
-      row.insertCell().textContent = percent(run.eval_token_acc);
+      row.insertCell().textContent = points(run.eval_token_acc);
     });
     $('runs').appendChild(table);
   }
@@ -403,8 +408,8 @@
       ['role in A', ''], ['role in B', '']].forEach(function (c) {
       th(top, c[0], 'left', 0, c[1]).rowSpan = 2;
     });
-    data.measures.forEach(function (name) {
-      th(top, measureLabel(name), 'group', 3, name);
+    data.measures.forEach(function (name, index) {
+      th(top, measureLabel(index), 'group', 3, name);
       th(sub, 'A', 'first');
       th(sub, 'B');
       th(sub, 'B\u2212A');

@@ -371,12 +371,19 @@
       keys.forEach(function (key) {
         if (!(key in head)) { return; }
         var value = head[key];
+        // The unit the page shows it in (data.units, from Rust): heads.json keeps fractions,
+        // the drops are shown in points, as index.html's head table shows them.
+        var unit = data.units[key];
+        var label = unit ? key + ' (' + unit + ')' : key;
         // null (a dash): not measured, as an imported model's ablation drop.
-        var percent = key === 'ablation_drop' && value !== null;
-        row(key, percent ? (100 * value).toFixed(2) + '%' : format(value));
+        if (unit === 'points' && value !== null) {
+          row(label, (100 * value).toFixed(2));
+        } else {
+          row(label, format(value));
+        }
       });
       Object.keys(head.pattern_scores || {}).forEach(function (name) {
-        row('pattern ' + name, format(head.pattern_scores[name]));
+        row('pattern ' + name + ' (fraction)', format(head.pattern_scores[name]));
       });
       bestRelations(head.relation_scores).forEach(function (best, i) {
         row(i === 0 ? 'best relations' : '', best);
