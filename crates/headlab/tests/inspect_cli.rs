@@ -768,6 +768,7 @@ fn a_256_token_explore_page_renders_and_responds() {
         heads: &[],
         weights: Some(vec![vec![weights; heads]; 2]),
         patching: None,
+        patching_absent: None,
         shown_relations: vec![],
     });
     assert_eq!(data.sequences.len(), batch);

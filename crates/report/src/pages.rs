@@ -159,6 +159,7 @@ pub fn write_explore(
         heads: &measured.heads,
         weights: Some(weights),
         patching: measured.patching.as_ref(),
+        patching_absent: measured.patching_absent,
         shown_relations: measured
             .relations
             .as_ref()

@@ -456,6 +456,12 @@ async fn the_books_picture_of_an_imported_model() {
     expected.extend(SENTENCE.split(' '));
     expected.push("[SEP]");
     assert_eq!(words, json!(expected), "read word by word");
+    // The empty patching view gives the real reason: no prediction head to score.
+    let notes = texts(&browser, "#patching-notes").await;
+    assert!(
+        notes[0].contains("no prediction head"),
+        "the patching view's reason: {notes:?}"
+    );
     scroll_to(&browser, "h1").await;
     shots
         .take(&browser, "explore-minilm.png", (1000, 700))

@@ -130,8 +130,8 @@ pub struct Scoring {
 
 /// What the report of an imported `BertModel` leaves out, and why.
 pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, resample), \
-     direct logit attribution, gradient importance, pruning and the logit lens: they score \
-     the output layer on masked words, and a base model (BertModel, RobertaModel, ...) has no \
+     direct logit attribution, gradient importance, pruning, the logit lens and the causal \
+     tests on minimal pairs (patching): they score the output layer on masked words, and a base model (BertModel, RobertaModel, ...) has no \
      prediction head (a masked LM, BertForMaskedLM, RobertaForMaskedLM, ..., has)";
 
 /// What the report of an imported masked-LM checkpoint leaves out, and why.

@@ -70,6 +70,8 @@ pub struct Measured {
     pub logit_lens: Option<LogitLens>,
     /// `patching.json` (none for tasks without minimal pairs, or when turned off).
     pub patching: Option<Patching>,
+    /// Why `patching` is none, in words a page shows in its empty view; none when it ran.
+    pub patching_absent: Option<&'static str>,
     /// `ceiling.json` (word tasks only).
     pub ceiling: Option<Ceiling>,
     /// `agreement.json` (word tasks only).
@@ -158,10 +160,24 @@ pub fn measure_in_stages(
         divergence: later.divergence,
         trajectories: later.trajectories,
         logit_lens,
+        patching_absent: later.patching.is_none().then(|| patching_absent(flags)),
         patching: later.patching,
         ceiling: later.ceiling,
         agreement: later.agreement,
     })
+}
+
+/// Why a report has no `patching.json`, given whether patching was asked for and whether
+/// the output layer is scored (when both hold, the task has no minimal pairs).
+fn patching_absent((patching_asked, scored): (bool, bool)) -> &'static str {
+    match (patching_asked, scored) {
+        (false, _) => "The report was written with --no-patching.",
+        (true, false) => {
+            "Not measured: patching compares the output layer's logits, and this model has \
+             no prediction head (an imported base model; a masked LM has one)."
+        }
+        (true, true) => "This task has no minimal pairs (the file task has none).",
+    }
 }
 
 /// What [`measure_later`] measures.

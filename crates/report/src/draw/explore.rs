@@ -74,6 +74,8 @@ pub struct ExploreData {
     pub qk: Vec<Vec<QkProjection>>,
     /// `patching.json`; null for tasks without minimal pairs or when patching was off.
     pub patching: Option<Patching>,
+    /// Why `patching` is null, as the patching view says it; null when it is not.
+    pub patching_absent: Option<String>,
     /// The relations a head panel's best relations are chosen among: those the report's
     /// table shows, of enough arcs that a score is not an accident of a few.
     pub shown_relations: Vec<String>,
@@ -132,6 +134,8 @@ pub struct ExploreInput<'a> {
     pub weights: Option<Vec<Vec<QkWeights>>>,
     /// `patching.json` (`None`: no patching view).
     pub patching: Option<&'a Patching>,
+    /// Why there is no `patching.json`, for the empty patching view.
+    pub patching_absent: Option<&'a str>,
     /// The relations the report's table shows (`Relations::shown`: enough arcs to score);
     /// empty for tasks without parses.
     pub shown_relations: Vec<String>,
@@ -198,6 +202,7 @@ pub fn build(input: &ExploreInput) -> ExploreData {
             .collect(),
         qk,
         patching: input.patching.cloned(),
+        patching_absent: input.patching_absent.map(String::from),
         shown_relations: input.shown_relations.clone(),
     }
 }
@@ -423,6 +428,7 @@ mod tests {
             heads,
             weights: Some(vec![vec![weights(), weights()]; layers.len()]),
             patching: None,
+            patching_absent: Some("This task has no minimal pairs."),
             shown_relations: vec![],
         }
     }
@@ -485,6 +491,7 @@ mod tests {
         let data = build(&ExploreInput {
             weights: None,
             patching: None,
+            patching_absent: Some("This task has no minimal pairs."),
             ..input(&layers, &[], vec![])
         });
         assert_eq!(data.sequences.len(), EXPLORE_SEQUENCES);

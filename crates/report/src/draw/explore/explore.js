@@ -547,8 +547,9 @@
       canvas.setAttribute('data-rows', '0');
       canvas.setAttribute('data-cols', '0');
       patchingGeometry = null;
-      notes.textContent = 'This task has no minimal pairs, or the report was written with ' +
-        '--no-patching.';
+      // Why, as the report knows it (data.patching_absent): no minimal pairs, --no-patching,
+      // or a model whose output layer is not scored.
+      notes.textContent = data.patching_absent || 'No causal tests in this report.';
       return;
     }
     var positions = section.heads.length ? section.heads[0].by_position.length : 0;
