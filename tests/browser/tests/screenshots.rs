@@ -130,7 +130,7 @@ async fn assert_colour_bar(browser: &Browser, bar: &str, range: (&str, &str), un
 }
 
 /// index.html: every figure loaded (a decoded image, not a broken one) with a caption, the
-/// head table's unit in its ablation headers.
+/// head table's unit in its ablation headers, a wide figure fitted and zoomed by a click.
 async fn shoot_index(browser: &Browser, run: &Path, shots: &Shots) {
     let page = run.join("inspect/index.html").canonicalize().unwrap();
     browser
@@ -172,6 +172,31 @@ async fn shoot_index(browser: &Browser, run: &Path, shots: &Shots) {
     );
     scroll_to(browser, "h1").await;
     shots.take(browser, "index-recall.png", (1000, 700)).await;
+    // A figure wider than the page fits it, and a click shows it at full size, then fits it
+    // back: a figure of many heads stays legible.
+    let width = async |alt: &str| {
+        let shown = browser
+            .script(
+                "var img = document.querySelector('img[alt=\"' + arguments[0] + '\"]');\
+                 return [img.clientWidth, img.naturalWidth];",
+                vec![json!(alt)],
+            )
+            .await;
+        (shown[0].as_f64().unwrap(), shown[1].as_f64().unwrap())
+    };
+    let (fitted, natural) = width("attention.png").await;
+    assert!(
+        fitted < natural,
+        "attention.png ({natural} px) fits the page: {fitted}"
+    );
+    browser.click("img[alt=\"attention.png\"]").await;
+    assert_eq!(
+        width("attention.png").await,
+        (natural, natural),
+        "at full size"
+    );
+    browser.click("img[alt=\"attention.png\"]").await;
+    assert_eq!(width("attention.png").await.0, fitted, "fitted back");
 }
 
 /// The heads of the model view, labelled with their roles, as text under each thumbnail.

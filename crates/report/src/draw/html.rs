@@ -49,7 +49,8 @@ margin:2rem auto;max-width:1300px;padding:0 1rem;color:#222}\
 h1{margin-bottom:.2rem}table{border-collapse:collapse;font-size:.9rem}\
 th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd;text-align:right}\
 th{background:#f4f4f4}td.role{text-align:left;font-weight:600}\
-figure{margin:1.5rem 0}img{max-width:100%;border:1px solid #eee}\
+figure{margin:1.5rem 0;overflow-x:auto}img{max-width:100%;border:1px solid #eee;cursor:zoom-in}\
+img.full{max-width:none;cursor:zoom-out}\
 figcaption{color:#555;font-size:.9rem}pre{background:#f7f7f7;padding:1rem;overflow:auto}\
 .summary{color:#555}code{background:#f4f4f4;padding:0 .2rem}";
 
@@ -181,7 +182,12 @@ fn points(drop: Option<f64>) -> String {
 
 /// Every figure embedded as base64 PNG with its caption, read from its file.
 fn figures_section(w: &mut String, figures: &[Figure]) -> std::io::Result<()> {
-    let _ = writeln!(w, "<h2>Figures</h2>");
+    let _ = writeln!(
+        w,
+        "<h2>Figures</h2>\n<p>Each figure fits the page's width; click one to see it at full \
+         size (a figure of many heads is wider than the page: scroll it sideways), and again \
+         to fit it back.</p>"
+    );
     for figure in figures {
         let png = std::fs::read(figure.path)?;
         let name = figure
@@ -191,7 +197,8 @@ fn figures_section(w: &mut String, figures: &[Figure]) -> std::io::Result<()> {
             .unwrap_or_default();
         let _ = writeln!(
             w,
-            "<figure><img alt=\"{alt}\" src=\"data:image/png;base64,{data}\">\
+            "<figure><img alt=\"{alt}\" title=\"click for full size\" \
+             onclick=\"this.classList.toggle('full')\" src=\"data:image/png;base64,{data}\">\
              <figcaption><code>figures/{alt}</code>: {caption}</figcaption></figure>",
             alt = escape(&name),
             data = STANDARD.encode(png),
