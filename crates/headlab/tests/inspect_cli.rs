@@ -330,6 +330,32 @@ fn check_figures(run: &Path, report: &Path) {
             "{name}: shapes and text"
         );
     }
+    // Every figure says what its values are in: the colour bar's or the value axis's unit.
+    let units: [(&str, &[&str]); 11] = [
+        ("attention", &["attention weight"]),
+        ("rollout", &["rolled-out attention"]),
+        ("similarity", &["cosine", "JS distance", "CKA"]),
+        ("divergence", &["cosine", "JS distance"]),
+        ("circuits", &["copying score", "effective rank"]),
+        ("norms", &["attention weight", "weighted norm"]),
+        ("ablation", &["accuracy drop (points)"]),
+        ("patching", &["share restored"]),
+        ("pruning", &["eval token accuracy (%)"]),
+        ("trajectories", &["mean attention", "loss (nats)"]),
+        ("training", &["fraction right", "cross-entropy, nats"]),
+    ];
+    assert_eq!(
+        units.map(|(name, _)| name),
+        FIGURES,
+        "a unit for every figure"
+    );
+    for (name, said) in units {
+        let svg =
+            std::fs::read_to_string(report.join("figures").join(format!("{name}.svg"))).unwrap();
+        for unit in said {
+            assert!(svg.contains(unit), "{name}.svg does not say {unit:?}");
+        }
+    }
     let patching_svg = std::fs::read_to_string(report.join("figures/patching.svg")).unwrap();
     assert!(
         patching_svg.contains("Restored logit difference"),

@@ -100,7 +100,13 @@ pub fn trajectories(
             &scores,
             Some((0.0, 1.05)),
         )?;
-        line_chart(&panels[1], "Training loss", ("step", "loss"), &loss, None)
+        line_chart(
+            &panels[1],
+            "Training loss",
+            ("step", "loss (nats)"),
+            &loss,
+            None,
+        )
     })
 }
 
@@ -304,7 +310,7 @@ pub fn training(path: &Path, records: &[MetricsRecord]) -> Result<(), FigureErro
             .configure_mesh()
             .x_desc("step")
             .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_desc("cross-entropy (log scale)")
+            .y_desc("cross-entropy, nats (log scale)")
             .y_label_formatter(&|v| tick_label(*v))
             .label_style((FONT, 12))
             .axis_desc_style((FONT, 12))
