@@ -159,16 +159,10 @@ async fn shoot_index(browser: &Browser, run: &Path, shots: &Shots) {
             "a figure without a caption: {figure}"
         );
     }
-    let headers = browser
-        .script(
-            "return Array.prototype.map.call(document.querySelectorAll('th'),\
-               function (th) { return th.textContent; }).join('|');",
-            vec![],
-        )
-        .await;
+    let headers = texts(browser, "th").await;
     assert!(
-        headers.as_str().unwrap().contains("(points)"),
-        "the head table's ablation headers say their unit: {headers}"
+        headers.iter().any(|h| h.contains("(points)")),
+        "the head table's ablation headers say their unit: {headers:?}"
     );
     scroll_to(browser, "h1").await;
     shots.take(browser, "index-recall.png", (1000, 700)).await;
@@ -197,18 +191,6 @@ async fn shoot_index(browser: &Browser, run: &Path, shots: &Shots) {
     );
     browser.click("img[alt=\"attention.png\"]").await;
     assert_eq!(width("attention.png").await.0, fitted, "fitted back");
-}
-
-/// The heads of the model view, labelled with their roles, as text under each thumbnail.
-async fn model_view_labels(browser: &Browser) -> Vec<Value> {
-    let labels = browser
-        .script(
-            "return Array.prototype.map.call(document.querySelectorAll('#model-grid .cell'),\
-               function (cell) { return cell.textContent.trim(); });",
-            vec![],
-        )
-        .await;
-    labels.as_array().unwrap().clone()
 }
 
 /// The texts of the elements matching `selector`, in page order.
@@ -274,12 +256,11 @@ async fn shoot_explore(browser: &Browser, run: &Path, shots: &Shots) {
         "attention probability",
     )
     .await;
-    let labels = model_view_labels(browser).await;
+    // The heads of the model view, labelled with their roles under each thumbnail.
+    let labels = texts(browser, "#model-grid .cell").await;
     assert_eq!(labels.len(), 8, "2 layers x 4 heads: {labels:?}");
     assert!(
-        labels[4..]
-            .iter()
-            .all(|l| l.as_str().unwrap().contains("recall_value")),
+        labels[4..].iter().all(|l| l.contains("recall_value")),
         "layer 1's heads are labelled recall heads: {labels:?}"
     );
 
@@ -320,15 +301,10 @@ async fn shoot_explore(browser: &Browser, run: &Path, shots: &Shots) {
         "fraction of the logit difference restored",
     )
     .await;
-    let notes = browser
-        .script(
-            "return document.getElementById('patching-notes').textContent;",
-            vec![],
-        )
-        .await;
+    let notes = texts(browser, "#patching-notes").await;
     assert!(
-        notes.as_str().unwrap().contains("route"),
-        "the patching notes name the pairs: {notes}"
+        notes[0].contains("route"),
+        "the patching notes name the pairs: {notes:?}"
     );
     scroll_to(browser, "#patching-title").await;
     shots
@@ -348,13 +324,7 @@ async fn shoot_compare(browser: &Browser, runs: &[&Path], out: &Path, shots: &Sh
         "attention probability",
     )
     .await;
-    let runs = browser
-        .script(
-            "return document.getElementById('runs').textContent;",
-            vec![],
-        )
-        .await;
-    let runs = runs.as_str().unwrap();
+    let runs = &texts(browser, "#runs").await[0];
     assert!(
         runs.contains("recall-seed0 (reference)") && runs.contains("recall-seed1"),
         "the runs table names both runs and the reference: {runs}"
@@ -467,7 +437,7 @@ async fn the_books_picture_of_an_imported_model() {
     )
     .await;
     assert_eq!(
-        model_view_labels(&browser).await.len(),
+        texts(&browser, "#model-grid .cell").await.len(),
         6 * 12,
         "6 layers x 12 heads"
     );

@@ -48,6 +48,10 @@ const STYLE: &str = include_str!("explore/explore.css");
 const SCRIPT: &str = include_str!("explore/explore.js");
 const BODY: &str = include_str!("explore/body.html");
 
+/// The key of [`ExploreData::units`] that gives the pattern scores' unit (every pattern's
+/// score is a share of attention: [`inspect::measures::heads::unit_of`]).
+const PATTERN_SCORES: &str = "pattern_scores.";
+
 /// Everything the page shows, serialized into it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExploreData {
@@ -67,7 +71,8 @@ pub struct ExploreData {
     pub heads: Vec<HeadRecord>,
     /// The unit each field of `heads` is shown in, beside its name, where it has one
     /// ([`inspect::measures::heads::shown_unit`]): "points" (the page multiplies by 100),
-    /// "fraction", "nats", "positions", "logits".
+    /// "fraction", "nats", "positions", "logits"; the pattern scores' under
+    /// `pattern_scores.`.
     pub units: BTreeMap<String, String>,
     /// Per layer and head, the embedded sequences' queries and keys in 2-D; empty when the
     /// page was built without the heads' weights.
@@ -198,7 +203,9 @@ pub fn build(input: &ExploreInput) -> ExploreData {
         heads: input.heads.to_vec(),
         units: FIELD_UNITS
             .iter()
-            .map(|(field, _)| (field.to_string(), shown_unit(field).name().to_string()))
+            .map(|(field, _)| *field)
+            .chain([PATTERN_SCORES])
+            .map(|field| (field.to_string(), shown_unit(field).name().to_string()))
             .collect(),
         qk,
         patching: input.patching.cloned(),

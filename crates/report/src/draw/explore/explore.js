@@ -383,7 +383,8 @@
         }
       });
       Object.keys(head.pattern_scores || {}).forEach(function (name) {
-        row('pattern ' + name + ' (fraction)', format(head.pattern_scores[name]));
+        row('pattern ' + name + ' (' + data.units['pattern_scores.'] + ')',
+          format(head.pattern_scores[name]));
       });
       bestRelations(head.relation_scores).forEach(function (best, i) {
         row(i === 0 ? 'best relations' : '', best);
