@@ -9,18 +9,23 @@
 #
 # Steps, most wanted first (each under a time limit; a failed or timed-out step is reported
 # and the others go on; once --budget seconds have passed, the rest are skipped):
-#   train-wgpu    configs/reverse.toml on wgpu to its target (and the adapter, as train
-#                 names it: a software one is reported as such, never as a GPU)
-#   bench-small   the small model: headlab and Burn's encoder on wgpu and flex, train and
+#   train-GPU     configs/reverse.toml on the GPU backend to its target (and the adapter and
+#                 kernel compiler, as train names them: a software adapter is reported as
+#                 such, never as a GPU)
+#   bench-small   the small model: headlab and Burn's encoder on the GPU and flex, train and
 #                 forward; the PyTorch reference on CUDA (on the CPU with --local)
-#   seeds-small   bench --seeds 1,4,16,64: headlab's seed stack on wgpu against separate
+#   seeds-small   bench --seeds 1,4,16,64: headlab's seed stack on the GPU against separate
 #                 runs (S = 1) and PyTorch's vmap stack on CUDA
-#   to-accuracy   headlab on wgpu against PyTorch on CUDA, time to 99% on reverse
+#   again-GPU     a second process training 10 steps: what of the start-up is kept on disk
+#   to-accuracy   headlab on the GPU against PyTorch on CUDA, time to 99% on reverse
 #   train-flex    configs/reverse.toml on flex, for comparison
-#   inspect       the wgpu run (inspect computes on the CPU)
+#   inspect       the GPU run (inspect computes on the CPU)
 #   groups-CONFIG the shipped configs the README's seed-group table uses, trained alone and
-#                 as `train --seeds` groups of 16 on wgpu: steady-state seed-steps per second
+#                 as `train --seeds` groups of 16 on the GPU: steady-state seed-steps per second
 #   bench-large, seeds-large   the same as bench-small and seeds-small at the large size
+# The GPU backend is `--gpu vulkan` (the default: wgpu pinned to Vulkan, SPIR-V kernels) or
+# `--gpu wgpu` (wgpu's own choice of API and compiler: also SPIR-V on a Vulkan adapter that
+# takes it, since the build has the SPIR-V compiler; WGSL elsewhere).
 # Writes DIR/gpu-check.md (the tables), DIR/gpu-check.json (every figure) and
 # DIR/gpu-check.log (every step's output). Exit status: 0 when every step passed.
 set -uo pipefail
@@ -31,6 +36,7 @@ local_mode=0
 quick=0
 pack=gpu-pack
 budget_s=420
+gpu=vulkan
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) out="$2"; shift 2 ;;
@@ -38,11 +44,16 @@ while [ $# -gt 0 ]; do
         --quick) quick=1; shift ;;
         --pack) pack="$2"; shift 2 ;;
         --budget) budget_s="$2"; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
-        *) echo "gpu-check: unknown argument $1 (expected --out DIR, --local, --quick, --pack DIR, --budget SECONDS)" >&2
+        --gpu) gpu="$2"; shift 2 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        *) echo "gpu-check: unknown argument $1 (expected --out DIR, --local, --quick, --pack DIR, --budget SECONDS, --gpu vulkan|wgpu)" >&2
            exit 2 ;;
     esac
 done
+case "$gpu" in
+    vulkan|wgpu) ;;
+    *) echo "gpu-check: --gpu $gpu: expected vulkan or wgpu" >&2; exit 2 ;;
+esac
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/headlab-gpu-check.XXXXXX")
@@ -159,7 +170,7 @@ else
     stack_impl=(--impl headlab)
 fi
 # The seed stack beside PyTorch's vmap only where PyTorch is on the GPU too: `bench` refuses
-# CPU PyTorch beside wgpu (a local run on a machine that has torch).
+# CPU PyTorch beside a GPU backend (a local run on a machine that has torch).
 seeds_impl=("${stack_impl[@]}")
 if [ "$torch_device" != cuda ]; then
     seeds_impl=(--impl headlab)
@@ -170,27 +181,32 @@ if [ "$quick" -eq 1 ]; then
 fi
 
 speed() { # speed SIZE: headlab, Burn and PyTorch side by side at SIZE
-    step "bench-$1" "$limit" "$bin/headlab" bench --backends wgpu,flex --sizes "$1" "${budget[@]}" \
+    step "bench-$1" "$limit" "$bin/headlab" bench --backends "$gpu",flex --sizes "$1" "${budget[@]}" \
         "${speed_impl[@]}" --json "$work/bench-$1.json" --out "$work/bench-$1.md"
 }
 stack() { # stack SIZE: the seed stack at SIZE
-    step "seeds-$1" "$limit" "$bin/headlab" bench --seeds "$seeds" --backends wgpu --sizes "$1" \
+    step "seeds-$1" "$limit" "$bin/headlab" bench --seeds "$seeds" --backends "$gpu" --sizes "$1" \
         "${budget[@]}" "${seeds_impl[@]}" --json "$work/seeds-$1.json" --out "$work/seeds-$1.md"
 }
-step train-wgpu "$limit" "$bin/headlab" train configs/reverse.toml --backend wgpu \
-    --out "$work/reverse-wgpu" "${train_set[@]}"
+step "train-$gpu" "$limit" "$bin/headlab" train configs/reverse.toml --backend "$gpu" \
+    --out "$work/reverse-gpu" "${train_set[@]}"
+# A second process on the same machine: how much of the first one's start-up (compiling and
+# autotuning kernels) is kept on disk between processes.
+step "again-$gpu" "$limit" "$bin/headlab" train configs/reverse.toml --backend "$gpu" \
+    --out "$work/reverse-again" --set train.steps=10 --set train.eval_every=10 \
+    --set train.snapshot_every=0 --set train.log_every=1 --quiet
 speed "${sizes[0]}"
 stack "${sizes[0]}"
-step to-accuracy "$limit" "$bin/headlab" bench --backends wgpu "${accuracy_args[@]}" "${stack_impl[@]}" \
+step to-accuracy "$limit" "$bin/headlab" bench --backends "$gpu" "${accuracy_args[@]}" "${stack_impl[@]}" \
     --json "$work/accuracy.json" --out "$work/accuracy.md"
 step train-flex "$limit" "$bin/headlab" train configs/reverse.toml --backend flex \
     --out "$work/reverse-flex" "${train_set[@]}"
-step inspect "$limit" "$bin/headlab" inspect "$work/reverse-wgpu"
+step inspect "$limit" "$bin/headlab" inspect "$work/reverse-gpu"
 # Training only, as scripts/bench/bench_seed_groups.sh: no snapshots, one evaluation at the end,
 # every step counted (the target is out of reach); a metrics line every 10 steps.
 group_set=(--set "train.steps=$group_steps" --set train.snapshot_every=0
            --set "train.eval_every=$group_steps" --set "train.checkpoint_every=$group_steps"
-           --set train.target_accuracy=1.0 --set train.log_every=10 --quiet --backend wgpu)
+           --set train.target_accuracy=1.0 --set train.log_every=10 --quiet --backend "$gpu")
 for config in "${group_configs[@]}"; do
     name=$(basename "$config" .toml)
     step "groups-$name-alone" "$limit" "$bin/headlab" train "$config" --out "$work/groups/$name-alone" \
@@ -208,7 +224,7 @@ finished=$(date +%s)
 say "all steps in $((finished - started)) s"
 
 # The report: one markdown file, one JSON file.
-python3 - "$work" "$out" "$local_mode" "$((finished - started))" <<'EOF'
+GPU_BACKEND="$gpu" python3 - "$work" "$out" "$local_mode" "$((finished - started))" <<'EOF'
 import json, os, re, sys
 
 work, out, local_mode, total = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
@@ -230,7 +246,8 @@ for line in open(os.path.join(work, "steps.tsv")):
         }
     )
 log = open(os.path.join(out, "gpu-check.log"), errors="replace").read()
-adapter = re.findall(r"^wgpu adapter: (.*)$", log, re.M)
+gpu = os.environ["GPU_BACKEND"]
+adapter = re.findall(rf"^{gpu} adapter: (.*)$", log, re.M)
 adapter = adapter[0] if adapter else None
 
 
@@ -312,12 +329,13 @@ report = {
     "date": machine.get("date"),
     "local": local_mode,
     "machine": machine,
+    "gpu_backend": gpu,
     "wgpu_adapter": adapter,
     "software_adapter": bool(adapter and "software" in adapter),
     "steps": steps,
     "total_seconds": total,
     "reverse": {
-        "wgpu": run_summary("reverse-wgpu"),
+        gpu: run_summary("reverse-gpu"),
         "flex": run_summary("reverse-flex"),
     },
     "bench": {size: load(f"bench-{size}.json") for size in ("small", "large")},
@@ -335,11 +353,11 @@ lines.append(
 )
 lines.append("")
 if adapter is None:
-    lines.append("wgpu adapter: none (train on wgpu failed; see gpu-check.log).")
+    lines.append(f"{gpu} adapter: none (train on {gpu} failed; see gpu-check.log).")
 elif report["software_adapter"]:
-    lines.append(f"wgpu adapter: {adapter}. These are not GPU figures.")
+    lines.append(f"{gpu} adapter: {adapter}. These are not GPU figures.")
 else:
-    lines.append(f"wgpu adapter: {adapter}.")
+    lines.append(f"{gpu} adapter: {adapter}.")
 lines.append("")
 lines.append("| step | exit | seconds |")
 lines.append("| --- | ---: | ---: |")
@@ -351,7 +369,7 @@ lines.append("configs/reverse.toml trained to its target:")
 lines.append("")
 lines.append("| backend | steps | eval token acc | eval seq acc | training s | whole command s |")
 lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
-for backend in ("wgpu", "flex"):
+for backend in (gpu, "flex"):
     summary = report["reverse"][backend]
     whole = seconds.get(f"train-{backend}", {}).get("seconds")
     if summary is None:
@@ -362,11 +380,24 @@ for backend in ("wgpu", "flex"):
             f"{100 * (summary['eval_seq_acc'] or 0):.2f}% | {summary['training_seconds']:.1f} | "
             f"{whole:.1f} |"
         )
+again = seconds.get(f"again-{gpu}")
+if again:
+    path = os.path.join(work, "reverse-again", "metrics.jsonl")
+    first = None
+    if os.path.exists(path):
+        lines_again = [json.loads(line) for line in open(path) if line.strip()]
+        first = lines_again[0].get("elapsed_s") if lines_again else None
+    first_text = f"; its first step done {first:.2f} s into training" if first is not None else ""
+    lines.append("")
+    lines.append(
+        f"A second process (10 steps of reverse on {gpu}, after the first run): "
+        f"{again['seconds']:.1f} s for the whole command{first_text}, exit {again['exit']}."
+    )
 inspect = seconds.get("inspect")
 if inspect:
     lines.append("")
     lines.append(
-        f"inspect of the wgpu run (inspect computes on the CPU): {inspect['seconds']:.1f} s, "
+        f"inspect of the {gpu} run (inspect computes on the CPU): {inspect['seconds']:.1f} s, "
         f"exit {inspect['exit']}."
     )
 for title, step_name in (

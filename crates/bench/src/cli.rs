@@ -94,7 +94,7 @@ pub struct Cli {
 /// to print. Call it from `main`'s thread before any other thread
 /// starts: with wgpu it sets an environment variable.
 pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
-    if cli.backends.contains(&BackendKind::Wgpu) {
+    if cli.backends.iter().any(|backend| backend.is_gpu()) {
         // Before any thread starts; the cases' child processes inherit it.
         run::cli::give_graphics_a_runtime_dir();
     }
@@ -184,8 +184,8 @@ fn implementations(
                  flex nor ndarray (--torch-device cuda puts it beside wgpu)"
             }
             TorchDevice::Cuda => {
-                "PyTorch reference skipped: on CUDA it stands beside wgpu, and --backends has \
-                 no wgpu"
+                "PyTorch reference skipped: on CUDA it stands beside the GPU backends, and \
+                 --backends has neither wgpu nor vulkan"
             }
         };
         if explicit {
@@ -368,14 +368,27 @@ fn provenance(
     }
 }
 
-/// The wgpu adapter the cases ran on, described (`None` when no case ran on wgpu, or wgpu
-/// could not start: the cases then failed and said why).
+/// The GPU adapter the cases ran on, described with its kernel compiler, once per GPU
+/// backend that started (`vulkan: NVIDIA H200 (Vulkan, SPIR-V, ...)` when two did); `None`
+/// when no case ran on a GPU backend, or none could start: the cases then failed and said
+/// why.
 fn wgpu_adapter(cli: &Cli) -> Option<String> {
-    cli.backends
-        .contains(&BackendKind::Wgpu)
-        .then(run::wgpu_adapter)
-        .and_then(Result::ok)
-        .map(|adapter| adapter.to_string())
+    let started: Vec<(BackendKind, String)> = cli
+        .backends
+        .iter()
+        .filter_map(|&backend| Some((backend, backend.gpu_adapter()?.ok()?.to_string())))
+        .collect();
+    match started.as_slice() {
+        [] => None,
+        [(_, adapter)] => Some(adapter.clone()),
+        several => Some(
+            several
+                .iter()
+                .map(|(backend, adapter)| format!("{}: {adapter}", backend.name()))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    }
 }
 
 /// Time to `target` token accuracy for headlab and (when it runs) PyTorch, `--rounds`

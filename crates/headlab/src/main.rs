@@ -31,6 +31,7 @@ enum Command {
     Import(run::import::cli::Args),
     Inspect(report::cli::inspect::Args),
     Compare(report::cli::compare::Args),
+    Verify(report::cli::verify::Args),
     Sweep(sweep::cli::Args),
     Bench(bench::cli::Cli),
     /// Print a shell completion script, e.g. `headlab completions bash > headlab.bash`.
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Command::Import(args) => run::import::cli::main(args),
         Command::Inspect(args) => report::cli::inspect::main(args),
         Command::Compare(args) => report::cli::compare::main(args),
+        Command::Verify(args) => report::cli::verify::main(args),
         Command::Sweep(args) => sweep::cli::main(args),
         Command::Bench(args) => bench::cli::main(args),
         Command::Completions { shell } => {

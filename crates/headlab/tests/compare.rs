@@ -171,15 +171,42 @@ fn heads_are_matched_across_seeds() {
         "stale SVG removed"
     );
 
-    // ...but a file of that name that compare did not write is the user's: kept.
+    // ...but a directory compare did not write is the user's: refused before the runs are
+    // read, every file in it as it was, nothing added.
     let users = tmp.path().join("users-own-dir");
     std::fs::create_dir(&users).unwrap();
-    std::fs::write(users.join("matched-attention.svg"), "mine").unwrap();
+    for name in ["matched-attention.svg", "compare.html", "matching.json"] {
+        std::fs::write(users.join(name), "mine").unwrap();
+    }
     let into_users = compare(&[&seed_3, &seed_4, Path::new("--out"), &users]);
-    assert!(into_users.status.success());
+    assert_eq!(into_users.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&into_users.stderr);
+    assert!(
+        err.contains("is not empty and holds no headlab comparison (it holds \"compare.html\")"),
+        "{err}"
+    );
+    let mut left: Vec<_> = std::fs::read_dir(&users)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
     assert_eq!(
-        std::fs::read_to_string(users.join("matched-attention.svg")).unwrap(),
-        "mine"
+        left,
+        ["compare.html", "matched-attention.svg", "matching.json"]
+    );
+    for name in left {
+        assert_eq!(std::fs::read_to_string(users.join(name)).unwrap(), "mine");
+    }
+    // A report directory is no place for a comparison either.
+    let report = tmp.path().join("report");
+    let inspected = headlab::run("inspect", &[seed_3.as_path(), Path::new("--out"), &report]);
+    assert!(inspected.status.success());
+    let into_report = compare(&[&seed_3, &seed_4, Path::new("--out"), &report]);
+    assert!(
+        String::from_utf8_lossy(&into_report.stderr)
+            .contains("holds a headlab report, not a comparison"),
+        "{}",
+        String::from_utf8_lossy(&into_report.stderr)
     );
 }
 

@@ -8,11 +8,12 @@ mod headlab;
 
 use std::process::Command;
 
-const SUBCOMMANDS: [&str; 7] = [
+const SUBCOMMANDS: [&str; 8] = [
     "train",
     "import",
     "inspect",
     "compare",
+    "verify",
     "sweep",
     "bench",
     "completions",

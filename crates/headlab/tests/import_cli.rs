@@ -1070,6 +1070,17 @@ fn a_treebank_probes_an_imported_model_with_its_own_labels() {
 /// flex, every head's measures within float rounding.
 #[test]
 fn an_imported_model_inspects_on_wgpu_as_on_flex() {
+    inspects_on_a_gpu_backend_as_on_flex("wgpu");
+}
+
+/// `inspect --backend vulkan`: SPIR-V kernels (lavapipe takes them in CI) compute the same
+/// heads as the CPU.
+#[test]
+fn an_imported_model_inspects_on_vulkan_as_on_flex() {
+    inspects_on_a_gpu_backend_as_on_flex("vulkan");
+}
+
+fn inspects_on_a_gpu_backend_as_on_flex(gpu: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let output = import(&[&fixture("one-layer"), Path::new("--out"), &out]);
@@ -1087,19 +1098,22 @@ fn an_imported_model_inspects_on_wgpu_as_on_flex() {
         ];
         (headlab::run("inspect", &args), ReportDir::new(report))
     };
-    let (output, wgpu) = report("wgpu");
+    let (output, on_gpu_dir) = report(gpu);
     if !output.status.success() && !testkit::is_required("HEADLAB_REQUIRE_WGPU") {
-        eprintln!("skipped: no wgpu adapter here ({})", stderr(&output).trim());
+        eprintln!(
+            "skipped: no {gpu} adapter here ({})",
+            stderr(&output).trim()
+        );
         return;
     }
     assert!(output.status.success(), "{}", stderr(&output));
     let (output, flex) = report("flex");
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(wgpu.verify(Depth::Contents), Verdict::Intact);
+    assert_eq!(on_gpu_dir.verify(Depth::Contents), Verdict::Intact);
     let heads = |dir: &ReportDir| dir.read_json::<Vec<HeadRecord>>().unwrap();
-    let (on_wgpu, on_flex) = (heads(&wgpu), heads(&flex));
-    assert_eq!(on_wgpu.len(), on_flex.len());
-    for (a, b) in on_wgpu.iter().zip(&on_flex) {
+    let (on_gpu, on_flex) = (heads(&on_gpu_dir), heads(&flex));
+    assert_eq!(on_gpu.len(), on_flex.len());
+    for (a, b) in on_gpu.iter().zip(&on_flex) {
         let measures = |h: &HeadRecord| {
             [
                 h.entropy,
@@ -1111,7 +1125,7 @@ fn an_imported_model_inspects_on_wgpu_as_on_flex() {
             ]
         };
         for (x, y) in measures(a).iter().zip(measures(b)) {
-            assert!((x - y).abs() < 1e-3, "{x} on wgpu, {y} on flex: {a:?}");
+            assert!((x - y).abs() < 1e-3, "{x} on {gpu}, {y} on flex: {a:?}");
         }
         assert_eq!(a.role, b.role);
     }

@@ -601,7 +601,7 @@ fn runs_that_cannot_be_inspected_get_a_clear_error() {
     // refuses new directories even to root.
     let err = inspect_fails(&[run.to_str().unwrap(), "--out", "/proc/headlab-test/report"]);
     assert!(
-        err.contains("cannot write /proc/headlab-test/report"),
+        err.contains("cannot create /proc/headlab-test/report"),
         "{err}"
     );
     assert_eq!(err.matches("(os error").count(), 1, "{err}");
@@ -833,4 +833,78 @@ fn a_256_token_explore_page_renders_and_responds() {
         let ms: f64 = ms.parse().unwrap();
         assert!(ms < 1000.0, "a redraw took {ms} ms: {driven}");
     }
+}
+
+/// `--out` writes only into a new, empty or headlab's own report directory (issue 67): a
+/// user's directory is refused before the run is read, every file in it kept and nothing
+/// added; `/` and the home directory are refused by name; while another writer holds a report
+/// directory, a second `inspect` into it is refused naming the holder; a report directory is
+/// written into again, and the SVGs an earlier `--svg` left are removed by a report without it.
+#[test]
+fn out_writes_only_into_a_directory_of_its_own_one_writer_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    train_tiny(&run, &["train.steps=5"]);
+    let run_arg = run.to_str().unwrap();
+
+    let users = tmp.path().join("mine");
+    std::fs::create_dir_all(users.join("figures")).unwrap();
+    for name in ["index.html", "summary.json", "figures/attention.svg"] {
+        std::fs::write(users.join(name), "mine").unwrap();
+    }
+    let err = inspect_fails(&[run_arg, "--out", users.to_str().unwrap()]);
+    assert!(
+        err.contains("is not empty and holds no headlab report (it holds \"figures\")"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("inspect: "),
+        "refused before any stage: {err}"
+    );
+    let mut left: Vec<String> = ["", "figures"]
+        .iter()
+        .flat_map(|sub| std::fs::read_dir(users.join(sub)).unwrap())
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["attention.svg", "figures", "index.html", "summary.json"]
+    );
+    for name in ["index.html", "summary.json", "figures/attention.svg"] {
+        assert_eq!(std::fs::read_to_string(users.join(name)).unwrap(), "mine");
+    }
+
+    let err = inspect_fails(&[run_arg, "--out", "/"]);
+    assert!(err.contains("--out / is the root directory"), "{err}");
+
+    // A report directory, with SVGs, then again without: the SVGs go, the rest is rewritten.
+    let report = tmp.path().join("report");
+    let report_arg = report.to_str().unwrap();
+    assert!(
+        inspect(&[run_arg, "--out", report_arg, "--svg"])
+            .status
+            .success()
+    );
+    assert!(report.join("figures/attention.svg").is_file());
+    assert!(inspect(&[run_arg, "--out", report_arg]).status.success());
+    assert!(
+        !report.join("figures/attention.svg").exists(),
+        "stale SVG removed"
+    );
+    assert!(report.join("figures/attention.png").is_file());
+    assert!(report::dir::ReportDir::new(&report).is_complete());
+
+    // Another writer holds it (this test, as a second inspect would): refused, by name.
+    let held = run::out_dir::claim(&report, &report::dir::REPORT_KIND).unwrap();
+    let err = inspect_fails(&[run_arg, "--out", report_arg]);
+    assert!(
+        err.contains(&format!(
+            "is being written by process {} (inspect)",
+            std::process::id()
+        )),
+        "{err}"
+    );
+    drop(held);
+    assert!(inspect(&[run_arg, "--out", report_arg]).status.success());
 }

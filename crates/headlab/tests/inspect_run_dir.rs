@@ -131,6 +131,52 @@ fn a_run_with_an_edited_or_missing_config_is_refused() {
     assert!(err.contains("is not a headlab run directory"), "{err}");
 }
 
+/// A finished run whose manifest was deleted used to be inspected with its damage check off
+/// (a flipped weight byte went unseen; issue 67). Without its manifest the run is unfinished:
+/// `inspect` and `compare` refuse it with the command that finishes it, and that command,
+/// run as the message gives it, makes the run whole again.
+#[test]
+fn a_run_without_its_manifest_is_refused_with_the_command_that_finishes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    common::train_run(Path::new(TINY), &["train.steps=20"], &run);
+    let run_arg = run.to_str().unwrap();
+    std::fs::remove_file(run.join("manifest.json")).unwrap();
+    let weights = run.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    std::fs::write(&weights, &bytes).unwrap();
+
+    let output = inspect_in(tmp.path(), &[run_arg]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("has final weights but no manifest.json"),
+        "{err}"
+    );
+    let advice = format!("headlab train {run_arg} --resume");
+    assert!(err.contains(&advice), "{err}");
+    let compared = headlab::run("compare", &[run_arg, run_arg]);
+    assert!(
+        stderr(&compared).contains("has final weights but no manifest.json"),
+        "{}",
+        stderr(&compared)
+    );
+
+    // The advice, as given: the final weights are written again from the last checkpoint.
+    let finished = headlab::run("train", &[run_arg, "--resume"]);
+    assert!(finished.status.success(), "{}", stderr(&finished));
+    assert!(run.join("manifest.json").is_file());
+    assert_ne!(
+        std::fs::read(&weights).unwrap(),
+        bytes,
+        "the flipped byte is gone"
+    );
+    let output = inspect_in(tmp.path(), &[run_arg]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
 /// Holds `run`'s lock as `train` does while it trains.
 fn hold_writer_lock(run: &Path) -> File {
     let mut file = OpenOptions::new()

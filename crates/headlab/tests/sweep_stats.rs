@@ -121,3 +121,17 @@ fn its_help_says_what_it_is_for() {
         "{text}"
     );
 }
+
+/// `sweep stats /dev/zero` read until the OOM killer came (issue 67): a device is refused by
+/// what it is, before a byte is read, in one line.
+#[test]
+fn a_device_is_refused_without_reading_it() {
+    let output = stats(&["/dev/zero"], "");
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("cannot read /dev/zero: it is a device, not a regular file"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -23,6 +23,10 @@ pub enum CompareOutputError {
     /// The figure.
     #[error(transparent)]
     Figure(#[from] FigureError),
+    /// `--out` is not a directory a comparison may be written into, or another `compare`
+    /// writes there.
+    #[error(transparent)]
+    Claim(#[from] run::out_dir::OutDirError),
     /// A file of the comparison.
     #[error("cannot write {path}: {error}")]
     Write {
@@ -39,6 +43,26 @@ impl From<CompareError> for CompareOutputError {
         CompareOutputError::Compare(Box::new(error))
     }
 }
+
+/// What `compare` writes into `--out`, for [`run::out_dir`]: a comparison. One written before
+/// markers is known by its `matching.json` listing the files it wrote; the default place,
+/// `RUN/compare` inside the first run, is headlab's whatever it holds.
+pub const COMPARISON_KIND: run::out_dir::OutKind = run::out_dir::OutKind {
+    name: "comparison",
+    program: "compare",
+    recognises: |root| {
+        let in_a_run = root.file_name() == Some(std::ffi::OsStr::new("compare"))
+            && root
+                .parent()
+                .is_some_and(|run| run.join(run::dir::MARKER).is_file());
+        let listed = || -> Option<bool> {
+            let text = run::small_file::read(&root.join("matching.json"), 64 << 20).ok()?;
+            let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
+            Some(earlier.get("files")?.is_array())
+        };
+        in_a_run || listed().unwrap_or(false)
+    },
+};
 
 /// Matches the heads of every run in `runs` to those of `runs[0]` on a probe of
 /// `probe_size` sequences ([`inspect::compare::compare`]) and writes the comparison into
@@ -72,7 +96,8 @@ pub fn write_comparison(
         let path = path.to_path_buf();
         move |error| CompareOutputError::Write { path, error }
     };
-    std::fs::create_dir_all(out).map_err(write_error(out))?;
+    // Held until matching.json, written last, lists what this comparison wrote.
+    let _lock = run::out_dir::claim(out, &COMPARISON_KIND)?;
     let (compared_runs, slots) = (&comparison.runs, &comparison.slots);
     let figure_path = out.join("matched-attention.png");
     matched_attention_figure(&figure_path, &probe, &layers, compared_runs, slots)?;

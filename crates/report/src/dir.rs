@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use run::manifest::{Depth, MANIFEST, Verdict};
+use run::out_dir::{OutDirError, OutKind, OutLock};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -581,9 +582,13 @@ impl ReportDir {
         self.root.join(name)
     }
 
-    /// Creates the directory and its `figures/`, and clears the temporary files that a
-    /// killed `inspect` left in them (`.NAME.tmp-PID` of a process that is gone).
-    pub fn create(&self) -> Result<(), WriteError> {
+    /// Claims the directory for this report ([`run::out_dir::claim`]: a new or empty
+    /// directory, or a report headlab wrote; a user's directory is refused untouched), makes
+    /// its `figures/`, and clears the temporary files that a killed `inspect` left in them
+    /// (`.NAME.tmp-PID` of a process that is gone). Hold the returned lock until
+    /// [`ReportDir::seal`]: a second writer is refused meanwhile.
+    pub fn create(&self) -> Result<OutLock, ClaimError> {
+        let lock = run::out_dir::claim(&self.root, &REPORT_KIND)?;
         let figures = self.root.join(FIGURES);
         std::fs::create_dir_all(&figures).map_err(|error| WriteError {
             path: figures.clone(),
@@ -600,22 +605,52 @@ impl ReportDir {
             path: self.path(MANIFEST),
             error,
         })?;
-        Ok(())
+        Ok(lock)
     }
 
     /// Records every file of the finished report (`written`, paths under this directory) in
     /// `manifest.json` with its size and hash ([`run::manifest`]). Called last.
+    /// A file of the report's layout that this report did not write (left by an earlier
+    /// report of another reading: `relations.json` after a `--text` one) is removed first, so
+    /// the directory holds one reading; nothing else in it is touched.
     pub fn seal(&self, written: &[PathBuf]) -> Result<PathBuf, WriteError> {
         let names: Vec<String> = written
             .iter()
             .filter_map(|path| path.strip_prefix(&self.root).ok())
             .map(|relative| relative.to_string_lossy().into_owned())
             .collect();
+        self.remove_stale(&names)?;
         run::manifest::seal(&self.root, &names).map_err(|error| WriteError {
             path: self.path(MANIFEST),
             error,
         })?;
         Ok(self.path(MANIFEST))
+    }
+
+    /// Removes the files of the report's layout ([`FILES`], a figure's SVG copy too) that are
+    /// not among `kept`: plain files only (a link is left), and only in a directory claimed as
+    /// a report.
+    fn remove_stale(&self, kept: &[String]) -> Result<(), WriteError> {
+        if !run::out_dir::is_claimed(&self.root, &REPORT_KIND) {
+            return Ok(());
+        }
+        let layout = FILES.iter().flat_map(|file| {
+            let svg = file.is_figure().then(|| {
+                Path::new(file.name)
+                    .with_extension("svg")
+                    .to_string_lossy()
+                    .into_owned()
+            });
+            std::iter::once(file.name.to_string()).chain(svg)
+        });
+        for name in layout {
+            let path = self.path(&name);
+            let is_plain_file = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_file());
+            if name != MANIFEST && is_plain_file && !kept.contains(&name) {
+                std::fs::remove_file(&path).map_err(|error| WriteError { path, error })?;
+            }
+        }
+        Ok(())
     }
 
     /// The report against its manifest, to `depth`: [`Verdict::Unsealed`] while `inspect`
@@ -698,6 +733,42 @@ impl ReportDir {
             Err(error) => Err(ReadError::Io { path, error }),
         }
     }
+}
+
+/// What `inspect` writes into `--out`, for [`run::out_dir`]: a report. One written before
+/// markers is known by its manifest listing only the report's own files; a run's own report
+/// directory (`RUN/inspect`, a name of the run's layout) is headlab's whatever it holds.
+pub const REPORT_KIND: OutKind = OutKind {
+    name: "report",
+    program: "inspect",
+    recognises: |root| {
+        let in_its_run = root.file_name() == Some(std::ffi::OsStr::new(run::dir::REPORT))
+            && root
+                .parent()
+                .is_some_and(|run| run.join(run::dir::MARKER).is_file());
+        in_its_run
+            || matches!(run::manifest::read(root), Ok(Some(manifest))
+                if manifest.files.keys().all(|name| is_report_name(name)))
+    },
+};
+
+/// Whether `name` (relative, `/`-separated) is a file of the report's layout.
+fn is_report_name(name: &str) -> bool {
+    FILES.iter().any(|file| {
+        file.name == name
+            || (file.is_figure() && Path::new(file.name).with_extension("svg") == Path::new(name))
+    })
+}
+
+/// Why the report's directory could not be made ready for writing.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// `--out` is not a directory headlab may write a report into, or another writer holds it.
+    #[error(transparent)]
+    Claim(#[from] OutDirError),
+    /// A file system failure while preparing it.
+    #[error(transparent)]
+    Write(#[from] WriteError),
 }
 
 /// Refuses `out` as the report directory of the run at `run` when a report there would be
@@ -830,20 +901,28 @@ mod tests {
             assert_eq!(temporary_pid(name), None, "{name}");
         }
         let dir = tempfile::tempdir().unwrap();
+        let report = ReportDir::new(dir.path());
+        // A report directory already (an earlier inspect claimed it).
+        drop(report.create().unwrap());
         let ours = format!(".heads.json.tmp-{}", std::process::id());
         // Process ids wrap below 2^22 on Linux: this one runs nowhere.
         let dead = ".heads.json.tmp-4294967290";
         for name in [ours.as_str(), dead, "heads.json", "notes.txt"] {
             std::fs::write(dir.path().join(name), "x").unwrap();
         }
-        let report = ReportDir::new(dir.path());
-        report.create().unwrap();
+        let _lock = report.create().unwrap();
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        let mut expected = vec![FIGURES.to_string(), "heads.json".into(), "notes.txt".into()];
+        let mut expected = vec![
+            FIGURES.to_string(),
+            "heads.json".into(),
+            "notes.txt".into(),
+            run::out_dir::MARKER.into(),
+            run::out_dir::LOCK.into(),
+        ];
         if !Path::new("/proc/self").exists() {
             expected.push(dead.to_string());
         }
@@ -874,9 +953,10 @@ mod tests {
             "a zombie keeps /proc/PID until it is waited for"
         );
         let dir = tempfile::tempdir().unwrap();
+        drop(ReportDir::new(dir.path()).create().unwrap());
         let temporary = format!(".heads.json.tmp-{pid}");
         std::fs::write(dir.path().join(&temporary), "x").unwrap();
-        ReportDir::new(dir.path()).create().unwrap();
+        drop(ReportDir::new(dir.path()).create().unwrap());
         assert!(
             !dir.path().join(&temporary).exists(),
             "the zombie's temporary file went"

@@ -4,7 +4,7 @@
 use inspect::measure::MeasureError;
 use run::tensor_file::TensorFileError;
 
-use crate::dir::WriteError;
+use crate::dir::{ClaimError, WriteError};
 use crate::draw::figures::FigureError;
 
 /// A report that could not be made.
@@ -22,4 +22,8 @@ pub enum ReportError {
     /// Another file.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// `--out` is not a directory a report may be written into, or another `inspect` is
+    /// writing there.
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
 }

@@ -75,7 +75,8 @@ pub fn write_report_in_stages(
     stages.start("the report's files and figures");
     let probe = &measured.probe;
     let dir = ReportDir::new(out);
-    dir.create()?;
+    // Held until the manifest seals the report: one writer, one reading.
+    let _lock = dir.create()?;
     let mut files = write_tensor_files(&dir, probe, &measured)?;
     files.push(dir.write_json(&provenance)?);
     files.extend(write_records(&dir, &measured)?);

@@ -1,15 +1,23 @@
 //! The one place that turns a backend name into a Burn device. Burn 0.22 chooses backends
-//! at run time, so flex, ndarray and wgpu live in one binary.
+//! at run time, so flex, ndarray, wgpu and vulkan live in one binary.
 //!
-//! wgpu is started once per process ([`BackendKind::device`]): the adapter wgpu picks is
-//! checked for what headlab's kernels need before anything is written, and described
-//! ([`WgpuAdapter`]) so that a run says where it ran, and a software driver (lavapipe,
+//! The two GPU backends are one runtime (cubecl's wgpu) reached two ways. `wgpu` lets wgpu
+//! choose the graphics API and cubecl the kernel compiler: SPIR-V on a Vulkan adapter that
+//! has what cubecl's SPIR-V compiler needs, WGSL elsewhere (Metal, DX12, an older Vulkan
+//! driver). `vulkan` pins the Vulkan API and insists on SPIR-V, cubecl's compiler that uses
+//! Vulkan's cooperative matrices (tensor cores on NVIDIA) for matrix multiplies; it is
+//! refused where SPIR-V is not available rather than falling back unseen.
+//!
+//! Each is started once per process ([`BackendKind::device`]): the adapter is checked for
+//! what headlab's kernels need before anything is written, and described ([`WgpuAdapter`],
+//! the compiler included) so that a run says where it ran, and a software driver (lavapipe,
 //! llvmpipe) is never taken for a GPU.
 
 use std::sync::OnceLock;
 
+use burn::backend::DispatchDevice;
 use burn::prelude::*;
-use burn::tensor::wgpu::wgpu;
+use burn::tensor::wgpu::{WgpuBackend, wgpu};
 use serde::{Deserialize, Serialize};
 
 /// Where tensors live.
@@ -21,18 +29,24 @@ pub enum BackendKind {
     Flex,
     /// The ndarray CPU backend.
     Ndarray,
-    /// A GPU through wgpu (Vulkan, Metal, DX12); a software Vulkan driver also works.
+    /// A GPU through wgpu (Vulkan, Metal, DX12), kernels compiled to SPIR-V on a Vulkan
+    /// adapter that supports it and to WGSL elsewhere; a software Vulkan driver also works.
     Wgpu,
+    /// A GPU through wgpu pinned to Vulkan, kernels compiled to SPIR-V (cooperative-matrix
+    /// matrix multiplies); refused where the adapter cannot take SPIR-V.
+    Vulkan,
 }
 
 /// No device of the asked kind could be started, or the one wgpu found cannot run headlab.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
-    "backend \"wgpu\" found no usable GPU adapter; run on the CPU with --backend flex, or \
-     install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers). wgpu said: \
+    "backend \"{backend}\" found no usable GPU adapter; run on the CPU with --backend flex, \
+     or install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers). wgpu said: \
      {reason}"
 )]
 pub struct NoAdapter {
+    /// The backend that was asked for (`wgpu` or `vulkan`).
+    pub backend: &'static str,
     /// What wgpu said, or what the adapter lacks.
     pub reason: String,
 }
@@ -44,6 +58,9 @@ pub struct WgpuAdapter {
     pub name: String,
     /// The graphics API wgpu reached it through (`Vulkan`, `Metal`, `Dx12`, `Gl`).
     pub api: String,
+    /// The language cubecl compiles headlab's kernels to on it: `SPIR-V` or `WGSL` (`MSL`
+    /// on a Metal build).
+    pub compiler: String,
     /// The driver's name and version, as the driver gives them (may be empty).
     pub driver: String,
     /// What kind of device: `discrete GPU`, `integrated GPU`, `virtual GPU`, `CPU` or `other`.
@@ -54,7 +71,7 @@ pub struct WgpuAdapter {
 }
 
 impl WgpuAdapter {
-    fn from_info(info: &wgpu::AdapterInfo) -> Self {
+    fn from_info(info: &wgpu::AdapterInfo, compiler: &str) -> Self {
         let device_type = match info.device_type {
             wgpu::DeviceType::DiscreteGpu => "discrete GPU",
             wgpu::DeviceType::IntegratedGpu => "integrated GPU",
@@ -70,6 +87,7 @@ impl WgpuAdapter {
         WgpuAdapter {
             name: info.name.clone(),
             api: format!("{:?}", info.backend),
+            compiler: compiler.to_string(),
             driver,
             device_type: device_type.to_string(),
             software: info.device_type == wgpu::DeviceType::Cpu,
@@ -78,10 +96,14 @@ impl WgpuAdapter {
 }
 
 impl std::fmt::Display for WgpuAdapter {
-    /// `NVIDIA H200 (Vulkan, discrete GPU, driver NVIDIA 580.159.04)`; a software adapter
-    /// says so and what it costs.
+    /// `NVIDIA H200 (Vulkan, SPIR-V, discrete GPU, driver NVIDIA 580.159.04)`; a software
+    /// adapter says so and what it costs.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}, {}", self.name, self.api, self.device_type)?;
+        write!(
+            f,
+            "{} ({}, {}, {}",
+            self.name, self.api, self.compiler, self.device_type
+        )?;
         if !self.driver.is_empty() {
             write!(f, ", driver {}", self.driver)?;
         }
@@ -103,51 +125,80 @@ impl BackendKind {
             BackendKind::Flex => "flex",
             BackendKind::Ndarray => "ndarray",
             BackendKind::Wgpu => "wgpu",
+            BackendKind::Vulkan => "vulkan",
         }
+    }
+
+    /// Whether this backend runs on a GPU (through wgpu): one model per step, the graphics
+    /// stack's runtime directory, PyTorch's CUDA reference beside it.
+    pub fn is_gpu(self) -> bool {
+        matches!(self, BackendKind::Wgpu | BackendKind::Vulkan)
     }
 
     /// Whether results are bitwise reproducible for a fixed seed.
     pub fn is_deterministic(self) -> bool {
-        self != BackendKind::Wgpu
+        !self.is_gpu()
     }
 
-    /// The device (without autodiff). wgpu is started the first time and checked (see
-    /// [`wgpu_adapter`]), so that a missing or unsuitable adapter is an error here rather
-    /// than a panic in the middle of training.
+    /// The device (without autodiff). A GPU backend is started the first time and checked
+    /// (see [`BackendKind::gpu_adapter`]), so that a missing or unsuitable adapter is an
+    /// error here rather than a panic in the middle of training.
     pub fn device(self) -> Result<Device, NoAdapter> {
         match self {
             BackendKind::Flex => Ok(Device::flex()),
             #[allow(deprecated)] // still supported in 0.22, and the issue asks for it
             BackendKind::Ndarray => Ok(Device::ndarray()),
-            BackendKind::Wgpu => started_wgpu().map(|(device, _)| device),
+            BackendKind::Wgpu | BackendKind::Vulkan => started_gpu(self).map(|(device, _)| device),
         }
+    }
+
+    /// The adapter a GPU backend runs on, starting it if this process has not yet: an error
+    /// when there is none, or when it lacks what headlab's kernels need; `None` for a CPU
+    /// backend.
+    pub fn gpu_adapter(self) -> Option<Result<WgpuAdapter, NoAdapter>> {
+        self.is_gpu()
+            .then(|| started_gpu(self).map(|(_, adapter)| adapter))
     }
 }
 
-/// The adapter wgpu runs on, starting wgpu if this process has not yet: an error when there
-/// is none, or when it lacks what headlab's kernels need.
+/// The adapter `--backend wgpu` runs on, starting wgpu if this process has not yet: an error
+/// when there is none, or when it lacks what headlab's kernels need.
 pub fn wgpu_adapter() -> Result<WgpuAdapter, NoAdapter> {
-    started_wgpu().map(|(_, adapter)| adapter)
+    started_gpu(BackendKind::Wgpu).map(|(_, adapter)| adapter)
 }
 
-/// wgpu's device and adapter, started once per process: Burn registers a runtime once, and
-/// a second start of the same device is an error.
-fn started_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
-    static STARTED: OnceLock<Result<(Device, WgpuAdapter), NoAdapter>> = OnceLock::new();
-    STARTED.get_or_init(start_wgpu).clone()
+/// A GPU backend's device and adapter, started once per process and backend: Burn registers
+/// a runtime once, and a second start of the same device is an error. `wgpu` and `vulkan`
+/// are two devices of one runtime, even on one adapter.
+fn started_gpu(backend: BackendKind) -> Result<(Device, WgpuAdapter), NoAdapter> {
+    type Started = OnceLock<Result<(Device, WgpuAdapter), NoAdapter>>;
+    static WGPU: Started = OnceLock::new();
+    static VULKAN: Started = OnceLock::new();
+    match backend {
+        BackendKind::Vulkan => VULKAN.get_or_init(|| start_gpu(BackendKind::Vulkan)),
+        _ => WGPU.get_or_init(|| start_gpu(BackendKind::Wgpu)),
+    }
+    .clone()
 }
 
-/// Starts Burn's wgpu runtime on the adapter `Device::wgpu(DefaultDevice)` would get (the
-/// same selector, so Burn's default device is this one), checks the adapter and runs one
-/// small op on it.
-fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
-    let (device, setup) =
-        quietly(|| Device::wgpu_options().init_with_setup())?.map_err(|e| NoAdapter {
-            reason: e.to_string(),
-        })?;
-    let adapter = WgpuAdapter::from_info(&setup.adapter.get_info());
+/// Starts Burn's wgpu runtime for `backend`: on the adapter `Device::wgpu(DefaultDevice)`
+/// would get (the same selector, so Burn's default device is this one), or for `vulkan` the
+/// same adapter through Vulkan; checks the adapter and its compiler and runs one small op.
+fn start_gpu(backend: BackendKind) -> Result<(Device, WgpuAdapter), NoAdapter> {
+    let name = backend.name();
+    let options = match backend {
+        BackendKind::Vulkan => Device::wgpu_options().graphics_api(WgpuBackend::Vulkan),
+        _ => Device::wgpu_options(),
+    };
+    let (device, setup) = quietly(name, || options.init_with_setup())?.map_err(|e| NoAdapter {
+        backend: name,
+        reason: e.to_string(),
+    })?;
+    let compiler = quietly(name, || kernel_compiler(&device))?;
+    let adapter = WgpuAdapter::from_info(&setup.adapter.get_info(), compiler);
     if let Some(missing) = missing_features(setup.adapter.features()) {
         return Err(NoAdapter {
+            backend: name,
             reason: format!(
                 "the adapter it found, {} through {}, lacks {missing}, which headlab's \
                  kernels need (OpenGL adapters never have it; a Vulkan driver does)",
@@ -155,7 +206,17 @@ fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
             ),
         });
     }
-    let sum = quietly(|| {
+    if backend == BackendKind::Vulkan && compiler != "SPIR-V" {
+        return Err(NoAdapter {
+            backend: name,
+            reason: format!(
+                "the adapter it found, {adapter}, cannot take SPIR-V kernels (cubecl needs \
+                 Vulkan's memory model with device scope, buffer device addresses and SPIR-V \
+                 1.3); --backend wgpu runs it with {compiler} kernels"
+            ),
+        });
+    }
+    let sum = quietly(name, || {
         Tensor::<1>::ones([4], &device)
             .sum()
             .into_data()
@@ -165,11 +226,34 @@ fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
     match sum {
         Ok(4.0) => Ok((device, adapter)),
         Ok(sum) => Err(NoAdapter {
+            backend: name,
             reason: format!("on {adapter}, a test sum gave {sum} instead of 4"),
         }),
         Err(e) => Err(NoAdapter {
+            backend: name,
             reason: format!("on {adapter}, a test sum failed: {e:?}"),
         }),
+    }
+}
+
+/// The language cubecl compiles kernels to on `device`, read from the name its runtime gives
+/// itself (`wgpu<spirv>`, `wgpu<wgsl>`, `wgpu<msl>`): the same options cubecl chose its
+/// compiler from, so a device that fell back to WGSL says so.
+fn kernel_compiler(device: &Device) -> &'static str {
+    let runtime = match device.as_dispatch() {
+        DispatchDevice::Cube(cube) => cube.client().name(),
+        _ => "",
+    };
+    compiler_of_runtime(runtime)
+}
+
+/// `SPIR-V`, `WGSL` or `MSL` for a cubecl runtime's name; `unknown` for any other.
+fn compiler_of_runtime(runtime: &str) -> &'static str {
+    match runtime {
+        "wgpu<spirv>" => "SPIR-V",
+        "wgpu<wgsl>" => "WGSL",
+        "wgpu<msl>" => "MSL",
+        _ => "unknown",
     }
 }
 
@@ -182,13 +266,14 @@ fn missing_features(features: wgpu::Features) -> Option<&'static str> {
 }
 
 /// Runs `work` with the panic hook silenced, turning a panic (wgpu's way of saying "no
-/// adapter" in some paths) into an error that carries its message.
-fn quietly<T>(work: impl FnOnce() -> T) -> Result<T, NoAdapter> {
+/// adapter" in some paths) into an error of `backend` that carries its message.
+fn quietly<T>(backend: &'static str, work: impl FnOnce() -> T) -> Result<T, NoAdapter> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
     std::panic::set_hook(hook);
     result.map_err(|panic| NoAdapter {
+        backend,
         reason: panic
             .downcast_ref::<String>()
             .cloned()
@@ -211,11 +296,11 @@ mod tests {
 
     #[test]
     fn a_software_adapter_says_so() {
-        let adapter = WgpuAdapter::from_info(&info(wgpu::DeviceType::Cpu));
+        let adapter = WgpuAdapter::from_info(&info(wgpu::DeviceType::Cpu), "SPIR-V");
         assert!(adapter.software);
         assert_eq!(
             adapter.to_string(),
-            "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, CPU, driver llvmpipe Mesa 22.3.6); \
+            "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, SPIR-V, CPU, driver llvmpipe Mesa 22.3.6); \
              software: a CPU emulation of a GPU, many times slower than --backend flex"
         );
     }
@@ -226,12 +311,28 @@ mod tests {
         gpu.name = "NVIDIA H200".into();
         gpu.driver = "NVIDIA".into();
         gpu.driver_info = "580.159.04".into();
-        let adapter = WgpuAdapter::from_info(&gpu);
+        let adapter = WgpuAdapter::from_info(&gpu, "WGSL");
         assert!(!adapter.software);
         assert_eq!(
             adapter.to_string(),
-            "NVIDIA H200 (Vulkan, discrete GPU, driver NVIDIA 580.159.04)"
+            "NVIDIA H200 (Vulkan, WGSL, discrete GPU, driver NVIDIA 580.159.04)"
         );
+    }
+
+    #[test]
+    fn the_compiler_is_read_from_cubecls_runtime_name() {
+        assert_eq!(compiler_of_runtime("wgpu<spirv>"), "SPIR-V");
+        assert_eq!(compiler_of_runtime("wgpu<wgsl>"), "WGSL");
+        assert_eq!(compiler_of_runtime("wgpu<msl>"), "MSL");
+        assert_eq!(compiler_of_runtime("cuda"), "unknown");
+    }
+
+    #[test]
+    fn only_the_wgpu_backends_are_gpus() {
+        assert!(BackendKind::Wgpu.is_gpu() && BackendKind::Vulkan.is_gpu());
+        assert!(!BackendKind::Flex.is_gpu() && !BackendKind::Ndarray.is_gpu());
+        assert!(BackendKind::Flex.gpu_adapter().is_none());
+        assert!(!BackendKind::Vulkan.is_deterministic());
     }
 
     #[test]

@@ -657,7 +657,8 @@ fn dataset_bytes(run: &ResolvedRun) -> Result<Option<(PathBuf, Vec<u8>)>, RunDir
         return Ok(None);
     };
     let path = canonical(&spec.path)?;
-    let bytes = fs::read(&path).map_err(io_error("read", &path))?;
+    let bytes = crate::small_file::read(&path, tasks::generators::file::MAX_DATASET_BYTES)
+        .map_err(io_error("read", &path))?;
     Ok(Some((path, bytes)))
 }
 

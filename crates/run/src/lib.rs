@@ -15,7 +15,9 @@
 //!   into a task and a model ([`ResolvedRun`]); the run's evaluation set.
 //! - [`metrics`], [`tensor_file`]: `metrics.jsonl`; named f32 tensors in safetensors files.
 //! - [`snapshot`], [`weights`]: per-head weights under stable names; `model.safetensors`.
-//! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout.
+//! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout;
+//!   [`out_dir`]: a directory `--out` names for a report or a comparison, claimed (new, empty
+//!   or headlab's own) and locked before anything is written.
 //! - [`checkpoint`]: `checkpoints/step-N/`, written whole or not at all.
 //! - [`hf`], [`tokenizer`]: a Hugging Face encoder checkpoint (seven families) opened as a headlab encoder; its
 //!   `tokenizer.json`, words to word pieces.
@@ -38,8 +40,11 @@ pub mod import;
 pub mod manifest;
 pub mod metrics;
 pub mod name;
+pub mod out_dir;
 pub mod progress;
-pub mod small_file;
+/// The one bounded reader of a file a user names, kept in `tasks` (which reads datasets and
+/// treebanks through it too).
+pub use tasks::small_file;
 pub mod snapshot;
 pub mod stop;
 pub mod tensor_file;

@@ -188,16 +188,30 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// `sweep stats`: each named list's mean and 95% interval, as JSON on stdout.
 fn stats(file: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // A list of numbers per name: far below this bound. Bounded, so `/dev/zero` (or a pipe
+    // from it) is refused rather than read until the memory runs out.
+    const STATS_LIMIT: u64 = 64 << 20;
     let (text, source) = match file {
         Some(path) if path != Path::new("-") => (
-            std::fs::read_to_string(path)
+            run::small_file::read_to_string(path, STATS_LIMIT)
                 .with_context(|| format!("cannot read {}", path.display()))?,
             path.display().to_string(),
         ),
         _ => {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .context("cannot read stdin")?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(std::io::stdin(), STATS_LIMIT + 1),
+                &mut bytes,
+            )
+            .context("cannot read stdin")?;
+            if bytes.len() as u64 > STATS_LIMIT {
+                anyhow::bail!(
+                    "stdin holds more than {} MiB, over what sweep stats reads; give it a JSON \
+                     object of named lists of numbers",
+                    STATS_LIMIT >> 20
+                );
+            }
+            let text = String::from_utf8(bytes).context("stdin is not UTF-8 text")?;
             (text, "stdin".to_string())
         }
     };

@@ -47,21 +47,35 @@ pub struct Estimate {
 
 impl Estimate {
     /// Mean and interval of `values` (None when empty).
+    ///
+    /// The values are divided by the largest magnitude first, so that neither two values
+    /// near `f64::MAX` overflow their sum nor subnormal ones underflow their squares, and
+    /// summed in sorted order with Neumaier's compensation, so the same values give the same
+    /// numbers in any order.
     pub fn of(values: &[f64]) -> Option<Estimate> {
         let n = values.len();
         if n == 0 {
             return None;
         }
-        let mean = values.iter().sum::<f64>() / n as f64;
+        let scale = values
+            .iter()
+            .fold(0.0f64, |largest, v| largest.max(v.abs()));
+        let mut scaled: Vec<f64> = values
+            .iter()
+            .map(|v| if scale > 0.0 { v / scale } else { 0.0 })
+            .collect();
+        scaled.sort_by(f64::total_cmp);
+        let mean_scaled = compensated_sum(scaled.iter().copied()) / n as f64;
         let half_width = if n < 2 {
             f64::NAN
         } else {
-            let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            t_975(n - 1) * (variance / n as f64).sqrt()
+            let squares = compensated_sum(scaled.iter().map(|v| (v - mean_scaled).powi(2)));
+            let variance_scaled = squares / (n - 1) as f64;
+            t_975(n - 1) * (variance_scaled / n as f64).sqrt() * scale
         };
         Some(Estimate {
             n,
-            mean,
+            mean: mean_scaled * scale,
             half_width,
         })
     }
@@ -76,6 +90,79 @@ impl Estimate {
         } else {
             format!("{:.digits$} ± {:.digits$}", self.mean, self.half_width)
         }
+    }
+}
+
+/// The sum of `values` with Neumaier's compensation (the rounding error of each addition
+/// carried into the next).
+fn compensated_sum(values: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut carry) = (0.0f64, 0.0f64);
+    for value in values {
+        let next = sum + value;
+        carry += if sum.abs() >= value.abs() {
+            (sum - next) + value
+        } else {
+            (value - next) + sum
+        };
+        sum = next;
+    }
+    sum + carry
+}
+
+/// The names of a JSON object, in order, refusing the second of two equal ones (serde_json
+/// would keep the last silently); anything but an object passes, for the caller to name.
+struct UniqueNames;
+
+impl<'de> serde::Deserialize<'de> for UniqueNames {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Names;
+        impl<'de> serde::de::Visitor<'de> for Names {
+            type Value = UniqueNames;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<UniqueNames, A::Error> {
+                let mut seen = std::collections::BTreeSet::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    if !seen.insert(name.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "{name:?} is named twice; give each list one name"
+                        )));
+                    }
+                }
+                Ok(UniqueNames)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<UniqueNames, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(UniqueNames)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<UniqueNames, E> {
+                Ok(UniqueNames)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<UniqueNames, E> {
+                Ok(UniqueNames)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<UniqueNames, E> {
+                Ok(UniqueNames)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<UniqueNames, E> {
+                Ok(UniqueNames)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<UniqueNames, E> {
+                Ok(UniqueNames)
+            }
+            fn visit_unit<E>(self) -> Result<UniqueNames, E> {
+                Ok(UniqueNames)
+            }
+        }
+        deserializer.deserialize_any(Names)
     }
 }
 
@@ -125,6 +212,7 @@ pub fn intervals_json(text: &str) -> Result<BTreeMap<String, EstimateJson>, Stri
         Value::Object(_) => "an object",
     };
     let input: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    serde_json::from_str::<UniqueNames>(text).map_err(|e| e.to_string())?;
     let Value::Object(groups) = input else {
         return Err(format!(
             "expected an object of named lists of numbers, like {{\"a\": [1, 2]}}, not {}",
@@ -157,6 +245,11 @@ pub fn intervals_json(text: &str) -> Result<BTreeMap<String, EstimateJson>, Stri
                 "{name:?}: an empty list has no mean; leave the name out"
             ));
         };
+        if !estimate.mean.is_finite() || estimate.half_width.is_infinite() {
+            return Err(format!(
+                "{name:?}: its mean or interval is beyond what a 64-bit float holds"
+            ));
+        }
         out.insert(name, estimate.into());
     }
     Ok(out)
@@ -250,6 +343,50 @@ mod tests {
             let error = intervals_json(input).unwrap_err();
             assert!(error.contains(says), "{input}: {error}");
         }
+    }
+
+    /// Issue 67: `[1e308, 1e308]` had a null mean, `[1e-320, 2e-320]` an interval of 0, the
+    /// result hung on the order of the values, and a name given twice kept its last list.
+    #[test]
+    fn extreme_values_any_order_and_a_name_given_twice() {
+        let huge = Estimate::of(&[1e308, 1e308]).unwrap();
+        assert_eq!(huge.mean, 1e308);
+        assert_eq!(huge.half_width, 0.0);
+        let tiny = Estimate::of(&[1e-320, 2e-320]).unwrap();
+        assert!(
+            tiny.mean > 1.4e-320 && tiny.mean < 1.6e-320,
+            "{}",
+            tiny.mean
+        );
+        // 12.706 * sd / sqrt(2) = 12.706 * 0.5e-320.
+        assert!(
+            tiny.half_width > 5e-320 && tiny.half_width < 7.5e-320,
+            "{}",
+            tiny.half_width
+        );
+        let values = [0.1, 1e16, -1e16, 0.3, 7.0, 1e-3];
+        let forward = Estimate::of(&values).unwrap();
+        let mut reversed = values;
+        reversed.reverse();
+        assert_eq!(Estimate::of(&reversed).unwrap(), forward);
+        let mut shuffled = values;
+        shuffled.swap(0, 3);
+        shuffled.swap(1, 5);
+        assert_eq!(Estimate::of(&shuffled).unwrap(), forward);
+        // Compensated: 1e16 and -1e16 cancel, the small ones survive.
+        assert!(
+            (forward.mean * 6.0 - 7.401).abs() < 1e-9,
+            "{}",
+            forward.mean
+        );
+
+        let error = intervals_json(r#"{"a": [1], "a": [2]}"#).unwrap_err();
+        assert!(error.contains("\"a\" is named twice"), "{error}");
+        let error = intervals_json(r#"{"wide": [-1.7e308, 1.7e308]}"#).unwrap_err();
+        assert!(
+            error.contains("beyond what a 64-bit float holds"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -86,16 +86,15 @@ pub fn read(path: &Path) -> Result<Vec<TreebankSentence>, ConlluError> {
         line: 0,
         message,
     };
-    let size = std::fs::metadata(path)
-        .map_err(|e| fail(format!("cannot read it: {e}")))?
-        .len();
-    if size > MAX_CONLLU_BYTES {
-        return Err(fail(format!(
-            "is {size} bytes, over the {} MiB a CoNLL-U file may have; split it",
-            MAX_CONLLU_BYTES >> 20
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    // Bounded and regular files only: /dev/zero would fill the memory, a FIFO would block.
+    let text = crate::small_file::read_to_string(path, MAX_CONLLU_BYTES).map_err(|e| {
+        let split = if e.kind() == std::io::ErrorKind::FileTooLarge {
+            "; split it"
+        } else {
+            ""
+        };
+        fail(format!("cannot read it: {e}{split}"))
+    })?;
     let sentences = parse(&text, path)?;
     if sentences.is_empty() {
         return Err(fail(
@@ -427,6 +426,29 @@ mod tests {
             .to_string();
         assert!(
             error.starts_with("/nonexistent/t.conllu: cannot read it"),
+            "{error}"
+        );
+    }
+
+    /// `--probe-conllu /dev/zero` grew to 23.8 GB before the OOM killer came, and a FIFO hung
+    /// with no message (issue 67): both are refused by what they are, before a byte is read.
+    #[test]
+    fn a_device_or_a_fifo_is_refused_without_reading_it() {
+        let error = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            error.contains("/dev/zero: cannot read it: it is a device, not a regular file"),
+            "{error}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.conllu");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|status| status.success()) {
+            eprintln!("skipped the FIFO: mkfifo is not here");
+            return;
+        }
+        let error = read(&fifo).unwrap_err().to_string();
+        assert!(
+            error.contains("it is a FIFO (named pipe), not a regular file"),
             "{error}"
         );
     }

@@ -4,6 +4,9 @@
 //! directory (the `run` crate).
 //!
 //! The map, lowest first (a file imports only from the ones above it):
+//! - [`small_file`]: the one reader of a file a user names (configs, datasets, treebanks,
+//!   tokenizers): regular files only, a size bound checked before and while reading. `run`
+//!   re-exports it.
 //! - [`example`]: one example (input tokens, a target per position).
 //! - [`error`]: [`TaskError`] and the range checks every generator runs on its sizes.
 //! - [`pattern`], [`pairs`], [`dependency`], [`words`]: what tasks answer besides examples:
@@ -30,6 +33,7 @@ pub mod generator;
 pub mod generators;
 pub mod pairs;
 pub mod pattern;
+pub mod small_file;
 pub mod task;
 pub mod words;
 

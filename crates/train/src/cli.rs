@@ -324,15 +324,15 @@ fn train_seeds(
     Ok(code)
 }
 
-/// On wgpu, says which adapter the run trains on (one line on stderr, unless `--quiet`), so
-/// a software driver is never mistaken for a GPU. An adapter that cannot be used is left to
-/// the trainer, which refuses it before the run directory is made.
+/// On a GPU backend, says which adapter and kernel compiler the run trains on (one line on
+/// stderr, unless `--quiet`), so a software driver is never mistaken for a GPU. An adapter
+/// that cannot be used is left to the trainer, which refuses it before the run directory is
+/// made.
 fn print_adapter(args: &Args, backend: BackendKind) {
-    if backend == BackendKind::Wgpu
-        && !args.quiet
-        && let Ok(adapter) = run::wgpu_adapter()
+    if !args.quiet
+        && let Some(Ok(adapter)) = backend.gpu_adapter()
     {
-        eprintln!("wgpu adapter: {adapter}");
+        eprintln!("{} adapter: {adapter}", backend.name());
     }
 }
 
@@ -344,7 +344,7 @@ fn print_adapter(args: &Args, backend: BackendKind) {
 /// A wgpu run instead gets a runtime directory for the graphics stack when it has none
 /// ([`run::cli::give_graphics_a_runtime_dir`]).
 fn pin_default_device(backend: BackendKind) {
-    if backend == BackendKind::Wgpu {
+    if backend.is_gpu() {
         run::cli::give_graphics_a_runtime_dir();
         return;
     }

@@ -493,7 +493,7 @@ impl<'a> Trainer<'a> {
         );
         // Shards are for CPU cores; a GPU runs the whole batch at once.
         let shards = match config.backend {
-            BackendKind::Wgpu => 1,
+            BackendKind::Wgpu | BackendKind::Vulkan => 1,
             BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
         };
         // Dropout draws its masks from the device's one generator: shards running at once

@@ -42,6 +42,19 @@ pub enum InputsError {
         /// Each damaged file with what is wrong, `; `-separated.
         damages: String,
     },
+    /// Final weights without the manifest that seals them: the run did not finish (killed
+    /// between its weights and its manifest), or its manifest was removed. Either way nothing
+    /// vouches for its files, and without the manifest a damaged file would go unseen.
+    #[error(
+        "{run} has final weights but no manifest.json: it did not finish, or its manifest was \
+         removed, so its files cannot be checked and none is measured; {advice}"
+    )]
+    Unfinished {
+        /// The run directory.
+        run: PathBuf,
+        /// The command that finishes or redoes it.
+        advice: String,
+    },
     /// A file that could not be read to be hashed.
     #[error("cannot read {path} to record what the report measured: {error}")]
     Io {
@@ -66,6 +79,12 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
             return Err(damaged(each.join("; ")));
         }
         Verdict::Intact => dir.measured_inputs().unwrap_or_default(),
+        Verdict::Unsealed if weights == dir.final_weights_path() => {
+            return Err(InputsError::Unfinished {
+                run: dir.root().to_path_buf(),
+                advice: finishing_advice(dir),
+            });
+        }
         Verdict::Unsealed => unsealed_inputs(dir)?,
     };
     let name = relative_name(dir, weights);
@@ -82,6 +101,24 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
         weights: name,
         files,
     })
+}
+
+/// The command that makes an unsealed run with final weights whole again: a trained run is
+/// finished by `train --resume` (from its last checkpoint it writes the final weights again and
+/// seals the run); an imported one is imported again.
+fn finishing_advice(dir: &RunDir) -> String {
+    let run = dir.root().display();
+    match dir.config().ok().and_then(|config| config.import) {
+        Some(import) => format!(
+            "import it again: headlab import {} --out {run} --force",
+            import.source.display()
+        ),
+        None => format!(
+            "finish it with headlab train {run} --resume (it writes the final weights again \
+             from the last checkpoint and seals the run), or inspect a checkpoint with \
+             --checkpoint step-N"
+        ),
+    }
 }
 
 /// A run not sealed yet (still training): the files beside its weights that the numbers rest

@@ -43,10 +43,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
+    // Before the work: a directory headlab did not write is refused untouched.
+    run::out_dir::check(&out, &crate::compare::COMPARISON_KIND)?;
     let mut progress = run::progress::StageProgress::on_stderr("compare", args.quiet);
     progress.start("loading the runs");
     let loaded = inspect::compare::load_runs(&args.runs)?;
-    let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
     progress.start("matching the heads");
     let compared = inspect::compare::compare(&loaded, args.probe)?;
     progress.start("the page and figures");

@@ -138,13 +138,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    if args.backend == run::BackendKind::Wgpu {
+    if args.backend.is_gpu() {
         run::cli::give_graphics_a_runtime_dir();
     }
     // Before anything is read: a report must never be written where it passes for another
     // run's, or over the run's own files.
+    // Nor into a directory headlab did not write: refused here, before the work, and
+    // claimed (locked) when the report is written.
     if let Some(out) = &args.out {
         crate::dir::check_report_place(out, &args.run).map_err(anyhow::Error::msg)?;
+        run::out_dir::check(out, &crate::dir::REPORT_KIND)?;
     }
     let device = args.backend.device()?;
     let mut loaded =

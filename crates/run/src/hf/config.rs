@@ -299,10 +299,20 @@ impl CheckpointConfig {
                 return Err(format!("{name} = {value} is out of range: 1 to {MAX_SIZE}"));
             }
         }
-        if self.type_vocab_size > MAX_SIZE {
+        // A family whose checkpoints hold a token-type table needs a row in it (ELECTRA's
+        // with 0 rows used to panic while its weights were read).
+        let fewest_types = usize::from(self.family.layout().token_type.is_some());
+        if self.type_vocab_size < fewest_types || self.type_vocab_size > MAX_SIZE {
             return Err(format!(
-                "type_vocab_size = {} is out of range: 0 to {MAX_SIZE}",
-                self.type_vocab_size
+                "type_vocab_size = {} is out of range: {fewest_types} to {MAX_SIZE} ({} \
+                 checkpoints {} a token-type table)",
+                self.type_vocab_size,
+                self.family.model_type(),
+                if fewest_types == 1 {
+                    "hold"
+                } else {
+                    "may lack"
+                }
             ));
         }
         if self.max_position_embeddings <= self.position_offset {
@@ -462,6 +472,22 @@ mod tests {
         "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
         "intermediate_size": 16, "max_position_embeddings": 18, "type_vocab_size": 1,
         "vocab_size": 50, "pad_token_id": 1, "layer_norm_eps": 1e-5}"#;
+
+    /// ELECTRA with `type_vocab_size = 0` panicked while its weights were read (issue 67):
+    /// a family whose checkpoints hold a token-type table is refused without one, by name.
+    #[test]
+    fn a_token_type_table_of_no_rows_is_refused_where_the_family_has_one() {
+        let electra = ROBERTA
+            .replace("roberta", "electra")
+            .replace("Roberta", "Electra")
+            .replace("\"type_vocab_size\": 1", "\"type_vocab_size\": 0");
+        let error = CheckpointConfig::parse(&electra).unwrap_err();
+        assert!(
+            error.contains("type_vocab_size = 0 is out of range: 1 to")
+                && error.contains("electra checkpoints hold a token-type table"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn roberta_positions_start_after_the_padding_id() {

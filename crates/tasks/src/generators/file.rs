@@ -38,6 +38,11 @@ fn default_eval_fraction() -> f64 {
 /// file, is evaluated on the same records.
 const SPLIT_SEED: u64 = 0x0068_6561_646c_6162; // "headlab" in ASCII
 
+/// The most a JSONL dataset may hold: far beyond a toy task's (the examples are held in
+/// memory, as token ids), and bounded so that `task.path = "/dev/zero"` is refused rather
+/// than read until the memory runs out.
+pub const MAX_DATASET_BYTES: u64 = 1 << 30;
+
 /// A loaded dataset. The splits are shared, so cloning a task does not copy the records.
 #[derive(Debug, Clone)]
 pub(crate) struct FileTask {
@@ -53,10 +58,13 @@ impl FileTask {
         // Before reading: a bad spec is named even when the file is missing too.
         check_spec(spec)?;
         let path = base_dir.join(&spec.path);
-        let text = std::fs::read_to_string(&path).map_err(|error| TaskError::Read {
-            path: path.clone(),
-            error,
-        })?;
+        let text =
+            crate::small_file::read_to_string(&path, MAX_DATASET_BYTES).map_err(|error| {
+                TaskError::Read {
+                    path: path.clone(),
+                    error,
+                }
+            })?;
         Self::from_text(spec, &path, &text)
     }
 

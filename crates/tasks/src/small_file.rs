@@ -1,5 +1,7 @@
-//! The one reader of the small files a user names: configs (`config.toml`, a sweep file, a
-//! checkpoint's `config.json`) and tokenizers. Each is read only when it is a regular file
+//! The one reader of the files a user names: configs (`config.toml`, a sweep file, a
+//! checkpoint's `config.json`), tokenizers, datasets and treebanks. It lives in `tasks`, the
+//! lowest crate that reads a user's file (a file task's dataset, a CoNLL-U treebank); `run`
+//! re-exports it as `run::small_file`. Each is read only when it is a regular file
 //! (a FIFO would block the read forever, `/dev/zero` would fill the memory) and at most
 //! `limit` bytes long, checked before anything is allocated and again while reading (a file
 //! that grows, or a `/proc` file whose size says 0, stops at the bound). The errors are

@@ -1,0 +1,140 @@
+//! `headlab verify DIR`: a run or a report directory checked against its manifest, every file
+//! to the last byte. The same check `inspect` and `compare` make of a run before they read
+//! it, and `sweep` of a report, run on its own: to trust a directory copied from elsewhere,
+//! or to find what a crash left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use run::manifest::{self, Depth, Verdict};
+
+/// Check a run or report directory against its manifest: every file at its size and SHA-256.
+///
+/// Prints what it found and exits 0 when the directory is intact; 1 when a file differs from
+/// what the manifest records, is missing, or the directory has no manifest (it was never
+/// finished, or the manifest was removed), with the command that repairs it.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A run directory (`train`, `import`) or a report directory (`inspect`'s RUN/inspect or
+    /// its --out).
+    dir: PathBuf,
+    /// Compare sizes only, without reading the files (fast, but a flipped byte goes unseen).
+    #[arg(long)]
+    sizes_only: bool,
+}
+
+/// What a directory is, for the messages and the repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A run headlab trained.
+    TrainedRun,
+    /// A run `import` made.
+    ImportedRun,
+    /// An `inspect` report.
+    Report,
+}
+
+/// Runs `headlab verify` as `args` say.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = &args.dir;
+    let kind = kind_of(dir)?;
+    let depth = if args.sizes_only {
+        Depth::Sizes
+    } else {
+        Depth::Contents
+    };
+    let what = match kind {
+        Kind::TrainedRun | Kind::ImportedRun => "run",
+        Kind::Report => "report",
+    };
+    match manifest::check(dir, depth) {
+        Verdict::Intact => {
+            let files = manifest::read(dir)
+                .ok()
+                .flatten()
+                .map_or(0, |manifest| manifest.files.len());
+            let checked = if args.sizes_only {
+                "sizes"
+            } else {
+                "sizes and SHA-256"
+            };
+            println!(
+                "{}: an intact {what}: its {files} files have the {checked} its manifest records",
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Verdict::Unsealed => anyhow::bail!(
+            "{} is an unfinished {what}: it has no manifest.json (it was never finished, or the \
+             manifest was removed), so nothing vouches for its files; {}",
+            dir.display(),
+            repair(dir, kind)
+        ),
+        Verdict::Damaged(damages) => {
+            for damage in &damages {
+                println!("damaged: {damage}");
+            }
+            anyhow::bail!(
+                "{} is a damaged {what}: {} of its files differ from its manifest; {}",
+                dir.display(),
+                damages.len(),
+                repair(dir, kind)
+            )
+        }
+    }
+}
+
+/// A run (it holds `run.json`), a report (headlab's marker or a manifest of report files), or
+/// refused by name.
+fn kind_of(dir: &Path) -> anyhow::Result<Kind> {
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{} is not a directory: give a run directory or a report directory",
+            dir.display()
+        );
+    }
+    if dir.join(run::dir::MARKER).is_file() {
+        let run = run::RunDir::open(dir)?;
+        let imported = run.config().ok().and_then(|config| config.import).is_some();
+        return Ok(if imported {
+            Kind::ImportedRun
+        } else {
+            Kind::TrainedRun
+        });
+    }
+    let report = &crate::dir::REPORT_KIND;
+    if run::out_dir::is_claimed(dir, report) || (report.recognises)(dir) {
+        return Ok(Kind::Report);
+    }
+    anyhow::bail!(
+        "{} is neither a headlab run (no {}) nor a report (no {} naming a report, no \
+         manifest.json of report files)",
+        dir.display(),
+        run::dir::MARKER,
+        run::out_dir::MARKER
+    )
+}
+
+/// The command that makes `dir` whole again.
+fn repair(dir: &Path, kind: Kind) -> String {
+    let shown = dir.display();
+    match kind {
+        Kind::TrainedRun => format!(
+            "repair it with headlab train {shown} --resume (it writes the final weights again \
+             from the last checkpoint and seals the run), or train it again with headlab train \
+             CONFIG --out {shown} --force"
+        ),
+        Kind::ImportedRun => {
+            let source = run::RunDir::open(dir)
+                .ok()
+                .and_then(|run| run.config().ok())
+                .and_then(|config| config.import)
+                .map_or_else(
+                    || "CHECKPOINT".to_string(),
+                    |import| import.source.display().to_string(),
+                );
+            format!("import it again: headlab import {source} --out {shown} --force")
+        }
+        Kind::Report => format!("write it again: headlab inspect RUN --out {shown}"),
+    }
+}
