@@ -9,23 +9,20 @@
 #
 # Steps, most wanted first (each under a time limit; a failed or timed-out step is reported
 # and the others go on; once --budget seconds have passed, the rest are skipped):
-#   train-GPU     configs/reverse.toml on the GPU backend to its target (and the adapter and
+#   train-wgpu    configs/reverse.toml on wgpu to its target (and the adapter and
 #                 kernel compiler, as train names them: a software adapter is reported as
 #                 such, never as a GPU)
 #   bench-small   the small model: headlab and Burn's encoder on the GPU and flex, train and
 #                 forward; the PyTorch reference on CUDA (on the CPU with --local)
 #   seeds-small   bench --seeds 1,4,16,64: headlab's seed stack on the GPU against separate
 #                 runs (S = 1) and PyTorch's vmap stack on CUDA
-#   again-GPU     a second process training 10 steps: what of the start-up is kept on disk
+#   again-wgpu    a second process training 10 steps: what of the start-up is kept on disk
 #   to-accuracy   headlab on the GPU against PyTorch on CUDA, time to 99% on reverse
 #   train-flex    configs/reverse.toml on flex, for comparison
 #   inspect       the GPU run (inspect computes on the CPU)
 #   groups-CONFIG the shipped configs the README's seed-group table uses, trained alone and
 #                 as `train --seeds` groups of 16 on the GPU: steady-state seed-steps per second
 #   bench-large, seeds-large   the same as bench-small and seeds-small at the large size
-# The GPU backend is `--gpu vulkan` (the default: wgpu pinned to Vulkan, SPIR-V kernels) or
-# `--gpu wgpu` (wgpu's own choice of API and compiler: also SPIR-V on a Vulkan adapter that
-# takes it, since the build has the SPIR-V compiler; WGSL elsewhere).
 # Writes DIR/gpu-check.md (the tables), DIR/gpu-check.json (every figure) and
 # DIR/gpu-check.log (every step's output). Exit status: 0 when every step passed.
 set -uo pipefail
@@ -36,7 +33,8 @@ local_mode=0
 quick=0
 pack=gpu-pack
 budget_s=420
-gpu=vulkan
+# The GPU backend every GPU step runs on (the report and the step names say it).
+gpu=wgpu
 while [ $# -gt 0 ]; do
     case "$1" in
         --out) out="$2"; shift 2 ;;
@@ -44,16 +42,11 @@ while [ $# -gt 0 ]; do
         --quick) quick=1; shift ;;
         --pack) pack="$2"; shift 2 ;;
         --budget) budget_s="$2"; shift 2 ;;
-        --gpu) gpu="$2"; shift 2 ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
-        *) echo "gpu-check: unknown argument $1 (expected --out DIR, --local, --quick, --pack DIR, --budget SECONDS, --gpu vulkan|wgpu)" >&2
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        *) echo "gpu-check: unknown argument $1 (expected --out DIR, --local, --quick, --pack DIR, --budget SECONDS)" >&2
            exit 2 ;;
     esac
 done
-case "$gpu" in
-    vulkan|wgpu) ;;
-    *) echo "gpu-check: --gpu $gpu: expected vulkan or wgpu" >&2; exit 2 ;;
-esac
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/headlab-gpu-check.XXXXXX")
@@ -156,7 +149,12 @@ step() {
         echo "gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
     fi
     echo "torch=$("$HEADLAB_PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)"
-    echo "commit=$(git rev-parse --short HEAD 2>/dev/null || head -1 "$pack/COMMIT" 2>/dev/null || echo unknown)"
+    # The binaries' commit: the pack's on a GPU machine (the checkout there may be another).
+    if [ "$local_mode" -eq 0 ] && [ -f "$pack/COMMIT" ]; then
+        echo "commit=$(head -c 12 "$pack/COMMIT")"
+    else
+        echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    fi
 } >"$work/machine.env"
 cat "$work/machine.env" >>"$log"
 

@@ -184,8 +184,8 @@ fn implementations(
                  flex nor ndarray (--torch-device cuda puts it beside wgpu)"
             }
             TorchDevice::Cuda => {
-                "PyTorch reference skipped: on CUDA it stands beside the GPU backends, and \
-                 --backends has neither wgpu nor vulkan"
+                "PyTorch reference skipped: on CUDA it stands beside wgpu, and --backends has \
+                 no wgpu"
             }
         };
         if explicit {
@@ -368,27 +368,14 @@ fn provenance(
     }
 }
 
-/// The GPU adapter the cases ran on, described with its kernel compiler, once per GPU
-/// backend that started (`vulkan: NVIDIA H200 (Vulkan, SPIR-V, ...)` when two did); `None`
-/// when no case ran on a GPU backend, or none could start: the cases then failed and said
-/// why.
+/// The wgpu adapter the cases ran on, described with its kernel compiler (`None` when no
+/// case ran on wgpu, or wgpu could not start: the cases then failed and said why).
 fn wgpu_adapter(cli: &Cli) -> Option<String> {
-    let started: Vec<(BackendKind, String)> = cli
-        .backends
+    cli.backends
         .iter()
-        .filter_map(|&backend| Some((backend, backend.gpu_adapter()?.ok()?.to_string())))
-        .collect();
-    match started.as_slice() {
-        [] => None,
-        [(_, adapter)] => Some(adapter.clone()),
-        several => Some(
-            several
-                .iter()
-                .map(|(backend, adapter)| format!("{}: {adapter}", backend.name()))
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
-    }
+        .find_map(|backend| backend.gpu_adapter())
+        .and_then(Result::ok)
+        .map(|adapter| adapter.to_string())
 }
 
 /// Time to `target` token accuracy for headlab and (when it runs) PyTorch, `--rounds`

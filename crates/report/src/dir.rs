@@ -600,11 +600,17 @@ impl ReportDir {
                 error,
             })?;
         }
-        // The report is about to be rewritten: it is not complete until sealed again.
+        // The report is about to be rewritten: it is not complete until sealed again, and its
+        // page, written last, goes too, so that a killed inspect leaves no old index.html
+        // that opens over half-new files.
         run::manifest::unseal(&self.root).map_err(|error| WriteError {
             path: self.path(MANIFEST),
             error,
         })?;
+        let index = self.path(INDEX);
+        if std::fs::symlink_metadata(&index).is_ok_and(|meta| meta.is_file()) {
+            std::fs::remove_file(&index).map_err(|error| WriteError { path: index, error })?;
+        }
         Ok(lock)
     }
 

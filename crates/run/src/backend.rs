@@ -1,23 +1,20 @@
 //! The one place that turns a backend name into a Burn device. Burn 0.22 chooses backends
-//! at run time, so flex, ndarray, wgpu and vulkan live in one binary.
+//! at run time, so flex, ndarray and wgpu live in one binary.
 //!
-//! The two GPU backends are one runtime (cubecl's wgpu) reached two ways. `wgpu` lets wgpu
-//! choose the graphics API and cubecl the kernel compiler: SPIR-V on a Vulkan adapter that
-//! has what cubecl's SPIR-V compiler needs, WGSL elsewhere (Metal, DX12, an older Vulkan
-//! driver). `vulkan` pins the Vulkan API and insists on SPIR-V, cubecl's compiler that uses
-//! Vulkan's cooperative matrices (tensor cores on NVIDIA) for matrix multiplies; it is
-//! refused where SPIR-V is not available rather than falling back unseen.
+//! wgpu is started once per process ([`BackendKind::device`]): the adapter wgpu picks is
+//! checked for what headlab's kernels need before anything is written, and described
+//! ([`WgpuAdapter`], with the language cubecl compiles the kernels to) so that a run says
+//! where it ran, and a software driver (lavapipe, llvmpipe) is never taken for a GPU.
 //!
-//! Each is started once per process ([`BackendKind::device`]): the adapter is checked for
-//! what headlab's kernels need before anything is written, and described ([`WgpuAdapter`],
-//! the compiler included) so that a run says where it ran, and a software driver (lavapipe,
-//! llvmpipe) is never taken for a GPU.
+//! The build has cubecl's WGSL compiler only. Burn's `vulkan` feature adds its SPIR-V one
+//! (cooperative-matrix multiplies); measured on an H200 it was no faster, started slower, and
+//! Debian 12's lavapipe crashes compiling its matrix multiply (docs/gpu.md, 2026-11-28).
 
 use std::sync::OnceLock;
 
 use burn::backend::DispatchDevice;
 use burn::prelude::*;
-use burn::tensor::wgpu::{WgpuBackend, wgpu};
+use burn::tensor::wgpu::wgpu;
 use serde::{Deserialize, Serialize};
 
 /// Where tensors live.
@@ -29,12 +26,8 @@ pub enum BackendKind {
     Flex,
     /// The ndarray CPU backend.
     Ndarray,
-    /// A GPU through wgpu (Vulkan, Metal, DX12), kernels compiled to SPIR-V on a Vulkan
-    /// adapter that supports it and to WGSL elsewhere; a software Vulkan driver also works.
+    /// A GPU through wgpu (Vulkan, Metal, DX12); a software Vulkan driver also works.
     Wgpu,
-    /// A GPU through wgpu pinned to Vulkan, kernels compiled to SPIR-V (cooperative-matrix
-    /// matrix multiplies); refused where the adapter cannot take SPIR-V.
-    Vulkan,
 }
 
 /// No device of the asked kind could be started, or the one wgpu found cannot run headlab.
@@ -45,7 +38,7 @@ pub enum BackendKind {
      {reason}"
 )]
 pub struct NoAdapter {
-    /// The backend that was asked for (`wgpu` or `vulkan`).
+    /// The backend that was asked for (`wgpu`).
     pub backend: &'static str,
     /// What wgpu said, or what the adapter lacks.
     pub reason: String,
@@ -58,8 +51,8 @@ pub struct WgpuAdapter {
     pub name: String,
     /// The graphics API wgpu reached it through (`Vulkan`, `Metal`, `Dx12`, `Gl`).
     pub api: String,
-    /// The language cubecl compiles headlab's kernels to on it: `SPIR-V` or `WGSL` (`MSL`
-    /// on a Metal build).
+    /// The language cubecl compiles headlab's kernels to on it: `WGSL` in this build
+    /// (`SPIR-V` or `MSL` in a build with Burn's `vulkan` or `metal` feature).
     pub compiler: String,
     /// The driver's name and version, as the driver gives them (may be empty).
     pub driver: String,
@@ -96,7 +89,7 @@ impl WgpuAdapter {
 }
 
 impl std::fmt::Display for WgpuAdapter {
-    /// `NVIDIA H200 (Vulkan, SPIR-V, discrete GPU, driver NVIDIA 580.159.04)`; a software
+    /// `NVIDIA H200 (Vulkan, WGSL, discrete GPU, driver NVIDIA 580.159.04)`; a software
     /// adapter says so and what it costs.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -125,14 +118,13 @@ impl BackendKind {
             BackendKind::Flex => "flex",
             BackendKind::Ndarray => "ndarray",
             BackendKind::Wgpu => "wgpu",
-            BackendKind::Vulkan => "vulkan",
         }
     }
 
     /// Whether this backend runs on a GPU (through wgpu): one model per step, the graphics
     /// stack's runtime directory, PyTorch's CUDA reference beside it.
     pub fn is_gpu(self) -> bool {
-        matches!(self, BackendKind::Wgpu | BackendKind::Vulkan)
+        self == BackendKind::Wgpu
     }
 
     /// Whether results are bitwise reproducible for a fixed seed.
@@ -148,7 +140,7 @@ impl BackendKind {
             BackendKind::Flex => Ok(Device::flex()),
             #[allow(deprecated)] // still supported in 0.22, and the issue asks for it
             BackendKind::Ndarray => Ok(Device::ndarray()),
-            BackendKind::Wgpu | BackendKind::Vulkan => started_gpu(self).map(|(device, _)| device),
+            BackendKind::Wgpu => started_wgpu().map(|(device, _)| device),
         }
     }
 
@@ -156,44 +148,33 @@ impl BackendKind {
     /// when there is none, or when it lacks what headlab's kernels need; `None` for a CPU
     /// backend.
     pub fn gpu_adapter(self) -> Option<Result<WgpuAdapter, NoAdapter>> {
-        self.is_gpu()
-            .then(|| started_gpu(self).map(|(_, adapter)| adapter))
+        self.is_gpu().then(wgpu_adapter)
     }
 }
 
 /// The adapter `--backend wgpu` runs on, starting wgpu if this process has not yet: an error
 /// when there is none, or when it lacks what headlab's kernels need.
 pub fn wgpu_adapter() -> Result<WgpuAdapter, NoAdapter> {
-    started_gpu(BackendKind::Wgpu).map(|(_, adapter)| adapter)
+    started_wgpu().map(|(_, adapter)| adapter)
 }
 
-/// A GPU backend's device and adapter, started once per process and backend: Burn registers
-/// a runtime once, and a second start of the same device is an error. `wgpu` and `vulkan`
-/// are two devices of one runtime, even on one adapter.
-fn started_gpu(backend: BackendKind) -> Result<(Device, WgpuAdapter), NoAdapter> {
-    type Started = OnceLock<Result<(Device, WgpuAdapter), NoAdapter>>;
-    static WGPU: Started = OnceLock::new();
-    static VULKAN: Started = OnceLock::new();
-    match backend {
-        BackendKind::Vulkan => VULKAN.get_or_init(|| start_gpu(BackendKind::Vulkan)),
-        _ => WGPU.get_or_init(|| start_gpu(BackendKind::Wgpu)),
-    }
-    .clone()
+/// wgpu's device and adapter, started once per process: Burn registers a runtime once, and
+/// a second start of the same device is an error.
+fn started_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
+    static STARTED: OnceLock<Result<(Device, WgpuAdapter), NoAdapter>> = OnceLock::new();
+    STARTED.get_or_init(start_wgpu).clone()
 }
 
-/// Starts Burn's wgpu runtime for `backend`: on the adapter `Device::wgpu(DefaultDevice)`
-/// would get (the same selector, so Burn's default device is this one), or for `vulkan` the
-/// same adapter through Vulkan; checks the adapter and its compiler and runs one small op.
-fn start_gpu(backend: BackendKind) -> Result<(Device, WgpuAdapter), NoAdapter> {
-    let name = backend.name();
-    let options = match backend {
-        BackendKind::Vulkan => Device::wgpu_options().graphics_api(WgpuBackend::Vulkan),
-        _ => Device::wgpu_options(),
-    };
-    let (device, setup) = quietly(name, || options.init_with_setup())?.map_err(|e| NoAdapter {
-        backend: name,
-        reason: e.to_string(),
-    })?;
+/// Starts Burn's wgpu runtime on the adapter `Device::wgpu(DefaultDevice)` would get (the
+/// same selector, so Burn's default device is this one), checks the adapter and runs one
+/// small op on it.
+fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
+    let name = BackendKind::Wgpu.name();
+    let (device, setup) =
+        quietly(name, || Device::wgpu_options().init_with_setup())?.map_err(|e| NoAdapter {
+            backend: name,
+            reason: e.to_string(),
+        })?;
     let compiler = quietly(name, || kernel_compiler(&device))?;
     let adapter = WgpuAdapter::from_info(&setup.adapter.get_info(), compiler);
     if let Some(missing) = missing_features(setup.adapter.features()) {
@@ -203,16 +184,6 @@ fn start_gpu(backend: BackendKind) -> Result<(Device, WgpuAdapter), NoAdapter> {
                 "the adapter it found, {} through {}, lacks {missing}, which headlab's \
                  kernels need (OpenGL adapters never have it; a Vulkan driver does)",
                 adapter.name, adapter.api
-            ),
-        });
-    }
-    if backend == BackendKind::Vulkan && compiler != "SPIR-V" {
-        return Err(NoAdapter {
-            backend: name,
-            reason: format!(
-                "the adapter it found, {adapter}, cannot take SPIR-V kernels (cubecl needs \
-                 Vulkan's memory model with device scope, buffer device addresses and SPIR-V \
-                 1.3); --backend wgpu runs it with {compiler} kernels"
             ),
         });
     }
@@ -296,11 +267,11 @@ mod tests {
 
     #[test]
     fn a_software_adapter_says_so() {
-        let adapter = WgpuAdapter::from_info(&info(wgpu::DeviceType::Cpu), "SPIR-V");
+        let adapter = WgpuAdapter::from_info(&info(wgpu::DeviceType::Cpu), "WGSL");
         assert!(adapter.software);
         assert_eq!(
             adapter.to_string(),
-            "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, SPIR-V, CPU, driver llvmpipe Mesa 22.3.6); \
+            "llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, WGSL, CPU, driver llvmpipe Mesa 22.3.6); \
              software: a CPU emulation of a GPU, many times slower than --backend flex"
         );
     }
@@ -329,10 +300,10 @@ mod tests {
 
     #[test]
     fn only_the_wgpu_backends_are_gpus() {
-        assert!(BackendKind::Wgpu.is_gpu() && BackendKind::Vulkan.is_gpu());
+        assert!(BackendKind::Wgpu.is_gpu());
         assert!(!BackendKind::Flex.is_gpu() && !BackendKind::Ndarray.is_gpu());
         assert!(BackendKind::Flex.gpu_adapter().is_none());
-        assert!(!BackendKind::Vulkan.is_deterministic());
+        assert!(!BackendKind::Wgpu.is_deterministic());
     }
 
     #[test]

@@ -853,7 +853,7 @@ fn in_words(line: &str) -> String {
 }
 
 /// Other names people give the accepted values: `rope` is `rotary`, `cuda` is `wgpu`.
-const SYNONYMS: [(&str, &str); 10] = [
+const SYNONYMS: [(&str, &str); 9] = [
     ("rope", "rotary"),
     ("rotary_embedding", "rotary"),
     ("sin", "sinusoidal"),
@@ -862,7 +862,6 @@ const SYNONYMS: [(&str, &str); 10] = [
     ("absolute", "learned"),
     ("cuda", "wgpu"),
     ("gpu", "wgpu"),
-    ("spirv", "vulkan"),
     ("cpu", "flex"),
 ];
 

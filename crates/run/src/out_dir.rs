@@ -14,7 +14,7 @@
 //!   writes is refused, so one sealed report never mixes two readings.
 //!
 //! Clean-up inside a claimed directory is its writer's business, and deletes only names of
-//! its own layout (the report's [`FILES`](../../report/dir/constant.FILES.html) table).
+//! its own layout (the `report` crate's `dir::FILES` table).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};

@@ -429,7 +429,7 @@ pub fn stack_gradients(
         .map(|e| scored_positions(e) as f32)
         .collect();
     let shards = match config.backend {
-        BackendKind::Wgpu | BackendKind::Vulkan => 1,
+        BackendKind::Wgpu => 1,
         BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
     };
     let ranges = shard_ranges(batch_size, shards);

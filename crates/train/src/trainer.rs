@@ -96,7 +96,10 @@ pub enum TrainError {
     #[error(transparent)]
     RunDir(#[from] RunDirError),
     /// `--resume` without a checkpoint.
-    #[error("nothing to resume in {0}: it has no complete checkpoint")]
+    #[error(
+        "nothing to resume in {0}: it has no complete checkpoint; train it from the start with \
+         the same command and --force in place of --resume"
+    )]
     NothingToResume(PathBuf),
     /// `--stop-at` at or before the step the run starts from: it would never be reached.
     #[error(
@@ -493,7 +496,7 @@ impl<'a> Trainer<'a> {
         );
         // Shards are for CPU cores; a GPU runs the whole batch at once.
         let shards = match config.backend {
-            BackendKind::Wgpu | BackendKind::Vulkan => 1,
+            BackendKind::Wgpu => 1,
             BackendKind::Flex | BackendKind::Ndarray => config.train.shards,
         };
         // Dropout draws its masks from the device's one generator: shards running at once

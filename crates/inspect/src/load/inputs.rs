@@ -32,15 +32,15 @@ pub enum InputsError {
     /// Files differ from what the run's manifest recorded.
     #[error(
         "{run} is damaged: {damages}. A report of it would measure damaged data, so none is \
-         written. Repair it first: `headlab sweep run` does so for a run of a sweep; \
-         otherwise `headlab train {run} --resume` writes damaged final weights again from the \
-         last checkpoint, and `headlab train {run} --force` trains the run again from the start"
+         written. Repair it first: {advice}"
     )]
     Damaged {
         /// The run directory.
         run: PathBuf,
         /// Each damaged file with what is wrong, `; `-separated.
         damages: String,
+        /// The commands that repair it, for a run of this kind.
+        advice: String,
     },
     /// Final weights without the manifest that seals them: the run did not finish (killed
     /// between its weights and its manifest), or its manifest was removed. Either way nothing
@@ -72,6 +72,7 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
     let damaged = |damages: String| InputsError::Damaged {
         run: dir.root().to_path_buf(),
         damages,
+        advice: repair_advice(dir),
     };
     let mut files = match dir.verify(Depth::Contents) {
         Verdict::Damaged(damages) => {
@@ -101,6 +102,23 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
         weights: name,
         files,
     })
+}
+
+/// The commands that repair a damaged run: each one works on a run of its kind (a test runs
+/// them as given).
+fn repair_advice(dir: &RunDir) -> String {
+    let run = dir.root().display();
+    match dir.config().ok().and_then(|config| config.import) {
+        Some(import) => format!(
+            "import it again: headlab import {} --out {run} --force",
+            import.source.display()
+        ),
+        None => format!(
+            "`headlab sweep run` does so for a run of a sweep; otherwise `headlab train {run} \
+             --resume` writes damaged final weights again from the last checkpoint, and \
+             `headlab train CONFIG --out {run} --force` trains the run again from the start"
+        ),
+    }
 }
 
 /// The command that makes an unsealed run with final weights whole again: a trained run is
