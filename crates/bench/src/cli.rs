@@ -94,7 +94,7 @@ pub struct Cli {
 /// to print. Call it from `main`'s thread before any other thread
 /// starts: with wgpu it sets an environment variable.
 pub fn main(cli: Cli) -> anyhow::Result<ExitCode> {
-    if cli.backends.iter().any(|backend| backend.is_gpu()) {
+    if cli.backends.contains(&BackendKind::Wgpu) {
         // Before any thread starts; the cases' child processes inherit it.
         run::cli::give_graphics_a_runtime_dir();
     }
@@ -368,12 +368,12 @@ fn provenance(
     }
 }
 
-/// The wgpu adapter the cases ran on, described with its kernel compiler (`None` when no
-/// case ran on wgpu, or wgpu could not start: the cases then failed and said why).
+/// The wgpu adapter the cases ran on, described (`None` when no case ran on wgpu, or wgpu
+/// could not start: the cases then failed and said why).
 fn wgpu_adapter(cli: &Cli) -> Option<String> {
     cli.backends
-        .iter()
-        .find_map(|backend| backend.gpu_adapter())
+        .contains(&BackendKind::Wgpu)
+        .then(run::wgpu_adapter)
         .and_then(Result::ok)
         .map(|adapter| adapter.to_string())
 }

@@ -60,8 +60,8 @@ impl TorchDevice {
     /// the CPU backends, CUDA beside wgpu.
     pub fn stands_beside(self, backend: BackendKind) -> bool {
         match self {
-            TorchDevice::Cpu => !backend.is_gpu(),
-            TorchDevice::Cuda => backend.is_gpu(),
+            TorchDevice::Cpu => backend != BackendKind::Wgpu,
+            TorchDevice::Cuda => backend == BackendKind::Wgpu,
         }
     }
 }

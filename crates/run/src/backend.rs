@@ -33,13 +33,11 @@ pub enum BackendKind {
 /// No device of the asked kind could be started, or the one wgpu found cannot run headlab.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(
-    "backend \"{backend}\" found no usable GPU adapter; run on the CPU with --backend flex, \
-     or install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers). wgpu said: \
+    "backend \"wgpu\" found no usable GPU adapter; run on the CPU with --backend flex, or \
+     install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers). wgpu said: \
      {reason}"
 )]
 pub struct NoAdapter {
-    /// The backend that was asked for (`wgpu`).
-    pub backend: &'static str,
     /// What wgpu said, or what the adapter lacks.
     pub reason: String,
 }
@@ -121,20 +119,14 @@ impl BackendKind {
         }
     }
 
-    /// Whether this backend runs on a GPU (through wgpu): one model per step, the graphics
-    /// stack's runtime directory, PyTorch's CUDA reference beside it.
-    pub fn is_gpu(self) -> bool {
-        self == BackendKind::Wgpu
-    }
-
     /// Whether results are bitwise reproducible for a fixed seed.
     pub fn is_deterministic(self) -> bool {
-        !self.is_gpu()
+        self != BackendKind::Wgpu
     }
 
-    /// The device (without autodiff). A GPU backend is started the first time and checked
-    /// (see [`BackendKind::gpu_adapter`]), so that a missing or unsuitable adapter is an
-    /// error here rather than a panic in the middle of training.
+    /// The device (without autodiff). wgpu is started the first time and checked (see
+    /// [`wgpu_adapter`]), so that a missing or unsuitable adapter is an error here rather
+    /// than a panic in the middle of training.
     pub fn device(self) -> Result<Device, NoAdapter> {
         match self {
             BackendKind::Flex => Ok(Device::flex()),
@@ -143,16 +135,9 @@ impl BackendKind {
             BackendKind::Wgpu => started_wgpu().map(|(device, _)| device),
         }
     }
-
-    /// The adapter a GPU backend runs on, starting it if this process has not yet: an error
-    /// when there is none, or when it lacks what headlab's kernels need; `None` for a CPU
-    /// backend.
-    pub fn gpu_adapter(self) -> Option<Result<WgpuAdapter, NoAdapter>> {
-        self.is_gpu().then(wgpu_adapter)
-    }
 }
 
-/// The adapter `--backend wgpu` runs on, starting wgpu if this process has not yet: an error
+/// The adapter wgpu runs on, starting wgpu if this process has not yet: an error
 /// when there is none, or when it lacks what headlab's kernels need.
 pub fn wgpu_adapter() -> Result<WgpuAdapter, NoAdapter> {
     started_wgpu().map(|(_, adapter)| adapter)
@@ -169,17 +154,14 @@ fn started_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
 /// same selector, so Burn's default device is this one), checks the adapter and runs one
 /// small op on it.
 fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
-    let name = BackendKind::Wgpu.name();
     let (device, setup) =
-        quietly(name, || Device::wgpu_options().init_with_setup())?.map_err(|e| NoAdapter {
-            backend: name,
+        quietly(|| Device::wgpu_options().init_with_setup())?.map_err(|e| NoAdapter {
             reason: e.to_string(),
         })?;
-    let compiler = quietly(name, || kernel_compiler(&device))?;
+    let compiler = quietly(|| kernel_compiler(&device))?;
     let adapter = WgpuAdapter::from_info(&setup.adapter.get_info(), compiler);
     if let Some(missing) = missing_features(setup.adapter.features()) {
         return Err(NoAdapter {
-            backend: name,
             reason: format!(
                 "the adapter it found, {} through {}, lacks {missing}, which headlab's \
                  kernels need (OpenGL adapters never have it; a Vulkan driver does)",
@@ -187,7 +169,7 @@ fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
             ),
         });
     }
-    let sum = quietly(name, || {
+    let sum = quietly(|| {
         Tensor::<1>::ones([4], &device)
             .sum()
             .into_data()
@@ -197,11 +179,9 @@ fn start_wgpu() -> Result<(Device, WgpuAdapter), NoAdapter> {
     match sum {
         Ok(4.0) => Ok((device, adapter)),
         Ok(sum) => Err(NoAdapter {
-            backend: name,
             reason: format!("on {adapter}, a test sum gave {sum} instead of 4"),
         }),
         Err(e) => Err(NoAdapter {
-            backend: name,
             reason: format!("on {adapter}, a test sum failed: {e:?}"),
         }),
     }
@@ -237,14 +217,13 @@ fn missing_features(features: wgpu::Features) -> Option<&'static str> {
 }
 
 /// Runs `work` with the panic hook silenced, turning a panic (wgpu's way of saying "no
-/// adapter" in some paths) into an error of `backend` that carries its message.
-fn quietly<T>(backend: &'static str, work: impl FnOnce() -> T) -> Result<T, NoAdapter> {
+/// adapter" in some paths) into an error that carries its message.
+fn quietly<T>(work: impl FnOnce() -> T) -> Result<T, NoAdapter> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
     std::panic::set_hook(hook);
     result.map_err(|panic| NoAdapter {
-        backend,
         reason: panic
             .downcast_ref::<String>()
             .cloned()
@@ -296,14 +275,6 @@ mod tests {
         assert_eq!(compiler_of_runtime("wgpu<wgsl>"), "WGSL");
         assert_eq!(compiler_of_runtime("wgpu<msl>"), "MSL");
         assert_eq!(compiler_of_runtime("cuda"), "unknown");
-    }
-
-    #[test]
-    fn only_the_wgpu_backends_are_gpus() {
-        assert!(BackendKind::Wgpu.is_gpu());
-        assert!(!BackendKind::Flex.is_gpu() && !BackendKind::Ndarray.is_gpu());
-        assert!(BackendKind::Flex.gpu_adapter().is_none());
-        assert!(!BackendKind::Wgpu.is_deterministic());
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use inspect::interventions::pruning::parse_tolerance;
 use inspect::load::probe::{Probe, parse_size};
 use report::provenance::MeasuredWith;
-use run::{ResolvedRun, RunConfig};
+use run::{BackendKind, ResolvedRun, RunConfig};
 use serde::Deserialize;
 
 /// Most runs one sweep may plan: a typo such as `count = 1e9` must not allocate a billion
@@ -536,7 +536,7 @@ impl Sweep {
         match self.group_seeds {
             GroupSeeds::Fixed(size) => size.max(1),
             GroupSeeds::Auto => match run.resolved_config() {
-                Ok(config) if config.backend.is_gpu() => AUTO_GROUP_SEEDS_WGPU,
+                Ok(config) if config.backend == BackendKind::Wgpu => AUTO_GROUP_SEEDS_WGPU,
                 _ => 1,
             },
         }

@@ -324,15 +324,15 @@ fn train_seeds(
     Ok(code)
 }
 
-/// On a GPU backend, says which adapter and kernel compiler the run trains on (one line on
-/// stderr, unless `--quiet`), so a software driver is never mistaken for a GPU. An adapter
-/// that cannot be used is left to the trainer, which refuses it before the run directory is
-/// made.
+/// On wgpu, says which adapter the run trains on and the language its kernels are compiled
+/// to (one line on stderr, unless `--quiet`), so a software driver is never mistaken for a GPU. An adapter that cannot be used is left to
+/// the trainer, which refuses it before the run directory is made.
 fn print_adapter(args: &Args, backend: BackendKind) {
-    if !args.quiet
-        && let Some(Ok(adapter)) = backend.gpu_adapter()
+    if backend == BackendKind::Wgpu
+        && !args.quiet
+        && let Ok(adapter) = run::wgpu_adapter()
     {
-        eprintln!("{} adapter: {adapter}", backend.name());
+        eprintln!("wgpu adapter: {adapter}");
     }
 }
 
@@ -344,7 +344,7 @@ fn print_adapter(args: &Args, backend: BackendKind) {
 /// A wgpu run instead gets a runtime directory for the graphics stack when it has none
 /// ([`run::cli::give_graphics_a_runtime_dir`]).
 fn pin_default_device(backend: BackendKind) {
-    if backend.is_gpu() {
+    if backend == BackendKind::Wgpu {
         run::cli::give_graphics_a_runtime_dir();
         return;
     }

@@ -138,7 +138,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    if args.backend.is_gpu() {
+    if args.backend == run::BackendKind::Wgpu {
         run::cli::give_graphics_a_runtime_dir();
     }
     // Before anything is read: a report must never be written where it passes for another
