@@ -41,7 +41,9 @@ pub const EXIT_RUN_IN_USE: u8 = 75;
 
 /// The marker file: its presence makes a directory a headlab run.
 pub const MARKER: &str = "run.json";
-const LOCK: &str = ".lock";
+/// The writer's lock file, in a run directory and in a directory `--out` names
+/// ([`crate::out_dir`]).
+pub const LOCK: &str = ".lock";
 const CONFIG: &str = "config.toml";
 const DATASET: &str = "dataset.jsonl";
 const VOCAB: &str = "vocab.txt";
@@ -784,28 +786,68 @@ fn remove_layout(root: &Path) -> Result<(), RunDirError> {
 /// Takes the exclusive lock of the run at `root`, writing `program` and the process id into
 /// the lock file for whoever is refused next.
 fn lock_exclusive(root: &Path, program: &str) -> Result<RunLock, RunDirError> {
+    take_exclusive_lock(root, program).map_err(|refused| match refused {
+        LockRefused::Held(holder) => RunDirError::Locked {
+            path: root.to_path_buf(),
+            holder: holder.0,
+        },
+        LockRefused::Io {
+            action,
+            path,
+            error,
+        } => RunDirError::Io {
+            action,
+            path,
+            error,
+        },
+    })
+}
+
+/// Why [`take_exclusive_lock`] did not take the lock.
+#[derive(Debug)]
+pub(crate) enum LockRefused {
+    /// Another process holds it.
+    Held(LockHolder),
+    /// The lock file could not be opened, locked or written.
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        error: io::Error,
+    },
+}
+
+/// Takes the exclusive lock ([`LOCK`]) of the directory `root`, writing `program` and the
+/// process id into the lock file for whoever is refused next: the one writer's lock of a run
+/// directory and of a directory `--out` names.
+pub(crate) fn take_exclusive_lock(root: &Path, program: &str) -> Result<RunLock, LockRefused> {
     let path = root.join(LOCK);
+    let failed = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |error| LockRefused::Io {
+            action,
+            path,
+            error,
+        }
+    };
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(io_error("open", &path))?;
+        .map_err(failed("open", &path))?;
     match file.try_lock() {
         Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            return Err(RunDirError::Locked {
-                path: root.to_path_buf(),
-                holder: holder(&path).0,
-            });
-        }
-        Err(fs::TryLockError::Error(error)) => return Err(io_error("lock", &path)(error)),
+        Err(fs::TryLockError::WouldBlock) => return Err(LockRefused::Held(holder(&path))),
+        Err(fs::TryLockError::Error(error)) => return Err(failed("lock", &path)(error)),
     }
     let who = format!("process {} ({program})\n", std::process::id());
     file.set_len(0)
         .and_then(|()| file.write_all(who.as_bytes()))
-        .map_err(io_error("write", &path))?;
+        .map_err(failed("write", &path))?;
     Ok(RunLock {
         file,
         exclusive: true,

@@ -16,16 +16,18 @@
 //! Clean-up inside a claimed directory is its writer's business, and deletes only names of
 //! its own layout (the `report` crate's `dir::FILES` table).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::dir::LockRefused;
+
 /// The marker file: its presence makes a directory headlab's output of the kind it names.
 pub const MARKER: &str = ".headlab-out.json";
-/// The writer's lock.
-pub const LOCK: &str = ".lock";
+/// The writer's lock, as in a run directory.
+pub use crate::dir::LOCK;
 
 /// Version of the marker; a newer one is refused rather than misread.
 const FORMAT: u32 = 1;
@@ -151,19 +153,10 @@ fn io_error<'a>(
     }
 }
 
-/// The writer's hold on a claimed directory, released when dropped or when the process dies.
-#[derive(Debug)]
-pub struct OutLock {
-    file: File,
-}
-
-impl Drop for OutLock {
-    /// The lock file is emptied before the lock goes, still held, so a directory left
-    /// cleanly names no holder; the file stays (see [`crate::dir::RunLock`]).
-    fn drop(&mut self) {
-        let _ = self.file.set_len(0);
-    }
-}
+/// The writer's hold on a claimed directory: the run directory's lock
+/// ([`crate::dir::RunLock`]), released when dropped or when the process dies, its file
+/// emptied first.
+pub type OutLock = crate::dir::RunLock;
 
 /// Checks, without writing anything, that `root` could be claimed for `kind`: what `--out`
 /// is refused for is said before any work starts. The lock is not tried here.
@@ -307,38 +300,24 @@ fn is_marker_temporary(name: &str) -> bool {
         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Takes the exclusive lock of `root`, naming this process in the lock file.
+/// Takes the exclusive lock of `root` ([`crate::dir::take_exclusive_lock`]), naming this
+/// process and `kind`'s program in the lock file.
 fn lock_exclusive(root: &Path, kind: &OutKind) -> Result<OutLock, OutDirError> {
-    let path = root.join(LOCK);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io_error("open", &path))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            let _ = File::open(&path).and_then(|mut f| f.read_to_string(&mut text));
-            let text = text.trim();
-            return Err(OutDirError::Locked {
-                path: root.to_path_buf(),
-                holder: if text.is_empty() || text.len() > 200 {
-                    "another process".to_string()
-                } else {
-                    text.to_string()
-                },
-            });
-        }
-        Err(fs::TryLockError::Error(error)) => return Err(io_error("lock", &path)(error)),
-    }
-    let who = format!("process {} ({})\n", std::process::id(), kind.program);
-    file.set_len(0)
-        .and_then(|()| file.write_all(who.as_bytes()))
-        .map_err(io_error("write", &path))?;
-    Ok(OutLock { file })
+    crate::dir::take_exclusive_lock(root, kind.program).map_err(|refused| match refused {
+        LockRefused::Held(holder) => OutDirError::Locked {
+            path: root.to_path_buf(),
+            holder: holder.0,
+        },
+        LockRefused::Io {
+            action,
+            path,
+            error,
+        } => OutDirError::Io {
+            action,
+            path,
+            error,
+        },
+    })
 }
 
 #[cfg(test)]
