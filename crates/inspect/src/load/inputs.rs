@@ -72,7 +72,7 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
     let damaged = |damages: String| InputsError::Damaged {
         run: dir.root().to_path_buf(),
         damages,
-        advice: repair_advice(dir),
+        advice: repair_advice(dir, Repair::Damaged),
     };
     let mut files = match dir.verify(Depth::Contents) {
         Verdict::Damaged(damages) => {
@@ -83,7 +83,7 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
         Verdict::Unsealed if weights == dir.final_weights_path() => {
             return Err(InputsError::Unfinished {
                 run: dir.root().to_path_buf(),
-                advice: finishing_advice(dir),
+                advice: repair_advice(dir, Repair::Unfinished),
             });
         }
         Verdict::Unsealed => unsealed_inputs(dir)?,
@@ -104,34 +104,34 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
     })
 }
 
-/// The commands that repair a damaged run: each one works on a run of its kind (a test runs
-/// them as given).
-fn repair_advice(dir: &RunDir) -> String {
+/// Why a run cannot be measured as it is, for [`repair_advice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// Files differ from its manifest.
+    Damaged,
+    /// Final weights without a manifest.
+    Unfinished,
+}
+
+/// The commands that make the run in `dir` whole again, each one a command that works on a
+/// run of its kind (tests run them as given): an imported run is imported again; a trained
+/// one is finished by `train --resume` (from its last checkpoint it writes the final weights
+/// again and seals the run), or trained again.
+pub fn repair_advice(dir: &RunDir, why: Repair) -> String {
     let run = dir.root().display();
-    match dir.config().ok().and_then(|config| config.import) {
-        Some(import) => format!(
+    if let Some(import) = dir.config().ok().and_then(|config| config.import) {
+        return format!(
             "import it again: headlab import {} --out {run} --force",
             import.source.display()
-        ),
-        None => format!(
+        );
+    }
+    match why {
+        Repair::Damaged => format!(
             "`headlab sweep run` does so for a run of a sweep; otherwise `headlab train {run} \
              --resume` writes damaged final weights again from the last checkpoint, and \
              `headlab train CONFIG --out {run} --force` trains the run again from the start"
         ),
-    }
-}
-
-/// The command that makes an unsealed run with final weights whole again: a trained run is
-/// finished by `train --resume` (from its last checkpoint it writes the final weights again and
-/// seals the run); an imported one is imported again.
-fn finishing_advice(dir: &RunDir) -> String {
-    let run = dir.root().display();
-    match dir.config().ok().and_then(|config| config.import) {
-        Some(import) => format!(
-            "import it again: headlab import {} --out {run} --force",
-            import.source.display()
-        ),
-        None => format!(
+        Repair::Unfinished => format!(
             "finish it with headlab train {run} --resume (it writes the final weights again \
              from the last checkpoint and seals the run), or inspect a checkpoint with \
              --checkpoint step-N"

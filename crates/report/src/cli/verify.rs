@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use inspect::load::inputs::{Repair, repair_advice};
+use run::RunDir;
 use run::manifest::{self, Depth, Verdict};
 
 /// Check a run or report directory against its manifest: every file at its size and SHA-256.
@@ -24,12 +26,10 @@ pub struct Args {
 }
 
 /// What a directory is, for the messages and the repair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Kind {
-    /// A run headlab trained.
-    TrainedRun,
-    /// A run `import` made.
-    ImportedRun,
+    /// A run, trained or imported.
+    Run(RunDir),
     /// An `inspect` report.
     Report,
 }
@@ -44,7 +44,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         Depth::Contents
     };
     let what = match kind {
-        Kind::TrainedRun | Kind::ImportedRun => "run",
+        Kind::Run(_) => "run",
         Kind::Report => "report",
     };
     match manifest::check(dir, depth) {
@@ -68,7 +68,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             "{} is an unfinished {what}: it has no manifest.json (it was never finished, or the \
              manifest was removed), so nothing vouches for its files; {}",
             dir.display(),
-            repair(dir, kind)
+            repair(dir, &kind, Repair::Unfinished)
         ),
         Verdict::Damaged(damages) => {
             for damage in &damages {
@@ -78,7 +78,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 "{} is a damaged {what}: {} of its files differ from its manifest; {}",
                 dir.display(),
                 damages.len(),
-                repair(dir, kind)
+                repair(dir, &kind, Repair::Damaged)
             )
         }
     }
@@ -94,13 +94,7 @@ fn kind_of(dir: &Path) -> anyhow::Result<Kind> {
         );
     }
     if dir.join(run::dir::MARKER).is_file() {
-        let run = run::RunDir::open(dir)?;
-        let imported = run.config().ok().and_then(|config| config.import).is_some();
-        return Ok(if imported {
-            Kind::ImportedRun
-        } else {
-            Kind::TrainedRun
-        });
+        return Ok(Kind::Run(RunDir::open(dir)?));
     }
     let report = &crate::dir::REPORT_KIND;
     if run::out_dir::is_claimed(dir, report) || (report.recognises)(dir) {
@@ -115,26 +109,14 @@ fn kind_of(dir: &Path) -> anyhow::Result<Kind> {
     )
 }
 
-/// The command that makes `dir` whole again.
-fn repair(dir: &Path, kind: Kind) -> String {
-    let shown = dir.display();
+/// The command that makes `dir` whole again: a run's is the one `inspect` names
+/// ([`repair_advice`]).
+fn repair(dir: &Path, kind: &Kind, why: Repair) -> String {
     match kind {
-        Kind::TrainedRun => format!(
-            "repair it with headlab train {shown} --resume (it writes the final weights again \
-             from the last checkpoint and seals the run), or train it again with headlab train \
-             CONFIG --out {shown} --force"
+        Kind::Run(run) => repair_advice(run, why),
+        Kind::Report => format!(
+            "write it again: headlab inspect RUN --out {}",
+            dir.display()
         ),
-        Kind::ImportedRun => {
-            let source = run::RunDir::open(dir)
-                .ok()
-                .and_then(|run| run.config().ok())
-                .and_then(|config| config.import)
-                .map_or_else(
-                    || "CHECKPOINT".to_string(),
-                    |import| import.source.display().to_string(),
-                );
-            format!("import it again: headlab import {source} --out {shown} --force")
-        }
-        Kind::Report => format!("write it again: headlab inspect RUN --out {shown}"),
     }
 }
