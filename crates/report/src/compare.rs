@@ -51,18 +51,23 @@ pub const COMPARISON_KIND: run::out_dir::OutKind = run::out_dir::OutKind {
     name: "comparison",
     program: "compare",
     recognises: |root| {
-        let in_a_run = root.file_name() == Some(std::ffi::OsStr::new("compare"))
-            && root
-                .parent()
-                .is_some_and(|run| run.join(run::dir::MARKER).is_file());
-        let listed = || -> Option<bool> {
-            let text = run::small_file::read(&root.join("matching.json"), 64 << 20).ok()?;
-            let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
-            Some(earlier.get("files")?.is_array())
-        };
-        in_a_run || listed().unwrap_or(false)
+        run::out_dir::is_named_in_a_run(root, "compare") || earlier_files(root).is_some()
     },
 };
+
+/// The files an earlier `compare` into `out` wrote, as its `matching.json` lists them (read
+/// through the bounded reader); `None` where there is no such list.
+fn earlier_files(out: &Path) -> Option<Vec<String>> {
+    let text = run::small_file::read(&out.join("matching.json"), 64 << 20).ok()?;
+    let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let files = earlier.get("files")?.as_array()?;
+    Some(
+        files
+            .iter()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect(),
+    )
+}
 
 /// Matches the heads of every run in `runs` to those of `runs[0]` on a probe of
 /// `probe_size` sequences ([`inspect::compare::compare`]) and writes the comparison into
@@ -127,18 +132,12 @@ pub fn write_comparison(
 /// merely has the name `compare` writes is left alone (a link too: never followed).
 fn earlier_comparison_wrote(out: &Path, file: &Path) -> bool {
     let is_plain_file = std::fs::symlink_metadata(file).is_ok_and(|meta| meta.is_file());
-    let listed = || {
-        let text = std::fs::read(out.join("matching.json")).ok()?;
-        let earlier: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        let files = earlier.get("files")?.as_array()?;
-        Some(
+    is_plain_file
+        && earlier_files(out).is_some_and(|files| {
             files
                 .iter()
-                .filter_map(|f| f.as_str())
-                .any(|listed| Path::new(listed).file_name() == file.file_name()),
-        )
-    };
-    is_plain_file && listed().unwrap_or(false)
+                .any(|listed| Path::new(listed).file_name() == file.file_name())
+        })
 }
 
 /// `compare.html`'s data: every run's matched heads, their measures and patterns on the first

@@ -640,16 +640,7 @@ impl ReportDir {
         if !run::out_dir::is_claimed(&self.root, &REPORT_KIND) {
             return Ok(());
         }
-        let layout = FILES.iter().flat_map(|file| {
-            let svg = file.is_figure().then(|| {
-                Path::new(file.name)
-                    .with_extension("svg")
-                    .to_string_lossy()
-                    .into_owned()
-            });
-            std::iter::once(file.name.to_string()).chain(svg)
-        });
-        for name in layout {
+        for name in layout_names() {
             let path = self.path(&name);
             let is_plain_file = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_file());
             if name != MANIFEST && is_plain_file && !kept.contains(&name) {
@@ -748,21 +739,22 @@ pub const REPORT_KIND: OutKind = OutKind {
     name: "report",
     program: "inspect",
     recognises: |root| {
-        let in_its_run = root.file_name() == Some(std::ffi::OsStr::new(run::dir::REPORT))
-            && root
-                .parent()
-                .is_some_and(|run| run.join(run::dir::MARKER).is_file());
-        in_its_run
+        run::out_dir::is_named_in_a_run(root, run::dir::REPORT)
             || matches!(run::manifest::read(root), Ok(Some(manifest))
-                if manifest.files.keys().all(|name| is_report_name(name)))
+                if manifest.files.keys().all(|name| layout_names().any(|own| own == *name)))
     },
 };
 
-/// Whether `name` (relative, `/`-separated) is a file of the report's layout.
-fn is_report_name(name: &str) -> bool {
-    FILES.iter().any(|file| {
-        file.name == name
-            || (file.is_figure() && Path::new(file.name).with_extension("svg") == Path::new(name))
+/// Every name of the report's layout: [`FILES`], and each figure's SVG copy.
+fn layout_names() -> impl Iterator<Item = String> {
+    FILES.iter().flat_map(|file| {
+        let svg = file.is_figure().then(|| {
+            Path::new(file.name)
+                .with_extension("svg")
+                .to_string_lossy()
+                .into_owned()
+        });
+        std::iter::once(file.name.to_string()).chain(svg)
     })
 }
 

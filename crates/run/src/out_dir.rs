@@ -200,6 +200,15 @@ pub fn claim(root: &Path, kind: &OutKind) -> Result<OutLock, OutDirError> {
     Ok(lock)
 }
 
+/// Whether `root` is `RUN/name` for a run directory `RUN`: a default place of a command's
+/// output (`RUN/inspect`, `RUN/compare`), headlab's whatever it holds.
+pub fn is_named_in_a_run(root: &Path, name: &str) -> bool {
+    root.file_name() == Some(std::ffi::OsStr::new(name))
+        && root
+            .parent()
+            .is_some_and(|run| run.join(crate::dir::MARKER).is_file())
+}
+
 /// Whether `root` is a directory headlab claimed for `kind` (its marker names the kind).
 pub fn is_claimed(root: &Path, kind: &OutKind) -> bool {
     matches!(read_marker(root), Ok(Some(marker)) if marker.kind == kind.name)
