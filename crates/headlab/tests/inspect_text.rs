@@ -88,6 +88,63 @@ fn a_typed_sentence_is_read_word_by_word_and_named_on_the_page() {
     assert!(probe["file"].as_str().unwrap().ends_with("sentences.txt"));
 }
 
+/// Words are the tokenizer's own (issue 67): an emoji with its variation selector is one
+/// word, read as `[UNK]` and named on the page; each CJK character is a word, as BERT's
+/// normalizer splits them; a byte-order mark and a zero-width space are no word. A file
+/// longer than the probe is read a probe's worth, with a note, and the report lists what it
+/// measured.
+#[test]
+fn typed_words_are_the_tokenizers_own_and_an_unknown_word_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
+    let out = tmp.path().join("hostile");
+    let output = inspect(
+        &run,
+        &[
+            "--text",
+            "\u{feff}the dog \u{2764}\u{fe0f} the\u{200b} cat",
+            "--text",
+            "the \u{6211}\u{7231}\u{4f60} cat",
+        ],
+        &out,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary: Summary = ReportDir::new(&out).read_json().unwrap();
+    let probe = serde_json::to_value(&summary.probe).unwrap();
+    assert_eq!(
+        probe["unknown_words"],
+        serde_json::json!(["\u{2764}", "\u{6211}", "\u{7231}", "\u{4f60}"])
+    );
+    let names = summary.probe_token_names.clone().unwrap();
+    for word in ["the", "dog", "cat", "\u{2764}", "\u{6211}", "\u{7231}", "\u{4f60}"] {
+        assert!(names.iter().any(|n| n == word), "{word:?} in {names:?}");
+    }
+    assert!(
+        !names.iter().any(|n| n.contains('\u{feff}') || n.contains('\u{fe0f}')),
+        "{names:?}"
+    );
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("read as the unknown piece"), "the page says so");
+
+    let file = tmp.path().join("many.txt");
+    std::fs::write(&file, "the dog sees the cat\n".repeat(5)).unwrap();
+    let out = tmp.path().join("first-three");
+    let output = inspect(
+        &run,
+        &["--text-file", file.to_str().unwrap(), "--probe", "3"],
+        &out,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("5 sentences given; the probe reads the first 3 (--probe 3)"),
+        "{}",
+        stderr(&output)
+    );
+    let summary: Summary = ReportDir::new(&out).read_json().unwrap();
+    let probe = serde_json::to_value(&summary.probe).unwrap();
+    assert_eq!(probe["sentences"].as_array().unwrap().len(), 3);
+}
+
 #[test]
 fn bad_text_is_refused_in_one_line_and_nothing_is_written() {
     let tmp = tempfile::tempdir().unwrap();
@@ -102,6 +159,11 @@ fn bad_text_is_refused_in_one_line_and_nothing_is_written() {
         assert!(!out.exists(), "{args:?} wrote {}", out.display());
     };
     refused(&["--text", "  "], 1, "--text \"  \" has no word");
+    refused(
+        &["--text", "\u{feff}\u{200b}"],
+        1,
+        "--text \"\\u{feff}\\u{200b}\" has no word",
+    );
     refused(
         &["--text", "the dog sees", "--text", "the cat sees the dog"],
         1,

@@ -159,3 +159,32 @@ fn minilm_reads_typed_sentences_word_by_word_as_transformers_does() {
         "word-level attention differs by up to {largest}"
     );
 }
+
+/// A typed sentence of 510 words fills MiniLM's 512 positions: one sequence, measured
+/// within the memory bound, where the bound was once counted for `--probe`'s 64 sequences
+/// and refused it (issue 67).
+#[test]
+fn minilm_reads_one_typed_sentence_as_long_as_its_positions() {
+    let Some(checkpoint) = testkit::minilm_dir("the MiniLM long-sentence test") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(&checkpoint, tmp.path());
+    let text = ["the cat"; 255].join(" ");
+    let out = tmp.path().join("long");
+    succeeds(
+        "inspect",
+        &[
+            run.as_path(),
+            Path::new("--text"),
+            Path::new(&text),
+            Path::new("--no-patching"),
+            Path::new("--out"),
+            &out,
+            Path::new("--quiet"),
+        ],
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["probe"]["sentences"][0], text.as_str());
+}

@@ -45,6 +45,25 @@ pub struct Encoded {
     pub words: Vec<Option<usize>>,
 }
 
+/// Text read as `transformers` reads it (`tokenizer(text)`): its pieces, and its words as
+/// the tokenizer's own normalizer and pre-tokenizer make them (`word_ids()`), so an emoji with
+/// its variation selector, a letter with its combining accent, each CJK character and a
+/// dropped byte-order mark are what the checkpoint makes of them, not what a second splitter
+/// would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextWords {
+    /// Each word as typed: the text its pieces came from (`word_to_chars`), without the space
+    /// before it that a SentencePiece or byte-level piece holds; a word of spaces alone (the
+    /// second of two spaces, which a byte-level BPE keeps as a piece) is its pieces (`Ġ`).
+    pub words: Vec<String>,
+    /// The pieces, with the special tokens; [`Encoded::words`] numbers the words 0, 1, ... in
+    /// order, indexing `words`.
+    pub encoded: Encoded,
+    /// The words read as the unknown piece alone (`[UNK]`, `<unk>`): the vocabulary has no
+    /// piece for them, and the model reads them all alike.
+    pub unknown: Vec<usize>,
+}
+
 /// A loaded `tokenizer.json`.
 #[derive(Debug, Clone)]
 pub struct WordPieces {
@@ -57,6 +76,9 @@ pub struct WordPieces {
 /// The spellings of the mask piece across families: BERT's WordPiece, RoBERTa's and
 /// XLM-R's `<mask>`.
 const MASK_PIECES: [&str; 2] = ["[MASK]", "<mask>"];
+
+/// The spellings of the unknown piece: BERT's, and RoBERTa's and SentencePiece's.
+const UNKNOWN_PIECES: [&str; 2] = ["[UNK]", "<unk>"];
 
 impl WordPieces {
     /// Reads `path`, refusing a file over [`MAX_TOKENIZER_BYTES`] or not a regular file
@@ -174,6 +196,66 @@ impl WordPieces {
         self.encode(&self.tokenizer, input, text)
     }
 
+    /// `text` as `transformers` reads it, its words the tokenizer's own ([`TextWords`]).
+    pub fn read_text(&self, text: &str) -> Result<TextWords, TokenizerError> {
+        let input = EncodeInput::Single(InputSequence::from(text));
+        let encoding = self
+            .tokenizer
+            .encode(input, true)
+            .map_err(|e| self.encode_error(text, e))?;
+        let unknown_id = UNKNOWN_PIECES.iter().find_map(|piece| self.id(piece));
+        // The tokenizer's word ids, numbered again 0, 1, ... in order: a pre-tokenized word
+        // that came out as no piece would otherwise leave a gap.
+        let (ids, pieces, offsets) = (
+            encoding.get_ids(),
+            encoding.get_tokens(),
+            encoding.get_offsets(),
+        );
+        let mut words: Vec<String> = vec![];
+        let mut unknown: Vec<bool> = vec![];
+        let mut word_of_piece = vec![];
+        // The tokenizer's number of the word being read, and its first piece.
+        let mut current: Option<(u32, usize)> = None;
+        for (i, word) in encoding.get_word_ids().iter().enumerate() {
+            let Some(word) = *word else {
+                word_of_piece.push(None);
+                continue;
+            };
+            let first = match current {
+                Some((number, first)) if number == word => first,
+                _ => {
+                    current = Some((word, i));
+                    words.push(String::new());
+                    unknown.push(true);
+                    i
+                }
+            };
+            let index = words.len() - 1;
+            word_of_piece.push(Some(index));
+            unknown[index] &= Some(ids[i]) == unknown_id;
+            // The word's text runs from its first piece's start to its last piece's end, the
+            // space a SentencePiece or byte-level piece carries left out.
+            let span = text.get(offsets[first].0..offsets[i].1.max(offsets[first].0));
+            words[index] = match span.map(str::trim) {
+                Some(span) if !span.is_empty() => span.to_string(),
+                _ => pieces[first..=i].concat(),
+            };
+        }
+        Ok(TextWords {
+            words,
+            encoded: Encoded {
+                ids: ids.to_vec(),
+                pieces: pieces.to_vec(),
+                words: word_of_piece,
+            },
+            unknown: unknown
+                .iter()
+                .enumerate()
+                .filter_map(|(w, &unknown)| unknown.then_some(w))
+                .collect(),
+        })
+    }
+
     /// Words already split (a parsed sentence's), each to its pieces, with the special
     /// tokens; [`Encoded::words`] indexes `words`.
     pub fn encode_words(&self, words: &[&str]) -> Result<Encoded, TokenizerError> {
@@ -190,11 +272,7 @@ impl WordPieces {
     ) -> Result<Encoded, TokenizerError> {
         let encoding = tokenizer
             .encode(input, true)
-            .map_err(|e| TokenizerError::Encode {
-                path: self.path.clone(),
-                text: crate::config::excerpt(text, 60),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| self.encode_error(text, e))?;
         Ok(Encoded {
             ids: encoding.get_ids().to_vec(),
             pieces: encoding.get_tokens().to_vec(),
@@ -204,6 +282,16 @@ impl WordPieces {
                 .map(|w| w.map(|w| w as usize))
                 .collect(),
         })
+    }
+}
+
+impl WordPieces {
+    fn encode_error(&self, text: &str, error: tokenizers::Error) -> TokenizerError {
+        TokenizerError::Encode {
+            path: self.path.clone(),
+            text: crate::config::excerpt(text, 60),
+            message: error.to_string(),
+        }
     }
 }
 

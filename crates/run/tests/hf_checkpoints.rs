@@ -427,3 +427,66 @@ fn the_minilm_tokenizer_reads_the_sentences_as_transformers_did() {
         assert_eq!(encoded.ids, want_ids, "sentence {row}");
     }
 }
+
+/// Hostile typed text (an emoji with its variation selector, an NFD accent, CJK, a byte-order
+/// mark, a zero-width space, two spaces) reads as `transformers` read it
+/// (`scripts/fixtures/typed_words_reference.py`): the same pieces, the same words of each
+/// piece, each word the text its pieces came from.
+#[test]
+fn typed_text_reads_into_the_words_transformers_reads_in_every_family() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/typed-words.json");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let strings = |list: &serde_json::Value| -> Vec<String> {
+        let list = list.as_array().unwrap();
+        list.iter().map(|s| s.as_str().unwrap().to_string()).collect()
+    };
+    let mut read = 0;
+    for (name, readings) in record["readings"].as_object().unwrap() {
+        let file = match name.as_str() {
+            "minilm" => match testkit::minilm_dir("the typed-words test of MiniLM") {
+                Some(dir) => dir.join("tokenizer.json"),
+                None => continue,
+            },
+            family => fixtures().join("families").join(family).join("tokenizer.json"),
+        };
+        let tokenizer = WordPieces::read(&file).unwrap();
+        for reading in readings.as_array().unwrap() {
+            let text = reading["text"].as_str().unwrap();
+            let got = tokenizer.read_text(text).unwrap();
+            let pieces = strings(&reading["pieces"]);
+            assert_eq!(got.encoded.pieces, pieces, "{name}: {text:?}");
+            let word_ids: Vec<Option<usize>> = reading["word_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w.as_u64().map(|w| w as usize))
+                .collect();
+            assert_eq!(got.encoded.words, word_ids, "{name}: {text:?}");
+            // transformers' word text, without its leading space; a word of spaces alone is
+            // named by its pieces.
+            let want: Vec<String> = strings(&reading["words"])
+                .iter()
+                .enumerate()
+                .map(|(w, word)| match word.trim() {
+                    "" => (0..pieces.len())
+                        .filter(|&p| word_ids[p] == Some(w))
+                        .map(|p| pieces[p].as_str())
+                        .collect(),
+                    word => word.to_string(),
+                })
+                .collect();
+            assert_eq!(got.words, want, "{name}: {text:?}");
+            let unknown: Vec<usize> = (0..want.len())
+                .filter(|&w| {
+                    (0..pieces.len())
+                        .filter(|&p| word_ids[p] == Some(w))
+                        .all(|p| ["[UNK]", "<unk>"].contains(&pieces[p].as_str()))
+                })
+                .collect();
+            assert_eq!(got.unknown, unknown, "{name}: {text:?}");
+            read += 1;
+        }
+    }
+    assert!(read >= 35, "every family's readings were checked: {read}");
+}

@@ -24,7 +24,7 @@ use tasks::batch::{Batch, mix_seed};
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, Task};
 
-use crate::load::sentences::{PieceProbeError, PieceSentences};
+use crate::load::sentences::{PieceProbeError, PieceSentences, ReadAs};
 use crate::load::words::{WordSpans, word_patterns};
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
@@ -115,14 +115,15 @@ impl Probe {
     /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences,
     /// or of `treebank`'s when given, with one number of words (the most common, ties the
     /// longer, as [`Probe::of_tokens`] picks; for a treebank, among its sentences of at least
-    /// the median length, [`typical_sentences`]), read by `tokenizer` ([`PieceSentences`]; fewer when
+    /// the median length, [`typical_sentences`]), read by `tokenizer` as `read_as` says
+    /// ([`PieceSentences`]; fewer when
     /// some are over `max_positions` pieces). Its examples are word-level: the sentences'
     /// word ids ([`PieceSentences::names`]), with `[CLS]` and `[SEP]` as the two ids after
     /// them, named so in `token_names`.
     pub(crate) fn of_pieces(
         task: &Task,
         treebank: Option<&[TreebankSentence]>,
-        tokenizer: &WordPieces,
+        (tokenizer, read_as): (&WordPieces, ReadAs),
         (size, seed): (usize, u64),
         max_positions: usize,
         device: &Device,
@@ -134,7 +135,7 @@ impl Probe {
                 // that does not, and leave the probe empty.
                 let mut fitting = vec![];
                 for tree in trees {
-                    if PieceSentences::fits(tree, tokenizer, max_positions)? {
+                    if PieceSentences::fits(tree, (tokenizer, read_as), max_positions)? {
                         fitting.push(tree);
                     }
                 }
@@ -148,7 +149,7 @@ impl Probe {
                 let chosen = of_most_common_length(&typical_lengths, size)
                     .map(|j| offered[typical[j]].clone())
                     .collect();
-                PieceSentences::of_treebank(chosen, tokenizer, max_positions)?
+                PieceSentences::of_treebank(chosen, (tokenizer, read_as), max_positions)?
             }
             None => {
                 let parsed = task.parsed_sentences(candidates, mix_seed(seed, PROBE_STREAM));
@@ -285,6 +286,16 @@ impl Probe {
         } else {
             Ok(())
         }
+    }
+
+    /// Sequences the probe holds.
+    pub fn len(&self) -> usize {
+        self.examples.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.examples.is_empty()
     }
 
     /// Input tokens, row-major `[batch * seq]`.

@@ -24,7 +24,7 @@ use tasks::{Example, MinimalPair, PairKind, ParsedSentence, Task};
 use crate::load::masked_words::MaskedWords;
 use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
-use crate::load::sentences::{PieceProbeError, PieceSentences};
+use crate::load::sentences::{PieceProbeError, PieceSentences, ReadAs};
 use crate::load::text::{self, ProbeSource};
 
 /// Sentences per forward pass when a model reads its task's tokens: bounds the cached
@@ -55,6 +55,18 @@ pub struct PieceReading {
     /// Where the probe's sentences come from (for a task probe, without its overrides: the
     /// loaded run holds those).
     pub source: ProbeSource,
+}
+
+impl PieceReading {
+    /// The tokenizer, and how sentences become its pieces: typed sentences by their raw
+    /// text, as `transformers` reads them; parsed ones word by word.
+    pub fn reader(&self) -> (&WordPieces, ReadAs) {
+        let read_as = match self.source.is_typed() {
+            true => ReadAs::Text,
+            false => ReadAs::Words,
+        };
+        (&self.tokenizer, read_as)
+    }
 }
 
 /// A reading that cannot do what was asked.
@@ -232,7 +244,7 @@ impl Reading {
         };
         let fits = trees
             .iter()
-            .map(|tree| PieceSentences::fits(tree, &pieces.tokenizer, pieces.max_positions))
+            .map(|tree| PieceSentences::fits(tree, pieces.reader(), pieces.max_positions))
             .collect::<Result<Vec<bool>, _>>()
             .map_err(PieceProbeError::from)?;
         Ok(Some(fits))
@@ -276,22 +288,24 @@ impl Reading {
         }
     }
 
-    /// Probes with sentences the user typed (`names`: how each is named in a message,
-    /// `--text "..."` or `FILE line N`; `source`: what the report names): refused for a model
-    /// that reads its task's tokens (`run` names it), for sentences of different lengths in
-    /// words, and for a sentence over the model's positions in pieces.
+    /// Probes with sentences the user typed (`texts`; `names`: how each is named in a
+    /// message, `--text "..."` or `FILE line N`; `file`: the file they were read from, for
+    /// the report), their words the tokenizer's own ([`crate::load::typed`]): refused for a
+    /// model that reads its task's tokens (`run` names it), for sentences of different
+    /// lengths in words, and for a sentence over the model's positions in pieces.
     pub fn probe_with_text(
         &mut self,
-        sentences: Vec<TreebankSentence>,
+        texts: Vec<String>,
         names: &[String],
-        source: ProbeSource,
+        file: Option<std::path::PathBuf>,
         run: &Path,
     ) -> Result<(), ReadingError> {
         let Reading::Pieces(pieces) = self else {
             return Err(ReadingError::TextForTokens(run.display().to_string()));
         };
+        let typed = crate::load::typed::sentences_of(&texts, &pieces.tokenizer)?;
         let lengths: std::collections::BTreeSet<usize> =
-            sentences.iter().map(|s| s.words.len()).collect();
+            typed.sentences.iter().map(|s| s.words.len()).collect();
         if lengths.len() > 1 {
             let lengths: Vec<String> = lengths.iter().map(usize::to_string).collect();
             let (last, rest) = lengths.split_last().expect("two lengths or more");
@@ -299,23 +313,22 @@ impl Reading {
                 lengths: format!("{} and {last}", rest.join(", ")),
             });
         }
-        for (sentence, name) in sentences.iter().zip(names) {
-            let refs: Vec<&str> = sentence.words.iter().map(String::as_str).collect();
-            let encoded = pieces
-                .tokenizer
-                .encode_words(&refs)
-                .map_err(PieceProbeError::from)?;
-            if encoded.ids.len() > pieces.max_positions {
+        for (pieces_of, name) in typed.pieces.iter().zip(names) {
+            if *pieces_of > pieces.max_positions {
                 return Err(ReadingError::TypedTooLong {
                     sentence: name.clone(),
-                    pieces: encoded.ids.len(),
+                    pieces: *pieces_of,
                     tokenizer: pieces.tokenizer.path().display().to_string(),
                     max_positions: pieces.max_positions,
                 });
             }
         }
-        pieces.treebank = Some(sentences);
-        pieces.source = source;
+        pieces.treebank = Some(typed.sentences);
+        pieces.source = ProbeSource::TypedText {
+            file,
+            sentences: texts,
+            unknown_words: typed.unknown_words,
+        };
         Ok(())
     }
 
@@ -374,13 +387,15 @@ impl Reading {
             Reading::Pieces(pieces) => Probe::of_pieces(
                 &run.task,
                 pieces.treebank.as_deref(),
-                &pieces.tokenizer,
+                pieces.reader(),
                 (size, seed),
                 pieces.max_positions,
                 device,
             )?,
         };
-        Probe::check_size_at(size, run, runs, probe.forward_len())?;
+        // Checked for the sequences it holds: a probe of one typed sentence of 510 words is
+        // one sequence, whatever `--probe` allowed.
+        Probe::check_size_at(probe.len(), run, runs, probe.forward_len())?;
         Ok(probe)
     }
 
@@ -400,7 +415,7 @@ impl Reading {
             && let Some(trees) = &pieces.treebank
         {
             let trees = trees[..trees.len().min(treebank_count)].to_vec();
-            let read = PieceSentences::of_treebank(trees, &pieces.tokenizer, pieces.max_positions)?;
+            let read = PieceSentences::of_treebank(trees, pieces.reader(), pieces.max_positions)?;
             return Ok(Some(ReadSentences::Pieces(read)));
         }
         let sentences = task.parsed_sentences(count, seed);

@@ -70,6 +70,34 @@ pub enum PieceProbeError {
     },
 }
 
+/// How a sentence becomes word pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAs {
+    /// Its words one by one, as parsed (a treebank's, the task's): Clark et al.'s reading,
+    /// `transformers`' `is_split_into_words`.
+    Words,
+    /// Its raw text, its words the tokenizer's own ([`WordPieces::read_text`]): sentences
+    /// typed with `--text`, as `transformers` reads `tokenizer(text)`.
+    Text,
+}
+
+impl ReadAs {
+    /// `tree` as `tokenizer` reads it this way (a tree without its text is read by its words).
+    pub fn encode(
+        self,
+        tree: &TreebankSentence,
+        tokenizer: &WordPieces,
+    ) -> Result<Encoded, TokenizerError> {
+        match (self, &tree.text) {
+            (ReadAs::Text, Some(text)) => Ok(tokenizer.read_text(text)?.encoded),
+            _ => {
+                let refs: Vec<&str> = tree.words.iter().map(String::as_str).collect();
+                tokenizer.encode_words(&refs)
+            }
+        }
+    }
+}
+
 /// Sentences with their dependency trees, as the model's word pieces.
 #[derive(Debug, Clone)]
 pub struct PieceSentences {
@@ -104,14 +132,14 @@ impl PieceSentences {
             .map(|s| TreebankSentence::of_parsed(s, &names))
             .collect();
         let ids = sentences.into_iter().map(|s| s.words).collect();
-        Self::of_trees(names, ids, trees, tokenizer, max_positions)
+        Self::of_trees(names, ids, trees, (tokenizer, ReadAs::Words), max_positions)
     }
 
-    /// A treebank's sentences read by `tokenizer`, their word ids numbering the distinct
-    /// forms in sorted order.
+    /// A treebank's sentences read by `tokenizer` (`read_as`), their word ids numbering the
+    /// distinct forms in sorted order.
     pub fn of_treebank(
         trees: Vec<TreebankSentence>,
-        tokenizer: &WordPieces,
+        reader: (&WordPieces, ReadAs),
         max_positions: usize,
     ) -> Result<Self, PieceProbeError> {
         let names: Vec<String> = trees
@@ -129,7 +157,7 @@ impl PieceSentences {
                     .collect()
             })
             .collect();
-        Self::of_trees(names, ids, trees, tokenizer, max_positions)
+        Self::of_trees(names, ids, trees, reader, max_positions)
     }
 
     /// The pieces before and after every sentence's words, as the tokenizer writes them:
@@ -145,7 +173,7 @@ impl PieceSentences {
         ]
     }
 
-    /// `trees` (word ids `ids` into `names`) read by `tokenizer`; sentences of more than
+    /// `trees` (word ids `ids` into `names`) read by a tokenizer; sentences of more than
     /// `max_positions` pieces are left out and counted. Every sentence must come out as one
     /// special token, its words in order, one special token: word `i` at word-level
     /// position `i + 1`.
@@ -153,7 +181,7 @@ impl PieceSentences {
         names: Vec<String>,
         ids: Vec<Vec<u32>>,
         trees: Vec<TreebankSentence>,
-        tokenizer: &WordPieces,
+        (tokenizer, read_as): (&WordPieces, ReadAs),
         max_positions: usize,
     ) -> Result<Self, PieceProbeError> {
         let mut kept = PieceSentences {
@@ -168,8 +196,7 @@ impl PieceSentences {
         let mut shortest: Option<usize> = None;
         for (tree, ids) in trees.into_iter().zip(ids) {
             let words = &tree.words;
-            let refs: Vec<&str> = words.iter().map(String::as_str).collect();
-            let encoded = tokenizer.encode_words(&refs)?;
+            let encoded = read_as.encode(&tree, tokenizer)?;
             if encoded.ids.len() > max_positions {
                 kept.too_long += 1;
                 shortest = Some(shortest.map_or(encoded.ids.len(), |s| s.min(encoded.ids.len())));
@@ -219,14 +246,14 @@ impl PieceSentences {
         Ok(kept)
     }
 
-    /// Whether `tree` fits `max_positions` as `tokenizer` reads it, `[CLS]` and `[SEP]` included.
+    /// Whether `tree` fits `max_positions` as a tokenizer reads it (`reader`), `[CLS]` and
+    /// `[SEP]` included.
     pub fn fits(
         tree: &TreebankSentence,
-        tokenizer: &WordPieces,
+        (tokenizer, read_as): (&WordPieces, ReadAs),
         max_positions: usize,
     ) -> Result<bool, TokenizerError> {
-        let refs: Vec<&str> = tree.words.iter().map(String::as_str).collect();
-        Ok(tokenizer.encode_words(&refs)?.ids.len() <= max_positions)
+        Ok(read_as.encode(tree, tokenizer)?.ids.len() <= max_positions)
     }
 
     /// Keeps the first `n` sentences.

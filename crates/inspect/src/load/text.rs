@@ -50,6 +50,10 @@ pub enum ProbeSource {
         file: Option<PathBuf>,
         /// The sentences, as typed (each line of the file, trimmed).
         sentences: Vec<String>,
+        /// The words the vocabulary has no piece for, read as the unknown piece (`[UNK]`) as
+        /// `transformers` reads them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unknown_words: Vec<String>,
     },
     /// A treebank file (`inspect --probe-conllu`).
     Treebank {
@@ -110,14 +114,30 @@ impl ProbeSource {
                 format!("treebank {treebank} ({file}, shipped with headlab)")
             }
             ProbeSource::Treebank { file, .. } => format!("treebank {}", file.display()),
-            ProbeSource::TypedText { file, sentences } => {
+            ProbeSource::TypedText {
+                file,
+                sentences,
+                unknown_words,
+            } => {
                 let count = match sentences.len() {
                     1 => "1 sentence".to_string(),
                     n => format!("{n} sentences"),
                 };
+                let unknown = match unknown_words.is_empty() {
+                    true => String::new(),
+                    false => {
+                        let words: Vec<String> =
+                            unknown_words.iter().map(|w| format!("{w:?}")).collect();
+                        format!(
+                            "; read as the unknown piece, which the vocabulary has for words \
+                             it has no piece for: {}",
+                            words.join(", ")
+                        )
+                    }
+                };
                 match file {
-                    Some(file) => format!("text file {} ({count})", file.display()),
-                    None => format!("typed text ({count})"),
+                    Some(file) => format!("text file {} ({count}{unknown})", file.display()),
+                    None => format!("typed text ({count}{unknown})"),
                 }
             }
         }

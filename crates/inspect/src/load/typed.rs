@@ -1,11 +1,15 @@
-//! Sentences a user types (`inspect --text "SENTENCE"`, `--text-file FILE`): split into
-//! words as a reader would, at whitespace and around each punctuation mark, as BERT's own
-//! pre-tokenizer splits them ("doesn't" is `doesn ' t`), so that a word is what the
-//! checkpoint's tokenizer reads as one. They have no parse: the report leaves relation scores
-//! out and says why.
+//! Sentences a user types (`inspect --text "SENTENCE"`, `--text-file FILE`): read from
+//! their raw text by the checkpoint's own tokenizer, its words those of its own normalizer
+//! and pre-tokenizer ([`run::tokenizer::WordPieces::read_text`]), as `transformers` reads
+//! `tokenizer(text)`: "doesn't" is `doesn ' t` for BERT and `doesn 't` for RoBERTa, an emoji
+//! keeps its variation selector, each CJK character is a word for BERT, a byte-order mark is
+//! dropped by BERT and read by a byte-level BPE. A word the vocabulary has no piece for is
+//! read as the unknown piece, as `transformers` reads it, and the report names it. Typed
+//! sentences have no parse: the report leaves relation scores out and says why.
 
 use std::path::{Path, PathBuf};
 
+use run::tokenizer::{TokenizerError, WordPieces};
 use tasks::conllu::TreebankSentence;
 
 /// Largest `--text-file` read: a million bytes is some ten thousand sentences, more than a
@@ -13,8 +17,11 @@ use tasks::conllu::TreebankSentence;
 pub const MAX_TEXT_FILE_BYTES: u64 = 1 << 20;
 
 /// Why typed sentences cannot be read.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, thiserror::Error)]
 pub enum TypedTextError {
+    /// The tokenizer could not read a sentence.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
     /// `--text ""`, or only spaces.
     #[error("--text {0:?} has no word: type a sentence, e.g. --text \"The dog sees the cat.\"")]
     Empty(String),
@@ -44,48 +51,49 @@ pub enum TypedTextError {
     NoSentence(PathBuf),
 }
 
-/// `text`'s words: split at whitespace, and every character that is neither a letter, a digit
-/// nor whitespace (punctuation, symbols) a word of its own.
-pub fn words_of(text: &str) -> Vec<String> {
-    let mut words = vec![];
-    let mut word = String::new();
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            word.push(c);
-            continue;
-        }
-        if !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-        if !c.is_whitespace() {
-            words.push(c.to_string());
-        }
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
+/// Typed sentences as a tokenizer reads them.
+#[derive(Debug, Clone)]
+pub struct TypedSentences {
+    /// The sentences without a parse (every word's HEAD 0, DEPREL `_`, so no arc is scored),
+    /// each one's text kept as it was typed.
+    pub sentences: Vec<TreebankSentence>,
+    /// Each sentence's length in pieces, the special tokens included.
+    pub pieces: Vec<usize>,
+    /// The words read as the unknown piece, each once, in the order typed.
+    pub unknown_words: Vec<String>,
 }
 
-/// Typed `texts` as sentences without a parse (every word's HEAD 0, DEPREL `_`, so no arc is
-/// scored), each `text` kept as it was typed.
-pub fn sentences_of(texts: &[String]) -> Result<Vec<TreebankSentence>, TypedTextError> {
-    texts
-        .iter()
-        .map(|text| {
-            let words = words_of(text);
-            if words.is_empty() {
-                return Err(TypedTextError::Empty(text.clone()));
+/// Typed `texts` as `tokenizer` reads them ([`TypedSentences`]); a text with no word (empty,
+/// only spaces, or only what the tokenizer drops) is refused by what was typed.
+pub fn sentences_of(
+    texts: &[String],
+    tokenizer: &WordPieces,
+) -> Result<TypedSentences, TypedTextError> {
+    let mut typed = TypedSentences {
+        sentences: vec![],
+        pieces: vec![],
+        unknown_words: vec![],
+    };
+    for text in texts {
+        let read = tokenizer.read_text(text)?;
+        if read.words.is_empty() {
+            return Err(TypedTextError::Empty(text.clone()));
+        }
+        for &w in &read.unknown {
+            if !typed.unknown_words.contains(&read.words[w]) {
+                typed.unknown_words.push(read.words[w].clone());
             }
-            Ok(TreebankSentence {
-                sent_id: None,
-                text: Some(text.clone()),
-                heads: vec![0; words.len()],
-                relations: vec!["_".to_string(); words.len()],
-                words,
-            })
-        })
-        .collect()
+        }
+        typed.pieces.push(read.encoded.ids.len());
+        typed.sentences.push(TreebankSentence {
+            sent_id: None,
+            text: Some(text.clone()),
+            heads: vec![0; read.words.len()],
+            relations: vec!["_".to_string(); read.words.len()],
+            words: read.words,
+        });
+    }
+    Ok(typed)
 }
 
 /// The sentences of a `--text-file`: one a line, UTF-8, blank lines skipped, each with its
@@ -124,30 +132,41 @@ pub fn read_text_file(path: &Path) -> Result<Vec<(usize, String)>, TypedTextErro
 mod tests {
     use super::*;
 
+    fn bert() -> WordPieces {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../model/tests/fixtures/bert/one-layer/tokenizer.json");
+        WordPieces::read(&path).unwrap()
+    }
+
     #[test]
-    fn words_split_at_spaces_and_around_punctuation_as_bert_reads_them() {
-        assert_eq!(
-            words_of("  Why doesn't every head learn the same thing?"),
-            [
-                "Why", "doesn", "'", "t", "every", "head", "learn", "the", "same", "thing", "?"
-            ]
-        );
-        assert_eq!(
-            words_of("e-mail, 3.5 km"),
-            ["e", "-", "mail", ",", "3", ".", "5", "km"]
-        );
-        assert_eq!(words_of("Ünïcode wörds"), ["Ünïcode", "wörds"]);
-        assert!(words_of(" \t ").is_empty());
+    fn typed_words_are_the_tokenizers_and_an_unknown_word_is_named_once() {
+        let typed = sentences_of(
+            &["The dog barked.".into(), "The \u{2764}\u{fe0f} \u{2764}\u{fe0f} dog".into()],
+            &bert(),
+        )
+        .unwrap();
+        assert_eq!(typed.sentences[0].words, ["The", "dog", "barked", "."]);
+        assert_eq!(typed.sentences[0].heads, [0, 0, 0, 0]);
+        assert_eq!(typed.sentences[0].text.as_deref(), Some("The dog barked."));
+        assert_eq!(typed.pieces[0], 7, "[CLS] the dog bark ##ed . [SEP]");
+        // BERT's normalizer drops the variation selector with the accents: one word, unknown.
+        assert_eq!(typed.sentences[1].words, ["The", "\u{2764}", "\u{2764}", "dog"]);
+        assert_eq!(typed.unknown_words, ["\u{2764}"]);
     }
 
     #[test]
     fn an_empty_sentence_is_refused_by_what_was_typed() {
-        let error = sentences_of(&["fine".into(), "  ".into()]).unwrap_err();
-        assert_eq!(error, TypedTextError::Empty("  ".into()));
-        assert!(error.to_string().starts_with("--text \"  \" has no word"));
-        let sentences = sentences_of(&["The dog barked.".into()]).unwrap();
-        assert_eq!(sentences[0].words, ["The", "dog", "barked", "."]);
-        assert_eq!(sentences[0].heads, [0, 0, 0, 0]);
+        for text in ["  ", "\u{feff}\u{200b}"] {
+            let error = sentences_of(&["fine".into(), text.into()], &bert()).unwrap_err();
+            assert!(
+                matches!(&error, TypedTextError::Empty(typed) if typed == text),
+                "{error}"
+            );
+            assert!(
+                error.to_string().starts_with(&format!("--text {text:?} has no word")),
+                "{error}"
+            );
+        }
     }
 
     #[test]
@@ -163,13 +182,9 @@ mod tests {
 
         std::fs::write(&path, b"fine\nbad \xff byte\n").unwrap();
         let error = read_text_file(&path).unwrap_err();
-        assert_eq!(
-            error,
-            TypedTextError::NotUtf8 {
-                path: path.clone(),
-                line: 2,
-                byte: 9
-            }
+        assert!(
+            matches!(&error, TypedTextError::NotUtf8 { path: p, line: 2, byte: 9 } if *p == path),
+            "{error}"
         );
         assert!(
             error
@@ -178,10 +193,10 @@ mod tests {
         );
 
         std::fs::write(&path, "\n  \n").unwrap();
-        assert_eq!(
+        assert!(matches!(
             read_text_file(&path).unwrap_err(),
-            TypedTextError::NoSentence(path.clone())
-        );
+            TypedTextError::NoSentence(p) if p == path
+        ));
         let missing = dir.path().join("missing.txt");
         let error = read_text_file(&missing).unwrap_err().to_string();
         assert!(error.starts_with("cannot read --text-file"), "{error}");

@@ -100,13 +100,15 @@ fn choose_probe(reading: &mut inspect::load::reading::Reading, args: &Args) -> a
     Ok(())
 }
 
-/// Probes `reading` with `--text`'s sentences or `--text-file`'s.
+/// Probes `reading` with `--text`'s sentences or `--text-file`'s: a probe's worth
+/// (`--probe`), the first of a longer file, with a note, so the report lists the sentences
+/// it measured.
 fn probe_with_text(
     reading: &mut inspect::load::reading::Reading,
     args: &Args,
 ) -> anyhow::Result<()> {
     use inspect::load::typed;
-    let (texts, names, file): (Vec<String>, Vec<String>, _) = match &args.text_file {
+    let (mut texts, mut names, file): (Vec<String>, Vec<String>, _) = match &args.text_file {
         Some(path) => {
             let lines = typed::read_text_file(path)?;
             let names = lines
@@ -122,12 +124,18 @@ fn probe_with_text(
             (args.text.clone(), names, None)
         }
     };
-    let sentences = typed::sentences_of(&texts)?;
-    let source = inspect::load::text::ProbeSource::TypedText {
-        file,
-        sentences: texts,
-    };
-    reading.probe_with_text(sentences, &names, source, &args.run)?;
+    if texts.len() > args.probe {
+        eprintln!(
+            "note: {} sentences given; the probe reads the first {} (--probe {}): give \
+             --probe N to read more",
+            texts.len(),
+            args.probe,
+            args.probe
+        );
+        texts.truncate(args.probe);
+        names.truncate(args.probe);
+    }
+    reading.probe_with_text(texts, &names, file, &args.run)?;
     Ok(())
 }
 
