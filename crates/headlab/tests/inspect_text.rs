@@ -116,15 +116,22 @@ fn typed_words_are_the_tokenizers_own_and_an_unknown_word_is_named() {
         serde_json::json!(["\u{2764}", "\u{6211}", "\u{7231}", "\u{4f60}"])
     );
     let names = summary.probe_token_names.clone().unwrap();
-    for word in ["the", "dog", "cat", "\u{2764}", "\u{6211}", "\u{7231}", "\u{4f60}"] {
+    for word in [
+        "the", "dog", "cat", "\u{2764}", "\u{6211}", "\u{7231}", "\u{4f60}",
+    ] {
         assert!(names.iter().any(|n| n == word), "{word:?} in {names:?}");
     }
     assert!(
-        !names.iter().any(|n| n.contains('\u{feff}') || n.contains('\u{fe0f}')),
+        !names
+            .iter()
+            .any(|n| n.contains('\u{feff}') || n.contains('\u{fe0f}')),
         "{names:?}"
     );
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
-    assert!(page.contains("read as the unknown piece"), "the page says so");
+    assert!(
+        page.contains("read as the unknown piece"),
+        "the page says so"
+    );
 
     let file = tmp.path().join("many.txt");
     std::fs::write(&file, "the dog sees the cat\n".repeat(5)).unwrap();

@@ -352,6 +352,62 @@ impl RunDir {
         Ok((dir, lock))
     }
 
+    /// Whether `root` holds a run that `--force` may replace: `false` where it is missing or
+    /// holds nothing a run writes; refused where it is a symbolic link or a directory
+    /// headlab did not write.
+    pub fn holds_a_run(root: &Path) -> Result<bool, RunDirError> {
+        match fs::symlink_metadata(root) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io_error("read", root)(e)),
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(RunDirError::Symlink(root.to_path_buf()));
+            }
+            Ok(meta) if !meta.is_dir() => {
+                return Err(RunDirError::NotADirectory(root.to_path_buf()));
+            }
+            Ok(_) => {}
+        }
+        Ok(!refuse_foreign(root)?.is_empty())
+    }
+
+    /// Where a run that replaces the one at `root` is written before it takes its place:
+    /// `.NAME.replacing` beside it. A fixed name, so that what a killed replacement left
+    /// there is a run the next one clears.
+    pub fn replacement_path(root: &Path) -> PathBuf {
+        let name = root.file_name().map_or_else(
+            || "run".to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        );
+        root.with_file_name(format!(".{name}.replacing"))
+    }
+
+    /// Puts this run, written whole at [`RunDir::replacement_path`] of `root`, in the place
+    /// of the run at `root`, then removes the old one. The two directories are exchanged in
+    /// one step (Linux's `renameat2` with `RENAME_EXCHANGE`), so a process killed at any
+    /// moment leaves at `root` the old run or the new one, each whole; what is left at the
+    /// replacement path is a run the next replacement clears. `root` must still be a run
+    /// (checked under its lock). Where the filesystem cannot exchange, two renames, between
+    /// which `root` is briefly absent with both runs beside it.
+    pub fn replace(self, root: &Path, program: &str) -> Result<RunDir, RunDirError> {
+        if !Self::holds_a_run(root)? {
+            return Err(RunDirError::Missing(root.to_path_buf()));
+        }
+        let _old_lock = lock_exclusive(root, program)?;
+        refuse_foreign(root)?;
+        let staged = self.root.clone();
+        exchange(&staged, root).map_err(io_error("replace", root))?;
+        // The old run is now at the replacement path: a verified run, removed as --force
+        // removes one, its directory last.
+        remove_layout(&staged)?;
+        remove_layout_temporaries(&staged)?;
+        let _ = fs::remove_file(staged.join(LOCK));
+        let _ = fs::remove_dir(&staged);
+        Ok(RunDir {
+            root: root.to_path_buf(),
+            marker: self.marker,
+        })
+    }
+
     /// Opens the run at `root` for reading: the marker must be there, the config must be the
     /// one the run was created with, and a file run's copy of its dataset must be intact.
     pub fn open(root: &Path) -> Result<RunDir, RunDirError> {
@@ -736,6 +792,42 @@ fn written_entries(root: &Path) -> Result<Vec<String>, RunDirError> {
     }
     names.sort();
     Ok(names)
+}
+
+/// Exchanges the directories at `a` and `b` in one step; two renames through `.B.old-PID`
+/// where the filesystem cannot.
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))
+    };
+    let (from, to) = (c_path(a)?, c_path(b)?);
+    // SAFETY: two NUL-terminated paths that outlive the call; no other memory is touched.
+    #[allow(unsafe_code)]
+    let done = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if !matches!(error.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+        return Err(error);
+    }
+    let name = b
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let aside = b.with_file_name(format!(".{name}.old-{}", std::process::id()));
+    fs::rename(b, &aside)?;
+    fs::rename(a, b)?;
+    fs::rename(&aside, a)
 }
 
 /// Whether `name` is a temporary name [`crate::atomic::write_atomic`] gives a file of the run's

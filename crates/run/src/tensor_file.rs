@@ -47,12 +47,15 @@ impl HostTensor {
 #[derive(Debug, thiserror::Error)]
 pub enum TensorFileError {
     /// I/O failure.
-    #[error("{path}: {source}")]
+    #[error("cannot {action} {path}: {error}")]
     Io {
+        /// `read` or `write`.
+        action: &'static str,
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why. Not a `source`: the message says it, and `error: {e:#}` in main would print
+        /// it twice (a full disk's "No space left on device" was).
+        error: std::io::Error,
     },
     /// Not a valid safetensors file (truncated, corrupt, or not f32).
     #[error("{path} is not a valid safetensors file ({message}); it may be truncated or corrupt")]
@@ -86,9 +89,10 @@ pub fn write_tensors(
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-    write_atomic(path, &encoded).map_err(|source| TensorFileError::Io {
+    write_atomic(path, &encoded).map_err(|error| TensorFileError::Io {
+        action: "write",
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -108,9 +112,10 @@ pub fn f32_from_le_bytes(bytes: &[u8]) -> Vec<f32> {
 
 /// Reads every tensor of a safetensors file of f32 tensors.
 pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorFileError> {
-    let bytes = std::fs::read(path).map_err(|source| TensorFileError::Io {
+    let bytes = std::fs::read(path).map_err(|error| TensorFileError::Io {
+        action: "read",
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let corrupt = |message: String| TensorFileError::Corrupt {
         path: path.to_path_buf(),
@@ -140,6 +145,22 @@ pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorF
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A full disk's message once, as `headlab` prints an error's chain (`{e:#}`): it was
+    /// "...safetensors: No space left on device (os error 28): No space left on device (os
+    /// error 28)" (issue 67).
+    #[test]
+    fn a_full_disk_is_said_once() {
+        let full = std::io::Error::from_raw_os_error(28);
+        let error = TensorFileError::Io {
+            action: "write",
+            path: PathBuf::from("r/activations.safetensors"),
+            error: full,
+        };
+        let printed = format!("{:#}", anyhow::Error::from(error));
+        assert_eq!(printed.matches("os error 28").count(), 1, "{printed}");
+        assert!(printed.starts_with("cannot write r/activations.safetensors: "));
+    }
 
     #[test]
     fn tensors_round_trip_and_truncation_is_reported() {

@@ -175,6 +175,28 @@ impl WordPieces {
             .unwrap_or(0)
     }
 
+    /// What breaks "each id one piece" (ids `0..id_bound`, as the embedding's rows): an id
+    /// that two pieces share, or one that no piece has; `None` when every id is one piece.
+    pub fn ids_not_one_piece_each(&self) -> Option<String> {
+        let mut pieces_of: Vec<Vec<String>> = vec![vec![]; self.id_bound()];
+        for (piece, id) in self.tokenizer.get_vocab(true) {
+            pieces_of[id as usize].push(piece);
+        }
+        let shared = pieces_of.iter().position(|pieces| pieces.len() > 1);
+        let missing = pieces_of.iter().position(Vec::is_empty);
+        let shared = shared.map(|id| {
+            let mut pieces = pieces_of[id].clone();
+            pieces.sort();
+            format!("id {id} is shared by {pieces:?}")
+        });
+        let missing = missing.map(|id| format!("id {id} is no piece's"));
+        match (shared, missing) {
+            (None, None) => None,
+            (Some(one), None) | (None, Some(one)) => Some(one),
+            (Some(shared), Some(missing)) => Some(format!("{shared} and {missing}")),
+        }
+    }
+
     /// The id of `piece` (`"[MASK]"`, say), if the vocabulary has it.
     pub fn id(&self, piece: &str) -> Option<u32> {
         self.tokenizer.token_to_id(piece)

@@ -435,11 +435,12 @@ fn the_minilm_tokenizer_reads_the_sentences_as_transformers_did() {
 #[test]
 fn typed_text_reads_into_the_words_transformers_reads_in_every_family() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/typed-words.json");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let strings = |list: &serde_json::Value| -> Vec<String> {
         let list = list.as_array().unwrap();
-        list.iter().map(|s| s.as_str().unwrap().to_string()).collect()
+        list.iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
     };
     let mut read = 0;
     for (name, readings) in record["readings"].as_object().unwrap() {
@@ -448,7 +449,10 @@ fn typed_text_reads_into_the_words_transformers_reads_in_every_family() {
                 Some(dir) => dir.join("tokenizer.json"),
                 None => continue,
             },
-            family => fixtures().join("families").join(family).join("tokenizer.json"),
+            family => fixtures()
+                .join("families")
+                .join(family)
+                .join("tokenizer.json"),
         };
         let tokenizer = WordPieces::read(&file).unwrap();
         for reading in readings.as_array().unwrap() {

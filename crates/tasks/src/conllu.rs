@@ -32,6 +32,9 @@ pub struct TreebankSentence {
     pub heads: Vec<usize>,
     /// DEPREL of each word (`nsubj`, `obj`, `nmod:poss`, `root`, ...).
     pub relations: Vec<String>,
+    /// Each word's line in its file (1-based), for messages; empty for a sentence that is not
+    /// from a file (a task's, typed text).
+    pub lines: Vec<usize>,
 }
 
 impl TreebankSentence {
@@ -56,6 +59,7 @@ impl TreebankSentence {
                 .collect(),
             heads,
             relations,
+            lines: vec![],
         }
     }
 }
@@ -188,6 +192,11 @@ fn read_word(line: &str, line_number: usize, partial: &mut Partial) -> Result<()
             columns[6]
         )
     })?;
+    if columns[1].trim().is_empty() {
+        return Err(format!(
+            "FORM of word {id} is empty: every word has its text in FORM (the second column)"
+        ));
+    }
     partial.words.push(columns[1].to_string());
     partial.heads.push(head);
     partial.relations.push(columns[7].to_string());
@@ -240,6 +249,7 @@ fn finish(
         words: partial.words,
         heads: partial.heads,
         relations: partial.relations,
+        lines: partial.lines,
     })
 }
 

@@ -207,9 +207,9 @@ impl From<TensorFileError> for TrainError {
     /// it too).
     fn from(error: TensorFileError) -> Self {
         match error {
-            TensorFileError::Io { path, source } => TrainError::Write {
+            TensorFileError::Io { path, error, .. } => TrainError::Write {
                 path,
-                message: source.to_string(),
+                message: error.to_string(),
             },
             TensorFileError::Corrupt { path, message } => TrainError::Write { path, message },
         }

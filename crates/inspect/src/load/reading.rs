@@ -121,6 +121,24 @@ pub enum ReadingError {
         /// The model's positions.
         max_positions: usize,
     },
+    /// A treebank's word that the tokenizer reads as no piece at all.
+    #[error(
+        "{path}{line}: word {word} ({form:?}) is no word piece at all as {tokenizer} reads it \
+         (it drops the word: a zero-width or control character?), so no attention can reach \
+         it; leave the word or its sentence out of the file"
+    )]
+    WordWithoutPiece {
+        /// The treebank.
+        path: String,
+        /// `:LINE`, the word's line, where known.
+        line: String,
+        /// The word's ID in its sentence (1-based).
+        word: usize,
+        /// Its FORM.
+        form: String,
+        /// The tokenizer file.
+        tokenizer: String,
+    },
     /// A treebank that cannot be read to be hashed.
     #[error("cannot read {path}: {error}")]
     TreebankFile {
@@ -129,6 +147,33 @@ pub enum ReadingError {
         /// Why.
         error: std::io::Error,
     },
+}
+
+/// Refuses the first word of `trees` (read from `path`) that `tokenizer` reads as no piece,
+/// naming its line: the measures would find no position for it.
+fn every_word_has_a_piece(
+    trees: &[TreebankSentence],
+    path: &Path,
+    tokenizer: &WordPieces,
+) -> Result<(), ReadingError> {
+    for tree in trees {
+        let encoded = ReadAs::Words
+            .encode(tree, tokenizer)
+            .map_err(PieceProbeError::from)?;
+        if let Some(word) = (0..tree.words.len()).find(|w| !encoded.words.contains(&Some(*w))) {
+            return Err(ReadingError::WordWithoutPiece {
+                path: path.display().to_string(),
+                line: tree
+                    .lines
+                    .get(word)
+                    .map_or(String::new(), |l| format!(":{l}")),
+                word: word + 1,
+                form: tree.words[word].clone(),
+                tokenizer: tokenizer.path().display().to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What the output layer is scored on, and what a report leaves out.
@@ -277,7 +322,9 @@ impl Reading {
         match self {
             Reading::Tokens => Err(ReadingError::TreebankForTokens(run.display().to_string())),
             Reading::Pieces(pieces) => {
-                pieces.treebank = Some(tasks::conllu::read(path)?);
+                let trees = tasks::conllu::read(path)?;
+                every_word_has_a_piece(&trees, path, &pieces.tokenizer)?;
+                pieces.treebank = Some(trees);
                 pieces.source =
                     ProbeSource::file(path).map_err(|error| ReadingError::TreebankFile {
                         path: path.to_path_buf(),

@@ -91,6 +91,7 @@ pub fn sentences_of(
             heads: vec![0; read.words.len()],
             relations: vec!["_".to_string(); read.words.len()],
             words: read.words,
+            lines: vec![],
         });
     }
     Ok(typed)
@@ -141,7 +142,10 @@ mod tests {
     #[test]
     fn typed_words_are_the_tokenizers_and_an_unknown_word_is_named_once() {
         let typed = sentences_of(
-            &["The dog barked.".into(), "The \u{2764}\u{fe0f} \u{2764}\u{fe0f} dog".into()],
+            &[
+                "The dog barked.".into(),
+                "The \u{2764}\u{fe0f} \u{2764}\u{fe0f} dog".into(),
+            ],
             &bert(),
         )
         .unwrap();
@@ -150,7 +154,10 @@ mod tests {
         assert_eq!(typed.sentences[0].text.as_deref(), Some("The dog barked."));
         assert_eq!(typed.pieces[0], 7, "[CLS] the dog bark ##ed . [SEP]");
         // BERT's normalizer drops the variation selector with the accents: one word, unknown.
-        assert_eq!(typed.sentences[1].words, ["The", "\u{2764}", "\u{2764}", "dog"]);
+        assert_eq!(
+            typed.sentences[1].words,
+            ["The", "\u{2764}", "\u{2764}", "dog"]
+        );
         assert_eq!(typed.unknown_words, ["\u{2764}"]);
     }
 
@@ -163,7 +170,9 @@ mod tests {
                 "{error}"
             );
             assert!(
-                error.to_string().starts_with(&format!("--text {text:?} has no word")),
+                error
+                    .to_string()
+                    .starts_with(&format!("--text {text:?} has no word")),
                 "{error}"
             );
         }

@@ -52,6 +52,21 @@ pub enum ImportError {
         /// Its vocabulary size.
         rows: usize,
     },
+    /// A tokenizer whose ids are not one piece each.
+    #[error(
+        "{tokenizer}: {problem}: each id from 0 to {bound} must be one piece, as each is one row \
+         of the model's embedding; the file's vocabulary is damaged: save it again with \
+         tokenizer.save_pretrained(DIR)",
+        bound = .pieces - 1
+    )]
+    IdsNotOnePieceEach {
+        /// The tokenizer file.
+        tokenizer: PathBuf,
+        /// What is wrong.
+        problem: String,
+        /// Its ids (0 to pieces - 1).
+        pieces: usize,
+    },
     /// The run's config could not be made (a name that is not a run name, say).
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -134,7 +149,14 @@ pub fn import_in_stages(
         None => PathBuf::from("runs").join(&run.config.name),
     };
     stages.start("writing the run");
-    let (dir, _lock) = RunDir::create(&out, &run, request.force, "import")?;
+    // A run replaced with --force is written whole beside it first and then takes its
+    // place, so an import killed part-way leaves the old run, not neither.
+    let replacing = request.force && RunDir::holds_a_run(&out)?;
+    let target = match replacing {
+        true => RunDir::replacement_path(&out),
+        false => out.clone(),
+    };
+    let (dir, _lock) = RunDir::create(&target, &run, request.force, "import")?;
     dir.write(&dir.tokenizer_path(), &checkpoint.tokenizer_bytes)?;
     let pieces: String = (0..checkpoint.record.vocab_size as u32)
         .map(|id| {
@@ -145,6 +167,10 @@ pub fn import_in_stages(
     dir.write(&dir.vocab_path(), pieces.as_bytes())?;
     weights::write(&dir.final_weights_path(), &checkpoint.model)?;
     dir.seal()?;
+    let dir = match replacing {
+        true => dir.replace(&out, "import")?,
+        false => dir,
+    };
     let model = &checkpoint.model;
     // The checkpoint's own count: headlab's encoder holds the tied embeddings twice (as
     // the input table and as the output layer), so its `num_params` is larger.
@@ -175,6 +201,13 @@ fn read_checkpoint(dir: &Path, stages: &mut dyn Stages) -> Result<Checkpoint, Im
             pieces: tokenizer.id_bound().max(tokenizer.vocab_size()),
             config: config_path,
             rows: config.vocab_size,
+        });
+    }
+    if let Some(problem) = tokenizer.ids_not_one_piece_each() {
+        return Err(ImportError::IdsNotOnePieceEach {
+            tokenizer: tokenizer_path,
+            problem,
+            pieces: tokenizer.id_bound(),
         });
     }
     // Read once, tensor by tensor: the model is made from these bytes and their hash is the

@@ -1167,6 +1167,7 @@ mod tests {
                         }
                     })
                     .collect(),
+                lines: vec![],
             }
         }
 
