@@ -400,6 +400,8 @@ fn a_sweep_leaves_foreign_and_changed_runs_alone_and_finishes_the_rest() {
         "seeds = [0, 1, 2]\n[inspect]\nenabled = false\n",
     );
     let out = dir.path().join("runs/mixed");
+    // The sweep's own directory (its _sweep/, as a sweep before markers left it), where:
+    fs::create_dir_all(out.join("_sweep")).unwrap();
     // s0's directory holds a user's file: not a run, never written into.
     fs::create_dir_all(out.join("tiny-s0")).unwrap();
     fs::write(out.join("tiny-s0/notes.txt"), "mine").unwrap();
@@ -456,6 +458,60 @@ fn a_sweep_leaves_foreign_and_changed_runs_alone_and_finishes_the_rest() {
         before,
         "a run of another config is never overwritten"
     );
+}
+
+/// `--out` names a directory a sweep fills with run directories: a user's directory (not
+/// empty, no sweep's mark), `/` and the home directory are refused by every sweep command
+/// before anything is written (issue 67); a new one is marked as the sweep's.
+#[test]
+fn a_sweep_never_writes_into_a_directory_it_did_not_make() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sweep(
+        dir.path(),
+        "one.toml",
+        "seeds = [0]\n[inspect]\nenabled = false\n",
+    );
+    let users = dir.path().join("mine");
+    fs::create_dir_all(&users).unwrap();
+    fs::write(users.join("notes.txt"), "mine").unwrap();
+    for command in ["run", "status", "report", "verify", "plan"] {
+        for (out, expected) in [
+            (
+                users.to_str().unwrap(),
+                "holds no headlab sweep (it holds \"notes.txt\")",
+            ),
+            ("/", "is the root directory"),
+        ] {
+            let output = run_sweep(dir.path(), &[command, "one.toml", "--out", out]);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{command}: {}",
+                text(&output)
+            );
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert!(err.contains(expected), "{command} --out {out}: {err}");
+        }
+    }
+    let names: Vec<_> = fs::read_dir(&users)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["notes.txt"], "nothing was added");
+
+    let out = dir.path().join("new");
+    let run = run_sweep(
+        dir.path(),
+        &["run", "one.toml", "--out", out.to_str().unwrap()],
+    );
+    assert!(run.status.success(), "{}", text(&run));
+    let marker = fs::read_to_string(out.join(".headlab-out.json")).unwrap();
+    assert!(marker.contains("\"kind\": \"sweep\""), "{marker}");
+    let again = run_sweep(
+        dir.path(),
+        &["run", "one.toml", "--out", out.to_str().unwrap()],
+    );
+    assert!(again.status.success(), "{}", text(&again));
 }
 
 #[test]

@@ -157,7 +157,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             sbatch_args,
             dry_run,
         } => {
-            let (sweep, out) = load(&target)?;
+            let (sweep, out) = load_to_write(&target)?;
             let options = SlurmOptions {
                 partition,
                 time,
@@ -171,7 +171,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Status { target } => status(&target),
         Command::Verify { target } => verify(&target),
         Command::Report { target, quiet } => {
-            let (sweep, out) = load(&target)?;
+            let (sweep, out) = load_to_write(&target)?;
             let mut progress = run::progress::StageProgress::on_stderr("sweep report", quiet);
             let report = crate::report::write_report(&sweep, &out, &mut progress)?;
             progress.finish();
@@ -221,14 +221,39 @@ fn stats(file: Option<&Path>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The sweep and its output directory.
+/// The sweep and its output directory, checked to be a new directory, an empty one or a
+/// sweep's own ([`crate::state::SWEEP_KIND`]): a sweep writes a run directory per run there.
 fn load(target: &Target) -> anyhow::Result<(Sweep, SweepOut)> {
     let sweep = Sweep::load(&target.file)?;
     let root = target
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(&sweep.name));
+    run::out_dir::check(&root, &crate::state::SWEEP_KIND)?;
     Ok((sweep, SweepOut::new(root)))
+}
+
+/// [`load`], the output directory marked as the sweep's before anything is written there
+/// (by the first command that writes; the mark is all the claim holds on to: runs take their
+/// own locks, and Slurm's tasks write at once).
+fn load_to_write(target: &Target) -> anyhow::Result<(Sweep, SweepOut)> {
+    let (sweep, out) = load(target)?;
+    let kind = &crate::state::SWEEP_KIND;
+    // Two runners started at once both find it unmarked; the claim's lock is held only while
+    // the mark is written, so the second waits for the first's.
+    for attempt in 0.. {
+        if run::out_dir::is_claimed(&out.root, kind) {
+            break;
+        }
+        match run::out_dir::claim(&out.root, kind) {
+            Ok(lock) => drop(lock),
+            Err(run::out_dir::OutDirError::Locked { .. }) if attempt < 250 => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok((sweep, out))
 }
 
 fn plan(target: &Target) -> anyhow::Result<ExitCode> {
@@ -274,7 +299,7 @@ fn plan(target: &Target) -> anyhow::Result<ExitCode> {
 }
 
 fn run_local(target: &Target, workers: Option<usize>, quiet: bool) -> anyhow::Result<ExitCode> {
-    let (sweep, out) = load(target)?;
+    let (sweep, out) = load_to_write(target)?;
     let headlab = Headlab::current().map_err(anyhow::Error::msg)?;
     let workers = workers.unwrap_or_else(|| default_workers(&sweep));
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -428,7 +453,7 @@ fn submit(
 /// training: a failure record does not hide its files), read to the last byte against its
 /// manifests.
 fn verify(target: &Target) -> anyhow::Result<ExitCode> {
-    let (sweep, out) = load(target)?;
+    let (sweep, out) = load_to_write(target)?;
     let mut checked = 0;
     let mut damaged = 0;
     let failed = sweep

@@ -23,6 +23,14 @@ use crate::spec::{InspectStep, PlannedRun};
 /// The sweep's own directory inside its output directory (run names cannot start with `_`).
 pub const SWEEP_DIR: &str = "_sweep";
 
+/// A sweep's output directory, as `--out` claims it ([`run::out_dir`]): one written before
+/// markers existed is recognised by its `_sweep/`.
+pub const SWEEP_KIND: run::out_dir::OutKind = run::out_dir::OutKind {
+    name: "sweep",
+    program: "sweep",
+    recognises: |root| root.join(SWEEP_DIR).is_dir(),
+};
+
 /// Where a sweep keeps its files.
 #[derive(Debug, Clone)]
 pub struct SweepOut {
