@@ -895,8 +895,15 @@ fn out_writes_only_into_a_directory_of_its_own_one_writer_at_a_time() {
     assert!(report.join("figures/attention.png").is_file());
     assert!(report::dir::ReportDir::new(&report).is_complete());
 
-    // Another writer holds it (this test, as a second inspect would): refused, by name.
+    // Another writer holds it (this test, as a second inspect would): refused, by name, with
+    // the status of a held run (a sweep skips the run as held, records no failure).
     let held = run::out_dir::claim(&report, &report::dir::REPORT_KIND).unwrap();
+    assert_eq!(
+        inspect(&[run_arg, "--out", report_arg, "--quiet"])
+            .status
+            .code(),
+        Some(i32::from(run::dir::EXIT_RUN_IN_USE))
+    );
     let err = inspect_fails(&[run_arg, "--out", report_arg]);
     assert!(
         err.contains(&format!(

@@ -40,6 +40,24 @@ fn a_run_and_its_report_are_verified_and_damage_is_named_with_the_repair() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(text(&output.stdout).contains(": an intact report: its "));
 
+    // A report an `inspect` is writing: not judged, its writer named, the status of a held
+    // directory (its files are being replaced, and would read as damage).
+    let held = run::out_dir::claim(&report, &report::dir::REPORT_KIND).unwrap();
+    let output = verify(&report);
+    assert_eq!(
+        output.status.code(),
+        Some(i32::from(run::dir::EXIT_RUN_IN_USE))
+    );
+    assert!(
+        text(&output.stderr).contains(&format!(
+            "is being written by process {} (inspect)",
+            std::process::id()
+        )),
+        "{}",
+        text(&output.stderr)
+    );
+    drop(held);
+
     // A flipped byte: found by content, not by size.
     let weights = run.join("model.safetensors");
     let mut bytes = std::fs::read(&weights).unwrap();

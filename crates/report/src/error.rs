@@ -27,3 +27,14 @@ pub enum ReportError {
     #[error(transparent)]
     Claim(#[from] ClaimError),
 }
+
+impl ReportError {
+    /// Whether another process was writing the report directory: nothing was done, and
+    /// nothing is wrong with the run (`inspect` exits with [`run::dir::EXIT_RUN_IN_USE`]).
+    pub fn is_held(&self) -> bool {
+        matches!(
+            self,
+            ReportError::Claim(ClaimError::Claim(run::out_dir::OutDirError::Locked { .. }))
+        )
+    }
+}

@@ -498,18 +498,7 @@ impl RunDir {
     /// (a run still training). A run without a lock file, or on a read-only file system, is
     /// read without one.
     pub fn lock_for_reading(&self) -> Result<Option<RunLock>, LockHolder> {
-        let path = self.root.join(LOCK);
-        let Ok(file) = File::open(&path) else {
-            return Ok(None);
-        };
-        match file.try_lock_shared() {
-            Ok(()) => Ok(Some(RunLock {
-                file,
-                exclusive: false,
-            })),
-            Err(fs::TryLockError::WouldBlock) => Err(holder(&path)),
-            Err(fs::TryLockError::Error(_)) => Ok(None),
-        }
+        lock_for_reading(&self.root)
     }
 
     /// The config as written when the run was created (verified by [`RunDir::open`]).
@@ -944,6 +933,24 @@ pub(crate) fn take_exclusive_lock(root: &Path, program: &str) -> Result<RunLock,
         file,
         exclusive: true,
     })
+}
+
+/// A shared lock ([`LOCK`]) of the directory `root` for reading, when no writer holds it;
+/// `Err` names the writer. A directory without a lock file, or on a read-only file system, is
+/// read without one. A run's and a report's (`--out`) alike.
+pub fn lock_for_reading(root: &Path) -> Result<Option<RunLock>, LockHolder> {
+    let path = root.join(LOCK);
+    let Ok(file) = File::open(&path) else {
+        return Ok(None);
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(RunLock {
+            file,
+            exclusive: false,
+        })),
+        Err(fs::TryLockError::WouldBlock) => Err(holder(&path)),
+        Err(fs::TryLockError::Error(_)) => Ok(None),
+    }
 }
 
 /// The lock holder as its lock file names it.

@@ -141,8 +141,23 @@ fn probe_with_text(
 
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
 /// to print (usage errors, clap's, exit with 2 before this is called).
+///
+/// A report directory another `inspect` is writing is said with the status a held run gets
+/// (`run::dir::EXIT_RUN_IN_USE`): nothing was done and nothing is wrong, so `sweep` skips
+/// the run as held instead of recording a failure.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    run(args).map(|()| ExitCode::SUCCESS)
+    match run(args) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(error)
+            if error
+                .downcast_ref::<crate::error::ReportError>()
+                .is_some_and(|e| e.is_held()) =>
+        {
+            eprintln!("error: {error:#}");
+            Ok(ExitCode::from(run::dir::EXIT_RUN_IN_USE))
+        }
+        Err(error) => Err(error),
+    }
 }
 
 fn run(args: Args) -> anyhow::Result<()> {

@@ -14,7 +14,8 @@ use run::manifest::{self, Depth, Verdict};
 ///
 /// Prints what it found and exits 0 when the directory is intact; 1 when a file differs from
 /// what the manifest records, is missing, or the directory has no manifest (it was never
-/// finished, or the manifest was removed), with the command that repairs it.
+/// finished, or the manifest was removed), with the command that repairs it; 75 when a
+/// process is writing it (a `train` or an `inspect`), naming it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A run directory (`train`, `import`) or a report directory (`inspect`'s RUN/inspect or
@@ -46,6 +47,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let what = match kind {
         Kind::Run(_) => "run",
         Kind::Report => "report",
+    };
+    // Read under a shared lock: files a writer is replacing would read as damage.
+    let _reading = match run::dir::lock_for_reading(dir) {
+        Ok(lock) => lock,
+        Err(holder) => {
+            eprintln!(
+                "error: {} is being written by {holder}: its files are not all there yet; verify \
+                 it when that ends",
+                dir.display()
+            );
+            return Ok(ExitCode::from(run::dir::EXIT_RUN_IN_USE));
+        }
     };
     match manifest::check(dir, depth) {
         Verdict::Intact => {
