@@ -28,6 +28,16 @@ every file's size, and the hand-run commands a user might type beside a sweep:
                     written into this run's report directory
   inspect-options   `headlab inspect RUN --probe P` by hand, P not the sweep's; or the sweep
                     file's `[inspect] probe` edited for one `sweep run`, then restored
+  concurrent-inspect
+                    two `headlab inspect RUN` started at once into the run's own report
+                    directory, one with the sweep's probe and one with another (beside the
+                    sweep's own inspect, when it runs): one writes at a time, the others
+                    refused as held (exit 75); once they end, a sealed report must be one
+                    reading (`headlab verify` of it passes, under its lock)
+  foreign-out       `headlab inspect RUN --out DIR` and `headlab compare RUN_i RUN_j --out DIR`
+                    into a user's directory (an index.html, a summary.json, a
+                    figures/attention.svg, a compare.html and a matching.json of the user's):
+                    each must be refused, every file of the directory left as it was
   early-train-kill  kill -9 of a `headlab train` of a run not started yet, 0-30 ms after its
                     start (at a random moment, or as a file of its start appears: the lock,
                     .run.json.tmp-PID, config.toml, .metrics.jsonl.tmp-PID), with exactly the
@@ -84,7 +94,8 @@ RUNNER_KINDS = ["runner-kill9", "child-kill9", "sigterm", "second-runner", "efbi
 # Damage and hand-run commands beside the sweep, injected while a runner runs or between two
 # (local mode only).
 BESIDE_KINDS = ["weights-flip", "weights-flip-no-checkpoints", "report-flip",
-                "foreign-report", "inspect-options", "early-train-kill"]
+                "foreign-report", "inspect-options", "early-train-kill",
+                "concurrent-inspect", "foreign-out"]
 KINDS = RUNNER_KINDS + BESIDE_KINDS
 # Same-size damage: only reading every byte finds it (`sweep verify`, `sweep report`).
 SAME_SIZE_KINDS = {"weights-flip", "weights-flip-no-checkpoints", "report-flip"}
@@ -185,6 +196,8 @@ class Test:
         self.beside = False  # a fault beside the sweep in this round
         self.unverified = False  # same-size damage that no `sweep verify` has read since
         self.train_commands = {}  # run -> the `headlab train` command the sweep gave it
+        self.mixed = []  # (round, run, why): a sealed report that is not one reading
+        self.trampled = []  # (round, command, why): a user's directory written into
 
     # ---------------------------------------------------------------- the sweep
     def write_sweep(self, probe=SWEEP_PROBE):
@@ -551,7 +564,9 @@ probe = {probe}
                   "report-flip": self.report_flip,
                   "foreign-report": self.foreign_report,
                   "inspect-options": self.inspect_other_probe,
-                  "early-train-kill": self.early_train_kill}[kind]
+                  "early-train-kill": self.early_train_kill,
+                  "concurrent-inspect": self.concurrent_inspect,
+                  "foreign-out": self.foreign_out}[kind]
         done = inject()
         if done is None:
             if log_miss:
@@ -661,6 +676,93 @@ probe = {probe}
         verdict = ("exit 0" if status == 0 else "timed out" if status is None
                    else f"exit {status}: {said}")
         return name, f"headlab inspect {name} --probe {probe}: {verdict}"
+
+    def concurrent_inspect(self):
+        """Two `headlab inspect RUN` at once into the run's own report directory (the sweep's
+        probe and another): each either writes the report or is refused as held (exit 75);
+        a report sealed after both is one reading, which `headlab verify` (run under the
+        report's lock, as a reader) confirms. The sweep must still end with its own report."""
+        sealed = [n for n in self.run_names() if (self.work / n / "manifest.json").is_file()]
+        if not sealed:
+            return None
+        name = self.rng.choice(sealed)
+        run = self.work / name
+        probes = [SWEEP_PROBE, self.rng.choice(OTHER_PROBES)]
+        processes = [subprocess.Popen(
+            [str(self.bin / "headlab"), "inspect", str(run), "--probe", str(probe), "--quiet"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True) for probe in probes]
+        ends = []
+        for process in processes:
+            try:
+                _, err = process.communicate(timeout=self.runner_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                _, err = process.communicate()
+                self.hung.append((self.round, "concurrent-inspect",
+                                  f"inspect {name} killed after {self.runner_timeout:.0f} s"))
+            said = next((line for line in err.splitlines() if line.startswith("error")), "")
+            ends.append((process.returncode, said))
+        for status, said in ends:
+            # Exit 0, or refused as held; the run itself may be taken by the sweep meanwhile
+            # (damaged, repaired): then refused as that. Never another failure.
+            if status not in (0, 75) and "damaged" not in said and "unfinished" not in said:
+                self.mixed.append((self.round, name, f"an inspect ended {status}: {said}"))
+        verdict = self.verify_report(run / "inspect")
+        if verdict:
+            self.mixed.append((self.round, name, verdict))
+        exits = ", ".join(f"probe {p}: exit {s}" for p, (s, _) in zip(probes, ends))
+        return name, f"two inspects at once ({exits}); report: {verdict or 'one reading'}"
+
+    def verify_report(self, report):
+        """Why the sealed report at `report` is not intact (`headlab verify`, waiting while a
+        writer holds it); None when it is, or is not sealed."""
+        deadline = time.monotonic() + self.runner_timeout
+        while time.monotonic() < deadline:
+            if not (report / "manifest.json").is_file():
+                return None
+            status, output = self.command([str(self.bin / "headlab"), "verify", str(report)])
+            if status == 0:
+                return None
+            if status != 75:  # 75: a writer holds it (the sweep's inspect): wait for it
+                return f"verify exit {status}: {output.strip().splitlines()[-1:]}"
+            time.sleep(0.05)
+        return "still held after the timeout"
+
+    def foreign_out(self):
+        """`inspect RUN --out DIR` and `compare RUN_i RUN_j --out DIR` into a user's directory
+        of files with a report's and a comparison's names: both refused, nothing there
+        changed."""
+        trained = [n for n in self.run_names() if (self.work / n / "manifest.json").is_file()]
+        if not trained:
+            return None
+        users = self.out / f"users-{self.round}-{self.rng.randrange(1 << 30)}"
+        files = {"index.html": b"<p>mine</p>", "summary.json": b'{"mine": true}',
+                 "figures/attention.svg": b"<svg/>", "compare.html": b"<p>my comparison</p>",
+                 "matching.json": b"[]"}
+        for relative, data in files.items():
+            (users / relative).parent.mkdir(parents=True, exist_ok=True)
+            (users / relative).write_bytes(data)
+        name = self.rng.choice(trained)
+        other = self.rng.choice(trained)
+        commands = [["inspect", str(self.work / name), "--out", str(users), "--quiet"],
+                    ["compare", str(self.work / name), str(self.work / other), "--out",
+                     str(users), "--quiet"]]
+        verdicts = []
+        for words in commands:
+            status, output = self.command([str(self.bin / "headlab"), *words])
+            verdicts.append(f"{words[0]} exit {status}")
+            if status == 0:
+                self.trampled.append((self.round, " ".join(words[:2]), "accepted (exit 0)"))
+        now = {str(p.relative_to(users)): p.read_bytes()
+               for p in users.rglob("*") if p.is_file()}
+        if now != {k: v for k, v in files.items()}:
+            changed = sorted(set(now) ^ set(files)) + sorted(
+                k for k in files if k in now and now[k] != files[k])
+            self.trampled.append((self.round, "inspect/compare --out",
+                                  f"the user's directory changed: {', '.join(changed)}"))
+        shutil.rmtree(users, ignore_errors=True)
+        return name, f"--out a user's directory: {', '.join(verdicts)}"
 
     def early_train_kill(self):
         """kill -9 of `headlab train` of a run whose directory does not exist yet, within its
@@ -1140,7 +1242,10 @@ probe = {probe}
                   f"| damaged runs counted as done by the report | "
                   f"{sum(1 for c in self.corrupted if c[3])} of {len(self.corrupted)} |",
                   f"| damaged runs repaired to the reference | "
-                  f"{sum(1 for c in self.corrupted if c[4])} of {len(self.corrupted)} |"]
+                  f"{sum(1 for c in self.corrupted if c[4])} of {len(self.corrupted)} |",
+                  f"| sealed reports not one reading, or an inspect failing beside another | "
+                  f"{len(self.mixed)} |",
+                  f"| users' directories written into (--out) | {len(self.trampled)} |"]
         print("\n".join(lines))
         for round_, name, same, why in self.compared:
             if not same:
@@ -1169,13 +1274,18 @@ probe = {probe}
                 print(f"{name}: {target} ({how}): "
                       + ("counted as done by the report; " if counted else "")
                       + ("not repaired to the reference" if not same else "repaired"))
+        for round_, name, why in self.mixed:
+            print(f"round {round_}: {name}: concurrent inspects: {why}")
+            self.print_touched(round_, name)
+        for round_, command, why in self.trampled:
+            print(f"round {round_}: {command} --out a user's directory: {why}")
         for round_, path in self.temporaries:
             print(f"round {round_}: note (not a failure): temporary file left: {path}")
         if self.faults_log.is_file():
             print(f"fault test: each fault and what it did: {self.faults_log}")
         ok = (equal == len(self.compared) and reports_equal == len(self.reports)
               and not self.redone and not self.spurious and self.left_running == 0
-              and not self.stuck and not self.hung
+              and not self.stuck and not self.hung and not self.mixed and not self.trampled
               and all(not counted and same for _, _, _, counted, same in self.corrupted))
         print("fault test: " + ("passed" if ok else "FAILED"))
         return 0 if ok else 1

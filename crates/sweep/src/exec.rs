@@ -344,7 +344,28 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
         ran = true;
         match run_child(command, &mut log, context) {
             Ok(status) if status.success() => {}
-            Ok(status) => return unsuccessful(status, run, context),
+            Ok(status) => {
+                // A child that refused the run's files: damage at the same size made between
+                // the check above and its read (a weight flipped while `inspect` loaded it,
+                // which it refuses). Recorded and repaired as any damage `verify` finds (from
+                // the last checkpoint, in this attempt), not a failed attempt: a failure
+                // record would make the repair train again from the start.
+                let damaged = (status.code() == Some(1))
+                    .then(|| verify_run(out, run, false))
+                    .flatten();
+                let Some(damaged) = damaged else {
+                    return unsuccessful(status, run, context);
+                };
+                record_damage(out, run, &damaged);
+                let _ = writeln!(log, "# damaged while it was read: {}", damaged.describe());
+                if grouped == Grouped::Yes {
+                    let why = format!(
+                        "damaged: {}; its seed group trains it again at the next sweep run",
+                        damaged.describe()
+                    );
+                    return record_failure(&failure, why);
+                }
+            }
             Err(error) => return record_failure(&failure, error),
         }
     }
