@@ -183,3 +183,145 @@ fn the_name_check_needs_a_whole_name() {
     assert!(!names("relation_masks", "masks"));
     assert!(names("[`masks`]", "masks"));
 }
+
+/// The workspace crates `manifest`'s `[dependencies]` table names (a small reader of the
+/// table's keys: `name = ...` or `name.workspace = true`).
+fn dependencies(manifest: &Path, workspace: &[String]) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut found = vec![];
+    let mut inside = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == "[dependencies]";
+            continue;
+        }
+        let key = line.split(['=', '.', ' ']).next().unwrap_or("");
+        if inside && workspace.iter().any(|name| name == key) {
+            found.push(key.to_string());
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The chapter's table of each crate's dependencies: the first fenced block after "## Which
+/// way things depend", a crate a line with what it depends on (`-`: nothing).
+fn dependency_table(chapter: &str) -> Vec<(String, Vec<String>)> {
+    let section = chapter
+        .split("## Which way things depend")
+        .nth(1)
+        .expect("docs/architecture.md has a section \"Which way things depend\"");
+    let block = section
+        .split("```")
+        .nth(1)
+        .expect("the section opens with its table, fenced");
+    block
+        .lines()
+        .skip(2) // the fence's rest, then the header
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let mut words = line.split_whitespace();
+            let name = words.next().unwrap().to_string();
+            let mut deps: Vec<String> = words
+                .map(|w| w.trim_end_matches(',').to_string())
+                .filter(|w| w != "-")
+                .collect();
+            deps.sort();
+            (name, deps)
+        })
+        .collect()
+}
+
+#[test]
+fn the_dependency_table_is_what_the_manifests_say() {
+    let chapter = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let table = dependency_table(&chapter);
+    let workspace: Vec<String> = crates()
+        .into_iter()
+        .filter(|name| name != "workspace-hack")
+        .collect();
+    let mut wrong = vec![];
+    for name in &workspace {
+        let manifest = root().join("crates").join(name).join("Cargo.toml");
+        let actual = dependencies(&manifest, &workspace);
+        match table.iter().find(|(crate_name, _)| crate_name == name) {
+            None => wrong.push(format!("{name} is not in the table")),
+            Some((_, claimed)) if *claimed != actual => wrong.push(format!(
+                "{name}: the table says {claimed:?}, its Cargo.toml {actual:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for (name, _) in &table {
+        if !workspace.contains(name) {
+            wrong.push(format!("{name} is in the table but is no crate"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's dependency table: {wrong:?}"
+    );
+}
+
+/// Every file (`NAME.rs`) and folder (`NAME/`) that the workspace map names in a crate's
+/// entry is somewhere in that crate: a file renamed or removed leaves no stale line.
+#[test]
+fn every_file_a_crate_entry_names_is_in_the_crate() {
+    let chapter = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let block = chapter.split("```").nth(1).expect("the workspace map");
+    let mut entries_of: Vec<(String, String)> = vec![];
+    for line in block.lines() {
+        if let Some(rest) = line.strip_prefix("crates/") {
+            let name = rest.split_whitespace().next().unwrap_or("").to_string();
+            entries_of.push((name, rest.to_string()));
+        } else if line.starts_with(' ') && !entries_of.is_empty() {
+            entries_of
+                .last_mut()
+                .unwrap()
+                .1
+                .push_str(&format!("\n{line}"));
+        } else if !line.starts_with(' ') {
+            entries_of.push((String::new(), String::new())); // another entry: not a crate's
+        }
+    }
+    let mut stale = vec![];
+    for (name, text) in entries_of.iter().filter(|(name, _)| !name.is_empty()) {
+        let dir = root().join("crates").join(name);
+        let mut files = vec![];
+        walk(&dir, &mut files);
+        let tokens = text.split(|c: char| !(c.is_alphanumeric() || "_./-".contains(c)));
+        for token in tokens {
+            let token = token.trim_end_matches(['.', ',']);
+            let last = token.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+            let is_file = token.ends_with(".rs");
+            let is_folder = token.ends_with('/') && !token.contains('.') && last != name;
+            let there = files.iter().any(|path| {
+                path.file_name().is_some_and(|f| f == last)
+                    && (is_file == path.is_file() || is_folder == path.is_dir())
+            });
+            if (is_file || is_folder) && !last.is_empty() && !there {
+                stale.push(format!("crates/{name}: {token}"));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/architecture.md's workspace map names files or folders its crate does not have: \
+         {stale:?}"
+    );
+}
+
+/// Every path under `dir`, `target` and hidden entries left out.
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        found.push(path.clone());
+        if path.is_dir() {
+            walk(&path, found);
+        }
+    }
+}
