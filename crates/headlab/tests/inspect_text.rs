@@ -206,6 +206,18 @@ fn bad_text_is_refused_in_one_line_and_nothing_is_written() {
     // A model headlab trained reads its task's tokens.
     let trained = tmp.path().join("trained");
     common_train(&trained);
+    // What a model reads is decided by its run's files: a tokenizer.json put into the run
+    // makes it read word pieces, and one that is not its model's own is refused by name.
+    let tokenizer = run.join("tokenizer.json");
+    std::fs::copy(&tokenizer, trained.join("tokenizer.json")).unwrap();
+    let output = inspect(&trained, &[], &out);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("but the model's embedding has 5 rows; the tokenizer must be"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::remove_file(trained.join("tokenizer.json")).unwrap();
     let output = inspect(&trained, &["--text", "the dog"], &out);
     assert_eq!(output.status.code(), Some(1));
     assert!(

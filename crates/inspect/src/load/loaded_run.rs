@@ -180,7 +180,7 @@ pub enum RunError {
     /// A checkpoint that does not load.
     #[error(transparent)]
     BadCheckpoint(#[from] checkpoint::CheckpointError),
-    /// An imported run's tokenizer that does not load.
+    /// The run's tokenizer, which does not load or is not its model's.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
     /// Files not as the run's manifest recorded them.
@@ -207,7 +207,7 @@ pub fn load_on(
         Err(holder) => (None, Some(holder)),
     };
     let resolved = run_dir.resolve()?;
-    let reading = Reading::of_run(&resolved, imported_tokenizer(&run_dir, &resolved)?);
+    let reading = Reading::of_run(&resolved, run_tokenizer(&run_dir, &resolved)?);
     device.seed(resolved.config.seed);
     let model = resolved
         .config
@@ -324,10 +324,27 @@ fn load_weights(
     }
 }
 
-/// An imported run's tokenizer (`tokenizer.json`); `None` for a run headlab trained.
-fn imported_tokenizer(dir: &RunDir, run: &ResolvedRun) -> Result<Option<WordPieces>, RunError> {
-    match run.config.import {
-        Some(_) => Ok(Some(WordPieces::read(&dir.tokenizer_path())?)),
-        None => Ok(None),
+/// The run's tokenizer (`tokenizer.json`), where it holds one: then its model reads word
+/// pieces, whatever made the run (an import writes one; so will training on text). What a
+/// model reads is decided by its files, never by where it came from. `None`: the model reads
+/// its task's tokens. A tokenizer with more pieces than the model's embedding has rows is
+/// refused.
+fn run_tokenizer(dir: &RunDir, run: &ResolvedRun) -> Result<Option<WordPieces>, RunError> {
+    let path = dir.tokenizer_path();
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
     }
+    let tokenizer = WordPieces::read(&path)?;
+    let rows = run.io.vocab_size;
+    if tokenizer.id_bound() > rows {
+        return Err(RunError::Tokenizer(TokenizerError::Read {
+            path,
+            message: format!(
+                "its pieces have ids up to {}, but the model's embedding has {rows} rows; the \
+                 tokenizer must be the model's own",
+                tokenizer.id_bound() - 1
+            ),
+        }));
+    }
+    Ok(Some(tokenizer))
 }

@@ -31,16 +31,17 @@ use crate::load::text::{self, ProbeSource};
 /// activations held at once ([`PieceSentences::each_chunk`] has its own, for pieces).
 const TOKEN_CHUNK: usize = 64;
 
-/// How a model reads its input.
+/// How a model reads its input, decided by the run's files (whether it holds a
+/// `tokenizer.json`), never by where the model came from.
 #[derive(Debug)]
 pub enum Reading {
-    /// A model headlab trained: its task's token ids, the words at positions `0..n`.
+    /// Its task's token ids, the words at positions `0..n` (the toys headlab trains).
     Tokens,
-    /// An imported checkpoint: word pieces through its tokenizer, `[CLS]` before the words.
+    /// Word pieces through its tokenizer, `[CLS]` before the words (an imported checkpoint).
     Pieces(Box<PieceReading>),
 }
 
-/// What an imported model reads with.
+/// What a model that reads word pieces reads with.
 #[derive(Debug)]
 pub struct PieceReading {
     /// The checkpoint's tokenizer (`tokenizer.json` in the run).
@@ -236,7 +237,7 @@ pub enum ReadSentences {
 }
 
 impl Reading {
-    /// The reading of `run`: its tokenizer's pieces when it was imported (`tokenizer`),
+    /// The reading of `run`: its tokenizer's pieces where the run holds one (`tokenizer`),
     /// probed with the shipped treebank's natural text ([`crate::load::text`]), else its
     /// task's tokens.
     pub fn of_run(run: &ResolvedRun, tokenizer: Option<WordPieces>) -> Self {
