@@ -368,8 +368,11 @@ fn masked_words_scored(run: &Path, size: usize) -> Counted {
     let device = Device::flex();
     let (model, tokenizer) = imported_model(run);
     let mask = tokenizer.id("[MASK]").unwrap() as i64;
-    let mut reading = inspect::load::reading::Reading::of_run(&resolved, Some(tokenizer.clone()));
-    reading.probe_task(); // as import_and_inspect's --probe-task
+    // As import_and_inspect's --probe-task.
+    let task = inspect::load::probe_choice::ProbeChoice::Task { overrides: vec![] };
+    let reading =
+        inspect::load::reading::Reading::chosen(&resolved, Some(tokenizer.clone()), &task, run)
+            .unwrap();
     let seed = resolved.config.seed;
     let probe = reading.probe(&resolved, (size, seed), 1, &device).unwrap();
     let mut counted = Counted {

@@ -62,8 +62,9 @@ fn scored_both_ways(mask_fraction: Option<f64>) -> Relations {
     let fresh = run.config.model.init(&run.io, &device).unwrap();
     let model = weights::load(&dir.final_weights_path(), fresh).unwrap();
     let tokenizer = WordPieces::read(&dir.tokenizer_path()).unwrap();
-    let mut reading = Reading::of_run(&run, Some(tokenizer.clone()));
-    reading.probe_task(); // the grammar's sentences, not the shipped treebank
+    // The grammar's sentences, not the shipped treebank.
+    let task = inspect::load::probe_choice::ProbeChoice::Task { overrides: vec![] };
+    let reading = Reading::chosen(&run, Some(tokenizer.clone()), &task, &out).unwrap();
     let context = MeasureContext {
         model: &model,
         reading: &reading,

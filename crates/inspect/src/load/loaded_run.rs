@@ -15,6 +15,7 @@ use run::{ResolvedRun, RunDir, checkpoint, weights};
 use serde::{Deserialize, Serialize};
 
 use crate::load::inputs::{self, Inputs, InputsError};
+use crate::load::probe_choice::ProbeChoice;
 use crate::load::reading::Reading;
 use crate::load::text::ProbeSource;
 
@@ -36,12 +37,12 @@ pub struct LoadedRun {
     pub device: Device,
     /// Said when the weights are not the ones asked for (a run still training).
     pub note: Option<String>,
-    /// How the model reads its input: headlab's own models the task's tokens, an imported
-    /// one word pieces through its tokenizer (`tokenizer.json` in the run), with the
-    /// treebank it is probed with (`inspect --probe-conllu`).
+    /// How the model reads its input: the task's tokens, or word pieces through the run's
+    /// tokenizer (`tokenizer.json`), with what it is probed with ([`ProbeChoice`]), made once
+    /// as the run loads.
     pub reading: Reading,
-    /// The `task.KEY=VALUE` overrides the probe's task was built with ([`LoadedRun::set_task`]);
-    /// empty: the run's own task.
+    /// The `task.KEY=VALUE` overrides the probe's task was built with
+    /// ([`with_task_overrides`]); empty: the run's own task.
     pub task_overrides: Vec<String>,
     /// A shared lock, so no `train --force` or `--resume` rewrites the run while it is read.
     _lock: Option<RunLock>,
@@ -95,39 +96,6 @@ impl LoadedRun {
             task_overrides: vec![],
             _lock: None,
         }
-    }
-
-    /// Probes an imported model with another version of its task (`inspect --set
-    /// task.KEY=VALUE`: the classed grammar, ditransitive verbs, more relative clauses):
-    /// `overrides` change the task in memory, never the run's `config.toml`. Refused for a
-    /// run headlab trained (its model reads the tokens of the task it was trained on), for a
-    /// key outside `task.`, and for `task.kind` (an imported model is probed with the
-    /// grammar's sentences).
-    pub fn set_task(&mut self, overrides: &[String]) -> Result<(), TaskOverrideError> {
-        if overrides.is_empty() {
-            return Ok(());
-        }
-        if !self.reading.reads_text() {
-            return Err(TaskOverrideError::Trained(self.dir.root().to_path_buf()));
-        }
-        for assignment in overrides {
-            let key = assignment.split('=').next().unwrap_or_default().trim();
-            if !key.starts_with("task.") || key == "task.kind" {
-                return Err(TaskOverrideError::Key(key.to_string()));
-            }
-        }
-        let path = self.dir.config_path();
-        self.resolved = self
-            .resolved
-            .config
-            .with_overrides(&path, overrides)
-            .and_then(|config| config.resolve(&path))
-            .map_err(|error| TaskOverrideError::Config {
-                overrides: overrides.join(" --set "),
-                error: Box::new(error),
-            })?;
-        self.task_overrides = overrides.to_vec();
-        Ok(())
     }
 
     /// Where the probe comes from: the run's task with its overrides, or a treebank.
@@ -186,6 +154,12 @@ pub enum RunError {
     /// Files not as the run's manifest recorded them.
     #[error(transparent)]
     Inputs(#[from] InputsError),
+    /// The probe chosen cannot be read by this model (boxed: the error is large).
+    #[error(transparent)]
+    Reading(Box<crate::load::reading::ReadingError>),
+    /// The task overrides of a task probe cannot apply.
+    #[error(transparent)]
+    TaskOverride(#[from] TaskOverrideError),
 }
 
 /// Loads the run in `dir` on the CPU (flex), with the weights of `checkpoint` (`step-N`) or
@@ -201,13 +175,34 @@ pub fn load_on(
     checkpoint_name: Option<&str>,
     device: Device,
 ) -> Result<LoadedRun, RunError> {
+    load_with(dir, checkpoint_name, device, &ProbeChoice::Own)
+}
+
+/// [`load_on`], probed as `choice` says: its reading made once, here, and not changed
+/// afterwards. A task probe with overrides (`task.KEY=VALUE`) probes with the task changed in
+/// memory ([`with_task_overrides`]).
+pub fn load_with(
+    dir: &Path,
+    checkpoint_name: Option<&str>,
+    device: Device,
+    choice: &ProbeChoice,
+) -> Result<LoadedRun, RunError> {
     let run_dir = RunDir::open(dir)?;
     let (lock, writer) = match run_dir.lock_for_reading() {
         Ok(lock) => (lock, None),
         Err(holder) => (None, Some(holder)),
     };
     let resolved = run_dir.resolve()?;
-    let reading = Reading::of_run(&resolved, run_tokenizer(&run_dir, &resolved)?);
+    let tokenizer = run_tokenizer(&run_dir, &resolved)?;
+    let (resolved, task_overrides) = match choice {
+        ProbeChoice::Task { overrides } if !overrides.is_empty() => {
+            let reads_text = tokenizer.is_some();
+            let changed = with_task_overrides(&run_dir, &resolved, reads_text, overrides)?;
+            (changed, overrides.clone())
+        }
+        _ => (resolved, vec![]),
+    };
+    let reading = Reading::chosen(&resolved, tokenizer, choice, dir)?;
     device.seed(resolved.config.seed);
     let model = resolved
         .config
@@ -257,9 +252,45 @@ pub fn load_on(
         device,
         note,
         reading,
-        task_overrides: vec![],
+        task_overrides,
         _lock: lock,
     })
+}
+
+/// `run` (in `dir`) with its task changed in memory by `overrides` (`task.KEY=VALUE`: the
+/// classed grammar, ditransitive verbs, more relative clauses), never its `config.toml`, for
+/// a model that reads word pieces (`reads_text`) to be probed with another version of its
+/// task. Refused for a model that reads the tokens of the task it was trained on, for a key
+/// outside `task.`, and for `task.kind` (such a model is probed with the grammar's sentences).
+pub fn with_task_overrides(
+    dir: &RunDir,
+    run: &ResolvedRun,
+    reads_text: bool,
+    overrides: &[String],
+) -> Result<ResolvedRun, TaskOverrideError> {
+    if !reads_text {
+        return Err(TaskOverrideError::Trained(dir.root().to_path_buf()));
+    }
+    for assignment in overrides {
+        let key = assignment.split('=').next().unwrap_or_default().trim();
+        if !key.starts_with("task.") || key == "task.kind" {
+            return Err(TaskOverrideError::Key(key.to_string()));
+        }
+    }
+    let path = dir.config_path();
+    run.config
+        .with_overrides(&path, overrides)
+        .and_then(|config| config.resolve(&path))
+        .map_err(|error| TaskOverrideError::Config {
+            overrides: overrides.join(" --set "),
+            error: Box::new(error),
+        })
+}
+
+impl From<crate::load::reading::ReadingError> for RunError {
+    fn from(error: crate::load::reading::ReadingError) -> Self {
+        RunError::Reading(Box::new(error))
+    }
 }
 
 /// A task override `inspect --set` cannot apply.

@@ -1,8 +1,9 @@
 //! Loading: a run directory opened for measuring ([`loaded_run`]), with the files it rests on
 //! checked against its manifest ([`inputs`]), how its model reads its input ([`reading`]: the
-//! one place that tells task tokens from word pieces) and what it is probed with ([`text`]:
-//! its task, or natural text, the shipped treebank by default; or sentences a user typed,
-//! [`typed`]), the probe batch every measure
+//! one place that tells task tokens from word pieces) and what it is probed with, chosen
+//! before loading ([`probe_choice`]) and named in the report ([`text`]: its task, or natural
+//! text, the shipped treebank by default; or sentences a user typed, [`typed`]), the probe
+//! batch every measure
 //! reads, with each layer's attention on it ([`probe`]), what a seeded measure
 //! runs on ([`context`]) and the run's training snapshots ([`snapshots`]); for models that read
 //! word pieces, word-level attention ([`words`]), parsed sentences as pieces ([`sentences`]),
@@ -15,6 +16,7 @@ pub mod loaded_run;
 pub mod masked_words;
 pub mod piece_pairs;
 pub mod probe;
+pub mod probe_choice;
 pub mod reading;
 pub mod sentences;
 pub mod snapshots;

@@ -24,6 +24,7 @@ use tasks::{Example, MinimalPair, PairKind, ParsedSentence, Task};
 use crate::load::masked_words::MaskedWords;
 use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
+use crate::load::probe_choice::ProbeChoice;
 use crate::load::sentences::{PieceProbeError, PieceSentences, ReadAs};
 use crate::load::text::{self, ProbeSource};
 
@@ -253,6 +254,31 @@ impl Reading {
         }
     }
 
+    /// The reading of `run` (in the directory `dir`, which messages name) probed as `choice`
+    /// says: the one way a reading is made with a probe other than the run's own, and it is
+    /// not changed afterwards (but for [`Self::keep_treebank_sentences`], which narrows a
+    /// comparison's treebank to the sentences every model fits).
+    pub fn chosen(
+        run: &ResolvedRun,
+        tokenizer: Option<WordPieces>,
+        choice: &ProbeChoice,
+        dir: &Path,
+    ) -> Result<Self, ReadingError> {
+        let mut reading = Self::of_run(run, tokenizer);
+        match choice {
+            ProbeChoice::Own => {}
+            ProbeChoice::Task { .. } => reading.probe_task(),
+            ProbeChoice::Treebank(path) => reading.probe_with(path, dir)?,
+            ProbeChoice::Text(typed) => reading.probe_with_text(
+                typed.texts.clone(),
+                &typed.names,
+                typed.file.clone(),
+                dir,
+            )?,
+        }
+        Ok(reading)
+    }
+
     /// Where the probe comes from, a task probe with `task_overrides`.
     pub fn probe_source(&self, task_overrides: &[String]) -> ProbeSource {
         match self {
@@ -266,7 +292,7 @@ impl Reading {
     /// Probes an imported model with its task's sentences (the grammar's, `inspect
     /// --probe-task`) instead of the shipped treebank; a model headlab trained reads its task
     /// anyway.
-    pub fn probe_task(&mut self) {
+    fn probe_task(&mut self) {
         if let Reading::Pieces(pieces) = self {
             pieces.treebank = None;
             pieces.source = ProbeSource::default();
@@ -319,7 +345,7 @@ impl Reading {
     /// Probes with the sentences of the treebank at `path` (CoNLL-U) instead of the task's;
     /// refused, before the file is read, for a model that reads its task's tokens (`run`
     /// names it).
-    pub fn probe_with(&mut self, path: &Path, run: &Path) -> Result<(), ReadingError> {
+    fn probe_with(&mut self, path: &Path, run: &Path) -> Result<(), ReadingError> {
         match self {
             Reading::Tokens => Err(ReadingError::TreebankForTokens(run.display().to_string())),
             Reading::Pieces(pieces) => {
@@ -341,7 +367,7 @@ impl Reading {
     /// the report), their words the tokenizer's own ([`crate::load::typed`]): refused for a
     /// model that reads its task's tokens (`run` names it), for sentences of different
     /// lengths in words, and for a sentence over the model's positions in pieces.
-    pub fn probe_with_text(
+    fn probe_with_text(
         &mut self,
         texts: Vec<String>,
         names: &[String],

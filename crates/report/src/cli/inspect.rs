@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use inspect::load::probe_choice::{ProbeChoice, TypedInput};
+
 // The doc comments below are the command's --help text, written for a terminal: `<NAME>`
 // and `[MASK]` there are text, not HTML or links.
 #[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
@@ -85,28 +87,26 @@ pub struct Args {
     relations_masked: bool,
 }
 
-/// What the model is probed with, as the flags say: typed text, a treebank file, its task,
-/// or by default its own (its task, or for an imported model the shipped treebank).
-fn choose_probe(reading: &mut inspect::load::reading::Reading, args: &Args) -> anyhow::Result<()> {
+/// What the model is probed with, as the flags say: typed text, a treebank file, its task
+/// (with `--set`'s overrides), or by default its own (its task, or for a model that reads
+/// word pieces the shipped treebank).
+fn probe_choice(args: &Args) -> anyhow::Result<ProbeChoice> {
     if !args.text.is_empty() || args.text_file.is_some() {
-        return probe_with_text(reading, args);
+        return Ok(ProbeChoice::Text(typed_input(args)?));
     }
-    match &args.probe_conllu {
-        Some(path) => reading.probe_with(path, &args.run)?,
+    Ok(match &args.probe_conllu {
+        Some(path) => ProbeChoice::Treebank(path.clone()),
         // Task overrides change the task's sentences: they ask for the task probe.
-        None if args.probe_task || !args.task_set.is_empty() => reading.probe_task(),
-        None => {}
-    }
-    Ok(())
+        None if args.probe_task || !args.task_set.is_empty() => ProbeChoice::Task {
+            overrides: args.task_set.clone(),
+        },
+        None => ProbeChoice::Own,
+    })
 }
 
-/// Probes `reading` with `--text`'s sentences or `--text-file`'s: a probe's worth
-/// (`--probe`), the first of a longer file, with a note, so the report lists the sentences
-/// it measured.
-fn probe_with_text(
-    reading: &mut inspect::load::reading::Reading,
-    args: &Args,
-) -> anyhow::Result<()> {
+/// `--text`'s sentences or `--text-file`'s: a probe's worth (`--probe`), the first of a
+/// longer file, with a note, so the report lists the sentences it measured.
+fn typed_input(args: &Args) -> anyhow::Result<TypedInput> {
     use inspect::load::typed;
     let (mut texts, mut names, file): (Vec<String>, Vec<String>, _) = match &args.text_file {
         Some(path) => {
@@ -135,8 +135,7 @@ fn probe_with_text(
         texts.truncate(args.probe);
         names.truncate(args.probe);
     }
-    reading.probe_with_text(texts, &names, file, &args.run)?;
-    Ok(())
+    Ok(TypedInput { texts, names, file })
 }
 
 /// Runs `headlab inspect` as `args` say: the exit status, or the error for `headlab`'s `main`
@@ -173,10 +172,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         run::out_dir::check(out, &crate::dir::REPORT_KIND)?;
     }
     let device = args.backend.device()?;
-    let mut loaded =
-        inspect::load::loaded_run::load_on(&args.run, args.checkpoint.as_deref(), device)?;
-    loaded.set_task(&args.task_set)?;
-    choose_probe(&mut loaded.reading, &args)?;
+    let choice = probe_choice(&args)?;
+    let loaded = inspect::load::loaded_run::load_with(
+        &args.run,
+        args.checkpoint.as_deref(),
+        device,
+        &choice,
+    )?;
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
     }
