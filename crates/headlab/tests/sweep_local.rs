@@ -499,6 +499,21 @@ fn a_sweep_never_writes_into_a_directory_it_did_not_make() {
         .collect();
     assert_eq!(names, ["notes.txt"], "nothing was added");
 
+    // A directory of run directories alone (one trained by hand into the sweep's place
+    // before the sweep, or one a killed `train` left empty) is a sweep's.
+    let runs_only = dir.path().join("runs-only");
+    let trained = std::process::Command::new(HEADLAB)
+        .args(["train", TINY, "--quiet", "--out"])
+        .arg(runs_only.join("tiny-s0"))
+        .output()
+        .unwrap();
+    assert!(trained.status.success(), "{}", text(&trained));
+    fs::create_dir_all(runs_only.join("tiny-s9")).unwrap();
+    fs::write(runs_only.join("tiny-s9/.lock"), "").unwrap();
+    let runs_only = runs_only.to_str().unwrap();
+    let status = run_sweep(dir.path(), &["status", "one.toml", "--out", runs_only]);
+    assert!(status.status.success(), "{}", text(&status));
+
     let out = dir.path().join("new");
     let run = run_sweep(
         dir.path(),

@@ -24,12 +24,30 @@ use crate::spec::{InspectStep, PlannedRun};
 pub const SWEEP_DIR: &str = "_sweep";
 
 /// A sweep's output directory, as `--out` claims it ([`run::out_dir`]): one written before
-/// markers existed is recognised by its `_sweep/`.
+/// markers existed is recognised by its `_sweep/`, or by holding run directories alone (a
+/// run trained into it by hand, or a `train` the sweep started that was killed before the
+/// sweep's first mark).
 pub const SWEEP_KIND: run::out_dir::OutKind = run::out_dir::OutKind {
     name: "sweep",
     program: "sweep",
-    recognises: |root| root.join(SWEEP_DIR).is_dir(),
+    recognises: |root| root.join(SWEEP_DIR).is_dir() || holds_only_runs(root),
 };
+
+/// Whether every entry of `root` is a run directory (a directory, not a link, that holds a
+/// run's marker, or nothing a run writes yet), its marker and lock aside.
+fn holds_only_runs(root: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(root) else {
+        return false;
+    };
+    entries.flatten().all(|entry| {
+        let name = entry.file_name();
+        let path = entry.path();
+        let own = [run::out_dir::MARKER, run::out_dir::LOCK];
+        own.iter().any(|n| name == *n)
+            || (fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir())
+                && (path.join(run::dir::MARKER).is_file() || run::dir::holds_nothing_yet(&path)))
+    })
+}
 
 /// Where a sweep keeps its files.
 #[derive(Debug, Clone)]
