@@ -18,10 +18,10 @@ the column is a landmark, never a comparison on the same text.
 """
 
 import json
-import math
 import sys
 from pathlib import Path
 
+import headlab_stats
 from experiment8_table import interval, read_conllu
 
 # Labels with fewer arcs in the test set are left out of the tables (not of relations.json).
@@ -241,13 +241,11 @@ def where_objects_look(data: Path) -> list:
 
 
 def wilson(hits: int, n: int) -> str:
-    """`hits` of `n` as a percentage with its 95% Wilson score interval."""
+    """`hits` of `n` as a percentage with its 95% Wilson score interval, from `headlab sweep
+    stats` (headlab_stats.py), the one Wilson interval of the project."""
     if n == 0:
         return "-"
-    z, p = 1.96, hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return f"{p:.0%} ({centre - half:.0%} to {centre + half:.0%})"
+    return headlab_stats.show_share(headlab_stats.shares({"share": (hits, n)})["share"])
 
 
 def heads_within(heads: list, word: int, root: int) -> bool:

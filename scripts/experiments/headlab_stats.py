@@ -1,10 +1,13 @@
-"""The book's one statistic for the scripts: means with 95% Student's t intervals over seeds
-(or sentences), computed by `headlab sweep stats`, the code every sweep report's tables use,
-so no script keeps a t table of its own.
+"""The book's statistics for the scripts: means with 95% Student's t intervals over seeds
+(or sentences), and shares with 95% Wilson score intervals, computed by `headlab sweep
+stats`, the code every sweep report's tables use, so no script keeps a t table or a Wilson
+formula of its own.
 
-    from headlab_stats import intervals, show
+    from headlab_stats import intervals, show, shares, show_share
     cells = intervals({"best head": [0.8, 0.7, 0.9]})
     show(cells["best head"], 2)      # "0.80 ± 0.12"
+    counts = shares({"verb": (8, 10)})
+    show_share(counts["verb"])       # "80% (49% to 94%)"
 
 The binary: $HEADLAB, else $CARGO_TARGET_DIR/release/headlab, else target/release/headlab in
 this checkout (`cargo build --release -p headlab` builds it).
@@ -44,9 +47,27 @@ def intervals(groups: dict) -> dict:
         for at, value in enumerate(values):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"headlab_stats: {name!r}, value {at}: {value} is not finite")
+    return _stats(groups)
+
+
+def shares(counts: dict) -> dict:
+    """Per name, the share `hits / n` of its count `(hits, n)` with its 95% Wilson score
+    interval, from one run of `headlab sweep stats`: name -> {"n", "hits", "share",
+    "wilson95": [low, high]}. A count with n = 0 has no share: leave it out."""
+    request = {name: {"hits": int(hits), "of": int(n)} for name, (hits, n) in counts.items()}
+    return _stats(request)
+
+
+def show_share(share: dict) -> str:
+    """`share (low to high)` in whole percentages, as the book's tables write a share."""
+    low, high = share["wilson95"]
+    return f"{share['share']:.0%} ({low:.0%} to {high:.0%})"
+
+
+def _stats(request: dict) -> dict:
     result = subprocess.run(
         [headlab(), "sweep", "stats", "-"],
-        input=json.dumps(groups),
+        input=json.dumps(request),
         capture_output=True,
         text=True,
     )

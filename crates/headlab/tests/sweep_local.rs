@@ -534,6 +534,9 @@ fn bad_sweep_files_are_refused_with_the_key_and_nothing_runs() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("seeds = []\n", "seeds: no seeds"),
+        // Explained as every TOML file is (run::config::explain_toml): a close match named.
+        ("seed = [0]\n", "unknown field `seed`"),
+        ("seed = [0]\n", "did you mean `seeds`?"),
         (
             "seeds = [0]\n[grid]\n\"model.n_heads\" = 2\n",
             "grid.\"model.n_heads\"",

@@ -796,9 +796,30 @@ fn explain_parse_error(text: &str, error: &toml::de::Error) -> String {
     message
 }
 
-/// serde's message with a hint added: "did you mean `d_ff`?" after an unknown field or
-/// variant that is close to an accepted one, and what a missing `task` or `kind` can be.
+/// serde's message with a hint added (see [`explain_toml`]), and what a missing `task` or
+/// `kind` can be.
 fn explain(message: &str) -> String {
+    let mut message = explain_toml(message);
+    let kinds = TaskConfig::KINDS.join(", ");
+    if message.contains("missing field `task`") {
+        message.push_str(&format!(
+            "\nevery config needs a [task] section with `kind` = one of {kinds}"
+        ));
+    } else if message.contains("missing field `kind`") {
+        message.push_str(&format!("\n[task] needs `kind` = one of {kinds}"));
+    } else if message.contains("missing field `path`") {
+        message
+            .push_str("\nkind = \"file\" needs `path` = a JSONL file, e.g. \"data/sample.jsonl\"");
+    }
+    message
+}
+
+/// toml's (and serde's) message for any TOML file headlab reads (a config, a sweep file),
+/// made readable: each quoted line cut short, serde's type names in words ("expected a whole
+/// number"), "did you mean `d_ff`?" after an unknown field or variant close to an accepted
+/// one, and what a duplicate key breaks. The one explainer of TOML errors; each file's
+/// reader adds what only it knows.
+pub fn explain_toml(message: &str) -> String {
     // toml quotes the offending line (and points under it): cut each line short, so a 50 MB
     // value does not make a 50 MB message; a list of accepted names is shown whole (it is
     // as long as a section has keys, at most a few hundred characters, plus the given name).
@@ -818,17 +839,7 @@ fn explain(message: &str) -> String {
     if let Some((at, hint)) = did_you_mean(&message) {
         message.insert_str(at, &hint);
     }
-    let kinds = TaskConfig::KINDS.join(", ");
-    if message.contains("missing field `task`") {
-        message.push_str(&format!(
-            "\nevery config needs a [task] section with `kind` = one of {kinds}"
-        ));
-    } else if message.contains("missing field `kind`") {
-        message.push_str(&format!("\n[task] needs `kind` = one of {kinds}"));
-    } else if message.contains("missing field `path`") {
-        message
-            .push_str("\nkind = \"file\" needs `path` = a JSONL file, e.g. \"data/sample.jsonl\"");
-    } else if message.ends_with("duplicate key") {
+    if message.ends_with("duplicate key") {
         message.push_str("; each key may appear once per section");
     }
     message

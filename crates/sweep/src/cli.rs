@@ -105,18 +105,21 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// The statistic every table of the book reports, for your own numbers: reads
-    /// `{"name": [numbers], ...}` (JSON, from FILE or stdin) and prints, per name, the mean
-    /// and its 95% confidence interval (Student's t) as JSON.
+    /// The statistics every table of the book reports, for your own numbers: reads
+    /// `{"name": [numbers] or {"hits": K, "of": N}, ...}` (JSON, from FILE or stdin) and
+    /// prints, per name, a list's mean with its 95% confidence interval (Student's t), or a
+    /// count's share with its 95% Wilson score interval, as JSON.
     ///
-    /// Prints `{"name": {"n": .., "mean": .., "ci95": ..}, ...}`, names sorted, each estimate
-    /// as report.json writes it; `ci95` is null for a single value. The interval is `mean ±
-    /// ci95`, with ci95 = t(0.975, n - 1) * sd / sqrt(n), the one every sweep report and the
-    /// book's scripts write. A value that is not a finite number,
-    /// a name whose value is not a list, or an empty list is refused with a message naming
-    /// it, and exit status 1.
+    /// Prints `{"name": {"n": .., "mean": .., "ci95": ..}, ...}` for a list, names sorted,
+    /// each estimate as report.json writes it; `ci95` is null for a single value. The
+    /// interval is `mean ± ci95`, with ci95 = t(0.975, n - 1) * sd / sqrt(n), the one every
+    /// sweep report and the book's scripts write. A count prints `{"n": N, "hits": K,
+    /// "share": K/N, "wilson95": [low, high]}`. A value that is not a finite number, a name
+    /// whose value is neither, an empty list or a count with hits over N is refused with a
+    /// message naming it, and exit status 1.
     ///
-    /// Example: `echo '{"steps": [1, 2, 3, 4]}' | headlab sweep stats`
+    /// Example: `echo '{"steps": [1, 2, 3, 4], "verb": {"hits": 8, "of": 10}}' | headlab
+    /// sweep stats`
     Stats {
         /// The JSON file; `-` or nothing for stdin.
         #[arg(value_name = "FILE|-")]

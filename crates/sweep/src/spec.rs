@@ -398,16 +398,11 @@ pub enum SweepError {
     },
 }
 
-/// toml's message for an error in the sweep file `text`, its lines kept (each cut at 300
-/// characters: one line of the file is quoted), and, for a train config given where a sweep
-/// file was expected, what to run instead.
+/// toml's message for an error in the sweep file `text`, as every TOML file's is explained
+/// ([`run::config::explain_toml`]), and, for a train config given where a sweep file was
+/// expected, what to run instead.
 fn toml_message(text: &str, error: &toml::de::Error) -> String {
-    let mut message: Vec<String> = error
-        .to_string()
-        .trim_end()
-        .lines()
-        .map(|line| run::config::excerpt(line, 300))
-        .collect();
+    let mut message = vec![run::config::explain_toml(&error.to_string())];
     let looks_like_a_config = ["[model]", "[train]", "[task]"]
         .iter()
         .any(|section| text.lines().any(|line| line.trim() == *section));

@@ -200,9 +200,35 @@ impl From<Estimate> for EstimateJson {
     }
 }
 
-/// `{"name": [numbers], ...}` (JSON text) to each name's [`EstimateJson`], by name. Refuses,
-/// naming the key, anything but an object of non-empty lists of finite numbers.
-pub fn intervals_json(text: &str) -> Result<BTreeMap<String, EstimateJson>, String> {
+/// A share with its 95% Wilson score interval, as `headlab sweep stats` writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ShareJson {
+    /// Cases counted.
+    pub n: usize,
+    /// Cases that hit.
+    pub hits: usize,
+    /// `hits / n`.
+    pub share: f64,
+    /// The interval, `[low, high]` ([`wilson`]).
+    pub wilson95: [f64; 2],
+}
+
+/// One name's statistic: a mean with its t interval, or a share with its Wilson interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum IntervalJson {
+    /// Of a list of numbers.
+    Mean(EstimateJson),
+    /// Of `{"hits": K, "of": N}`.
+    Share(ShareJson),
+}
+
+/// `{"name": [numbers] or {"hits": K, "of": N}, ...}` (JSON text) to each name's statistic,
+/// by name: a list's mean with its t interval ([`EstimateJson`]), a count's share with its
+/// Wilson interval ([`ShareJson`]). Refuses, naming the key, anything else: a list that is
+/// empty or holds what is not a finite number, a count that is not whole numbers with
+/// `hits <= of` and `of > 0`.
+pub fn intervals_json(text: &str) -> Result<BTreeMap<String, IntervalJson>, String> {
     let kind = |value: &Value| match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -221,11 +247,18 @@ pub fn intervals_json(text: &str) -> Result<BTreeMap<String, EstimateJson>, Stri
     };
     let mut out = BTreeMap::new();
     for (name, list) in groups {
-        let Value::Array(items) = list else {
-            return Err(format!(
-                "{name:?}: expected a list of numbers, not {}",
-                kind(&list)
-            ));
+        let items = match list {
+            Value::Array(items) => items,
+            Value::Object(count) => {
+                out.insert(name.clone(), IntervalJson::Share(share_of(&name, &count)?));
+                continue;
+            }
+            other => {
+                return Err(format!(
+                    "{name:?}: expected a list of numbers or {{\"hits\": K, \"of\": N}}, not {}",
+                    kind(&other)
+                ));
+            }
         };
         let mut values = Vec::with_capacity(items.len());
         for (at, item) in items.iter().enumerate() {
@@ -250,9 +283,36 @@ pub fn intervals_json(text: &str) -> Result<BTreeMap<String, EstimateJson>, Stri
                 "{name:?}: its mean or interval is beyond what a 64-bit float holds"
             ));
         }
-        out.insert(name, estimate.into());
+        out.insert(name, IntervalJson::Mean(estimate.into()));
     }
     Ok(out)
+}
+
+/// `{"hits": K, "of": N}` of `name` as a share with its Wilson interval.
+fn share_of(name: &str, count: &serde_json::Map<String, Value>) -> Result<ShareJson, String> {
+    let whole = |key: &str| {
+        count.get(key).and_then(Value::as_u64).ok_or_else(|| {
+            format!("{name:?}: a count is {{\"hits\": K, \"of\": N}}, {key} a whole number")
+        })
+    };
+    if let Some(other) = count.keys().find(|k| *k != "hits" && *k != "of") {
+        return Err(format!(
+            "{name:?}: a count has the keys hits and of, not {other:?}"
+        ));
+    }
+    let (hits, n) = (whole("hits")? as usize, whole("of")? as usize);
+    if n == 0 || hits > n {
+        return Err(format!(
+            "{name:?}: {hits} hits of {n}: a share needs 0 <= hits <= of and of > 0"
+        ));
+    }
+    let (low, high) = wilson(hits, n);
+    Ok(ShareJson {
+        n,
+        hits,
+        share: hits as f64 / n as f64,
+        wilson95: [low, high],
+    })
 }
 
 /// The Wilson score interval of a proportion `k / n` at 95%: (low, high). Better than the
@@ -315,19 +375,27 @@ mod tests {
     #[test]
     fn named_lists_get_their_intervals_and_bad_input_names_its_key() {
         let out = intervals_json(r#"{"b": [1, 2, 3, 4], "a": [0.5]}"#).unwrap();
-        let b = out["b"];
+        let mean = |name: &str| match out[name] {
+            IntervalJson::Mean(estimate) => estimate,
+            IntervalJson::Share(_) => panic!("{name} is a list"),
+        };
+        let b = mean("b");
         assert_eq!((b.n, b.mean), (4, 2.5));
         let half = 3.182 * (5.0f64 / 12.0).sqrt();
         assert!((b.ci95.unwrap() - half).abs() < 1e-12);
         assert_eq!(b.show(2), "2.50 ± 2.05");
-        let a = out["a"];
+        let a = mean("a");
         assert_eq!((a.n, a.mean, a.ci95), (1, 0.5, None));
         for (input, says) in [
             ("[1, 2]", "not a list"),
             (
                 "{\"x\": 3}",
-                "\"x\": expected a list of numbers, not a number",
+                "\"x\": expected a list of numbers or {\"hits\": K, \"of\": N}, not a number",
             ),
+            ("{\"x\": {\"hits\": 3, \"of\": 2}}", "3 hits of 2"),
+            ("{\"x\": {\"hits\": 0, \"of\": 0}}", "of > 0"),
+            ("{\"x\": {\"hits\": 1.5, \"of\": 2}}", "hits a whole number"),
+            ("{\"x\": {\"hits\": 1, \"n\": 2}}", "not \"n\""),
             (
                 "{\"x\": [1, \"2\"]}",
                 "\"x\", value 1: expected a number, not a string",
@@ -387,6 +455,20 @@ mod tests {
             error.contains("beyond what a 64-bit float holds"),
             "{error}"
         );
+    }
+
+    /// A count gets its share and Wilson interval, as `wilson` gives them.
+    #[test]
+    fn a_count_gets_its_share_and_wilson_interval() {
+        let out = intervals_json(r#"{"verb": {"hits": 8, "of": 10}}"#).unwrap();
+        let IntervalJson::Share(share) = out["verb"] else {
+            panic!("a count is a share");
+        };
+        let (low, high) = wilson(8, 10);
+        assert_eq!((share.n, share.hits, share.share), (10, 8, 0.8));
+        assert_eq!(share.wilson95, [low, high]);
+        let json = serde_json::to_string(&out).unwrap();
+        assert!(json.contains("\"wilson95\":["), "{json}");
     }
 
     #[test]
