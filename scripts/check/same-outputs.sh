@@ -12,7 +12,8 @@
 # the outputs mention are equal. Files are compared byte for byte, except the fields that
 # hold wall-clock time, which are blanked in both before the diff: `tokens_per_s` and
 # `elapsed_s` (metrics.jsonl, checkpoints' state.json) and `ms_per_step` (the sweep report's
-# sweep.csv, report.json, report.md, and its ms_per_step.png figure, which is skipped), the
+# sweep.csv, estimates.csv, report.json, report.md, and its ms_per_step.png figure, which is
+# skipped), the
 # size and hash that a manifest records of those files and of Burn's records, and
 # the sweep's own logs (progress lines with times) and claims (lock files). Burn's own files
 # are not byte-stable from one process to the next: safetensors files are compared with their header's keys sorted
@@ -159,6 +160,13 @@ for path in root.rglob("*"):
                 if len(r) > i:
                     r[i] = ""
         path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    elif path.name == "estimates.csv":
+        # One row per number: the ms_per_step rows' estimates are wall-clock.
+        rows = [l.split(",") for l in path.read_text().splitlines()]
+        for r in rows[1:]:
+            if len(r) > 2 and r[1] == "ms_per_step":
+                r[4:] = [""] * len(r[4:])
+        path.write_text("\n".join(",".join(r) for r in rows) + "\n")
     elif path.name in ("report.md", "sweep-report.txt"):
         # Markdown tables: blank the "ms per step" column wherever a header has it.
         out, column = [], None
@@ -182,7 +190,8 @@ for path in root.rglob("*"):
         # A manifest's size and hash of a file that holds wall-clock times (blanked above) or
         # a Burn record (left out below) differ from run to run as that file does.
         manifest = json.loads(path.read_text())
-        varying = ("metrics.jsonl", "state.json", "report.json", "sweep.csv", "report.md")
+        varying = ("metrics.jsonl", "state.json", "report.json", "sweep.csv", "report.md",
+                   "estimates.csv")
         for name, entry in manifest.get("files", {}).items():
             base = name.rsplit("/", 1)[-1]
             if base in varying or base.endswith(".bpk"):
