@@ -11,7 +11,7 @@ use crate::draw::explore::{self, ExploreInput, QkWeights};
 use crate::draw::{figures, html};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::measure::Measured;
+use inspect::measure::{Measured, PatchingAbsent};
 
 /// `index.html`: the summary line, head table, figures, the run's config and the files.
 pub fn write_page(
@@ -159,7 +159,7 @@ pub fn write_explore(
         heads: &measured.heads,
         weights: Some(weights),
         patching: measured.patching.as_ref(),
-        patching_absent: measured.patching_absent,
+        patching_absent: measured.patching_absent.map(patching_absent),
         shown_relations: measured
             .relations
             .as_ref()
@@ -172,4 +172,18 @@ pub fn write_explore(
             }),
     });
     dir.write(EXPLORE, explore::render(&data).as_bytes())
+}
+
+/// Why a report has no `patching.json`, as its pages say it in the empty view.
+fn patching_absent(why: PatchingAbsent) -> &'static str {
+    match why {
+        PatchingAbsent::NotAsked => "The report was written with --no-patching.",
+        PatchingAbsent::NoPredictionHead => {
+            "Not measured: patching compares the output layer's logits, and this model has \
+             no prediction head (an imported base model; a masked LM has one)."
+        }
+        PatchingAbsent::NoMinimalPairs => {
+            "This task has no minimal pairs (the file task has none)."
+        }
+    }
 }

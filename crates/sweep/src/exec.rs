@@ -345,25 +345,8 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
         match run_child(command, &mut log, context) {
             Ok(status) if status.success() => {}
             Ok(status) => {
-                // A child that refused the run's files: damage at the same size made between
-                // the check above and its read (a weight flipped while `inspect` loaded it,
-                // which it refuses). Recorded and repaired as any damage `verify` finds (from
-                // the last checkpoint, in this attempt), not a failed attempt: a failure
-                // record would make the repair train again from the start.
-                let damaged = (status.code() == Some(1))
-                    .then(|| verify_run(out, run, false))
-                    .flatten();
-                let Some(damaged) = damaged else {
-                    return unsuccessful(status, run, context);
-                };
-                record_damage(out, run, &damaged);
-                let _ = writeln!(log, "# damaged while it was read: {}", damaged.describe());
-                if grouped == Grouped::Yes {
-                    let why = format!(
-                        "damaged: {}; its seed group trains it again at the next sweep run",
-                        damaged.describe()
-                    );
-                    return record_failure(&failure, why);
+                if let Some(attempt) = refused_as_damaged(status, run, context, grouped, &mut log) {
+                    return attempt;
                 }
             }
             Err(error) => return record_failure(&failure, error),
@@ -380,6 +363,39 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
         "train, repair and inspect succeeded but the run is still not done; see its log"
             .to_string(),
     )
+}
+
+/// For a child that ended with `status`, not a success: `None` when it refused the run's
+/// files because they are damaged at the same size, made between the sweep's check and its
+/// read (a weight flipped while `inspect` loaded it, which it refuses): the damage is
+/// recorded, to be repaired as any damage `verify` finds, from the last checkpoint, in this
+/// attempt (a run of a seed group: by its group, at the next sweep run, a failure recorded
+/// meanwhile). Else how the attempt ended ([`unsuccessful`]). Not a failed attempt: a failure
+/// record would make the repair train again from the start.
+fn refused_as_damaged(
+    status: ExitStatus,
+    run: &PlannedRun,
+    context: &RunContext,
+    grouped: Grouped,
+    log: &mut File,
+) -> Option<Attempt> {
+    let out = context.out;
+    let damaged = (status.code() == Some(1))
+        .then(|| verify_run(out, run, false))
+        .flatten();
+    let Some(damaged) = damaged else {
+        return Some(unsuccessful(status, run, context));
+    };
+    record_damage(out, run, &damaged);
+    let _ = writeln!(log, "# damaged while it was read: {}", damaged.describe());
+    if grouped == Grouped::Yes {
+        let why = format!(
+            "damaged: {}; its seed group trains it again at the next sweep run",
+            damaged.describe()
+        );
+        return Some(record_failure(&out.failure_path(run), why));
+    }
+    None
 }
 
 /// How an attempt whose child ended with `status`, not a success, ended: a clean stop, held

@@ -70,8 +70,8 @@ pub struct Measured {
     pub logit_lens: Option<LogitLens>,
     /// `patching.json` (none for tasks without minimal pairs, or when turned off).
     pub patching: Option<Patching>,
-    /// Why `patching` is none, in words a page shows in its empty view; none when it ran.
-    pub patching_absent: Option<&'static str>,
+    /// Why `patching` is none; none when it ran. The report says it in words.
+    pub patching_absent: Option<PatchingAbsent>,
     /// `ceiling.json` (word tasks only).
     pub ceiling: Option<Ceiling>,
     /// `agreement.json` (word tasks only).
@@ -167,16 +167,24 @@ pub fn measure_in_stages(
     })
 }
 
+/// Why the causal tests on minimal pairs were not measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchingAbsent {
+    /// They were not asked for ([`MeasureOptions::patching`] off).
+    NotAsked,
+    /// The output layer is not scored: the model has no prediction head.
+    NoPredictionHead,
+    /// The task has no minimal pairs.
+    NoMinimalPairs,
+}
+
 /// Why a report has no `patching.json`, given whether patching was asked for and whether
 /// the output layer is scored (when both hold, the task has no minimal pairs).
-fn patching_absent((patching_asked, scored): (bool, bool)) -> &'static str {
+fn patching_absent((patching_asked, scored): (bool, bool)) -> PatchingAbsent {
     match (patching_asked, scored) {
-        (false, _) => "The report was written with --no-patching.",
-        (true, false) => {
-            "Not measured: patching compares the output layer's logits, and this model has \
-             no prediction head (an imported base model; a masked LM has one)."
-        }
-        (true, true) => "This task has no minimal pairs (the file task has none).",
+        (false, _) => PatchingAbsent::NotAsked,
+        (true, false) => PatchingAbsent::NoPredictionHead,
+        (true, true) => PatchingAbsent::NoMinimalPairs,
     }
 }
 

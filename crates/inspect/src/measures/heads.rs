@@ -54,15 +54,6 @@ pub fn unit_of(field: &str) -> Unit {
         .map_or(Unit::Plain, |(_, unit)| *unit)
 }
 
-/// How a page or a terminal shows a field: an ablation drop in points (one point is 0.01 of
-/// the fraction the file keeps), every other field in its own unit.
-pub fn shown_unit(field: &str) -> Unit {
-    match unit_of(field) {
-        Unit::Fraction if field.ends_with("ablation_drop") => Unit::Points,
-        unit => unit,
-    }
-}
-
 /// One head's line of `heads.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadRecord {
@@ -380,8 +371,6 @@ mod tests {
         }
         assert_eq!(unit_of("pattern_scores.self"), Unit::Fraction);
         assert_eq!(unit_of("qk_effective_rank"), Unit::Plain);
-        assert_eq!(shown_unit("resample_ablation_drop"), Unit::Points);
-        assert_eq!(shown_unit("confidence"), Unit::Fraction);
     }
 
     #[test]

@@ -197,16 +197,28 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut progress = run::progress::StageProgress::on_stderr("inspect", args.quiet);
     let report = crate::write::write_report_in_stages(&loaded, &out, &options, &mut progress)?;
     progress.finish();
+    print_report(&args.run, &loaded, &report, &out);
+    Ok(())
+}
+
+/// What `inspect` prints once the report is written: the accuracy line, the head table, the
+/// files, pruning, what was left out, and where the report is.
+fn print_report(
+    run: &std::path::Path,
+    loaded: &inspect::load::loaded_run::LoadedRun,
+    report: &crate::write::Report,
+    out: &std::path::Path,
+) {
     let accuracy = report.measured.eval_token_acc.map_or_else(
         || "not scored".to_string(),
         |acc| format!("{:.2}%", acc * 100.0),
     );
     println!(
         "{} ({}), eval token accuracy {accuracy}",
-        args.run.display(),
+        run.display(),
         loaded.weights.display(),
     );
-    println!("{}", crate::write::table(&report));
+    println!("{}", crate::write::table(report));
     for file in &report.files {
         println!("wrote {}", file.display());
     }
@@ -232,11 +244,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     // The path and a file:// URL to paste into a browser: on a headless machine nothing
     // opens one, and a terminal turns the URL into a link.
-    let index = crate::dir::ReportDir::new(&out).path(crate::dir::INDEX);
+    let index = crate::dir::ReportDir::new(out).path(crate::dir::INDEX);
     let url = std::path::absolute(&index).map_or_else(
         |_| String::new(),
         |absolute| format!(" (file://{})", absolute.display()),
     );
     println!("the report: {}{url}; open it in a browser", index.display());
-    Ok(())
 }

@@ -34,7 +34,9 @@ use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, thousandths};
 use inspect::circuits::linalg::{Matrix, column_norms, orthogonalize_columns};
 use inspect::interventions::patching::Patching;
 use inspect::load::probe::LayerProbe;
-use inspect::measures::heads::{FIELD_UNITS, HeadRecord, shown_unit};
+use inspect::measures::heads::{FIELD_UNITS, HeadRecord};
+
+use crate::draw::units::shown_unit;
 
 /// Probe sequences embedded in the page (the first ones of the probe batch).
 pub const EXPLORE_SEQUENCES: usize = 8;
@@ -70,7 +72,7 @@ pub struct ExploreData {
     /// `heads.json`, layer-major.
     pub heads: Vec<HeadRecord>,
     /// The unit each field of `heads` is shown in, beside its name, where it has one
-    /// ([`inspect::measures::heads::shown_unit`]): "points" (the page multiplies by 100),
+    /// ([`crate::draw::units::shown_unit`]): "points" (the page multiplies by 100),
     /// "fraction", "nats", "positions", "logits"; the pattern scores' under
     /// `pattern_scores.`.
     pub units: BTreeMap<String, String>,

@@ -12,7 +12,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use super::embed::escape_html as escape;
-use inspect::measures::heads::{HeadRecord, shown_unit};
+use inspect::measures::heads::HeadRecord;
+
+use crate::draw::units::shown_unit;
 use inspect::measures::relations::intervals::DirectionIntervals;
 use inspect::measures::relations::{BestHead, Relations, SHOWN_MIN_ARCS};
 
