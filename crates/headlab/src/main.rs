@@ -28,7 +28,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Train(train::cli::Args),
-    Import(run::import::cli::Args),
+    Import(hf::import::cli::Args),
     Inspect(report::cli::inspect::Args),
     Compare(report::cli::compare::Args),
     Verify(report::cli::verify::Args),
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     // require (train and bench may set an environment variable for the graphics stack).
     let result = match cli.command {
         Command::Train(args) => train::cli::main(args),
-        Command::Import(args) => run::import::cli::main(args),
+        Command::Import(args) => hf::import::cli::main(args),
         Command::Inspect(args) => report::cli::inspect::main(args),
         Command::Compare(args) => report::cli::compare::main(args),
         Command::Verify(args) => report::cli::verify::main(args),

@@ -348,7 +348,7 @@ const CRATE_LAYERS: &[&[&str]] = &[
     &["model"],
     &["tasks"],
     &["run"],
-    &["train"],
+    &["hf", "train"],
     &["inspect"],
     &["report"],
     &["bench", "sweep"],

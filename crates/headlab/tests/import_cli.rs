@@ -415,13 +415,13 @@ fn masked_words_scored(run: &Path, size: usize) -> Counted {
 }
 
 /// The model and tokenizer of the imported run `run`, on flex.
-fn imported_model(run: &Path) -> (model::Encoder, run::tokenizer::WordPieces) {
+fn imported_model(run: &Path) -> (model::Encoder, hf::tokenizer::WordPieces) {
     let dir = run::RunDir::open(run).unwrap();
     let resolved = dir.resolve().unwrap();
     let device = burn::prelude::Device::flex();
     let fresh = resolved.config.model.init(&resolved.io, &device).unwrap();
     let model = run::weights::load(&dir.final_weights_path(), fresh).unwrap();
-    let tokenizer = run::tokenizer::WordPieces::read(&dir.tokenizer_path()).unwrap();
+    let tokenizer = hf::tokenizer::WordPieces::read(&dir.tokenizer_path()).unwrap();
     (model, tokenizer)
 }
 

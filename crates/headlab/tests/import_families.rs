@@ -139,7 +139,7 @@ fn every_family_reads_typed_words_as_transformers_does() {
         // transformers' in run's typed-words test). The two readings are the same pieces but
         // for a byte-level BPE, whose first word has no space before it when read raw: there
         // the words must agree and the attention differs.
-        let tokenizer = run::tokenizer::WordPieces::read(&run.join("tokenizer.json")).unwrap();
+        let tokenizer = hf::tokenizer::WordPieces::read(&run.join("tokenizer.json")).unwrap();
         let raw_is_split = sentences.iter().zip(&texts).all(|(sentence, text)| {
             let split: Vec<&str> = sentence["pieces"]
                 .as_array()

@@ -48,7 +48,7 @@ fn labels(tree: &tasks::conllu::TreebankSentence, w: usize) -> Vec<String> {
 /// whether the model, with `head` zeroed or not, predicts it.
 fn answers(
     model: &model::Encoder,
-    tokenizer: &run::tokenizer::WordPieces,
+    tokenizer: &hf::tokenizer::WordPieces,
     trees: &[tasks::conllu::TreebankSentence],
     head: Option<HeadId>,
 ) -> Vec<(Vec<String>, bool)> {
@@ -123,7 +123,7 @@ fn an_imported_masked_lm_loses_what_a_count_without_the_head_loses() {
         .init(&resolved.io, &Device::flex())
         .unwrap();
     let model = run::weights::load(&dir.final_weights_path(), fresh).unwrap();
-    let tokenizer = run::tokenizer::WordPieces::read(&dir.tokenizer_path()).unwrap();
+    let tokenizer = hf::tokenizer::WordPieces::read(&dir.tokenizer_path()).unwrap();
     let all_on = answers(&model, &tokenizer, &trees, None);
 
     let (mut checked, mut past_a_noun) = (0, 0);

@@ -7,6 +7,8 @@
 use std::path::Path;
 
 use burn::prelude::*;
+use hf::import::{ImportRequest, import};
+use hf::tokenizer::WordPieces;
 use inspect::load::context::MeasureContext;
 use inspect::load::reading::Reading;
 use inspect::load::words::WordSpans;
@@ -14,9 +16,7 @@ use inspect::measures::relations::{
     RELATION_SENTENCES, RELATION_STREAM, RelationHits, Relations, measure_relations,
 };
 use model::EncoderInput;
-use run::import::{ImportRequest, import};
 use run::tensor_file::HostTensor;
-use run::tokenizer::WordPieces;
 use run::{RunDir, weights};
 use tasks::mix_seed;
 
@@ -82,7 +82,7 @@ fn scored_both_ways(mask_fraction: Option<f64>) -> Relations {
     let mask_piece = tokenizer.id("[MASK]").unwrap();
     assert!(pieces.encoded.iter().all(|e| !e.ids.contains(&mask_piece)));
     let masked = relations.masking.as_ref().map(|m| m.masked.clone());
-    let read_ids = |s: usize, encoded: &run::tokenizer::Encoded| -> Vec<i64> {
+    let read_ids = |s: usize, encoded: &hf::tokenizer::Encoded| -> Vec<i64> {
         encoded
             .ids
             .iter()

@@ -4,7 +4,7 @@
 //!
 //! BERT's encoder is the same machine with four options set: token-type embeddings, a layer
 //! norm on the embeddings, post-norm blocks without a final norm, and its checkpoints' norm
-//! epsilon (`run::hf` sets them when it imports a Hugging Face checkpoint). The toy tasks
+//! epsilon (`hf` sets them when it imports a Hugging Face checkpoint). The toy tasks
 //! leave them at their defaults, so a trained and an imported model share every code path.
 
 use burn::module::{ModuleVisitor, Param};

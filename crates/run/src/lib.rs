@@ -1,6 +1,7 @@
 //! Everything a headlab run directory holds, and the process around a run. `train` writes
 //! runs through this crate, `inspect`, `compare`, `sweep` and `bench` read them through it,
-//! and none of them names a file of a run by hand.
+//! and none of them names a file of a run by hand. Hugging Face's formats (checkpoints,
+//! `tokenizer.json`, `headlab import`) are the `hf` crate's, above this one.
 //!
 //! The map, lowest first (a file imports only from the ones above it):
 //! - [`hash`]: SHA-256 in lowercase hex, as every record of headlab writes it; [`units`]: the
@@ -19,9 +20,6 @@
 //!   [`out_dir`]: a directory `--out` names for a report or a comparison, claimed (new, empty
 //!   or headlab's own) and locked before anything is written.
 //! - [`checkpoint`]: `checkpoints/step-N/`, written whole or not at all.
-//! - [`hf`], [`tokenizer`]: a Hugging Face encoder checkpoint (seven families) opened as a headlab encoder; its
-//!   `tokenizer.json`, words to word pieces.
-//! - [`import`]: `headlab import`, a checkpoint made into a run directory.
 //! - [`stop`], [`cli`], [`progress`]: a signal as a clean stop; the conventions every binary
 //!   shares; a command's stages as they pass.
 //!
@@ -35,8 +33,6 @@ pub mod cli;
 pub mod config;
 pub mod dir;
 pub mod hash;
-pub mod hf;
-pub mod import;
 pub mod manifest;
 pub mod metrics;
 pub mod name;
@@ -48,7 +44,6 @@ pub use tasks::small_file;
 pub mod snapshot;
 pub mod stop;
 pub mod tensor_file;
-pub mod tokenizer;
 pub mod units;
 pub mod weights;
 

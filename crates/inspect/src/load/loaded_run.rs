@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
+use hf::tokenizer::{TokenizerError, WordPieces};
 use model::Encoder;
 use run::dir::{LockHolder, RunDirError, RunLock};
 use run::manifest::FileRecord;
 use run::snapshot::{SnapshotError, load_snapshot};
-use run::tokenizer::{TokenizerError, WordPieces};
 use run::{ResolvedRun, RunDir, checkpoint, weights};
 use serde::{Deserialize, Serialize};
 

@@ -11,7 +11,7 @@
 //! rest are counted ([`PiecePairs::left_out`]). [`mask_in_pieces`] is the rule, shared
 //! with the agreement test in pieces (`measures::agreement`).
 
-use run::tokenizer::WordPieces;
+use hf::tokenizer::WordPieces;
 use tasks::{Example, MinimalPair};
 
 use crate::load::sentences::PieceProbeError;

@@ -14,12 +14,12 @@
 //! checks its size and picks the task's tokens or word pieces.
 
 use burn::prelude::*;
+use hf::tokenizer::WordPieces;
 use model::memory::forward_values_per_sequence;
 use model::{Encoder, EncoderInput};
 use run::ResolvedRun;
 use run::config::MAX_TENSOR_VALUES;
 use run::tensor_file::HostTensor;
-use run::tokenizer::WordPieces;
 use tasks::batch::{Batch, mix_seed};
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, Task};

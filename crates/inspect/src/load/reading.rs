@@ -13,10 +13,10 @@
 use std::path::Path;
 
 use burn::prelude::*;
+use hf::tokenizer::WordPieces;
 use model::Encoder;
 use run::ResolvedRun;
 use run::tensor_file::HostTensor;
-use run::tokenizer::WordPieces;
 use tasks::batch::{Batch, EVAL_CHUNK};
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, MinimalPair, PairKind, ParsedSentence, Task};

@@ -8,9 +8,9 @@
 //! longest (the padding masked as keys, as every batch of headlab's is).
 
 use burn::prelude::*;
+use hf::tokenizer::{Encoded, TokenizerError, WordPieces};
 use model::Encoder;
 use run::tensor_file::HostTensor;
-use run::tokenizer::{Encoded, TokenizerError, WordPieces};
 use tasks::batch::Batch;
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, ParsedSentence, Task};

@@ -1,6 +1,6 @@
 //! Sentences a user types (`inspect --text "SENTENCE"`, `--text-file FILE`): read from
 //! their raw text by the checkpoint's own tokenizer, its words those of its own normalizer
-//! and pre-tokenizer ([`run::tokenizer::WordPieces::read_text`]), as `transformers` reads
+//! and pre-tokenizer ([`hf::tokenizer::WordPieces::read_text`]), as `transformers` reads
 //! `tokenizer(text)`: "doesn't" is `doesn ' t` for BERT and `doesn 't` for RoBERTa, an emoji
 //! keeps its variation selector, each CJK character is a word for BERT, a byte-order mark is
 //! dropped by BERT and read by a byte-level BPE. A word the vocabulary has no piece for is
@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use run::tokenizer::{TokenizerError, WordPieces};
+use hf::tokenizer::{TokenizerError, WordPieces};
 use tasks::conllu::TreebankSentence;
 
 /// Largest `--text-file` read: a million bytes is some ten thousand sentences, more than a

@@ -32,7 +32,7 @@ pub struct SpanError {
 
 impl WordSpans {
     /// Groups pieces by the word each belongs to (`None`: a special token, its own
-    /// position), as a tokenizer reports them ([`run::tokenizer::Encoded::words`]). Words
+    /// position), as a tokenizer reports them ([`hf::tokenizer::Encoded::words`]). Words
     /// must come in order, each in consecutive pieces, starting at word 0.
     pub fn of(words: &[Option<usize>]) -> Result<WordSpans, SpanError> {
         let mut groups: Vec<std::ops::Range<usize>> = vec![];

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args as ClapArgs;
 
 use super::checkpoint::{ImportRequest, import_in_stages};
-use crate::progress::StageProgress;
+use run::progress::StageProgress;
 
 /// Import a Hugging Face encoder checkpoint (config.json, model.safetensors,
 /// tokenizer.json) as a run directory that `headlab inspect` and `compare` read.

@@ -70,8 +70,7 @@ impl CheckpointTensors {
             path: path.clone(),
             error,
         };
-        let (file, size) =
-            crate::small_file::open(&path, MAX_CHECKPOINT_BYTES).map_err(io_error)?;
+        let (file, size) = run::small_file::open(&path, MAX_CHECKPOINT_BYTES).map_err(io_error)?;
         let mut reader = Reader {
             inner: BufReader::with_capacity(1 << 20, file),
             hasher: Sha256::new(),
@@ -116,7 +115,7 @@ impl CheckpointTensors {
         Ok(Self {
             entries,
             bytes: size,
-            sha256: crate::hash::hex(&reader.hasher.finalize()),
+            sha256: run::hash::hex(&reader.hasher.finalize()),
             path,
         })
     }
@@ -169,7 +168,7 @@ fn values(header: &HeaderEntry, bytes: Vec<u8>, device: &Device) -> Values {
     if header.dtype != "F32" {
         return Values::Other;
     }
-    let values = crate::tensor_file::f32_from_le_bytes(&bytes);
+    let values = run::tensor_file::f32_from_le_bytes(&bytes);
     drop(bytes);
     if let Some(first) = values.iter().position(|v| !v.is_finite()) {
         let count = values[first..].iter().filter(|v| !v.is_finite()).count();
@@ -256,7 +255,7 @@ mod tests {
         );
         let device = Device::flex();
         let tensors = CheckpointTensors::read(dir.path(), &device).unwrap();
-        assert_eq!(tensors.sha256, crate::hash::sha256_hex(&file));
+        assert_eq!(tensors.sha256, run::hash::sha256_hex(&file));
         assert_eq!(tensors.bytes, file.len() as u64);
         let mut names: Vec<&String> = tensors.names().collect();
         names.sort();

@@ -6,18 +6,18 @@ use burn::prelude::*;
 use model::Encoder;
 use tasks::TaskConfig;
 
-use crate::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
-use crate::dir::{RunDir, RunDirError};
-use crate::hf::{CheckpointConfig, CheckpointTensors, HfError, encoder_from_tensors};
-use crate::manifest::hash_file;
-use crate::progress::Stages;
 use crate::tokenizer::{TokenizerError, WordPieces};
-use crate::weights::{self, WeightsError};
-use crate::{BackendKind, name};
+use crate::{CheckpointConfig, CheckpointTensors, HfError, encoder_from_tensors};
+use run::config::{ConfigError, ImportRecord, RunConfig, TrainConfig};
+use run::dir::{RunDir, RunDirError};
+use run::manifest::hash_file;
+use run::progress::Stages;
+use run::weights::{self, WeightsError};
+use run::{BackendKind, name};
 
 /// The `format` of an `[import]` section written here for a checkpoint of `family`:
 /// `huggingface-bert`, `huggingface-roberta`, ...
-pub fn format_of(family: crate::hf::Family) -> String {
+pub fn format_of(family: crate::Family) -> String {
     format!("huggingface-{}", family.model_type())
 }
 
@@ -109,7 +109,7 @@ pub struct Imported {
 struct Checkpoint {
     config: CheckpointConfig,
     model: Encoder,
-    /// Tensors not read ([`crate::hf::encoder_from_tensors`]).
+    /// Tensors not read ([`crate::encoder_from_tensors`]).
     unread: Vec<String>,
     tokenizer: WordPieces,
     tokenizer_bytes: Vec<u8>,
@@ -234,7 +234,7 @@ fn read_checkpoint(dir: &Path, stages: &mut dyn Stages) -> Result<Checkpoint, Im
         })?,
         config_sha256,
         weights_sha256,
-        tokenizer_sha256: crate::hash::sha256_hex(&tokenizer_bytes),
+        tokenizer_sha256: run::hash::sha256_hex(&tokenizer_bytes),
         vocab_size: config.vocab_size,
         max_positions: config.max_positions(),
         shared_layers: config.shared_layers,

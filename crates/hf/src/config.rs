@@ -121,11 +121,12 @@ impl CheckpointConfig {
     /// Reads `dir/config.json`.
     pub fn read(dir: &Path) -> Result<CheckpointConfig, HfError> {
         let path = dir.join("config.json");
-        let text = crate::small_file::read_to_string(&path, crate::small_file::CONFIG_LIMIT)
-            .map_err(|error| HfError::Io {
+        let text = run::small_file::read_to_string(&path, run::small_file::CONFIG_LIMIT).map_err(
+            |error| HfError::Io {
                 path: path.clone(),
                 error,
-            })?;
+            },
+        )?;
         Self::parse(&text).map_err(|message| HfError::Config { path, message })
     }
 

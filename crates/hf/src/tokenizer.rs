@@ -87,13 +87,13 @@ impl WordPieces {
         Self::parse(&Self::read_bytes(path)?, path)
     }
 
-    /// The bytes of the file at `path` ([`crate::small_file::read`]).
+    /// The bytes of the file at `path` ([`run::small_file::read`]).
     pub fn read_bytes(path: &Path) -> Result<Vec<u8>, TokenizerError> {
         let fail = |message: String| TokenizerError::Read {
             path: path.to_path_buf(),
             message,
         };
-        crate::small_file::read(path, MAX_TOKENIZER_BYTES)
+        run::small_file::read(path, MAX_TOKENIZER_BYTES)
             .map_err(|e| fail(format!("cannot read it: {e}")))
     }
 
@@ -311,7 +311,7 @@ impl WordPieces {
     fn encode_error(&self, text: &str, error: tokenizers::Error) -> TokenizerError {
         TokenizerError::Encode {
             path: self.path.clone(),
-            text: crate::config::excerpt(text, 60),
+            text: run::config::excerpt(text, 60),
             message: error.to_string(),
         }
     }

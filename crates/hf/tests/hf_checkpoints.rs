@@ -13,13 +13,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
+use hf::import::{ImportRequest, import};
+use hf::tokenizer::WordPieces;
+use hf::{CheckpointConfig, HfError, load_checkpoint};
 use model::{AttentionMask, EncoderInput};
 use run::RunDir;
-use run::hf::{CheckpointConfig, HfError, load_checkpoint};
-use run::import::{ImportRequest, import};
 use run::manifest::{Depth, Verdict};
 use run::tensor_file::HostTensor;
-use run::tokenizer::WordPieces;
 use run::weights;
 use safetensors::{Dtype, SafeTensors};
 
