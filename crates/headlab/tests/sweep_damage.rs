@@ -282,3 +282,43 @@ fn a_flipped_byte_in_the_config_is_damage_that_run_repairs() {
     let status = run_sweep(dir.path(), &["status", "one.toml"]);
     assert!(stdout(&status).contains("1 done"), "{}", text(&status));
 }
+
+/// Damaged final weights are written again from the last checkpoint even when the run has a
+/// failure record of something else (a full disk, a kill): that record once made the repair
+/// train the run again from the start, which the fault test saw as a run "redone from an
+/// earlier checkpoint" (issue 67). A repair from the checkpoint is tried once: damage found
+/// again before the run is done trains it from the start.
+#[test]
+fn a_failure_of_something_else_does_not_make_a_repair_train_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = finished_sweep(dir.path());
+    let sweep = dir.path().join("runs/one/_sweep");
+    let log = sweep.join("logs/tiny-s3.log");
+    let weights = run.join("model.safetensors");
+    let original = fs::read(&weights).unwrap();
+    let flip = || {
+        let mut flipped = original.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x01;
+        fs::write(&weights, &flipped).unwrap();
+    };
+    flip();
+    fs::create_dir_all(sweep.join("failed")).unwrap();
+    fs::write(
+        sweep.join("failed/tiny-s3.txt"),
+        "exited with 1: error: cannot write ...: File too large (os error 27)\n",
+    )
+    .unwrap();
+    let verify = run_sweep(dir.path(), &["verify", "one.toml"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", text(&verify));
+    let repair = run_sweep(dir.path(), &["run", "one.toml", "--quiet"]);
+    assert!(repair.status.success(), "{}", text(&repair));
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("writing the final weights again from the last step's checkpoint"),
+        "{said}"
+    );
+    assert!(!said.contains("training it again from the start"), "{said}");
+    assert_eq!(fs::read(&weights).unwrap(), original);
+    assert!(!sweep.join("damaged/tiny-s3.resumed").exists(), "done: cleared");
+}

@@ -322,6 +322,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
             RunState::Done => {
                 let _ = fs::remove_file(&failure);
                 let _ = fs::remove_file(out.damage_path(run));
+                let _ = fs::remove_file(out.resumed_path(run));
                 return if ran {
                     Attempt::Done
                 } else {
@@ -356,6 +357,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
     if directory_state(out, run, context.inspect) == RunState::Done {
         let _ = fs::remove_file(&failure);
         let _ = fs::remove_file(out.damage_path(run));
+        let _ = fs::remove_file(out.resumed_path(run));
         return Attempt::Done;
     }
     record_failure(
@@ -479,16 +481,26 @@ fn repair_command(
     context: &RunContext,
     log: &mut File,
 ) -> Command {
+    // Once only: a repair from the checkpoint that did not make the run whole (the damage
+    // found again before it is done) is followed by training from the start. Any other
+    // failure of the run (a full disk, a kill) does not stand in the way of it.
     let resumable = || {
         run::RunDir::open(&context.out.run_dir(run)).is_ok_and(|dir| has_checkpoint(&dir))
-            && !context.out.failure_path(run).exists()
+            && !context.out.resumed_path(run).exists()
     };
     let (repair, command) = match damaged.part {
         Part::Report => ("inspecting it again", inspect_command(run, context)),
-        Part::Run if damaged.only_final_weights() && resumable() => (
-            "writing the final weights again from the last step's checkpoint",
-            train_command(run, context, Some("--resume")),
-        ),
+        Part::Run if damaged.only_final_weights() && resumable() => {
+            let resumed = context.out.resumed_path(run);
+            if let Some(dir) = resumed.parent() {
+                let _ = fs::create_dir_all(dir);
+            }
+            let _ = run::atomic::write_atomic(&resumed, b"repaired from the last checkpoint\n");
+            (
+                "writing the final weights again from the last step's checkpoint",
+                train_command(run, context, Some("--resume")),
+            )
+        }
         Part::Run => (
             "training it again from the start",
             train_command(run, context, Some("--force")),

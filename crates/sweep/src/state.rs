@@ -94,6 +94,15 @@ impl SweepOut {
             .join(format!("{}.txt", run.name))
     }
 
+    /// `_sweep/damaged/NAME.resumed`: the damaged run's final weights were written again from
+    /// its last checkpoint once; if it is damaged again before it is done, the next repair
+    /// trains it from the start (the checkpoint may be what is wrong). Removed when it is done.
+    pub fn resumed_path(&self, run: &PlannedRun) -> PathBuf {
+        self.sweep_dir()
+            .join("damaged")
+            .join(format!("{}.resumed", run.name))
+    }
+
     /// `_sweep/claims/NAME.lock`: held by the worker that is bringing the run to done.
     pub fn claim_path(&self, run: &PlannedRun) -> PathBuf {
         self.sweep_dir()
