@@ -320,5 +320,8 @@ fn a_failure_of_something_else_does_not_make_a_repair_train_from_the_start() {
     );
     assert!(!said.contains("training it again from the start"), "{said}");
     assert_eq!(fs::read(&weights).unwrap(), original);
-    assert!(!sweep.join("damaged/tiny-s3.resumed").exists(), "done: cleared");
+    assert!(
+        !sweep.join("damaged/tiny-s3.resumed").exists(),
+        "done: cleared"
+    );
 }

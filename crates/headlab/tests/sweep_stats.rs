@@ -74,7 +74,7 @@ fn bad_input_is_refused_naming_what_is_wrong() {
         ),
         (
             r#"{"steps": 3}"#,
-            r#""steps": expected a list of numbers, not a number"#,
+            r#""steps": expected a list of numbers or {"hits": K, "of": N}, not a number"#,
         ),
         (
             r#"{"ok": [1], "steps": [1, "x"]}"#,
@@ -85,6 +85,10 @@ fn bad_input_is_refused_naming_what_is_wrong() {
             r#""steps", value 1: expected a number, not null"#,
         ),
         (r#"{"steps": []}"#, r#""steps": an empty list has no mean"#),
+        (
+            r#"{"verb": {"hits": 11, "of": 10}}"#,
+            r#""verb": 11 hits of 10: a share needs"#,
+        ),
         (r#"{"steps": [1e999]}"#, "stdin: not JSON"),
         (r#"{"steps": [NaN]}"#, "stdin: not JSON"),
     ] {
@@ -117,7 +121,7 @@ fn its_help_says_what_it_is_for() {
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(
-        text.contains("The statistic every table of the book reports, for your own numbers"),
+        text.contains("The statistics every table of the book reports, for your own numbers"),
         "{text}"
     );
 }
@@ -134,4 +138,23 @@ fn a_device_is_refused_without_reading_it() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A count gets its share and the Wilson score interval, computed here by hand: 8 of 10 is
+/// 0.8 in (0.4902, 0.9433).
+#[test]
+fn a_count_gets_its_share_with_the_wilson_interval() {
+    let out = json(&stats(&[], r#"{"verb": {"hits": 8, "of": 10}}"#));
+    let verb = &out["verb"];
+    assert_eq!(
+        (verb["n"].as_u64(), verb["hits"].as_u64()),
+        (Some(10), Some(8))
+    );
+    close(&verb["share"], 0.8);
+    let (z, n, p) = (1.959_963_985f64, 10.0f64, 0.8f64);
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let spread = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / (1.0 + z * z / n);
+    close(&verb["wilson95"][0], centre - spread);
+    close(&verb["wilson95"][1], centre + spread);
+    assert!((centre - spread - 0.4902).abs() < 1e-3 && (centre + spread - 0.9433).abs() < 1e-3);
 }
