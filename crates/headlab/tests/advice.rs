@@ -66,12 +66,15 @@ fn the_command(message: &str, prefix: &[&str], fill: &[(&str, &Path)]) -> Vec<St
         .collect()
 }
 
-/// Runs `headlab WORDS...` in `cwd`.
+/// Runs `headlab WORDS...` in `cwd`, as a user follows the advice, and checks that it
+/// succeeded.
 fn follow(words: &[String], cwd: &Path) -> Output {
-    headlab::command(&words[0], &words[1..])
+    let output = headlab::command(&words[0], &words[1..])
         .current_dir(cwd)
         .output()
-        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "{words:?}: {}", stderr(&output));
+    output
 }
 
 fn succeeds(subcommand: &str, args: &[&Path]) -> Output {
@@ -121,12 +124,7 @@ fn the_advice_for_a_damaged_run_repairs_it_both_ways() {
         let refused = inspects(&run);
         assert_eq!(refused.status.code(), Some(1));
         let words = the_command(&stderr(&refused), &prefix, &[("CONFIG", &tiny())]);
-        let followed = follow(&words, tmp.path());
-        assert!(
-            followed.status.success(),
-            "{words:?}: {}",
-            stderr(&followed)
-        );
+        follow(&words, tmp.path());
         let again = inspects(&run);
         assert!(
             again.status.success(),
@@ -146,12 +144,7 @@ fn the_advice_for_an_unfinished_run_finishes_it() {
     let refused = inspects(&run);
     assert_eq!(refused.status.code(), Some(1));
     let words = the_command(&stderr(&refused), &["train"], &[]);
-    let followed = follow(&words, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{words:?}: {}",
-        stderr(&followed)
-    );
+    follow(&words, tmp.path());
     assert!(run.join("manifest.json").is_file());
     assert!(inspects(&run).status.success());
 }
@@ -167,21 +160,11 @@ fn the_advice_for_a_run_given_as_a_config_works_both_ways() {
     let message = stderr(&refused);
     let run_arg = run.display().to_string();
     let resume = the_command(&message, &["train", &run_arg, "--resume"], &[]);
-    let followed = follow(&resume, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{resume:?}: {}",
-        stderr(&followed)
-    );
+    follow(&resume, tmp.path());
     let new_dir = tmp.path().join("again");
     let config = run.join("config.toml").display().to_string();
     let retrain = the_command(&message, &["train", &config], &[("NEW_DIR", &new_dir)]);
-    let followed = follow(&retrain, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{retrain:?}: {}",
-        stderr(&followed)
-    );
+    follow(&retrain, tmp.path());
     assert!(new_dir.join("manifest.json").is_file());
 }
 
@@ -196,11 +179,6 @@ fn the_advice_for_a_config_given_as_a_run_trains_it() {
     assert_eq!(refused.status.code(), Some(1));
     let words = the_command(&stderr(&refused), &["train"], &[]);
     let followed = follow(&words, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{words:?}: {}",
-        stderr(&followed)
-    );
     let printed = stdout(&followed);
     let run = printed
         .lines()
@@ -224,12 +202,7 @@ fn the_advice_for_a_damaged_report_writes_it_again() {
     let refused = headlab::run("verify", &[&report]);
     assert_eq!(refused.status.code(), Some(1));
     let words = the_command(&stderr(&refused), &["inspect"], &[("RUN", &run)]);
-    let followed = follow(&words, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{words:?}: {}",
-        stderr(&followed)
-    );
+    follow(&words, tmp.path());
     succeeds("verify", &[&report]);
 }
 
@@ -243,18 +216,12 @@ fn the_advice_for_an_imported_run_inspects_it() {
     let run = tmp.path().join("bert");
     let imported = succeeds("import", &[&checkpoint, Path::new("--out"), &run]);
     let next = the_command(&stdout(&imported), &["inspect"], &[]);
-    let followed = follow(&next, tmp.path());
-    assert!(followed.status.success(), "{next:?}: {}", stderr(&followed));
+    follow(&next, tmp.path());
 
     let refused = headlab::run("train", &[&run.join("config.toml")]);
     assert_eq!(refused.status.code(), Some(1));
     let words = the_command(&stderr(&refused), &["inspect"], &[("RUN", &run)]);
-    let followed = follow(&words, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{words:?}: {}",
-        stderr(&followed)
-    );
+    follow(&words, tmp.path());
 }
 
 /// Two imported models compared with the larger first: the order `compare` names works.
@@ -287,10 +254,5 @@ fn the_advice_for_a_comparison_in_the_wrong_order_compares_them() {
     assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
     let mut words = the_command(&stderr(&refused), &["compare"], &[]);
     words.extend(["--out".to_string(), out.display().to_string()]);
-    let followed = follow(&words, tmp.path());
-    assert!(
-        followed.status.success(),
-        "{words:?}: {}",
-        stderr(&followed)
-    );
+    follow(&words, tmp.path());
 }

@@ -45,6 +45,14 @@ pub struct Encoded {
     pub words: Vec<Option<usize>>,
 }
 
+impl Encoded {
+    /// The first of `words` words that has no piece (a zero-width or control character the
+    /// tokenizer drops): nothing could attend to it or from it.
+    pub fn first_word_without_piece(&self, words: usize) -> Option<usize> {
+        (0..words).find(|w| !self.words.contains(&Some(*w)))
+    }
+}
+
 /// Text read as `transformers` reads it (`tokenizer(text)`): its pieces, and its words as
 /// the tokenizer's own normalizer and pre-tokenizer make them (`word_ids()`), so an emoji with
 /// its variation selector, a letter with its combining accent, each CJK character and a
@@ -278,6 +286,15 @@ impl WordPieces {
         })
     }
 
+    /// The library's failure to encode `text`, naming the tokenizer file and the text.
+    fn encode_error(&self, text: &str, error: tokenizers::Error) -> TokenizerError {
+        TokenizerError::Encode {
+            path: self.path.clone(),
+            text: run::config::excerpt(text, 60),
+            message: error.to_string(),
+        }
+    }
+
     /// Words already split (a parsed sentence's), each to its pieces, with the special
     /// tokens; [`Encoded::words`] indexes `words`.
     pub fn encode_words(&self, words: &[&str]) -> Result<Encoded, TokenizerError> {
@@ -304,16 +321,6 @@ impl WordPieces {
                 .map(|w| w.map(|w| w as usize))
                 .collect(),
         })
-    }
-}
-
-impl WordPieces {
-    fn encode_error(&self, text: &str, error: tokenizers::Error) -> TokenizerError {
-        TokenizerError::Encode {
-            path: self.path.clone(),
-            text: run::config::excerpt(text, 60),
-            message: error.to_string(),
-        }
     }
 }
 

@@ -24,7 +24,8 @@ use run::dir::EXIT_RUN_IN_USE;
 
 use crate::spec::{InspectStep, PlannedRun};
 use crate::state::{
-    Damaged, Part, RunState, SweepOut, directory_state, has_checkpoint, record_damage, verify_run,
+    Damaged, Part, RunState, SweepOut, directory_state, forget_damage, has_checkpoint,
+    record_damage, record_resumed, verify_run,
 };
 
 /// The `headlab` binary a sweep runs its children with (`headlab train ...`, `headlab
@@ -321,8 +322,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
         let command = match directory_state(out, run, context.inspect) {
             RunState::Done => {
                 let _ = fs::remove_file(&failure);
-                let _ = fs::remove_file(out.damage_path(run));
-                let _ = fs::remove_file(out.resumed_path(run));
+                forget_damage(out, run);
                 return if ran {
                     Attempt::Done
                 } else {
@@ -356,8 +356,7 @@ fn execute_claimed(run: &PlannedRun, context: &RunContext, grouped: Grouped) -> 
     // The last child may have been the one that finished it (train, a repair, then inspect).
     if directory_state(out, run, context.inspect) == RunState::Done {
         let _ = fs::remove_file(&failure);
-        let _ = fs::remove_file(out.damage_path(run));
-        let _ = fs::remove_file(out.resumed_path(run));
+        forget_damage(out, run);
         return Attempt::Done;
     }
     record_failure(
@@ -391,13 +390,19 @@ fn refused_as_damaged(
     record_damage(out, run, &damaged);
     let _ = writeln!(log, "# damaged while it was read: {}", damaged.describe());
     if grouped == Grouped::Yes {
-        let why = format!(
-            "damaged: {}; its seed group trains it again at the next sweep run",
-            damaged.describe()
-        );
-        return Some(record_failure(&out.failure_path(run), why));
+        return Some(left_to_its_group(run, &damaged, context));
     }
     None
+}
+
+/// A damaged run of a seed group, never repaired alone: a failure recorded that says its
+/// group repairs it at the next sweep run (which finds the damage record first).
+fn left_to_its_group(run: &PlannedRun, damaged: &Damaged, context: &RunContext) -> Attempt {
+    let why = format!(
+        "damaged: {}; its seed group trains it again at the next sweep run",
+        damaged.describe()
+    );
+    record_failure(&context.out.failure_path(run), why)
 }
 
 /// How an attempt whose child ended with `status`, not a success, ended: a clean stop, held
@@ -455,11 +460,7 @@ fn verified_inspect(
     if let Some(damaged) = verify_run(context.out, run, false) {
         record_damage(context.out, run, &damaged);
         if grouped == Grouped::Yes {
-            let why = format!(
-                "damaged: {}; its seed group trains it again at the next sweep run",
-                damaged.describe()
-            );
-            return Err(record_failure(&context.out.failure_path(run), why));
+            return Err(left_to_its_group(run, &damaged, context));
         }
         return Ok(repair_command(&damaged, run, context, log));
     }
@@ -491,11 +492,7 @@ fn repair_command(
     let (repair, command) = match damaged.part {
         Part::Report => ("inspecting it again", inspect_command(run, context)),
         Part::Run if damaged.only_final_weights() && resumable() => {
-            let resumed = context.out.resumed_path(run);
-            if let Some(dir) = resumed.parent() {
-                let _ = fs::create_dir_all(dir);
-            }
-            let _ = run::atomic::write_atomic(&resumed, b"repaired from the last checkpoint\n");
+            record_resumed(context.out, run);
             (
                 "writing the final weights again from the last step's checkpoint",
                 train_command(run, context, Some("--resume")),

@@ -370,11 +370,27 @@ fn stale_report(dir: &RunDir, report: &ReportDir, inspect: &InspectStep) -> Opti
 /// reading every byte themselves. Best effort: without the record the damage is found again
 /// by the next `verify` or `report`.
 pub fn record_damage(out: &SweepOut, run: &PlannedRun, damaged: &Damaged) {
-    let path = out.damage_path(run);
+    write_note(&out.damage_path(run), &damaged.describe());
+}
+
+/// Notes that the damaged run's final weights are being written again from its last
+/// checkpoint ([`SweepOut::resumed_path`]); best effort, as [`record_damage`].
+pub fn record_resumed(out: &SweepOut, run: &PlannedRun) {
+    write_note(&out.resumed_path(run), "repaired from the last checkpoint");
+}
+
+/// Forgets what [`record_damage`] and [`record_resumed`] noted of a run that is done.
+pub fn forget_damage(out: &SweepOut, run: &PlannedRun) {
+    let _ = fs::remove_file(out.damage_path(run));
+    let _ = fs::remove_file(out.resumed_path(run));
+}
+
+/// `line` as the file at `path` (under `_sweep/`), its folder made first; best effort.
+fn write_note(path: &Path, line: &str) {
     if let Some(dir) = path.parent() {
         let _ = fs::create_dir_all(dir);
     }
-    let _ = run::atomic::write_atomic(&path, format!("{}\n", damaged.describe()).as_bytes());
+    let _ = run::atomic::write_atomic(path, format!("{line}\n").as_bytes());
 }
 
 /// The damage of the part at `root` against its manifest, to `depth`; none when it is intact

@@ -162,7 +162,7 @@ fn every_word_has_a_piece(
         let encoded = ReadAs::Words
             .encode(tree, tokenizer)
             .map_err(PieceProbeError::from)?;
-        if let Some(word) = (0..tree.words.len()).find(|w| !encoded.words.contains(&Some(*w))) {
+        if let Some(word) = encoded.first_word_without_piece(tree.words.len()) {
             return Err(ReadingError::WordWithoutPiece {
                 path: path.display().to_string(),
                 line: tree

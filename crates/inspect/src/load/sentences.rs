@@ -209,7 +209,7 @@ impl PieceSentences {
             };
             // A word the tokenizer drops (a zero-width or control character: BERT's
             // normalizer removes them) has no piece to give attention to or receive it.
-            if let Some(empty) = (0..words.len()).find(|w| !encoded.words.contains(&Some(*w))) {
+            if let Some(empty) = encoded.first_word_without_piece(words.len()) {
                 return Err(layout(format!(
                     "word {} ({:?}) is no word piece at all as the tokenizer reads it (it drops \
                      the word: a zero-width or control character?), so no attention can reach \
