@@ -7,7 +7,8 @@ Reads the CoNLL-U file's sentences (integer-ID words; `conllu` is not needed), r
 `BertModel` (eager attention, float32, `torch.set_num_threads(THREADS)`) on their words
 pre-split (`is_split_into_words`), in batches of BATCH padded to their longest with the
 padding masked, and takes each layer's attention to words (to a word: the sum over its
-pieces; from a word: the mean). Prints one line per ordering: the sentences in file order
+pieces; from a word: the mean; scripts/fixtures/word_attention.py, each sentence's padding
+cut first). Prints one line per ordering: the sentences in file order
 (as a first script would batch them) and by number of words, shortest first (as headlab
 batches them, by pieces).
 
@@ -16,10 +17,14 @@ batches them, by pieces).
 
 import sys
 import time
+from pathlib import Path
 
 import torch
 import transformers
 from transformers import BertModel, BertTokenizerFast
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+from word_attention import aggregate_torch  # noqa: E402  (scripts/fixtures/word_attention.py)
 
 
 def sentences(path):
@@ -38,17 +43,6 @@ def sentences(path):
     return out
 
 
-def to_words(attention, word_ids):
-    """`[heads, pieces, pieces]` to `[heads, n + 2, n + 2]` over [CLS], the words, [SEP]."""
-    n = max(w for w in word_ids if w is not None) + 1
-    sep = next(i for i in range(1, len(word_ids)) if word_ids[i] is None)  # padding after
-    positions = [0] + [word_ids[i] + 1 for i in range(1, sep)] + [n + 1]
-    onto = torch.zeros(len(positions), n + 2)
-    onto[torch.arange(len(positions)), torch.tensor(positions)] = 1.0
-    a = attention[:, : len(positions), : len(positions)]
-    return (onto.T @ (a @ onto)) / onto.sum(0)[:, None]
-
-
 def run(model, tokenizer, batches):
     start = time.perf_counter()
     for batch in batches:
@@ -56,9 +50,12 @@ def run(model, tokenizer, batches):
         with torch.no_grad():
             out = model(**encoded, output_attentions=True)
         for b in range(len(batch)):
-            ids = encoded.word_ids(b)
+            # BERT pads on the right: the real pieces, [CLS] to [SEP], come first.
+            real = int(encoded["attention_mask"][b].sum())
+            ids = encoded.word_ids(b)[:real]
             for layer in out.attentions:
-                to_words(layer[b], ids)
+                # [heads, n + 2, n + 2] over [CLS], the words, [SEP]
+                aggregate_torch(layer[b, :, :real, :real], ids)
     return time.perf_counter() - start
 
 

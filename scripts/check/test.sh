@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command: the workspace's tests, then the browser tests.
+# The project's test command: the book's links, the scripts' Python tests, the workspace's
+# tests, then the browser tests.
 #
 #   scripts/check/test.sh                  # everything
 #   scripts/check/test.sh --no-fail-fast   # arguments go to the workspace's `cargo test`
@@ -16,6 +17,10 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 
 echo "== scripts/check/check-docs.sh (the book builds; every link and anchor of README.md and docs/ resolves)"
 scripts/check/check-docs.sh
+
+echo "== Python tests (scripts/fixtures/test_word_attention.py: the scripts' word-level attention equals the Rust reading's)"
+# Standard library only (the torch case skips without torch); -B: no __pycache__ in scripts/.
+python3 -B -m unittest discover --start-directory scripts/fixtures --pattern 'test_*.py'
 
 echo "== cargo test --workspace --release $*"
 cargo test --workspace --release "$@"

@@ -12,14 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// inspect's folders, lowest first: a file may import from its own folder and the ones
-/// before it. `measure` (one run's report, measured) and `compare` (heads matched across
+/// before it. `inspection` (one run's report, measured) and `compare` (heads matched across
 /// runs) share the top layer and import neither each other.
 const LAYERS: &[&[&str]] = &[
     &["load"],
     &["circuits"],
     &["measures"],
     &["interventions"],
-    &["measure", "compare"],
+    &["inspection", "compare"],
 ];
 
 /// report's modules, lowest first, likewise: drawing, what a report measured, then the

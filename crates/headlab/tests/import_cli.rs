@@ -8,8 +8,8 @@ mod headlab;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use inspect::inspection::summary::Summary;
 use inspect::load::reading::{LEFT_OUT_MASKED_LM, LEFT_OUT_NO_HEAD};
-use inspect::measure::summary::Summary;
 use inspect::measures::heads::HeadRecord;
 use report::dir::{ReportContents, ReportDir};
 use run::manifest::{Depth, Verdict};

@@ -9,7 +9,7 @@ mod headlab;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use inspect::measure::summary::Summary;
+use inspect::inspection::summary::Summary;
 use inspect::measures::relations::Relations;
 use report::dir::ReportDir;
 

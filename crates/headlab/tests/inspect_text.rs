@@ -8,7 +8,7 @@ mod headlab;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use inspect::measure::summary::Summary;
+use inspect::inspection::summary::Summary;
 use report::dir::ReportDir;
 
 /// The one-layer BERT fixture (16 positions, a vocabulary of the grammar's words) imported

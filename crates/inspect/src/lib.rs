@@ -23,16 +23,17 @@
 //!   [`interventions::activation_patching`], [`interventions::attribution_patching`],
 //!   [`interventions::path_patching`], gathered in [`interventions::patching`]
 //!   (`patching.json`).
-//! - [`measure`]: the orchestrator: everything a report on one run measures, returned as
-//!   records ([`measure::measure`], [`measure::Measured`]; its options and errors);
-//!   [`compare`]: heads matched across runs ([`compare::compare`]).
+//! - [`inspection`]: one run's inspection, the orchestrator of the measures above: everything
+//!   a report on one run measures, returned as records ([`inspection::measure`],
+//!   [`inspection::Measured`]; its options and errors); [`compare`]: heads matched across
+//!   runs ([`compare::compare`]).
 //!
 //! Nothing here writes a report: the `report` crate writes what is measured (the report
 //! directory, figures, pages) and holds the `inspect` and `compare` commands.
 
 pub mod circuits;
 pub mod compare;
+pub mod inspection;
 pub mod interventions;
 pub mod load;
-pub mod measure;
 pub mod measures;

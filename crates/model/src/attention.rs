@@ -8,11 +8,10 @@ use burn::nn::{
     Dropout, DropoutConfig, Initializer, Linear, LinearConfig, RotaryEncoding, RotaryEncodingConfig,
 };
 use burn::prelude::*;
-use burn::tensor::activation::softmax;
 use serde::{Deserialize, Serialize};
 
+use crate::attention_core::{CoreOutput, Qkv, attention_core, rotate, split_fused, split_headwise};
 use crate::error::{ConfigError, divisors};
-use crate::fused::{self, attention::MASKED_SCORE};
 use crate::linear::linear_over_rows;
 
 /// How the model width is shared between the heads of one layer.
@@ -432,9 +431,6 @@ impl QkvPatch {
     }
 }
 
-/// Queries, keys and values, each `[batch, n_heads, seq, d_head]`.
-type Qkv = (Tensor<4>, Tensor<4>, Tensor<4>);
-
 /// Input of [`MultiHeadAttention::forward`].
 #[derive(Debug, Clone)]
 pub struct AttentionInput {
@@ -530,39 +526,24 @@ impl MultiHeadAttention {
             self.d_model
         );
         let (n_heads, d_head) = (self.n_heads, self.d_head);
+        let device = input.x.device();
         let mut input = input;
         if let Some(reach) = self.reach {
-            input.mask = input
-                .mask
-                .within_reach(reach, batch, seq, &input.x.device());
+            input.mask = input.mask.within_reach(reach, batch, seq, &device);
         }
 
-        let (q, k, v) = self.project_qkv(input.x); // each [batch, heads, seq, d_head]
-        let (q, k, v) = match &input.qkv_patch {
-            Some(patch) => patch.mix((q, k, v), self.project_qkv(patch.x.clone())),
-            None => (q, k, v),
+        let qkv = self.project_qkv(input.x); // each [batch, heads, seq, d_head]
+        let qkv = match &input.qkv_patch {
+            Some(patch) => patch.mix(qkv, self.project_qkv(patch.x.clone())),
+            None => qkv,
         };
-        let (q, k) = match &self.rotary {
-            Some(rotary) => (rotary.forward(q), rotary.forward(k)),
-            None => (q, k),
-        };
-
-        let scale = 1.0 / (d_head as f64).sqrt();
-        // Training and evaluation on flex take the fused core (crate::fused); capturing
-        // runs (inspect) and other backends the composed ops, which give the same numbers
-        // within float rounding.
-        let (pattern, mut head_outputs) = if !input.capture && fused_core_applies(&q) {
-            let mask = combined_mask(&input.mask, batch, seq, seq);
-            let keep = self.dropout_keep([batch, n_heads, seq, seq], &q.device());
-            let head_outputs = fused::attention_core(q, k, v, mask, keep, scale as f32);
-            (None, head_outputs) // [batch, seq, heads, d_head]
-        } else {
-            let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale); // [batch, heads, seq, seq]
-            let scores = apply_mask(scores, &input.mask);
-            let pattern = softmax(scores, 3);
-            let context = self.dropout.forward(pattern.clone()).matmul(v); // [batch, heads, seq, d_head]
-            (Some(pattern), context.swap_dims(1, 2)) // [batch, seq, heads, d_head]
-        };
+        let qkv = rotate(self.rotary.as_ref(), qkv);
+        let hidden = combined_mask(&input.mask, batch, seq, seq);
+        let keep = self.dropout_keep([batch, n_heads, seq, seq], &device);
+        let CoreOutput {
+            pattern,
+            mut head_outputs,
+        } = attention_core(qkv, hidden, keep, input.capture); // head_outputs: [batch, seq, heads, d_head]
         if let Some(head_mask) = input.head_mask {
             assert_eq!(
                 head_mask.dims(),
@@ -579,7 +560,7 @@ impl MultiHeadAttention {
 
         AttentionOutput {
             context,
-            pattern: pattern.filter(|_| input.capture),
+            pattern,
             head_outputs: input.capture.then_some(head_outputs),
         }
     }
@@ -595,18 +576,10 @@ impl MultiHeadAttention {
     /// Queries, keys and values, each `[batch, n_heads, seq, d_head]`.
     fn project_qkv(&self, x: Tensor<3>) -> Qkv {
         let [batch, seq, d_model] = x.dims();
-        let (n_heads, d_head) = (self.n_heads, self.d_head);
+        let n_heads = self.n_heads;
         match (&self.qkv, &self.qkv_narrow) {
             (Some(qkv), _) => {
-                // [batch, seq, 3 * heads * d_head] -> [batch, 3 * heads, seq, d_head]
-                let qkv = linear_over_rows(qkv, x)
-                    .reshape([batch, seq, 3 * n_heads, d_head])
-                    .swap_dims(1, 2);
-                (
-                    qkv.clone().narrow(1, 0, n_heads),
-                    qkv.clone().narrow(1, n_heads, n_heads),
-                    qkv.narrow(1, 2 * n_heads, n_heads),
-                )
+                split_fused(linear_over_rows(qkv, x), batch, seq, n_heads, self.d_head)
             }
             (None, Some(narrow)) => {
                 let d_chunk = d_model / n_heads;
@@ -614,24 +587,12 @@ impl MultiHeadAttention {
                 let chunks = x.reshape([batch * seq, n_heads, d_chunk]).swap_dims(0, 1);
                 let qkv =
                     chunks.matmul(narrow.weight.val()) + narrow.bias.val().unsqueeze_dim::<3>(1); // [heads, batch * seq, 3 * d_head]
-                let qkv = qkv
-                    .reshape([n_heads, batch, seq, 3 * d_head])
-                    .swap_dims(0, 1); // [batch, heads, seq, 3 * d_head]
-                (
-                    qkv.clone().narrow(3, 0, d_head),
-                    qkv.clone().narrow(3, d_head, d_head),
-                    qkv.narrow(3, 2 * d_head, d_head),
-                )
+                let qkv = qkv.reshape([n_heads, batch, seq, 3 * self.d_head]);
+                split_headwise(qkv.swap_dims(0, 1)) // from [batch, heads, seq, 3 * d_head]
             }
             (None, None) => unreachable!("attention built without input projections"),
         }
     }
-}
-
-/// Whether the fused attention core runs for these queries: `f32` on flex
-/// ([`fused::runs_fused`]).
-fn fused_core_applies(q: &Tensor<4>) -> bool {
-    q.dtype() == burn::tensor::DType::F32 && fused::runs_fused(&q.device())
 }
 
 /// The padding and attention masks as one `[batch, seq_q, seq_k]` mask (true = hidden),
@@ -663,14 +624,5 @@ pub(crate) fn combined_mask(
     match (pad, attn) {
         (Some(pad), Some(attn)) => Some(pad.bool_or(attn)),
         (pad, attn) => pad.or(attn),
-    }
-}
-
-/// Sets masked scores to [`MASKED_SCORE`]. `scores`: `[batch, heads, seq_q, seq_k]`.
-fn apply_mask(scores: Tensor<4>, mask: &AttentionMask) -> Tensor<4> {
-    let [batch, _, seq_q, seq_k] = scores.dims();
-    match combined_mask(mask, batch, seq_q, seq_k) {
-        Some(hidden) => scores.mask_fill(hidden.reshape([batch, 1, seq_q, seq_k]), MASKED_SCORE),
-        None => scores,
     }
 }

@@ -4,7 +4,6 @@
 
 use burn::nn::{Dropout, DropoutConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::attention::{
     AttentionInput, AttentionMask, HeadPatch, MultiHeadAttention, MultiHeadAttentionConfig,
@@ -13,6 +12,8 @@ use crate::attention::{
 use crate::cache::LayerCache;
 use crate::error::ConfigError;
 use crate::linear::linear_over_rows;
+pub use crate::residual::NormPlacement;
+use crate::residual::{Residuals, StreamNorm, Streams, activate};
 
 /// The layer norms' default epsilon (Burn's), named because the fused layer norm needs it
 /// and Burn keeps a norm's own private; a model keeps its own (`model.norm_epsilon`).
@@ -40,15 +41,13 @@ pub(crate) fn linear_of(d_in: usize, d_out: usize, bias: bool, device: &Device) 
     LinearConfig::new(d_in, d_out).with_bias(bias).init(device)
 }
 
-/// Where the layer norms sit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NormPlacement {
-    /// `x + f(norm(x))`: trains stably without warmup tricks.
-    #[default]
-    Pre,
-    /// `norm(x + f(x))`: the original Transformer.
-    Post,
+/// A block's layer norm with its epsilon (Burn keeps a norm's own private).
+struct BlockNorm<'a>(&'a LayerNorm, f64);
+
+impl StreamNorm for BlockNorm<'_> {
+    fn normalize(&self, x: Tensor<3>) -> Tensor<3> {
+        norm(self.0, x, self.1)
+    }
 }
 
 /// Configuration of an [`EncoderBlock`].
@@ -231,8 +230,12 @@ impl EncoderBlock {
         interventions: LayerInterventions,
         capture: bool,
     ) -> (Tensor<3>, Option<LayerCache>) {
-        let resid_pre = x;
-        let attn_input = self.attention_input(resid_pre.clone());
+        let with_epsilon = |layer_norm| BlockNorm(layer_norm, self.norm_epsilon);
+        let residuals = Residuals {
+            placement: self.norm,
+            norm_attention: self.norm_attention.as_ref().map(with_epsilon),
+            norm_ff: with_epsilon(&self.norm_ff),
+        };
         let LayerInterventions {
             head_mask,
             head_patch,
@@ -242,7 +245,7 @@ impl EncoderBlock {
             Some(patch) => {
                 let skip = patch.skip.then(|| patch.resid.clone());
                 let qkv = QkvPatch {
-                    x: self.attention_input(patch.resid),
+                    x: residuals.attention_input(patch.resid),
                     query: patch.query,
                     key: patch.key,
                     value: patch.value,
@@ -251,55 +254,33 @@ impl EncoderBlock {
             }
             None => (None, None),
         };
-        let attention = self.attention.forward(
-            AttentionInput::new(attn_input.clone())
-                .mask(mask.clone())
-                .head_mask(head_mask)
-                .head_patch(head_patch)
-                .qkv_patch(qkv_patch)
-                .capture(capture),
-        );
-        let attn_out = capture.then(|| attention.context.clone());
-        let skip = skip.unwrap_or_else(|| resid_pre.clone());
-        let resid_mid = skip + self.dropout.forward(attention.context);
-        let resid_mid = match self.norm {
-            NormPlacement::Pre => resid_mid,
-            NormPlacement::Post => norm(self.post_attention_norm(), resid_mid, self.norm_epsilon),
+        let attend = |attn_input: Tensor<3>| {
+            let attention = self.attention.forward(
+                AttentionInput::new(attn_input.clone())
+                    .mask(mask.clone())
+                    .head_mask(head_mask)
+                    .head_patch(head_patch)
+                    .qkv_patch(qkv_patch)
+                    .capture(capture),
+            );
+            let branch = self.dropout.forward(attention.context.clone());
+            (branch, capture.then_some((attn_input, attention)))
         };
-
-        let ff_input = match self.norm {
-            NormPlacement::Pre => norm(&self.norm_ff, resid_mid.clone(), self.norm_epsilon),
-            NormPlacement::Post => resid_mid.clone(),
-        };
-        let ff = self.feed_forward(ff_input);
-        let resid_post = resid_mid.clone() + ff;
-        let resid_post = match self.norm {
-            NormPlacement::Pre => resid_post,
-            NormPlacement::Post => norm(&self.norm_ff, resid_post, self.norm_epsilon),
-        };
-
-        let cache = match (attention.pattern, attention.head_outputs, attn_out) {
-            (Some(pattern), Some(head_outputs), Some(attn_out)) => Some(LayerCache {
-                resid_pre,
-                attn_input,
-                pattern,
-                head_outputs,
-                attn_out,
-                resid_mid,
-                resid_post: resid_post.clone(),
-            }),
-            _ => None,
-        };
+        let Streams {
+            resid_mid,
+            resid_post,
+            attended,
+        } = residuals.forward(x.clone(), skip, attend, |x| self.feed_forward(x));
+        let cache = attended.map(|(attn_input, attention)| LayerCache {
+            resid_pre: x,
+            attn_input,
+            pattern: attention.pattern.expect("captured"),
+            head_outputs: attention.head_outputs.expect("captured"),
+            attn_out: attention.context,
+            resid_mid,
+            resid_post: resid_post.clone(),
+        });
         (resid_post, cache)
-    }
-
-    /// What the attention reads from a residual stream at the block's input: its norm in
-    /// pre-norm, the stream itself in post-norm.
-    fn attention_input(&self, resid: Tensor<3>) -> Tensor<3> {
-        match (self.norm, &self.norm_attention) {
-            (NormPlacement::Pre, Some(layer_norm)) => norm(layer_norm, resid, self.norm_epsilon),
-            (NormPlacement::Pre, None) | (NormPlacement::Post, _) => resid,
-        }
     }
 
     /// The norm after a post-norm block's attention sum (a post-norm block always has it).
@@ -315,14 +296,7 @@ impl EncoderBlock {
     pub fn feed_forward(&self, x: Tensor<3>) -> Tensor<3> {
         let hidden = linear_over_rows(&self.ff_in, x); // [batch, seq, d_ff or 2 d_ff]
         // The exact GELU is fused on the CPU (crate::fused).
-        let hidden = match self.gated {
-            true => {
-                let d_ff = hidden.dims()[2] / 2;
-                let gate = hidden.clone().narrow(2, d_ff, d_ff);
-                self.activation.forward(hidden.narrow(2, 0, d_ff)) * gate // [batch, seq, d_ff]
-            }
-            false => self.activation.forward(hidden),
-        };
+        let hidden = activate(hidden, self.activation, self.gated); // [batch, seq, d_ff]
         let hidden = self.dropout.forward(hidden);
         self.dropout.forward(linear_over_rows(&self.ff_out, hidden))
     }

@@ -497,7 +497,7 @@ impl Encoder {
     /// # Shapes
     /// - `tokens`: `[batch, seq]` -> `[batch, seq, n_outputs]`
     pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
-        self.run(EncoderInput::new(tokens), false).0
+        self.forward_pass(EncoderInput::new(tokens), false).0
     }
 
     /// Logits with masks and a head mask.
@@ -505,7 +505,7 @@ impl Encoder {
     /// # Shapes
     /// - `input.tokens`: `[batch, seq]` -> `[batch, seq, n_outputs]`
     pub fn forward_input(&self, input: EncoderInput) -> Tensor<3> {
-        self.run(input, false).0
+        self.forward_pass(input, false).0
     }
 
     /// Logits and the [`ActivationCache`] of the pass.
@@ -513,7 +513,7 @@ impl Encoder {
     /// # Shapes
     /// - `input.tokens`: `[batch, seq]` -> `[batch, seq, n_outputs]`
     pub fn forward_with_cache(&self, input: EncoderInput) -> (Tensor<3>, ActivationCache) {
-        let (logits, cache) = self.run(input, true);
+        let (logits, cache) = self.forward_pass(input, true);
         (logits, cache.expect("cache was requested"))
     }
 
@@ -622,7 +622,12 @@ impl Encoder {
         self.blocks.first().map_or(0, |b| b.attention.d_head)
     }
 
-    fn run(&self, input: EncoderInput, capture: bool) -> (Tensor<3>, Option<ActivationCache>) {
+    /// One forward pass: the logits, and the activations when `capture` is set.
+    fn forward_pass(
+        &self,
+        input: EncoderInput,
+        capture: bool,
+    ) -> (Tensor<3>, Option<ActivationCache>) {
         let [_, seq] = input.tokens.dims();
         assert!(
             seq <= self.max_seq_len,

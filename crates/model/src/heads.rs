@@ -1,8 +1,8 @@
 //! Heads as first-class values: [`HeadId`] names one head of a model, [`HeadWeights`] holds
 //! the exact slices of a [`MultiHeadAttention`] layer's parameters that one head uses with
 //! its QK and OV circuits (Elhage et al. 2021, "A Mathematical Framework for Transformer
-//! Circuits"), and [`StackedWeights`] every head of a model at once, `[n_layers, n_heads,
-//! ...]`, as TransformerLens's `W_Q`, `W_K`, `W_V`, `W_O`.
+//! Circuits"); [`Encoder::heads`] lists a model's heads. Every head's weights on the host,
+//! as analyses read them, are `run::snapshot::HeadTensorsByLayer`.
 
 use std::fmt;
 
@@ -154,39 +154,6 @@ impl MultiHeadAttention {
     }
 }
 
-/// Every head's weights of a model, stacked: `[n_layers, n_heads, ...]` (TransformerLens's
-/// `W_Q[layer, head, d_model, d_head]`). Each `[l, h]` slice is [`HeadWeights`] of head
-/// `L{l}H{h}`, so an analysis over all heads is one tensor expression, not a loop.
-#[derive(Debug, Clone)]
-pub struct StackedWeights {
-    /// `[n_layers, n_heads, d_model, d_head]`.
-    pub q: Tensor<4>,
-    /// `[n_layers, n_heads, d_model, d_head]`.
-    pub k: Tensor<4>,
-    /// `[n_layers, n_heads, d_model, d_head]`.
-    pub v: Tensor<4>,
-    /// `[n_layers, n_heads, d_head, d_model]`.
-    pub o: Tensor<4>,
-    /// `[n_layers, n_heads, d_head]`.
-    pub q_bias: Tensor<3>,
-    /// `[n_layers, n_heads, d_head]`.
-    pub k_bias: Tensor<3>,
-    /// `[n_layers, n_heads, d_head]`.
-    pub v_bias: Tensor<3>,
-}
-
-impl StackedWeights {
-    /// Every QK circuit, `[n_layers, n_heads, d_model, d_model]`.
-    pub fn qk(&self) -> Tensor<4> {
-        self.q.clone().matmul(self.k.clone().swap_dims(2, 3))
-    }
-
-    /// Every OV circuit, `[n_layers, n_heads, d_model, d_model]`.
-    pub fn ov(&self) -> Tensor<4> {
-        self.v.clone().matmul(self.o.clone())
-    }
-}
-
 impl Encoder {
     /// Number of encoder blocks.
     pub fn n_layers(&self) -> usize {
@@ -226,49 +193,5 @@ impl Encoder {
             TensorData::new(values, [self.n_layers(), self.n_heads()]),
             device,
         )
-    }
-
-    /// Every head's weights, stacked `[n_layers, n_heads, ...]`.
-    ///
-    /// # Panics
-    /// If the model has no layers.
-    pub fn stacked_weights(&self) -> StackedWeights {
-        assert!(
-            self.n_layers() > 0,
-            "a model without layers has no heads to stack"
-        );
-        let layers: Vec<Vec<HeadWeights>> = self
-            .blocks
-            .iter()
-            .map(|block| {
-                (0..block.attention.n_heads)
-                    .map(|h| block.attention.head_weights(h))
-                    .collect()
-            })
-            .collect();
-        // [n_layers][n_heads] of [a, b] -> [n_layers, n_heads, a, b]
-        let stack2 = |part: fn(&HeadWeights) -> Tensor<2>| -> Tensor<4> {
-            let per_layer = layers
-                .iter()
-                .map(|heads| Tensor::stack::<3>(heads.iter().map(part).collect(), 0))
-                .collect();
-            Tensor::stack(per_layer, 0)
-        };
-        let stack1 = |part: fn(&HeadWeights) -> Tensor<1>| -> Tensor<3> {
-            let per_layer = layers
-                .iter()
-                .map(|heads| Tensor::stack::<2>(heads.iter().map(part).collect(), 0))
-                .collect();
-            Tensor::stack(per_layer, 0)
-        };
-        StackedWeights {
-            q: stack2(|w| w.q.clone()),
-            k: stack2(|w| w.k.clone()),
-            v: stack2(|w| w.v.clone()),
-            o: stack2(|w| w.o.clone()),
-            q_bias: stack1(|w| w.q_bias.clone()),
-            k_bias: stack1(|w| w.k_bias.clone()),
-            v_bias: stack1(|w| w.v_bias.clone()),
-        }
     }
 }

@@ -5,6 +5,8 @@
 //! - [`heads`]: [`HeadId`], per-head weight views, QK / OV circuits, every head stacked.
 //! - [`position`]: sinusoidal, learned, rotary or no positions.
 //! - [`block`]: pre- or post-norm encoder block, its feed-forward plain or gated (GeGLU).
+//! - `attention_core` and `residual`: the attention and block arithmetic that the encoder and
+//!   the seed stack share (so the two cannot drift apart).
 //! - [`activation`]: the feed-forward's GELU, exact or its tanh approximation (ALBERT's).
 //! - [`encoder`]: the full [`Encoder`] and its config, the `[model]` section of a run.
 //! - [`cache`]: the [`ActivationCache`] of one forward pass.
@@ -20,6 +22,7 @@
 
 pub mod activation;
 pub mod attention;
+mod attention_core;
 pub mod block;
 pub mod cache;
 pub mod encoder;
@@ -30,6 +33,7 @@ pub mod init;
 pub mod linear;
 pub mod memory;
 pub mod position;
+mod residual;
 pub mod seed_stack;
 
 pub use activation::Activation;
@@ -43,7 +47,7 @@ pub use encoder::{
     Encoder, EncoderConfig, EncoderInput, EncoderIo, LocalAttention, OutputTransform,
 };
 pub use error::ConfigError;
-pub use heads::{HeadId, HeadWeights, StackedWeights};
+pub use heads::{HeadId, HeadWeights};
 pub use init::InitScheme;
 pub use position::{AbsolutePositions, PositionalKind};
-pub use seed_stack::{BlockDropout, DropoutShape, LayerDropout, SeedStack, StackInput};
+pub use seed_stack::{DropoutShape, LayerDropout, SeedStack, StackInput};

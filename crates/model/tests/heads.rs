@@ -1,11 +1,9 @@
-//! Heads as values: `HeadId`'s name and order, `Encoder::heads`, and the stacked weight views
-//! against each head's own slices, in every layout.
+//! Heads as values: `HeadId`'s name and order, and `Encoder::heads`.
 
 mod common;
 
-use burn::prelude::*;
 use common::*;
-use model::{EncoderConfig, EncoderIo, HeadId, HeadLayout};
+use model::{EncoderConfig, EncoderIo, HeadId};
 
 const IO: EncoderIo = EncoderIo {
     vocab_size: 7,
@@ -43,51 +41,6 @@ fn heads_are_every_layer_and_head_in_layer_major_order() {
         assert_eq!(id.flat_index(model.n_heads()), index);
     }
     assert_eq!(model.n_layers(), 3);
-}
-
-#[test]
-fn stacked_weights_hold_each_heads_own_slices_in_every_layout() {
-    for layout in [HeadLayout::Split, HeadLayout::Wide, HeadLayout::Narrow] {
-        let config = EncoderConfig {
-            d_model: 8,
-            n_layers: 2,
-            n_heads: 4,
-            head_layout: layout,
-            d_ff: 16,
-            ..EncoderConfig::default()
-        };
-        let model = config.init(&IO, &device()).unwrap();
-        let stacked = model.stacked_weights();
-        let d_head = model.d_head();
-        assert_eq!(stacked.q.dims(), [2, 4, 8, d_head], "{layout:?}");
-        assert_eq!(stacked.o.dims(), [2, 4, d_head, 8], "{layout:?}");
-        assert_eq!(stacked.v_bias.dims(), [2, 4, d_head], "{layout:?}");
-        let (qk, ov) = (stacked.qk(), stacked.ov());
-        for id in model.heads() {
-            let own = model.head_weights(id);
-            let at4 = |t: &Tensor<4>| {
-                let [_, _, a, b] = t.dims();
-                t.clone()
-                    .slice([id.layer..id.layer + 1, id.head..id.head + 1])
-                    .reshape([a, b])
-            };
-            let at3 = |t: &Tensor<3>| {
-                let [_, _, a] = t.dims();
-                t.clone()
-                    .slice([id.layer..id.layer + 1, id.head..id.head + 1])
-                    .reshape([a])
-            };
-            assert_eq!(max_abs_diff(at4(&stacked.q), own.q.clone()), 0.0, "{id} q");
-            assert_eq!(max_abs_diff(at4(&stacked.k), own.k.clone()), 0.0, "{id} k");
-            assert_eq!(max_abs_diff(at4(&stacked.v), own.v.clone()), 0.0, "{id} v");
-            assert_eq!(max_abs_diff(at4(&stacked.o), own.o.clone()), 0.0, "{id} o");
-            assert_eq!(max_abs_diff(at3(&stacked.q_bias), own.q_bias.clone()), 0.0);
-            assert_eq!(max_abs_diff(at3(&stacked.k_bias), own.k_bias.clone()), 0.0);
-            assert_eq!(max_abs_diff(at3(&stacked.v_bias), own.v_bias.clone()), 0.0);
-            assert!(max_abs_diff(at4(&qk), own.qk()) < 1e-5, "{id} qk");
-            assert!(max_abs_diff(at4(&ov), own.ov()) < 1e-5, "{id} ov");
-        }
-    }
 }
 
 #[test]

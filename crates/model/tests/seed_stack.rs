@@ -1,6 +1,6 @@
 //! The seed stack computes what each seed's own encoder computes: logits and gradients per
 //! seed within float rounding, on flex (fused kernels) and ndarray (Burn's composed ops), for
-//! every head layout, position kind and norm placement, with padding and with dropout masks
+//! every head layout, position kind and norm placement and ModernBERT's block options, with padding and with dropout masks
 //! drawn as the single encoder draws them; stacking and unstacking give back the encoders,
 //! with their parameter ids.
 
@@ -13,8 +13,9 @@ use burn::tensor::Distribution;
 use common::*;
 use model::seed_stack::{param_ids, param_shapes};
 use model::{
-    AttentionMask, DropoutShape, Encoder, EncoderConfig, EncoderInput, EncoderIo, HeadLayout,
-    InitScheme, LayerDropout, NormPlacement, PositionalKind, SeedStack, StackInput,
+    Activation, AttentionMask, DropoutShape, Encoder, EncoderConfig, EncoderInput, EncoderIo,
+    HeadLayout, InitScheme, LayerDropout, LocalAttention, NormPlacement, PositionalKind, SeedStack,
+    StackInput,
 };
 
 /// Tests that seed the device and draw take turns ([`model::init::take_rng_turn`]).
@@ -75,6 +76,7 @@ fn configs() -> Vec<EncoderConfig> {
         NormPlacement::Post,
         0.0,
     ));
+    configs.push(modern_blocks(0.0));
     configs.push(EncoderConfig {
         init: InitScheme::Symmetric,
         ..config(
@@ -85,6 +87,31 @@ fn configs() -> Vec<EncoderConfig> {
         )
     });
     configs
+}
+
+/// ModernBERT's block options, which the stack carries through the encoder's own block
+/// arithmetic: a gated feed-forward with the tanh GELU, no biases, a first block without its
+/// attention norm, local attention in every other layer, another norm epsilon.
+fn modern_blocks(dropout: f64) -> EncoderConfig {
+    EncoderConfig {
+        n_layers: 3,
+        activation: Activation::GeluTanh,
+        gated_feed_forward: true,
+        biases: false,
+        first_attention_norm: false,
+        norm_epsilon: 1e-6,
+        local_attention: Some(LocalAttention {
+            window: 2,
+            global_every: 2,
+            rotary_theta: Some(1_000.0),
+        }),
+        ..config(
+            HeadLayout::Split,
+            PositionalKind::Rotary,
+            NormPlacement::Pre,
+            dropout,
+        )
+    }
 }
 
 /// `seeds` encoders of `config`, seed `s` drawn after `device.seed(100 + s)`.
@@ -226,17 +253,24 @@ fn padding_is_per_seed() {
 }
 
 /// With dropout, the stack given the masks `LayerDropout::draw` draws from a seed's
-/// generator computes what the encoder computes after reseeding the generator the same way.
+/// generator computes what the encoder computes after reseeding the generator the same way,
+/// plain and with ModernBERT's block options (a gated feed-forward's hidden mask is `d_ff`
+/// wide, after the gate).
 #[test]
 fn dropout_masks_drawn_outside_match_the_encoders_own() {
     let _turn = take_turns();
-    for device in devices() {
-        let config = config(
-            HeadLayout::Split,
-            PositionalKind::Sinusoidal,
-            NormPlacement::Pre,
-            0.3,
-        );
+    let plain = config(
+        HeadLayout::Split,
+        PositionalKind::Sinusoidal,
+        NormPlacement::Pre,
+        0.3,
+    );
+    for (device, config) in devices().into_iter().flat_map(|device| {
+        [
+            (device.clone(), plain.clone()),
+            (device, modern_blocks(0.3)),
+        ]
+    }) {
         let singles = encoders(&config, 2, &device);
         let stack = SeedStack::stack(&singles.iter().collect::<Vec<_>>());
         let (batch, seq) = (3, 5);

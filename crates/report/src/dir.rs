@@ -22,11 +22,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use inspect::circuits::Circuits;
+use inspect::inspection::Measured;
+use inspect::inspection::summary::{SimilarityFile, Summary};
 use inspect::interventions::patching::Patching;
 use inspect::interventions::pruning::Pruning;
 use inspect::load::loaded_run::LoadedRun;
-use inspect::measure::Measured;
-use inspect::measure::summary::{SimilarityFile, Summary};
 use inspect::measures::agreement::Agreement;
 use inspect::measures::ceiling::Ceiling;
 use inspect::measures::divergence::{self, DivergencePoint};

@@ -1,7 +1,7 @@
 //! Why a report could not be made: a run that could not be measured
-//! ([`inspect::measure::MeasureError`]), or a file that could not be written.
+//! ([`inspect::inspection::MeasureError`]), or a file that could not be written.
 
-use inspect::measure::MeasureError;
+use inspect::inspection::MeasureError;
 use run::tensor_file::TensorFileError;
 
 use crate::dir::{ClaimError, WriteError};

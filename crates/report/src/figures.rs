@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::dir::{FILES, ReportContents, ReportDir};
 use crate::draw::figures::{self, FigureError};
+use inspect::inspection::Measured;
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::measure::Measured;
 use inspect::measures::norms::head_weight_norm_pairs;
 
 /// Draws every figure the report holds, in the page's order, and returns each with its

@@ -11,9 +11,11 @@
 //! - [`figures`] and [`pages`]: which figures a report draws, its `index.html` and
 //!   `explore.html`.
 //! - [`write`](mod@write): `inspect`'s report ([`write::write_report`]: measured by
-//!   [`inspect::measure::measure`], then tensors, records, figures, `explore.html`, and
+//!   [`inspect::inspection::measure`], then tensors, records, figures, `explore.html`, and
 //!   `index.html` last); [`compare`]: `compare`'s output.
-//! - [`cli`]: the `headlab inspect` and `headlab compare` commands.
+//! - [`cli`]: the `headlab inspect`, `headlab compare` and `headlab verify` commands, and
+//!   their errors as a user reads them ([`cli::messages`]: `inspect`'s errors said with the
+//!   flags).
 
 pub mod cli;
 pub mod compare;

@@ -9,9 +9,9 @@ use run::tensor_file::HostTensor;
 use crate::dir::{EXPLORE, FILES, INDEX, ReportContents, ReportDir, WriteError};
 use crate::draw::explore::{self, ExploreInput, QkWeights};
 use crate::draw::{figures, html};
+use inspect::inspection::{Measured, PatchingAbsent};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::measure::{Measured, PatchingAbsent};
 
 /// `index.html`: the summary line, head table, figures, the run's config and the files.
 pub fn write_page(

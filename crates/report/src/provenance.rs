@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use inspect::inspection::MeasureOptions;
 use inspect::load::loaded_run::LoadedRun;
 pub use inspect::load::text::ProbeSource;
-use inspect::measure::MeasureOptions;
 use run::BackendKind;
 use run::manifest::FileRecord;
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The report on one run, `inspect`'s output: measured by [`inspect::measure::measure`]
+//! The report on one run, `inspect`'s output: measured by [`inspect::inspection::measure`]
 //! before anything is written, then written in order: tensors, records, figures,
 //! `explore.html`, and `index.html` last, so a report with its `index.html` is complete; its
 //! manifest seals it.
@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use run::BackendKind;
 use run::tensor_file::{HostTensor, write_tensors};
 
+use inspect::inspection::summary::SimilarityFile;
+use inspect::inspection::{MeasureOptions, Measured, Stages, measure_in_stages};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
-use inspect::measure::summary::SimilarityFile;
-use inspect::measure::{MeasureOptions, Measured, Stages, measure_in_stages};
 
 use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError};
 use crate::error::ReportError;

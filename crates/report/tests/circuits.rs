@@ -19,7 +19,7 @@ use std::path::Path;
 
 use burn::module::Param;
 use burn::prelude::*;
-use inspect::measure::MeasureOptions;
+use inspect::inspection::MeasureOptions;
 use model::{Encoder, MultiHeadAttention};
 use report::{ReportOptions, write_report};
 

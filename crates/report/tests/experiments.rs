@@ -8,8 +8,8 @@ mod common;
 
 use std::path::Path;
 
+use inspect::inspection::MeasureOptions;
 use inspect::load::loaded_run::LoadedRun;
-use inspect::measure::MeasureOptions;
 use inspect::measures::heads::head_roles;
 use report::compare::compare;
 use report::{Report, ReportOptions, write_report};

@@ -11,8 +11,8 @@ mod common;
 
 use burn::module::Param;
 use burn::prelude::*;
+use inspect::inspection::MeasureOptions;
 use inspect::interventions::patching::Patching;
-use inspect::measure::MeasureOptions;
 use inspect::measures::heads::HeadRecord;
 use model::Encoder;
 use report::{ReportOptions, write_report};

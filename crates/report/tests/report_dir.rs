@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use inspect::circuits::Circuits;
+use inspect::inspection::MeasureOptions;
+use inspect::inspection::summary::Summary;
 use inspect::interventions::pruning::Pruning;
-use inspect::measure::MeasureOptions;
-use inspect::measure::summary::Summary;
 use inspect::measures::heads::HeadRecord;
 use inspect::measures::trajectories::Trajectories;
 use report::dir::{FILES, Presence, ReadError, ReportContents, ReportDir};

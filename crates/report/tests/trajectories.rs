@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use inspect::measure::MeasureOptions;
+use inspect::inspection::MeasureOptions;
 use inspect::measures::trajectories::Trajectories;
 use report::{Report, ReportOptions, write_report};
 

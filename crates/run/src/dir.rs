@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::atomic::{remove_dir_atomic, write_atomic};
 use crate::config::{ConfigError, ResolvedRun, RunConfig};
 use crate::hash::sha256_hex;
+use crate::inputs::{self, DatasetRecord, TextRecord, dataset_bytes, text_record};
 use crate::manifest::{Depth, FileRecord, MANIFEST, Verdict};
 use crate::metrics::{self, MetricsRecord};
 use tasks::TaskConfig;
@@ -90,18 +91,9 @@ pub struct RunMarker {
     /// A file run's dataset, copied to `dataset.jsonl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<DatasetRecord>,
-}
-
-/// Where a file run's data came from, and what it was.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DatasetRecord {
-    /// The dataset's canonical path when the run was created.
-    pub source: PathBuf,
-    /// SHA-256 of its bytes (and of the copy in the run).
-    pub sha256: String,
-    /// Its size in bytes.
-    pub bytes: u64,
+    /// A text run's corpus and tokenizer (written to `tokenizer.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextRecord>,
 }
 
 /// Why a run directory could not be created, opened or locked.
@@ -301,7 +293,7 @@ impl RunDir {
             });
         }
 
-        let dataset = dataset_bytes(run)?;
+        let dataset = read_dataset(run)?;
         if let Some((path, _)) = &dataset
             && let Ok(inside) = path.strip_prefix(canonical(root)?)
             && LAYOUT.iter().any(|name| inside.starts_with(name))
@@ -326,6 +318,7 @@ impl RunDir {
                 sha256: sha256_hex(bytes),
                 bytes: bytes.len() as u64,
             }),
+            text: text_record(run),
         };
         let dir = RunDir {
             root: root.to_path_buf(),
@@ -335,21 +328,34 @@ impl RunDir {
         // again if this process dies before the rest is written.
         let marker_json = serde_json::to_vec_pretty(&dir.marker).expect("the marker serializes");
         dir.write(&dir.marker_path(), &marker_json)?;
-        if let Some((_, bytes)) = &dataset {
-            dir.write(&dir.dataset_path(), bytes)?;
-        }
-        // An imported model's vocabulary is its tokenizer's, which the import writes.
-        if let Some(names) = run
-            .task
-            .token_names()
-            .filter(|_| run.config.import.is_none())
-        {
-            // One token per line, as BERT's vocab.txt: names are words, never line breaks.
-            let text: String = names.iter().map(|name| format!("{name}\n")).collect();
-            dir.write(&dir.vocab_path(), text.as_bytes())?;
-        }
+        dir.write_task_files(run, dataset.map(|(_, bytes)| bytes))?;
         dir.write(&dir.config_path(), config_text.as_bytes())?;
         Ok((dir, lock))
+    }
+
+    /// What a run holds of its task, before its config: a file run's copy of its dataset
+    /// (`dataset`), a text run's tokenizer, a word task's vocabulary. An imported model's
+    /// tokenizer and vocabulary are the import's to write.
+    fn write_task_files(
+        &self,
+        run: &ResolvedRun,
+        dataset: Option<Vec<u8>>,
+    ) -> Result<(), RunDirError> {
+        if let Some(bytes) = dataset {
+            self.write(&self.dataset_path(), &bytes)?;
+        }
+        if run.config.import.is_some() {
+            return Ok(());
+        }
+        if let Some(json) = run.task.tokenizer_json() {
+            self.write(&self.tokenizer_path(), json.as_bytes())?;
+        }
+        if let Some(names) = run.task.token_names() {
+            // One token per line, as BERT's vocab.txt: names are words, never line breaks.
+            let text: String = names.iter().map(|name| format!("{name}\n")).collect();
+            self.write(&self.vocab_path(), text.as_bytes())?;
+        }
+        Ok(())
     }
 
     /// Whether `root` holds a run that `--force` may replace: `false` where it is missing or
@@ -456,6 +462,14 @@ impl RunDir {
                  trained and evaluated on; restore it from the original, or train the run again",
             )?;
         }
+        if let Some(text) = &dir.marker.text {
+            dir.check_hash(
+                &dir.tokenizer_path(),
+                &text.tokenizer_sha256,
+                "it is the tokenizer the run \
+                 was trained to read its corpus with; restore it, or train the run again",
+            )?;
+        }
         Ok(dir)
     }
 
@@ -528,33 +542,36 @@ impl RunDir {
         Ok(saved.first_difference(config))
     }
 
-    /// The config with its task built, a file run's from the run's own copy of the dataset,
-    /// so a run reads the same from any directory.
+    /// The config with its task built, a file run's from the run's own copy of the dataset
+    /// and a text run's with the run's own tokenizer (not trained again), so a run reads the
+    /// same from any directory.
     pub fn resolve(&self) -> Result<ResolvedRun, RunDirError> {
         let mut config = self.config()?;
-        if let TaskConfig::File(spec) = &mut config.task {
-            spec.path = fs::canonicalize(self.dataset_path())
-                .map_err(io_error("read", &self.dataset_path()))?;
+        match &mut config.task {
+            TaskConfig::File(spec) => {
+                spec.path = fs::canonicalize(self.dataset_path())
+                    .map_err(io_error("read", &self.dataset_path()))?;
+            }
+            TaskConfig::Text(spec) if self.marker.text.is_some() => {
+                spec.tokenizer = Some(
+                    fs::canonicalize(self.tokenizer_path())
+                        .map_err(io_error("read", &self.tokenizer_path()))?,
+                );
+            }
+            _ => {}
         }
         Ok(config.resolve(&self.config_path())?)
     }
 
-    /// For `--resume` of a file run: the dataset the config names (read into `run`) must be
-    /// the one the run was trained on.
-    pub fn check_dataset_unchanged(&self, run: &ResolvedRun) -> Result<(), RunDirError> {
-        let (Some(recorded), Some((path, bytes))) = (&self.marker.dataset, dataset_bytes(run)?)
-        else {
-            return Ok(());
-        };
-        if sha256_hex(&bytes) != recorded.sha256 {
-            return Err(RunDirError::Changed {
-                path,
-                advice: "resuming would train on other data than the run started with; \
-                         restore the file (the run keeps a copy in dataset.jsonl), or start a \
-                         new run with --force or --out",
-            });
+    /// For `--resume`: the data the config names (read into `run`) must be what the run was
+    /// trained on: a file run's dataset, a text run's corpus and tokenizer.
+    pub fn check_inputs_unchanged(&self, run: &ResolvedRun) -> Result<(), RunDirError> {
+        let (dataset, text) = (self.marker.dataset.as_ref(), self.marker.text.as_ref());
+        let dataset_now = dataset.map(|_| read_dataset(run)).transpose()?.flatten();
+        match inputs::first_change(dataset, text, self.tokenizer_path(), run, dataset_now) {
+            Some(inputs::Change { path, advice }) => Err(RunDirError::Changed { path, advice }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes `bytes` to `path` in the run atomically.
@@ -692,21 +709,14 @@ impl RunDir {
     }
 }
 
+/// A file run's dataset ([`dataset_bytes`]), a failure to read it named.
+fn read_dataset(run: &ResolvedRun) -> Result<Option<(PathBuf, Vec<u8>)>, RunDirError> {
+    dataset_bytes(run).map_err(|(path, error)| io_error("read", &path)(error))
+}
+
 /// `path` with `..` and links resolved; for a path not there yet, its parent's.
 fn canonical(path: &Path) -> Result<PathBuf, RunDirError> {
     fs::canonicalize(path).map_err(io_error("resolve", path))
-}
-
-/// A file run's dataset: its canonical path and bytes, read again (the task was built from
-/// the same file moments before; the bytes are what gets copied and hashed).
-fn dataset_bytes(run: &ResolvedRun) -> Result<Option<(PathBuf, Vec<u8>)>, RunDirError> {
-    let TaskConfig::File(spec) = &run.config.task else {
-        return Ok(None);
-    };
-    let path = canonical(&spec.path)?;
-    let bytes = crate::small_file::read(&path, tasks::generators::file::MAX_DATASET_BYTES)
-        .map_err(io_error("read", &path))?;
-    Ok(Some((path, bytes)))
 }
 
 /// Makes the directory `root` and its parents; one already there is kept, anything else at

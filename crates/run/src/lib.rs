@@ -14,6 +14,8 @@
 //! - [`backend`]: a backend name ([`BackendKind`]) to a Burn device; the wgpu adapter.
 //! - [`config`]: `config.toml` and `--set` overrides ([`RunConfig`]), validated, resolved
 //!   into a task and a model ([`ResolvedRun`]); the run's evaluation set.
+//! - [`inputs`]: what a run was trained on besides its config (a file run's dataset, a text
+//!   run's corpus and tokenizer), as the marker records it, and what changed since.
 //! - [`metrics`], [`tensor_file`]: `metrics.jsonl`; named f32 tensors in safetensors files.
 //! - [`snapshot`], [`weights`]: per-head weights under stable names; `model.safetensors`.
 //! - [`dir`]: the run directory itself ([`RunDir`]): create, lock, open, verify, its layout;
@@ -33,6 +35,7 @@ pub mod cli;
 pub mod config;
 pub mod dir;
 pub mod hash;
+pub mod inputs;
 pub mod manifest;
 pub mod metrics;
 pub mod name;

@@ -111,6 +111,79 @@ pub enum TaskError {
         /// The offending id.
         id: u32,
     },
+    /// A text task's corpus could not be read.
+    #[error(
+        "cannot read task.corpus {path}: {error}; expected JSON Lines (plain or gzip), one \
+         {{\"text\": \"...\"}} document a line (a relative path is resolved against the \
+         current directory)"
+    )]
+    CorpusRead {
+        /// The corpus file.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// A text task's corpus is not UTF-8.
+    #[error(
+        "{path} is not UTF-8 text (line {line}, byte {byte} of the line): save the corpus as \
+         UTF-8"
+    )]
+    CorpusNotUtf8 {
+        /// The corpus file.
+        path: PathBuf,
+        /// 1-based line of the first invalid byte.
+        line: usize,
+        /// 1-based byte within that line.
+        byte: usize,
+    },
+    /// A line of a text task's corpus is not a document.
+    #[error("{corpus} line {line}: {reason}")]
+    CorpusLine {
+        /// The corpus, as named in messages.
+        corpus: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A corpus too small to split by document.
+    #[error(
+        "{corpus} holds {count} documents: at least {needed} are needed, as every {needed}th \
+         is held out for evaluation"
+    )]
+    TooFewDocuments {
+        /// The corpus, as named in messages.
+        corpus: String,
+        /// Documents found.
+        count: usize,
+        /// Documents needed.
+        needed: usize,
+    },
+    /// A corpus whose training or held-out part holds no whole sequence.
+    #[error(
+        "{corpus} is too short for task.seq_len = {seq_len}: its training and held-out \
+         documents must each hold at least one sequence of seq_len - 2 pieces"
+    )]
+    CorpusTooShort {
+        /// The corpus, as named in messages.
+        corpus: String,
+        /// The configured sequence length.
+        seq_len: usize,
+    },
+    /// The tokenizer could not be trained or could not encode the corpus.
+    #[error("the text task's tokenizer failed: {reason}")]
+    TokenizerTraining {
+        /// What `tokenizers` reported.
+        reason: String,
+    },
+    /// A `task.tokenizer` that cannot be used.
+    #[error("cannot use task.tokenizer {path}: {reason}")]
+    TokenizerRead {
+        /// The tokenizer file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The file has a single record, leaving nothing to split into train and eval.
     #[error(
         "{path} holds only {count} record; at least 2 are needed so one can be held out \

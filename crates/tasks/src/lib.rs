@@ -49,6 +49,7 @@ pub use generators::neighbors::{Combine, NeighborsSpec};
 pub use generators::recall::RecallSpec;
 pub use generators::sequence::SequenceSpec;
 pub use generators::shift::ShiftSpec;
+pub use generators::text::TextSpec;
 pub use pairs::{MinimalPair, PairKind};
 pub use pattern::AttentionPattern;
 pub use task::{Task, TaskConfig};

@@ -17,13 +17,14 @@ use crate::generators::neighbors::{self, NeighborsSpec};
 use crate::generators::recall::{self, RecallSpec};
 use crate::generators::sequence::{SequenceSpec, SequenceTask};
 use crate::generators::shift::{self, ShiftSpec};
+use crate::generators::text::{TextSpec, TextTask};
 use crate::generators::{copy, histogram, reverse, sort};
 use crate::pairs::{MinimalPair, PairKind};
 use crate::pattern::AttentionPattern;
 use crate::words::{ClassCeiling, Inflection, WordClass};
 
 /// The `[task]` section of a config file, tagged by `kind`:
-/// copy | reverse | shift | neighbors | sort | histogram | recall | grammar | file.
+/// copy | reverse | shift | neighbors | sort | histogram | recall | grammar | file | text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TaskConfig {
@@ -46,6 +47,8 @@ pub enum TaskConfig {
     Grammar(GrammarSpec),
     /// Examples read from a JSONL file.
     File(FileSpec),
+    /// Masked-LM pretraining on natural text through a tokenizer.
+    Text(TextSpec),
 }
 
 impl TaskConfig {
@@ -65,12 +68,13 @@ impl TaskConfig {
             Self::Recall(spec) => TaskKind::Recall(recall::RecallTask::new(spec)?),
             Self::Grammar(spec) => TaskKind::Grammar(Box::new(grammar::GrammarTask::new(spec)?)),
             Self::File(spec) => TaskKind::File(file::FileTask::load(spec, base_dir)?),
+            Self::Text(spec) => TaskKind::Text(TextTask::load(spec, base_dir)?),
         };
         Ok(Task { kind })
     }
 
     /// Every `kind`, as spelled in config files.
-    pub const KINDS: [&'static str; 9] = [
+    pub const KINDS: [&'static str; 10] = [
         "copy",
         "reverse",
         "shift",
@@ -80,6 +84,7 @@ impl TaskConfig {
         "recall",
         "grammar",
         "file",
+        "text",
     ];
 
     /// The key inside `[task]` that makes `table` (the section as parsed) fail to
@@ -101,6 +106,7 @@ impl TaskConfig {
             "recall" => RecallSpec::deserialize(value).err(),
             "grammar" => GrammarSpec::deserialize(value).err(),
             "file" => FileSpec::deserialize(value).err(),
+            "text" => TextSpec::deserialize(value).err(),
             _ => None,
         }?;
         let message = error.to_string();
@@ -125,6 +131,7 @@ impl TaskConfig {
             Self::Recall(_) => "recall",
             Self::Grammar(_) => "grammar",
             Self::File(_) => "file",
+            Self::Text(_) => "text",
         }
     }
 }
@@ -159,6 +166,7 @@ enum TaskKind {
     // Boxed: its vocabulary tables would make every variant as large.
     Grammar(Box<grammar::GrammarTask>),
     File(file::FileTask),
+    Text(TextTask),
 }
 
 impl Task {
@@ -173,6 +181,7 @@ impl Task {
             TaskKind::Recall(task) => task,
             TaskKind::Grammar(task) => task.as_ref(),
             TaskKind::File(task) => task,
+            TaskKind::Text(task) => task,
         }
     }
 
@@ -188,6 +197,7 @@ impl Task {
             TaskKind::Recall(_) => "recall",
             TaskKind::Grammar(_) => "grammar",
             TaskKind::File(_) => "file",
+            TaskKind::Text(_) => "text",
         }
     }
 
@@ -241,6 +251,25 @@ impl Task {
     /// (`grammar`); `None` for tasks of numbers, whose ids are their names.
     pub fn token_names(&self) -> Option<Vec<String>> {
         self.inner().words().map(|words| words.token_names())
+    }
+
+    /// The `tokenizer.json` a text task reads its corpus with (trained from the corpus, or
+    /// the one its config names), which a run stores beside its weights; `None` for the
+    /// tasks of tokens.
+    pub fn tokenizer_json(&self) -> Option<&str> {
+        match &self.kind {
+            TaskKind::Text(task) => Some(task.tokenizer_json()),
+            _ => None,
+        }
+    }
+
+    /// The corpus a text task trains on, as named in messages, and the SHA-256 of its bytes;
+    /// `None` for other tasks.
+    pub fn corpus(&self) -> Option<(&str, &str)> {
+        match &self.kind {
+            TaskKind::Text(task) => Some((task.corpus_name(), task.corpus_sha256())),
+            _ => None,
+        }
     }
 
     /// `size` minimal pairs ([`MinimalPair`]) of `kind` drawn from a ChaCha8Rng seeded with

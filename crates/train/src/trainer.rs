@@ -161,11 +161,12 @@ pub enum TrainError {
         /// The first differing section.
         key: String,
     },
-    /// A model option the seed stack does not implement (BERT's, for imported models).
+    /// A model option the seed stack does not implement (BERT's embedding and output
+    /// options, for imported models).
     #[error(
         "{key} is set: a seed group (--seeds, or a sweep's group_seeds) trains headlab's own \
-         encoder, without BERT's options (model.norm_epsilon, token_types, embedding_norm, \
-         final_norm); train these seeds one at a time"
+         embeddings and output, without BERT's options (model.token_types, embedding_norm, \
+         embedding_size, final_norm, output_transform); train these seeds one at a time"
     )]
     GroupUnsupported {
         /// The config key.
@@ -360,7 +361,7 @@ pub(crate) fn claim_run_dir(
             key,
         });
     }
-    dir.check_dataset_unchanged(run)?;
+    dir.check_inputs_unchanged(run)?;
     // A resumed run changes (its metrics are cut back, its final weights written again): it
     // stops counting as complete until it is sealed again.
     dir.unseal()?;

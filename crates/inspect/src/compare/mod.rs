@@ -10,7 +10,7 @@
 pub mod null;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use model::HeadId;
 use serde::{Deserialize, Serialize};
@@ -75,28 +75,14 @@ pub struct Comparison {
     pub across_layers: bool,
 }
 
-/// Runs that cannot be compared.
+/// Runs that cannot be compared: the runs at fault and what differs, as data (the report's
+/// command line adds the commands that help).
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    /// A run that does not load.
+    /// A run that does not load (one without final weights among them: a comparison
+    /// matches final weights).
     #[error(transparent)]
-    Run(RunError),
-    /// A run without final weights: `inspect`'s advice (`--checkpoint`) is no option of
-    /// `compare`.
-    #[error(
-        "{run} has not finished training ({weights} is missing), and compare matches final \
-         weights: let it finish (`headlab train {run} --resume` continues it from its newest \
-         checkpoint){}",
-        checkpoint_advice(.run, .available)
-    )]
-    Unfinished {
-        /// The run directory.
-        run: PathBuf,
-        /// The final weights it lacks.
-        weights: PathBuf,
-        /// Its checkpoints, as `RunError::NoFinalWeights` lists them ("none" when none).
-        available: String,
-    },
+    Run(#[from] RunError),
     /// An imported model among headlab's own: they read different inputs (word pieces and
     /// the task's tokens).
     #[error(
@@ -114,7 +100,7 @@ pub enum CompareError {
     /// model's positions).
     #[error(
         "{other} reads other probe sentences than {reference} (a sentence too long for one \
-         model's positions); compare them with a smaller --probe"
+         model's positions)"
     )]
     OtherSentences {
         /// The reference run.
@@ -125,9 +111,9 @@ pub enum CompareError {
     /// Imported models of different grids, the first with more heads: every head of the
     /// first is matched to a different head of each other.
     #[error(
-        "{reference} has {reference_heads} heads and {other} {other_heads}: compare matches \
-         each head of the first run to a different head of the others, so across grids the \
-         model with fewer heads comes first (headlab compare {other} {reference})"
+        "{reference} has {reference_heads} heads and {other} {other_heads}: a comparison \
+         matches each head of the first run to a different head of the others, so across \
+         grids the model with fewer heads comes first"
     )]
     ReferenceLarger {
         /// The reference run.
@@ -161,31 +147,10 @@ pub enum CompareError {
     },
 }
 
-fn checkpoint_advice(run: &Path, available: &str) -> String {
-    if available == "none" {
-        String::new()
-    } else {
-        format!(
-            ", or inspect one of its checkpoints alone with `headlab inspect {} --checkpoint step-N` \
-             (available: {available})",
-            run.display()
-        )
-    }
-}
-
 /// Loads every run in `dirs` with its final weights.
 pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
     dirs.iter()
-        .map(|dir| {
-            crate::load::loaded_run::load(dir, None).map_err(|error| match error {
-                RunError::NoFinalWeights(weights, available) => CompareError::Unfinished {
-                    run: dir.clone(),
-                    weights,
-                    available,
-                },
-                error => CompareError::Run(error),
-            })
-        })
+        .map(|dir| crate::load::loaded_run::load(dir, None).map_err(CompareError::Run))
         .collect::<Result<Vec<_>, _>>()
         .and_then(|runs| {
             let imported = runs.iter().find(|r| r.reading.reads_text());

@@ -26,34 +26,38 @@ pub struct Inputs {
     pub files: BTreeMap<String, FileRecord>,
 }
 
-/// A run whose files cannot be vouched for.
+/// A run whose files cannot be vouched for: the run, what is wrong with its files, and where
+/// it was imported from, as data (the report's command line adds the commands that repair
+/// it).
 #[derive(Debug, thiserror::Error)]
 pub enum InputsError {
     /// Files differ from what the run's manifest recorded.
     #[error(
         "{run} is damaged: {damages}. A report of it would measure damaged data, so none is \
-         written. Repair it first: {advice}"
+         written."
     )]
     Damaged {
         /// The run directory.
         run: PathBuf,
         /// Each damaged file with what is wrong, `; `-separated.
         damages: String,
-        /// The commands that repair it, for a run of this kind.
-        advice: String,
+        /// The checkpoint the run was imported from ([`imported_from`]); `None` for a run
+        /// headlab trained. What repairs it depends on it.
+        imported_from: Option<PathBuf>,
     },
     /// Final weights without the manifest that seals them: the run did not finish (killed
     /// between its weights and its manifest), or its manifest was removed. Either way nothing
     /// vouches for its files, and without the manifest a damaged file would go unseen.
     #[error(
         "{run} has final weights but no manifest.json: it did not finish, or its manifest was \
-         removed, so its files cannot be checked and none is measured; {advice}"
+         removed, so its files cannot be checked and none is measured"
     )]
     Unfinished {
         /// The run directory.
         run: PathBuf,
-        /// The command that finishes or redoes it.
-        advice: String,
+        /// The checkpoint the run was imported from ([`imported_from`]); `None` for a run
+        /// headlab trained.
+        imported_from: Option<PathBuf>,
     },
     /// A file that could not be read to be hashed.
     #[error("cannot read {path} to record what the report measured: {error}")]
@@ -72,7 +76,7 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
     let damaged = |damages: String| InputsError::Damaged {
         run: dir.root().to_path_buf(),
         damages,
-        advice: repair_advice(dir, Repair::Damaged),
+        imported_from: imported_from(dir),
     };
     let mut files = match dir.verify(Depth::Contents) {
         Verdict::Damaged(damages) => {
@@ -83,7 +87,7 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
         Verdict::Unsealed if weights == dir.final_weights_path() => {
             return Err(InputsError::Unfinished {
                 run: dir.root().to_path_buf(),
-                advice: repair_advice(dir, Repair::Unfinished),
+                imported_from: imported_from(dir),
             });
         }
         Verdict::Unsealed => unsealed_inputs(dir)?,
@@ -104,39 +108,12 @@ pub fn verified(dir: &RunDir, weights: &Path, loaded: FileRecord) -> Result<Inpu
     })
 }
 
-/// Why a run cannot be measured as it is, for [`repair_advice`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Repair {
-    /// Files differ from its manifest.
-    Damaged,
-    /// Final weights without a manifest.
-    Unfinished,
-}
-
-/// The commands that make the run in `dir` whole again, each one a command that works on a
-/// run of its kind (tests run them as given): an imported run is imported again; a trained
-/// one is finished by `train --resume` (from its last checkpoint it writes the final weights
-/// again and seals the run), or trained again.
-pub fn repair_advice(dir: &RunDir, why: Repair) -> String {
-    let run = dir.root().display();
-    if let Some(import) = dir.config().ok().and_then(|config| config.import) {
-        return format!(
-            "import it again: headlab import {} --out {run} --force",
-            import.source.display()
-        );
-    }
-    match why {
-        Repair::Damaged => format!(
-            "`headlab sweep run` does so for a run of a sweep; otherwise `headlab train {run} \
-             --resume` writes damaged final weights again from the last checkpoint, and \
-             `headlab train CONFIG --out {run} --force` trains the run again from the start"
-        ),
-        Repair::Unfinished => format!(
-            "finish it with headlab train {run} --resume (it writes the final weights again \
-             from the last checkpoint and seals the run), or inspect a checkpoint with \
-             --checkpoint step-N"
-        ),
-    }
+/// The checkpoint the run in `dir` was imported from (`headlab import`), as its config
+/// records it; `None` for a run headlab trained, or a config that cannot be read. A run is
+/// repaired as it was made: imported again, or trained.
+pub fn imported_from(dir: &RunDir) -> Option<PathBuf> {
+    let config = dir.config().ok()?;
+    config.import.map(|import| import.source)
 }
 
 /// A run not sealed yet (still training): the files beside its weights that the numbers rest

@@ -33,7 +33,7 @@ pub struct LoadedRun {
     /// The run's files the measurement rests on, with their hashes, checked against the
     /// run's manifest ([`crate::load::inputs`]); empty for a model made in memory.
     pub inputs: Inputs,
-    /// The device the model lives on (flex unless `inspect --backend` says otherwise).
+    /// The device the model lives on (flex unless the caller chose another, [`load_on`]).
     pub device: Device,
     /// Said when the weights are not the ones asked for (a run still training).
     pub note: Option<String>,
@@ -44,7 +44,8 @@ pub struct LoadedRun {
     /// The `task.KEY=VALUE` overrides the probe's task was built with
     /// ([`with_task_overrides`]); empty: the run's own task.
     pub task_overrides: Vec<String>,
-    /// A shared lock, so no `train --force` or `--resume` rewrites the run while it is read.
+    /// A shared lock, so no training (from the start or resumed) rewrites the run while it
+    /// is read.
     _lock: Option<RunLock>,
 }
 
@@ -116,18 +117,23 @@ impl LoadedRun {
     }
 }
 
-/// A run that cannot be inspected.
+/// A run that cannot be inspected: what is wrong with the run, its weights or the probe
+/// chosen, as data (the report's command line says what to do about it, naming its flags).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// Not a run, an edited config or dataset, an unreadable marker.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
     /// No final weights.
-    #[error(
-        "{0} is missing: the run has not finished; inspect a checkpoint with --checkpoint step-N \
-         (available: {1}), or finish it with headlab train RUN --resume"
-    )]
-    NoFinalWeights(PathBuf, String),
+    #[error("{weights} is missing: the run has not finished (its checkpoints: {available})")]
+    NoFinalWeights {
+        /// The run directory.
+        run: PathBuf,
+        /// The final weights it lacks.
+        weights: PathBuf,
+        /// Its checkpoints, `step-N, ...` ([`checkpoint::names`]; "none" when none).
+        available: String,
+    },
     /// A run still training that has written no checkpoint yet.
     #[error(
         "{run} is still training ({holder}) and has no checkpoint yet; wait for its first \
@@ -169,7 +175,7 @@ pub fn load(dir: &Path, checkpoint_name: Option<&str>) -> Result<LoadedRun, RunE
     load_on(dir, checkpoint_name, Device::flex())
 }
 
-/// [`load`] onto `device` (`inspect --backend`).
+/// [`load`] onto `device`.
 pub fn load_on(
     dir: &Path,
     checkpoint_name: Option<&str>,
@@ -282,7 +288,7 @@ pub fn with_task_overrides(
         .with_overrides(&path, overrides)
         .and_then(|config| config.resolve(&path))
         .map_err(|error| TaskOverrideError::Config {
-            overrides: overrides.join(" --set "),
+            overrides: overrides.to_vec(),
             error: Box::new(error),
         })
 }
@@ -293,26 +299,24 @@ impl From<crate::load::reading::ReadingError> for RunError {
     }
 }
 
-/// A task override `inspect --set` cannot apply.
+/// Task overrides ([`with_task_overrides`]) that cannot apply: the run or the override at
+/// fault, as data (the report's command line names its flag).
 #[derive(Debug, thiserror::Error)]
 pub enum TaskOverrideError {
     /// A run headlab trained.
     #[error(
-        "--set: {0} is a model headlab trained, which reads the tokens of the task it was \
-         trained on; --set task.KEY=VALUE is for an imported model (headlab import)"
+        "{0} is a model headlab trained, which reads the tokens of the task it was trained on: \
+         its probe's task cannot be changed"
     )]
     Trained(PathBuf),
     /// A key outside `task.`, or `task.kind`.
-    #[error(
-        "--set {0}: inspect changes only the probe's task, keys task.KEY other than task.kind \
-         (e.g. --set task.lexicon=classes --set task.selection=1)"
-    )]
+    #[error("task override {0}: only the probe's task changes, keys task.KEY other than task.kind")]
     Key(String),
     /// The override does not fit the config, or the task it makes is invalid.
-    #[error("inspect --set {overrides}: {error}")]
+    #[error("task overrides {}: {error}", .overrides.join(", "))]
     Config {
-        /// The overrides, as given.
-        overrides: String,
+        /// The overrides, as given (`task.KEY=VALUE`).
+        overrides: Vec<String>,
         /// What is wrong (it names the run's config file).
         error: Box<run::config::ConfigError>,
     },
@@ -329,7 +333,11 @@ fn load_weights(
         None => {
             let path = run_dir.final_weights_path();
             if !path.is_file() {
-                return Err(RunError::NoFinalWeights(path, checkpoint::names(run_dir)));
+                return Err(RunError::NoFinalWeights {
+                    run: run_dir.root().to_path_buf(),
+                    weights: path,
+                    available: checkpoint::names(run_dir),
+                });
             }
             let (model, record) = weights::load_recorded(&path, model)?;
             Ok((model, path.clone(), (path, record)))

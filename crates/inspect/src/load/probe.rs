@@ -42,31 +42,58 @@ pub const MAX_PROBE_BYTES: u128 = 1 << 30;
 // A probe within the byte budget has no tensor over train's per-tensor cap either.
 const _: () = assert!(MAX_PROBE_BYTES / 4 <= MAX_TENSOR_VALUES);
 
-/// A probe batch size that cannot be used for a run.
+/// A probe batch size that cannot be used for a run: the size asked for and what it would
+/// hold, as data (the report's command line names its flag).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProbeSizeError {
     /// No sequences.
-    #[error("--probe must be at least 1")]
+    #[error("a probe needs at least one sequence")]
     Empty,
     /// More than [`MAX_PROBE_BYTES`] of activations.
     #[error(
-        "--probe {size} is too large for {}: the forward pass would hold about {:.1} GiB of \
-         activations, over the {} GiB allowed; {}",
-        runs_phrase(*.runs),
-        *.bytes as f64 / (1u64 << 30) as f64,
-        MAX_PROBE_BYTES >> 30,
-        largest_phrase(*.max)
+        "a probe of {size} sequences is too large for {}; {}",
+        over_the_bound(*.runs, *.bytes),
+        match *.max {
+            0 => "even one sequence is over it".to_string(),
+            max => format!("the largest accepted is {max} sequences"),
+        }
     )]
     TooLarge {
         /// The size asked for.
         size: usize,
-        /// The largest accepted.
+        /// The largest accepted (0: even one sequence is over the bound).
         max: usize,
         /// Runs probed together.
         runs: usize,
         /// Bytes the size asked for would take (saturating).
         bytes: u128,
     },
+}
+
+impl ProbeSizeError {
+    /// For a probe too large, whom it was for and what its forward pass would hold, in
+    /// words: "this run: the forward pass would hold about 1.0 GiB of activations, over the
+    /// 1 GiB allowed"; `None` for an empty probe.
+    pub fn over_the_bound(&self) -> Option<String> {
+        match self {
+            ProbeSizeError::Empty => None,
+            ProbeSizeError::TooLarge { runs, bytes, .. } => Some(over_the_bound(*runs, *bytes)),
+        }
+    }
+}
+
+/// [`ProbeSizeError::over_the_bound`] of a probe of `runs` runs that would hold `bytes`.
+fn over_the_bound(runs: usize, bytes: u128) -> String {
+    let whom = match runs {
+        1 => "this run".to_string(),
+        runs => format!("these {runs} runs"),
+    };
+    format!(
+        "{whom}: the forward pass would hold about {:.1} GiB of activations, over the {} GiB \
+         allowed",
+        bytes as f64 / (1u64 << 30) as f64,
+        MAX_PROBE_BYTES >> 30,
+    )
 }
 
 /// The probe sequences, the same for every report on a run and every snapshot of it.
@@ -93,7 +120,7 @@ impl Probe {
         let seed = mix_seed(seed, PROBE_STREAM);
         let mut examples = task.eval_set(size, seed);
         examples.truncate(size);
-        // Only a task whose sequences vary needs the larger draw (a large `--probe` of a
+        // Only a task whose sequences vary needs the larger draw (a large probe of a
         // fixed-length task would otherwise generate 16 times its size for nothing).
         if examples
             .iter()
@@ -402,22 +429,6 @@ fn of_one_length(candidates: Vec<Example>, size: usize) -> Vec<Example> {
         .collect()
 }
 
-fn runs_phrase(runs: usize) -> String {
-    if runs == 1 {
-        "this run".to_string()
-    } else {
-        format!("these {runs} runs")
-    }
-}
-
-fn largest_phrase(max: usize) -> String {
-    if max == 0 {
-        "even one sequence is over it".to_string()
-    } else {
-        format!("the largest accepted is --probe {max}")
-    }
-}
-
 /// Values (f32) the forward pass on one probe sequence holds, at most: the embeddings; per
 /// layer its input, q/k/v, scores and probabilities, head outputs, attention output,
 /// feed-forward hidden layer and output, residual sum; the logits. Every layout is counted
@@ -568,20 +579,30 @@ mod tests {
         let max = Probe::max_size(&run, 1);
         let error = Probe::check_size(max + 1, &run, 1).unwrap_err();
         assert_eq!(
+            error,
+            ProbeSizeError::TooLarge {
+                size: max + 1,
+                max,
+                runs: 1,
+                bytes: 4 * (max as u128 + 1) * values_per_sequence(&run, 6),
+            }
+        );
+        assert_eq!(
             error.to_string(),
             format!(
-                "--probe {} is too large for this run: the forward pass would hold about 1.0 \
-                 GiB of activations, over the 1 GiB allowed; the largest accepted is --probe \
-                 {max}",
+                "a probe of {} sequences is too large for this run: the forward pass would hold \
+                 about 1.0 GiB of activations, over the 1 GiB allowed; the largest accepted is \
+                 {max} sequences",
                 max + 1
             )
         );
-        let error = Probe::check_size(100_000_000, &run, 2)
-            .unwrap_err()
-            .to_string();
+        let error = Probe::check_size(100_000_000, &run, 2).unwrap_err();
         assert!(
-            error.contains("too large for these 2 runs")
-                && error.contains(&format!("--probe {}", Probe::max_size(&run, 2))),
+            matches!(error, ProbeSizeError::TooLarge { runs: 2, max, .. } if max == Probe::max_size(&run, 2)),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("too large for these 2 runs"),
             "{error}"
         );
         assert_eq!(

@@ -10,7 +10,7 @@
 //! is scored on ([`Reading::scoring`]). This file is the one place that tells the two
 //! readings apart.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use hf::tokenizer::WordPieces;
@@ -24,7 +24,7 @@ use tasks::{Example, MinimalPair, PairKind, ParsedSentence, Task};
 use crate::load::masked_words::MaskedWords;
 use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
-use crate::load::probe_choice::ProbeChoice;
+use crate::load::probe_choice::{ProbeChoice, TypedInput};
 use crate::load::sentences::{PieceProbeError, PieceSentences, ReadAs};
 use crate::load::text::{self, ProbeSource};
 
@@ -52,7 +52,8 @@ pub struct PieceReading {
     /// The most pieces one sequence may hold (the model's positions).
     pub max_positions: usize,
     /// A treebank's sentences to probe with instead of the task's: the shipped treebank by
-    /// default, or `inspect --probe-conllu`'s; `None`: the task's (`--probe-task`).
+    /// default, or a treebank file's ([`ProbeChoice::Treebank`]); `None`: the task's
+    /// ([`ProbeChoice::Task`]).
     pub treebank: Option<Vec<TreebankSentence>>,
     /// Where the probe's sentences come from (for a task probe, without its overrides: the
     /// loaded run holds those).
@@ -71,15 +72,17 @@ impl PieceReading {
     }
 }
 
-/// A reading that cannot do what was asked.
+/// A reading that cannot do what was asked: what was wrong with the probe asked for (the
+/// run, the sentences, the treebank, the size), as data; the report's command line names the
+/// flags that asked for it.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadingError {
     /// A treebank given to a model that reads its task's tokens.
-    #[error(
-        "--probe-conllu needs a model that reads text: {0} reads its task's own tokens; import \
-         a checkpoint with `headlab import` and inspect that"
-    )]
-    TreebankForTokens(String),
+    #[error("a treebank probe needs a model that reads text: {run} reads its task's own tokens")]
+    TreebankForTokens {
+        /// The run directory.
+        run: PathBuf,
+    },
     /// Sentences that cannot be read as word pieces.
     #[error(transparent)]
     Pieces(#[from] PieceProbeError),
@@ -90,23 +93,23 @@ pub enum ReadingError {
     #[error(transparent)]
     Treebank(#[from] tasks::conllu::ConlluError),
     /// Typed sentences for a model that reads its task's tokens.
-    #[error(
-        "--text needs a model that reads text: {0} reads its task's own tokens; import a \
-         checkpoint with `headlab import` and inspect that"
-    )]
-    TextForTokens(String),
+    #[error("typed sentences need a model that reads text: {run} reads its task's own tokens")]
+    TextForTokens {
+        /// The run directory.
+        run: PathBuf,
+    },
     /// Typed sentences that cannot be read.
     #[error(transparent)]
     Typed(#[from] crate::load::typed::TypedTextError),
     /// Typed sentences of different lengths.
     #[error(
-        "the typed sentences have {lengths} words: a probe holds sentences of one length in \
-         words (its measures average over the same positions), so give sentences of one \
-         length, or inspect them one at a time (--out DIR for each)"
+        "the typed sentences have {} words: a probe holds sentences of one length in words \
+         (its measures average over the same positions)",
+        in_words(.lengths)
     )]
     TypedLengths {
-        /// The lengths, e.g. `6 and 9`.
-        lengths: String,
+        /// Their lengths in words, each once, ascending (two or more).
+        lengths: Vec<usize>,
     },
     /// A typed sentence longer than the model's positions.
     #[error(
@@ -114,7 +117,7 @@ pub enum ReadingError {
          the model has {max_positions} positions: shorten it or split it (nothing is cut)"
     )]
     TypedTooLong {
-        /// The sentence, named as the user gave it (`--text "..."`, `FILE line N`).
+        /// The sentence, by the name its caller gave it ([`TypedInput::names`]).
         sentence: String,
         /// Its pieces.
         pieces: usize,
@@ -149,6 +152,15 @@ pub enum ReadingError {
         /// Why.
         error: std::io::Error,
     },
+}
+
+/// `[6, 9, 12]` as "6, 9 and 12".
+fn in_words(lengths: &[usize]) -> String {
+    let lengths: Vec<String> = lengths.iter().map(usize::to_string).collect();
+    match lengths.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => lengths.concat(),
+    }
 }
 
 /// Refuses the first word of `trees` (read from `path`) that `tokenizer` reads as no piece,
@@ -269,12 +281,7 @@ impl Reading {
             ProbeChoice::Own => {}
             ProbeChoice::Task { .. } => reading.probe_task(),
             ProbeChoice::Treebank(path) => reading.probe_with(path, dir)?,
-            ProbeChoice::Text(typed) => reading.probe_with_text(
-                typed.texts.clone(),
-                &typed.names,
-                typed.file.clone(),
-                dir,
-            )?,
+            ProbeChoice::Text(typed) => reading.probe_with_text(typed, dir)?,
         }
         Ok(reading)
     }
@@ -289,9 +296,9 @@ impl Reading {
         }
     }
 
-    /// Probes an imported model with its task's sentences (the grammar's, `inspect
-    /// --probe-task`) instead of the shipped treebank; a model headlab trained reads its task
-    /// anyway.
+    /// Probes an imported model with its task's sentences (the grammar's,
+    /// [`ProbeChoice::Task`]) instead of the shipped treebank; a model headlab trained reads
+    /// its task anyway.
     fn probe_task(&mut self) {
         if let Reading::Pieces(pieces) = self {
             pieces.treebank = None;
@@ -347,7 +354,9 @@ impl Reading {
     /// names it).
     fn probe_with(&mut self, path: &Path, run: &Path) -> Result<(), ReadingError> {
         match self {
-            Reading::Tokens => Err(ReadingError::TreebankForTokens(run.display().to_string())),
+            Reading::Tokens => Err(ReadingError::TreebankForTokens {
+                run: run.to_path_buf(),
+            }),
             Reading::Pieces(pieces) => {
                 let trees = tasks::conllu::read(path)?;
                 every_word_has_a_piece(&trees, path, &pieces.tokenizer)?;
@@ -362,32 +371,26 @@ impl Reading {
         }
     }
 
-    /// Probes with sentences the user typed (`texts`; `names`: how each is named in a
-    /// message, `--text "..."` or `FILE line N`; `file`: the file they were read from, for
-    /// the report), their words the tokenizer's own ([`crate::load::typed`]): refused for a
-    /// model that reads its task's tokens (`run` names it), for sentences of different
-    /// lengths in words, and for a sentence over the model's positions in pieces.
-    fn probe_with_text(
-        &mut self,
-        texts: Vec<String>,
-        names: &[String],
-        file: Option<std::path::PathBuf>,
-        run: &Path,
-    ) -> Result<(), ReadingError> {
+    /// Probes with sentences the user typed (`input`: each with the name a message gives
+    /// it, and the file they were read from, for the report), their words the tokenizer's
+    /// own ([`crate::load::typed`]): refused for a model that reads its task's tokens (`run`
+    /// names it), for sentences of different lengths in words, and for a sentence over the
+    /// model's positions in pieces.
+    fn probe_with_text(&mut self, input: &TypedInput, run: &Path) -> Result<(), ReadingError> {
         let Reading::Pieces(pieces) = self else {
-            return Err(ReadingError::TextForTokens(run.display().to_string()));
+            return Err(ReadingError::TextForTokens {
+                run: run.to_path_buf(),
+            });
         };
-        let typed = crate::load::typed::sentences_of(&texts, &pieces.tokenizer)?;
+        let typed = crate::load::typed::sentences_of(input, &pieces.tokenizer)?;
         let lengths: std::collections::BTreeSet<usize> =
             typed.sentences.iter().map(|s| s.words.len()).collect();
         if lengths.len() > 1 {
-            let lengths: Vec<String> = lengths.iter().map(usize::to_string).collect();
-            let (last, rest) = lengths.split_last().expect("two lengths or more");
             return Err(ReadingError::TypedLengths {
-                lengths: format!("{} and {last}", rest.join(", ")),
+                lengths: lengths.into_iter().collect(),
             });
         }
-        for (pieces_of, name) in typed.pieces.iter().zip(names) {
+        for (pieces_of, name) in typed.pieces.iter().zip(&input.names) {
             if *pieces_of > pieces.max_positions {
                 return Err(ReadingError::TypedTooLong {
                     sentence: name.clone(),
@@ -399,8 +402,8 @@ impl Reading {
         }
         pieces.treebank = Some(typed.sentences);
         pieces.source = ProbeSource::TypedText {
-            file,
-            sentences: texts,
+            file: input.file.clone(),
+            sentences: input.texts.clone(),
             unknown_words: typed.unknown_words,
         };
         Ok(())
@@ -420,7 +423,8 @@ impl Reading {
         }
     }
 
-    /// Whether the probe is sentences the user typed (`--text`), which have no parse.
+    /// Whether the probe is sentences the user typed ([`ProbeChoice::Text`]), which have no
+    /// parse.
     fn reads_typed_text(&self) -> bool {
         matches!(self, Reading::Pieces(pieces) if pieces.source.is_typed())
     }
@@ -468,7 +472,7 @@ impl Reading {
             )?,
         };
         // Checked for the sequences it holds: a probe of one typed sentence of 510 words is
-        // one sequence, whatever `--probe` allowed.
+        // one sequence, whatever `size` allowed.
         Probe::check_size_at(probe.len(), run, runs, probe.forward_len())?;
         Ok(probe)
     }
@@ -516,8 +520,8 @@ impl Reading {
         match self {
             Reading::Tokens => Ok(Task::MASK_TOKEN),
             Reading::Pieces(pieces) => pieces.mask.ok_or_else(|| {
-                let file = pieces.tokenizer.path().display().to_string();
-                ReadingError::Pieces(PieceProbeError::NoMaskPiece(file))
+                let tokenizer = pieces.tokenizer.path().display().to_string();
+                ReadingError::Pieces(PieceProbeError::NoMaskPiece { tokenizer })
             }),
         }
     }
@@ -642,8 +646,9 @@ impl Reading {
         }
     }
 
-    /// What `model`'s output layer is scored on: a model headlab trained on its task's
-    /// evaluation set (`eval`, made only then); an imported masked-LM on `probe`'s sentences,
+    /// What `model`'s output layer is scored on: a model headlab trained on its task's tokens
+    /// on the task's evaluation set (`eval`, made only then); a masked LM that reads pieces
+    /// (imported, or trained here on text) on `probe`'s sentences,
     /// each word masked alone ([`MaskedWords`]), when its tokenizer has a `[MASK]` piece
     /// and a chunk of them fits the memory bound; an imported `BertModel` is not scored.
     pub fn scoring(
@@ -663,7 +668,13 @@ impl Reading {
                 left_out: vec![],
             };
         };
-        if model.output_transform.is_none() {
+        // A prediction head over the pieces: an imported masked LM's (its prediction
+        // transform), or the output layer of a model trained here on text through its
+        // tokenizer (its task's classes are the pieces). An imported base model's output
+        // layer is only its tied embeddings.
+        let predicts_pieces =
+            model.output_transform.is_some() || run.task.tokenizer_json().is_some();
+        if !predicts_pieces {
             return not_scored(vec![LEFT_OUT_NO_HEAD.to_string()]);
         }
         let left_out_because = |why: String| {
@@ -819,11 +830,20 @@ mod tests {
             .probe_with(Path::new("/no/such/file.conllu"), Path::new("runs/copy"))
             .unwrap_err();
         assert!(
-            error
-                .to_string()
-                .starts_with("--probe-conllu needs a model that reads text: runs/copy"),
+            matches!(&error, ReadingError::TreebankForTokens { run } if run == Path::new("runs/copy")),
             "{error}"
         );
+        assert_eq!(
+            error.to_string(),
+            "a treebank probe needs a model that reads text: runs/copy reads its task's own tokens"
+        );
+    }
+
+    #[test]
+    fn lengths_are_said_in_words() {
+        assert_eq!(in_words(&[6, 9]), "6 and 9");
+        assert_eq!(in_words(&[3, 5, 12]), "3, 5 and 12");
+        assert_eq!(in_words(&[4]), "4");
     }
 
     #[test]

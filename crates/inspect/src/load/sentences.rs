@@ -35,11 +35,15 @@ pub enum PieceProbeError {
         "task {0} has no sentences of words; an imported model is probed with the grammar task's"
     )]
     NoWords(&'static str),
-    /// Masked relation sentences asked of a tokenizer without a mask piece.
+    /// Masked words (masked relation sentences) asked of a model whose tokenizer has no mask
+    /// piece.
     #[error(
-        "{0}: no mask piece ([MASK] or <mask>), so --relations-masked cannot mask words for this model"
+        "{tokenizer}: no mask piece ([MASK] or <mask>), so no word can be masked for this model"
     )]
-    NoMaskPiece(String),
+    NoMaskPiece {
+        /// The tokenizer file.
+        tokenizer: String,
+    },
     /// The tokenizer failed on a sentence.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
@@ -77,7 +81,7 @@ pub enum ReadAs {
     /// `transformers`' `is_split_into_words`.
     Words,
     /// Its raw text, its words the tokenizer's own ([`WordPieces::read_text`]): sentences
-    /// typed with `--text`, as `transformers` reads `tokenizer(text)`.
+    /// a user typed, as `transformers` reads `tokenizer(text)`.
     Text,
 }
 

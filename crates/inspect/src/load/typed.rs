@@ -1,4 +1,5 @@
-//! Sentences a user types (`inspect --text "SENTENCE"`, `--text-file FILE`): read from
+//! Sentences a user types ([`TypedInput`]: on the command line, or a text file's lines read by
+//! [`read_text_file`]): read from
 //! their raw text by the checkpoint's own tokenizer, its words those of its own normalizer
 //! and pre-tokenizer ([`hf::tokenizer::WordPieces::read_text`]), as `transformers` reads
 //! `tokenizer(text)`: "doesn't" is `doesn ' t` for BERT and `doesn 't` for RoBERTa, an emoji
@@ -12,21 +13,27 @@ use std::path::{Path, PathBuf};
 use hf::tokenizer::{TokenizerError, WordPieces};
 use tasks::conllu::TreebankSentence;
 
-/// Largest `--text-file` read: a million bytes is some ten thousand sentences, more than a
+use crate::load::probe_choice::TypedInput;
+
+/// Largest text file read: a million bytes is some ten thousand sentences, more than a
 /// probe holds.
 pub const MAX_TEXT_FILE_BYTES: u64 = 1 << 20;
 
-/// Why typed sentences cannot be read.
+/// Why typed sentences cannot be read: the sentence or the file at fault, as data (the
+/// report's command line names the flag that gave it).
 #[derive(Debug, thiserror::Error)]
 pub enum TypedTextError {
     /// The tokenizer could not read a sentence.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
-    /// `--text ""`, or only spaces.
-    #[error("--text {0:?} has no word: type a sentence, e.g. --text \"The dog sees the cat.\"")]
-    Empty(String),
+    /// A sentence with no word: empty, only spaces, or only what the tokenizer drops.
+    #[error("{sentence} has no word")]
+    Empty {
+        /// The sentence, by the name its caller gave it ([`TypedInput::names`]).
+        sentence: String,
+    },
     /// A file that cannot be read.
-    #[error("cannot read --text-file {path}: {error}")]
+    #[error("cannot read the text file {path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -34,10 +41,7 @@ pub enum TypedTextError {
         error: String,
     },
     /// A file that is not UTF-8.
-    #[error(
-        "--text-file {path} is not UTF-8 text (line {line}, byte {byte} of the file): save it \
-         as UTF-8, one sentence a line"
-    )]
+    #[error("the text file {path} is not UTF-8 text (line {line}, byte {byte} of the file)")]
     NotUtf8 {
         /// The file.
         path: PathBuf,
@@ -46,8 +50,8 @@ pub enum TypedTextError {
         /// Its 0-based offset in the file.
         byte: usize,
     },
-    /// A file with no sentence.
-    #[error("--text-file {0} has no sentence: give one sentence a line")]
+    /// A file with no sentence: every line blank.
+    #[error("the text file {0} has no sentence")]
     NoSentence(PathBuf),
 }
 
@@ -63,10 +67,10 @@ pub struct TypedSentences {
     pub unknown_words: Vec<String>,
 }
 
-/// Typed `texts` as `tokenizer` reads them ([`TypedSentences`]); a text with no word (empty,
-/// only spaces, or only what the tokenizer drops) is refused by what was typed.
+/// `input`'s sentences as `tokenizer` reads them ([`TypedSentences`]); a text with no word
+/// (empty, only spaces, or only what the tokenizer drops) is refused by its name.
 pub fn sentences_of(
-    texts: &[String],
+    input: &TypedInput,
     tokenizer: &WordPieces,
 ) -> Result<TypedSentences, TypedTextError> {
     let mut typed = TypedSentences {
@@ -74,10 +78,13 @@ pub fn sentences_of(
         pieces: vec![],
         unknown_words: vec![],
     };
-    for text in texts {
+    for (i, text) in input.texts.iter().enumerate() {
         let read = tokenizer.read_text(text)?;
         if read.words.is_empty() {
-            return Err(TypedTextError::Empty(text.clone()));
+            let sentence = input.names.get(i).cloned();
+            return Err(TypedTextError::Empty {
+                sentence: sentence.unwrap_or_else(|| format!("{text:?}")),
+            });
         }
         for &w in &read.unknown {
             if !typed.unknown_words.contains(&read.words[w]) {
@@ -97,7 +104,7 @@ pub fn sentences_of(
     Ok(typed)
 }
 
-/// The sentences of a `--text-file`: one a line, UTF-8, blank lines skipped, each with its
+/// The sentences of a text file: one a line, UTF-8, blank lines skipped, each with its
 /// 1-based line number.
 pub fn read_text_file(path: &Path) -> Result<Vec<(usize, String)>, TypedTextError> {
     let bytes =
@@ -139,13 +146,22 @@ mod tests {
         WordPieces::read(&path).unwrap()
     }
 
+    /// Typed `texts`, each named by its place.
+    fn typed(texts: &[&str]) -> TypedInput {
+        TypedInput {
+            texts: texts.iter().map(ToString::to_string).collect(),
+            names: (1..=texts.len()).map(|i| format!("sentence {i}")).collect(),
+            file: None,
+        }
+    }
+
     #[test]
     fn typed_words_are_the_tokenizers_and_an_unknown_word_is_named_once() {
         let typed = sentences_of(
-            &[
-                "The dog barked.".into(),
-                "The \u{2764}\u{fe0f} \u{2764}\u{fe0f} dog".into(),
-            ],
+            &typed(&[
+                "The dog barked.",
+                "The \u{2764}\u{fe0f} \u{2764}\u{fe0f} dog",
+            ]),
             &bert(),
         )
         .unwrap();
@@ -162,19 +178,14 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_sentence_is_refused_by_what_was_typed() {
+    fn an_empty_sentence_is_refused_by_its_name() {
         for text in ["  ", "\u{feff}\u{200b}"] {
-            let error = sentences_of(&["fine".into(), text.into()], &bert()).unwrap_err();
+            let error = sentences_of(&typed(&["fine", text]), &bert()).unwrap_err();
             assert!(
-                matches!(&error, TypedTextError::Empty(typed) if typed == text),
+                matches!(&error, TypedTextError::Empty { sentence } if sentence == "sentence 2"),
                 "{error}"
             );
-            assert!(
-                error
-                    .to_string()
-                    .starts_with(&format!("--text {text:?} has no word")),
-                "{error}"
-            );
+            assert_eq!(error.to_string(), "sentence 2 has no word");
         }
     }
 
@@ -195,10 +206,12 @@ mod tests {
             matches!(&error, TypedTextError::NotUtf8 { path: p, line: 2, byte: 9 } if *p == path),
             "{error}"
         );
-        assert!(
-            error
-                .to_string()
-                .contains("is not UTF-8 text (line 2, byte 9")
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the text file {} is not UTF-8 text (line 2, byte 9 of the file)",
+                path.display()
+            )
         );
 
         std::fs::write(&path, "\n  \n").unwrap();
@@ -207,7 +220,14 @@ mod tests {
             TypedTextError::NoSentence(p) if p == path
         ));
         let missing = dir.path().join("missing.txt");
-        let error = read_text_file(&missing).unwrap_err().to_string();
-        assert!(error.starts_with("cannot read --text-file"), "{error}");
+        let error = read_text_file(&missing).unwrap_err();
+        assert!(
+            matches!(&error, TypedTextError::Read { path, .. } if *path == missing),
+            "{error}"
+        );
+        assert!(
+            error.to_string().starts_with("cannot read the text file"),
+            "{error}"
+        );
     }
 }

@@ -41,8 +41,11 @@ impl WordSpans {
         for (piece, word) in words.iter().enumerate() {
             match word {
                 None => groups.push(piece..piece + 1),
+                // The word goes on only where its last piece is the last position so far (a
+                // special piece between two of its pieces ends it).
                 Some(word)
-                    if Some(*word) == previous && groups.last().is_some_and(|g| g.end == piece) =>
+                    if Some(*word) == previous
+                        && word_positions.last() == Some(&(groups.len() - 1)) =>
                 {
                     groups.last_mut().expect("checked").end = piece + 1;
                 }
@@ -195,6 +198,9 @@ mod tests {
         );
         // A word split by another word is two words, out of order.
         assert!(WordSpans::of(&[Some(0), Some(1), Some(0)]).is_err());
+        // A word's pieces are consecutive: a special piece between two of them is refused,
+        // not folded into the special piece's position.
+        assert!(WordSpans::of(&[Some(0), None, Some(0)]).is_err());
     }
 
     #[test]

@@ -10,11 +10,14 @@
 use burn::module::{Param, ParamId};
 use burn::nn::{LayerNorm, Linear, RotaryEncoding};
 use burn::prelude::*;
-use burn::tensor::activation::softmax;
 
+use crate::Activation;
 use crate::attention::{AttentionMask, HeadwiseLinear, MultiHeadAttention, combined_mask};
-use crate::block::{EncoderBlock, LAYER_NORM_EPSILON, NormPlacement};
+use crate::attention_core::{Qkv, attention_core, rotate, split_fused, split_headwise};
+use crate::block::{EncoderBlock, NormPlacement};
 use crate::fused;
+use crate::residual::{Residuals, StreamNorm, activate};
+use crate::seed_stack::dropout::LayerDropout;
 
 /// S parameters of one shape stacked on a new leading axis: a new leaf, on the parameters'
 /// device, that the optimizer trains.
@@ -51,47 +54,68 @@ pub(crate) fn unstack_param<const D1: usize, const D: usize>(
     )
 }
 
-/// S linear layers `x W_s + b_s`.
+/// S linear layers `x W_s + b_s` (`x W_s` without biases).
 #[derive(Module, Debug)]
 pub struct SeedLinear {
     /// `[seeds, d_in, d_out]`.
     pub weight: Param<Tensor<3>>,
-    /// `[seeds, d_out]`.
-    pub bias: Param<Tensor<2>>,
+    /// `[seeds, d_out]`, where the layers have biases.
+    pub bias: Option<Param<Tensor<2>>>,
 }
 
 impl SeedLinear {
-    /// The stack of `layers` (each with a bias, as every headlab linear layer has).
+    /// The stack of `layers`, which all have a bias or none.
     pub fn stack(layers: &[&Linear]) -> Self {
         let weights: Vec<_> = layers.iter().map(|l| &l.weight).collect();
-        let biases: Vec<_> = layers
-            .iter()
-            .map(|l| {
-                l.bias
-                    .as_ref()
-                    .expect("headlab's linear layers have a bias")
-            })
-            .collect();
         Self {
             weight: stack_param(&weights),
-            bias: stack_param(&biases),
+            bias: stack_optional(layers, |l| l.bias.as_ref()),
         }
     }
 
     /// Seed `seed`'s layer, with `template`'s parameter ids.
     pub fn unstack(&self, seed: usize, mut template: Linear) -> Linear {
         template.weight = unstack_param(&self.weight, seed, template.weight.id);
-        template.bias = template
-            .bias
-            .map(|bias| unstack_param(&self.bias, seed, bias.id));
+        template.bias = unstack_optional(self.bias.as_ref(), seed, template.bias);
         template
     }
 
     /// # Shapes
     /// - `x`: `[seeds, rows, d_in]` -> `[seeds, rows, d_out]`
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        x.matmul(self.weight.val()) + self.bias.val().unsqueeze_dim::<3>(1)
+        let product = x.matmul(self.weight.val());
+        match &self.bias {
+            Some(bias) => product + bias.val().unsqueeze_dim::<3>(1),
+            None => product,
+        }
     }
+
+    /// Width of the output.
+    pub fn d_out(&self) -> usize {
+        self.weight.dims()[2]
+    }
+}
+
+/// The stack of an optional parameter of every layer (a bias, a norm's shift): present in
+/// all or in none, as layers of one configuration are.
+fn stack_optional<L, const D: usize, const D1: usize>(
+    layers: &[&L],
+    param: impl Fn(&L) -> Option<&Param<Tensor<D>>>,
+) -> Option<Param<Tensor<D1>>> {
+    let params: Option<Vec<_>> = layers.iter().map(|l| param(l)).collect();
+    params.map(|params| stack_param(&params))
+}
+
+/// Seed `seed`'s slice of an optional stacked parameter, with the template's id.
+fn unstack_optional<const D1: usize, const D: usize>(
+    stacked: Option<&Param<Tensor<D1>>>,
+    seed: usize,
+    template: Option<Param<Tensor<D>>>,
+) -> Option<Param<Tensor<D>>> {
+    template.map(|param| {
+        let stacked = stacked.expect("the stack has the parameter its template has");
+        unstack_param(stacked, seed, param.id)
+    })
 }
 
 /// S layer norms, each with its own scale and shift.
@@ -99,30 +123,28 @@ impl SeedLinear {
 pub struct SeedNorm {
     /// `[seeds, d]`.
     pub gamma: Param<Tensor<2>>,
-    /// `[seeds, d]`.
-    pub beta: Param<Tensor<2>>,
+    /// `[seeds, d]`, where the norms have a shift.
+    pub beta: Option<Param<Tensor<2>>>,
+    /// The norms' epsilon.
+    #[module(skip)]
+    pub epsilon: f64,
 }
 
 impl SeedNorm {
-    /// The stack of `norms` (each with a shift, as every headlab norm has).
-    pub fn stack(norms: &[&LayerNorm]) -> Self {
+    /// The stack of `norms`, which share their epsilon and all have a shift or none.
+    pub fn stack(norms: &[&LayerNorm], epsilon: f64) -> Self {
         let gammas: Vec<_> = norms.iter().map(|n| &n.gamma).collect();
-        let betas: Vec<_> = norms
-            .iter()
-            .map(|n| n.beta.as_ref().expect("headlab's norms have a shift"))
-            .collect();
         Self {
             gamma: stack_param(&gammas),
-            beta: stack_param(&betas),
+            beta: stack_optional(norms, |n| n.beta.as_ref()),
+            epsilon,
         }
     }
 
     /// Seed `seed`'s norm, with `template`'s parameter ids.
     pub fn unstack(&self, seed: usize, mut template: LayerNorm) -> LayerNorm {
         template.gamma = unstack_param(&self.gamma, seed, template.gamma.id);
-        template.beta = template
-            .beta
-            .map(|beta| unstack_param(&self.beta, seed, beta.id));
+        template.beta = unstack_optional(self.beta.as_ref(), seed, template.beta);
         template
     }
 
@@ -131,8 +153,11 @@ impl SeedNorm {
     /// # Shapes
     /// - `x`: `[seeds, rows, d]` -> the same
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let normalised = fused::normalize(x, LAYER_NORM_EPSILON);
-        normalised * self.gamma.val().unsqueeze_dim::<3>(1) + self.beta.val().unsqueeze_dim(1)
+        let scaled = fused::normalize(x, self.epsilon) * self.gamma.val().unsqueeze_dim::<3>(1);
+        match &self.beta {
+            Some(beta) => scaled + beta.val().unsqueeze_dim(1),
+            None => scaled,
+        }
     }
 }
 
@@ -145,18 +170,10 @@ pub struct SeedHeadwiseLinear {
     pub bias: Param<Tensor<3>>,
 }
 
-/// Dropout masks of one block for every seed, drawn as the single runs draw them
-/// ([`super::LayerDropout`]); each holds 0 where dropped and `1 / (1 - p)` where kept.
-#[derive(Debug, Clone)]
-pub struct BlockDropout {
-    /// `[seeds * batch, heads, seq, seq]`: on the attention probabilities.
-    pub attention: Tensor<4>,
-    /// `[seeds, batch * seq, d_model]`: on the attention branch's output.
-    pub attention_out: Tensor<3>,
-    /// `[seeds, batch * seq, d_ff]`: on the feed-forward network's hidden layer.
-    pub ff_hidden: Tensor<3>,
-    /// `[seeds, batch * seq, d_model]`: on the feed-forward branch's output.
-    pub ff_out: Tensor<3>,
+impl StreamNorm for &SeedNorm {
+    fn normalize(&self, x: Tensor<3>) -> Tensor<3> {
+        self.forward(x)
+    }
 }
 
 /// S multi-head attention layers of one layout.
@@ -170,6 +187,9 @@ pub struct SeedAttention {
     pub output: SeedLinear,
     /// Rotary positions, shared by every seed (a fixed table).
     pub rotary: Option<RotaryEncoding>,
+    /// Local attention: a query sees only the keys at most this many positions away.
+    #[module(skip)]
+    pub reach: Option<usize>,
     /// Number of heads.
     pub n_heads: usize,
     /// Size of each head.
@@ -203,6 +223,7 @@ impl SeedAttention {
             qkv_narrow,
             output: SeedLinear::stack(&outputs),
             rotary: first.rotary.clone(),
+            reach: first.reach,
             n_heads: first.n_heads,
             d_head: first.d_head,
         }
@@ -224,7 +245,8 @@ impl SeedAttention {
         template
     }
 
-    /// Self-attention of every seed's batch.
+    /// Self-attention of every seed's batch: [`MultiHeadAttention::forward`]'s core with
+    /// the seeds folded into its batch axis.
     ///
     /// # Shapes
     /// - `x`: `[seeds, batch * seq, d_model]` -> the same
@@ -239,55 +261,26 @@ impl SeedAttention {
     ) -> Tensor<3> {
         let [seeds, rows, _] = x.dims();
         let seq = rows / batch;
-        let (n_heads, d_head) = (self.n_heads, self.d_head);
-        let (q, k, v) = self.project_qkv(x, batch); // each [seeds * batch, heads, seq, d_head]
-        let (q, k) = match &self.rotary {
-            Some(rotary) => (rotary.forward(q), rotary.forward(k)),
-            None => (q, k),
+        let mask = match self.reach {
+            Some(reach) => mask
+                .clone()
+                .within_reach(reach, seeds * batch, seq, &x.device()),
+            None => mask.clone(),
         };
-        let scale = 1.0 / (d_head as f64).sqrt();
-        let mask = combined_mask(mask, seeds * batch, seq, seq);
-        let head_outputs =
-            if q.dtype() == burn::tensor::DType::F32 && fused::runs_fused(&q.device()) {
-                fused::attention_core(q, k, v, mask, keep, scale as f32) // [seeds * batch, seq, heads, d_head]
-            } else {
-                let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale); // [seeds * batch, heads, seq, seq]
-                let scores = match mask {
-                    Some(hidden) => scores.mask_fill(
-                        hidden.reshape([seeds * batch, 1, seq, seq]),
-                        fused::attention::MASKED_SCORE,
-                    ),
-                    None => scores,
-                };
-                let pattern = softmax(scores, 3);
-                let pattern = match keep {
-                    Some(keep) => pattern * keep,
-                    None => pattern,
-                };
-                pattern.matmul(v).swap_dims(1, 2) // [seeds * batch, seq, heads, d_head]
-            };
-        let concatenated = head_outputs.reshape([seeds, rows, n_heads * d_head]);
-        self.output.forward(concatenated)
+        let qkv = rotate(self.rotary.as_ref(), self.project_qkv(x, batch));
+        let hidden = combined_mask(&mask, seeds * batch, seq, seq);
+        let head_outputs = attention_core(qkv, hidden, keep, false).head_outputs; // [seeds * batch, seq, heads, d_head]
+        self.output
+            .forward(head_outputs.reshape([seeds, rows, self.n_heads * self.d_head]))
     }
 
     /// Queries, keys and values, each `[seeds * batch, n_heads, seq, d_head]`.
-    fn project_qkv(&self, x: Tensor<3>, batch: usize) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
+    fn project_qkv(&self, x: Tensor<3>, batch: usize) -> Qkv {
         let [seeds, rows, d_model] = x.dims();
         let seq = rows / batch;
         let (n_heads, d_head) = (self.n_heads, self.d_head);
         match (&self.qkv, &self.qkv_narrow) {
-            (Some(qkv), _) => {
-                // [seeds, rows, 3 * heads * d_head] -> [seeds * batch, 3 * heads, seq, d_head]
-                let qkv = qkv
-                    .forward(x)
-                    .reshape([seeds * batch, seq, 3 * n_heads, d_head])
-                    .swap_dims(1, 2);
-                (
-                    qkv.clone().narrow(1, 0, n_heads),
-                    qkv.clone().narrow(1, n_heads, n_heads),
-                    qkv.narrow(1, 2 * n_heads, n_heads),
-                )
-            }
+            (Some(qkv), _) => split_fused(qkv.forward(x), seeds * batch, seq, n_heads, d_head),
             (None, Some(narrow)) => {
                 let d_chunk = d_model / n_heads;
                 // [seeds, rows, d_model] -> [seeds, heads, rows, d_chunk]
@@ -298,11 +291,7 @@ impl SeedAttention {
                     .reshape([seeds, n_heads, batch, seq, 3 * d_head])
                     .swap_dims(1, 2)
                     .reshape([seeds * batch, n_heads, seq, 3 * d_head]);
-                (
-                    qkv.clone().narrow(3, 0, d_head),
-                    qkv.clone().narrow(3, d_head, d_head),
-                    qkv.narrow(3, 2 * d_head, d_head),
-                )
+                split_headwise(qkv)
             }
             (None, None) => unreachable!("attention built without input projections"),
         }
@@ -314,58 +303,64 @@ impl SeedAttention {
 pub struct SeedBlock {
     /// The attention sub-layers.
     pub attention: SeedAttention,
-    /// Norms of the attention branch.
-    pub norm_attention: SeedNorm,
+    /// Norms of the attention branch; none where a pre-norm block's attention reads the
+    /// stream itself.
+    pub norm_attention: Option<SeedNorm>,
     /// Norms of the feed-forward branch.
     pub norm_ff: SeedNorm,
-    /// `[seeds, d_model, d_ff]`.
+    /// `[seeds, d_model, d_ff]` (`2 * d_ff` gated).
     pub ff_in: SeedLinear,
     /// `[seeds, d_ff, d_model]`.
     pub ff_out: SeedLinear,
     /// Where the norms sit.
     #[module(skip)]
     pub norm: NormPlacement,
+    /// The feed-forward's activation.
+    #[module(skip)]
+    pub activation: Activation,
+    /// Whether the feed-forward is gated (GeGLU).
+    #[module(skip)]
+    pub gated: bool,
 }
 
 impl SeedBlock {
     /// The stack of `blocks`, which share one configuration.
     pub fn stack(blocks: &[&EncoderBlock]) -> Self {
-        let attention: Vec<_> = blocks.iter().map(|b| &b.attention).collect();
-        // The stack refuses a block without its attention norm (`unsupported_option`).
-        let norm_attention: Vec<_> = blocks
-            .iter()
-            .map(|b| {
-                b.norm_attention
-                    .as_ref()
-                    .expect("a stacked block has its attention norm")
-            })
-            .collect();
+        let first = blocks[0];
+        let epsilon = first.norm_epsilon;
+        let norm_attention: Option<Vec<_>> =
+            blocks.iter().map(|b| b.norm_attention.as_ref()).collect();
         let norm_ff: Vec<_> = blocks.iter().map(|b| &b.norm_ff).collect();
         let ff_in: Vec<_> = blocks.iter().map(|b| &b.ff_in).collect();
         let ff_out: Vec<_> = blocks.iter().map(|b| &b.ff_out).collect();
+        let attention: Vec<_> = blocks.iter().map(|b| &b.attention).collect();
         Self {
             attention: SeedAttention::stack(&attention),
-            norm_attention: SeedNorm::stack(&norm_attention),
-            norm_ff: SeedNorm::stack(&norm_ff),
+            norm_attention: norm_attention.map(|norms| SeedNorm::stack(&norms, epsilon)),
+            norm_ff: SeedNorm::stack(&norm_ff, epsilon),
             ff_in: SeedLinear::stack(&ff_in),
             ff_out: SeedLinear::stack(&ff_out),
-            norm: blocks[0].norm,
+            norm: first.norm,
+            activation: first.activation,
+            gated: first.gated,
         }
     }
 
     /// Seed `seed`'s block, with `template`'s parameter ids.
     pub fn unstack(&self, seed: usize, mut template: EncoderBlock) -> EncoderBlock {
         template.attention = self.attention.unstack(seed, template.attention);
-        template.norm_attention = template
-            .norm_attention
-            .map(|norm| self.norm_attention.unstack(seed, norm));
+        template.norm_attention = template.norm_attention.map(|norm| {
+            let stacked = self.norm_attention.as_ref().expect("one configuration");
+            stacked.unstack(seed, norm)
+        });
         template.norm_ff = self.norm_ff.unstack(seed, template.norm_ff);
         template.ff_in = self.ff_in.unstack(seed, template.ff_in);
         template.ff_out = self.ff_out.unstack(seed, template.ff_out);
         template
     }
 
-    /// The block's output, as [`EncoderBlock::forward`] computes it for each seed.
+    /// The block's output, as [`EncoderBlock::forward`] computes it for each seed (both run
+    /// [`Residuals::forward`]).
     ///
     /// # Shapes
     /// - `x`: `[seeds, batch * seq, d_model]` -> the same
@@ -374,7 +369,7 @@ impl SeedBlock {
         x: Tensor<3>,
         batch: usize,
         mask: &AttentionMask,
-        dropout: Option<BlockDropout>,
+        dropout: Option<LayerDropout>,
     ) -> Tensor<3> {
         let (keep, attention_out, ff_hidden, ff_out) = match dropout {
             Some(d) => (
@@ -385,26 +380,20 @@ impl SeedBlock {
             ),
             None => (None, None, None, None),
         };
-        let attn_input = match self.norm {
-            NormPlacement::Pre => self.norm_attention.forward(x.clone()),
-            NormPlacement::Post => x.clone(),
+        let residuals = Residuals {
+            placement: self.norm,
+            norm_attention: self.norm_attention.as_ref(),
+            norm_ff: &self.norm_ff,
         };
-        let context = self.attention.forward(attn_input, batch, mask, keep);
-        let resid_mid = x + drop(context, attention_out);
-        let resid_mid = match self.norm {
-            NormPlacement::Pre => resid_mid,
-            NormPlacement::Post => self.norm_attention.forward(resid_mid),
+        let attend = |attn_input| {
+            let context = self.attention.forward(attn_input, batch, mask, keep);
+            (drop(context, attention_out), ())
         };
-        let ff_input = match self.norm {
-            NormPlacement::Pre => self.norm_ff.forward(resid_mid.clone()),
-            NormPlacement::Post => resid_mid.clone(),
+        let feed_forward = |ff_input| {
+            let hidden = activate(self.ff_in.forward(ff_input), self.activation, self.gated);
+            drop(self.ff_out.forward(drop(hidden, ff_hidden)), ff_out)
         };
-        let hidden = drop(fused::gelu(self.ff_in.forward(ff_input)), ff_hidden);
-        let resid_post = resid_mid + drop(self.ff_out.forward(hidden), ff_out);
-        match self.norm {
-            NormPlacement::Pre => resid_post,
-            NormPlacement::Post => self.norm_ff.forward(resid_post),
-        }
+        residuals.forward(x, None, attend, feed_forward).resid_post
     }
 }
 

@@ -25,18 +25,18 @@
 //! one seed's encoder with the parameter ids of a template, so checkpoints, snapshots and
 //! final weights of a seed are written by the same code as a single run's.
 
+mod dropout;
 mod layers;
 
+pub use dropout::{DropoutShape, LayerDropout};
+
 use burn::module::{ModuleVisitor, Param, ParamId};
-use burn::nn::{Dropout, DropoutConfig, PositionalEncoding};
+use burn::nn::PositionalEncoding;
 use burn::prelude::*;
 
-pub use layers::{
-    BlockDropout, SeedAttention, SeedBlock, SeedHeadwiseLinear, SeedLinear, SeedNorm,
-};
+pub use layers::{SeedAttention, SeedBlock, SeedHeadwiseLinear, SeedLinear, SeedNorm};
 
 use crate::attention::AttentionMask;
-use crate::block::LAYER_NORM_EPSILON;
 use crate::encoder::{Encoder, EncoderConfig};
 use layers::{stack_param, unstack_param};
 
@@ -72,7 +72,7 @@ pub struct StackInput {
     /// `[seeds * batch, seq]`: `true` at padding (seed-major), when any example is padded.
     pub pad: Option<Tensor<2, Bool>>,
     /// Dropout masks, one per block, when dropout is on.
-    pub dropout: Option<Vec<BlockDropout>>,
+    pub dropout: Option<Vec<LayerDropout>>,
 }
 
 impl SeedStack {
@@ -89,10 +89,8 @@ impl SeedStack {
                 && first.embedding_norm.is_none()
                 && first.final_norm.is_some()
                 && first.output_transform.is_none()
-                && first.embedding_projection.is_none()
-                && first.blocks.iter().all(|b| b.activation.is_default())
-                && first.norm_epsilon == LAYER_NORM_EPSILON,
-            "the seed stack implements headlab's own encoder, not BERT's options \
+                && first.embedding_projection.is_none(),
+            "the seed stack implements headlab's own embeddings and output, not BERT's \
              (unsupported_option says which)"
         );
         for (index, encoder) in encoders.iter().enumerate() {
@@ -126,7 +124,7 @@ impl SeedStack {
             learned_positions,
             sinusoidal: first.positions.sinusoidal.clone(),
             blocks,
-            final_norm: SeedNorm::stack(&final_norms),
+            final_norm: SeedNorm::stack(&final_norms, first.norm_epsilon),
             output: SeedLinear::stack(&outputs),
             seeds: encoders.len(),
             max_seq_len: first.max_seq_len,
@@ -222,19 +220,21 @@ impl SeedStack {
                 .map(|d| d.next().expect("a mask per block"));
             x = block.forward(x, batch, &mask, masks);
         }
-        let n_outputs = self.output.bias.dims()[1];
+        let n_outputs = self.output.d_out();
         self.output
             .forward(self.final_norm.forward(x)) // [seeds, batch * seq, n_outputs]
             .reshape([seeds, batch, seq, n_outputs])
     }
 }
 
-/// The first option of `config` the seed stack does not implement (BERT's, set by an
-/// import), by its config key; none for headlab's own encoders.
+/// The first option of `config` the seed stack does not implement, by its config key; none
+/// for headlab's own encoders. The stack runs every block through the encoder's own
+/// arithmetic ([`crate::residual`], [`crate::attention_core`]), so every block option
+/// (layouts, positions, norm placement and epsilon, activations, gating, biases, local
+/// attention) is carried; what it refuses are the embedding and output options of imported
+/// checkpoints, which it would have to build as the encoder does.
 pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
-    if config.norm_epsilon != LAYER_NORM_EPSILON {
-        Some("model.norm_epsilon")
-    } else if config.token_types > 0 {
+    if config.token_types > 0 {
         Some("model.token_types")
     } else if config.embedding_norm {
         Some("model.embedding_norm")
@@ -244,16 +244,6 @@ pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
         Some("model.output_transform")
     } else if config.embedding_size.is_some() {
         Some("model.embedding_size")
-    } else if !config.activation.is_default() {
-        Some("model.activation")
-    } else if config.gated_feed_forward {
-        Some("model.gated_feed_forward")
-    } else if !config.biases {
-        Some("model.biases")
-    } else if !config.first_attention_norm {
-        Some("model.first_attention_norm")
-    } else if config.local_attention.is_some() {
-        Some("model.local_attention")
     } else {
         None
     }
@@ -283,127 +273,4 @@ pub fn param_shapes<M: Module>(module: &M) -> Vec<Vec<usize>> {
     let mut shapes = Shapes(Vec::new());
     module.visit(&mut shapes);
     shapes.0
-}
-
-/// The sizes of one block's dropout masks, for drawing them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DropoutShape {
-    /// Dropout probability, in `(0, 1)`.
-    pub prob: f64,
-    /// Attention heads.
-    pub n_heads: usize,
-    /// Residual width.
-    pub d_model: usize,
-    /// Feed-forward hidden width.
-    pub d_ff: usize,
-}
-
-/// One block's dropout masks for one seed and a batch of `batch` sequences, in the shapes
-/// an [`Encoder`] draws them; each holds 0 where dropped and `1 / (1 - p)` where kept.
-#[derive(Debug, Clone)]
-pub struct LayerDropout {
-    /// `[batch, heads, seq, seq]`.
-    pub attention: Tensor<4>,
-    /// `[batch, seq, d_model]`.
-    pub attention_out: Tensor<3>,
-    /// `[batch, seq, d_ff]`.
-    pub ff_hidden: Tensor<3>,
-    /// `[batch, seq, d_model]`.
-    pub ff_out: Tensor<3>,
-}
-
-impl LayerDropout {
-    /// Draws one block's masks from `device`'s generator in the order an [`Encoder`]'s
-    /// forward pass draws them (the attention probabilities, the attention branch, the
-    /// feed-forward hidden layer, the feed-forward branch), with Burn's [`Dropout`] as the
-    /// encoder uses it: the same generator state gives the same masks. `device` must have
-    /// autodiff (dropout draws nothing without it).
-    pub fn draw(shape: DropoutShape, batch: usize, seq: usize, device: &Device) -> Self {
-        let dropout: Dropout = DropoutConfig::new(shape.prob).init();
-        let mask3 = |width: usize| dropout.forward(Tensor::<3>::ones([batch, seq, width], device));
-        let attention =
-            dropout.forward(Tensor::<4>::ones([batch, shape.n_heads, seq, seq], device));
-        let attention_out = mask3(shape.d_model);
-        let ff_hidden = mask3(shape.d_ff);
-        let ff_out = mask3(shape.d_model);
-        Self {
-            attention,
-            attention_out,
-            ff_hidden,
-            ff_out,
-        }
-    }
-
-    /// The masks of a batch padded to `seq` positions (padding keeps everything: padded
-    /// positions are masked as keys and never scored, so their masks change nothing).
-    pub fn pad_to(self, seq: usize) -> Self {
-        let [batch, heads, own, _] = self.attention.dims();
-        if own >= seq {
-            return self;
-        }
-        let device = self.attention.device();
-        let pad3 = |mask: Tensor<3>| {
-            let [batch, own, width] = mask.dims();
-            Tensor::cat(
-                vec![mask, Tensor::ones([batch, seq - own, width], &device)],
-                1,
-            )
-        };
-        let attention = Tensor::cat(
-            vec![
-                self.attention,
-                Tensor::ones([batch, heads, own, seq - own], &device),
-            ],
-            3,
-        );
-        let attention = Tensor::cat(
-            vec![
-                attention,
-                Tensor::ones([batch, heads, seq - own, seq], &device),
-            ],
-            2,
-        );
-        Self {
-            attention,
-            attention_out: pad3(self.attention_out),
-            ff_hidden: pad3(self.ff_hidden),
-            ff_out: pad3(self.ff_out),
-        }
-    }
-
-    /// The stack's masks for one block: `parts[s]` are seed `s`'s masks (each seed with the
-    /// same batch), each the concatenation of its shards' draws along the batch axis.
-    pub fn for_stack(parts: Vec<Vec<LayerDropout>>) -> BlockDropout {
-        let seeds = parts.len();
-        // Seed-major along the batch axis: [seeds * batch, ...].
-        let all = Self::cat_batch(parts.into_iter().map(Self::cat_batch).collect());
-        let residual = |mask: Tensor<3>| {
-            let [rows, seq, width] = mask.dims();
-            mask.reshape([seeds, rows / seeds * seq, width])
-        };
-        BlockDropout {
-            attention: all.attention,
-            attention_out: residual(all.attention_out),
-            ff_hidden: residual(all.ff_hidden),
-            ff_out: residual(all.ff_out),
-        }
-    }
-
-    /// Masks of consecutive parts of a batch, as one batch's masks.
-    fn cat_batch(parts: Vec<LayerDropout>) -> LayerDropout {
-        let mut attention = Vec::with_capacity(parts.len());
-        let (mut attention_out, mut ff_hidden, mut ff_out) = (vec![], vec![], vec![]);
-        for part in parts {
-            attention.push(part.attention);
-            attention_out.push(part.attention_out);
-            ff_hidden.push(part.ff_hidden);
-            ff_out.push(part.ff_out);
-        }
-        LayerDropout {
-            attention: Tensor::cat(attention, 0),
-            attention_out: Tensor::cat(attention_out, 0),
-            ff_hidden: Tensor::cat(ff_hidden, 0),
-            ff_out: Tensor::cat(ff_out, 0),
-        }
-    }
 }

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use inspect::measure::Stages as _;
+use inspect::inspection::Stages as _;
+
+use crate::cli::messages::{self, Command};
 
 /// Match the heads of several runs of one task and show which roles every run has.
 ///
@@ -39,10 +41,14 @@ pub struct Args {
 /// Runs `headlab compare` as `args` say: the exit status, or the error for `headlab`'s `main`
 /// to print (usage errors, clap's, exit with 2 before this is called).
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    run(args).map(|()| ExitCode::SUCCESS)
+    compare_runs(args)
+        .map(|()| ExitCode::SUCCESS)
+        .map_err(|error| messages::for_user(error, Command::Compare))
 }
 
-fn run(args: Args) -> anyhow::Result<()> {
+/// Loads the runs `args` name, matches their heads, writes the comparison and prints its
+/// table.
+fn compare_runs(args: Args) -> anyhow::Result<()> {
     let out = args.out.unwrap_or_else(|| args.runs[0].join("compare"));
     // Before the work: a directory headlab did not write is refused untouched.
     run::out_dir::check(&out, &crate::compare::COMPARISON_KIND)?;

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use inspect::load::probe_choice::{ProbeChoice, TypedInput};
 
+use crate::cli::messages::{self, Command};
+
 // The doc comments below are the command's --help text, written for a terminal: `<NAME>`
 // and `[MASK]` there are text, not HTML or links.
 #[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
@@ -19,7 +21,8 @@ use inspect::load::probe_choice::{ProbeChoice, TypedInput};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The run directory written by `train`, e.g. runs/reverse.
-    run: PathBuf,
+    #[arg(value_name = "RUN")]
+    run_dir: PathBuf,
     /// Report directory. Default: RUN/inspect.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -30,7 +33,7 @@ pub struct Args {
     /// 1, at most what keeps the probe's activations within 1 GiB for this run.
     // allow_negative_numbers: `-1` reaches the parser (and its message) instead of reading
     // as an unknown flag.
-    #[arg(long, default_value_t = inspect::measure::options::DEFAULT_PROBE_SIZE, allow_negative_numbers = true,
+    #[arg(long, default_value_t = inspect::inspection::options::DEFAULT_PROBE_SIZE, allow_negative_numbers = true,
           value_parser = inspect::load::probe::parse_size)]
     probe: usize,
     /// Eval token accuracy (absolute, 0.01 = one point) that pruning may lose before the
@@ -145,7 +148,11 @@ fn typed_input(args: &Args) -> anyhow::Result<TypedInput> {
 /// (`run::dir::EXIT_RUN_IN_USE`): nothing was done and nothing is wrong, so `sweep` skips
 /// the run as held instead of recording a failure.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    match run(args) {
+    let command = Command::Inspect {
+        text_file: args.text_file.is_some(),
+        relations_masked: args.relations_masked,
+    };
+    match inspect_run(args) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(error)
             if error
@@ -155,11 +162,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("error: {error:#}");
             Ok(ExitCode::from(run::dir::EXIT_RUN_IN_USE))
         }
-        Err(error) => Err(error),
+        Err(error) => Err(messages::for_user(error, command)),
     }
 }
 
-fn run(args: Args) -> anyhow::Result<()> {
+/// Loads the run directory `args` name, probed as its flags say, measures it, writes its
+/// report and prints what it found.
+fn inspect_run(args: Args) -> anyhow::Result<()> {
     if args.backend == run::BackendKind::Wgpu {
         run::cli::give_graphics_a_runtime_dir();
     }
@@ -168,13 +177,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Nor into a directory headlab did not write: refused here, before the work, and
     // claimed (locked) when the report is written.
     if let Some(out) = &args.out {
-        crate::dir::check_report_place(out, &args.run).map_err(anyhow::Error::msg)?;
+        crate::dir::check_report_place(out, &args.run_dir).map_err(anyhow::Error::msg)?;
         run::out_dir::check(out, &crate::dir::REPORT_KIND)?;
     }
     let device = args.backend.device()?;
     let choice = probe_choice(&args)?;
     let loaded = inspect::load::loaded_run::load_with(
-        &args.run,
+        &args.run_dir,
         args.checkpoint.as_deref(),
         device,
         &choice,
@@ -184,7 +193,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let out = args.out.unwrap_or_else(|| loaded.dir.report_dir());
     let options = crate::write::ReportOptions {
-        measure: inspect::measure::MeasureOptions {
+        measure: inspect::inspection::MeasureOptions {
             probe_size: args.probe,
             prune_tolerance: args.prune_tolerance,
             patching: !args.no_patching,
@@ -197,14 +206,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut progress = run::progress::StageProgress::on_stderr("inspect", args.quiet);
     let report = crate::write::write_report_in_stages(&loaded, &out, &options, &mut progress)?;
     progress.finish();
-    print_report(&args.run, &loaded, &report, &out);
+    print_report(&args.run_dir, &loaded, &report, &out);
     Ok(())
 }
 
 /// What `inspect` prints once the report is written: the accuracy line, the head table, the
 /// files, pruning, what was left out, and where the report is.
 fn print_report(
-    run: &std::path::Path,
+    run_dir: &std::path::Path,
     loaded: &inspect::load::loaded_run::LoadedRun,
     report: &crate::write::Report,
     out: &std::path::Path,
@@ -215,7 +224,7 @@ fn print_report(
     );
     println!(
         "{} ({}), eval token accuracy {accuracy}",
-        run.display(),
+        run_dir.display(),
         loaded.weights.display(),
     );
     println!("{}", crate::write::table(report));

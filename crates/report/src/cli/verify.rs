@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use inspect::load::inputs::{Repair, repair_advice};
 use run::RunDir;
 use run::manifest::{self, Depth, Verdict};
+
+use crate::cli::messages::{Repair, repair_advice};
 
 /// Check a run or report directory against its manifest: every file at its size and SHA-256.
 ///
@@ -29,8 +30,8 @@ pub struct Args {
 /// What a directory is, for the messages and the repair.
 #[derive(Debug)]
 enum Kind {
-    /// A run, trained or imported.
-    Run(RunDir),
+    /// A run, trained or imported (boxed: a run directory is large).
+    Run(Box<RunDir>),
     /// An `inspect` report.
     Report,
 }
@@ -107,7 +108,7 @@ fn kind_of(dir: &Path) -> anyhow::Result<Kind> {
         );
     }
     if dir.join(run::dir::MARKER).is_file() {
-        return Ok(Kind::Run(RunDir::open(dir)?));
+        return Ok(Kind::Run(Box::new(RunDir::open(dir)?)));
     }
     let report = &crate::dir::REPORT_KIND;
     if run::out_dir::is_claimed(dir, report) || (report.recognises)(dir) {
@@ -126,7 +127,10 @@ fn kind_of(dir: &Path) -> anyhow::Result<Kind> {
 /// ([`repair_advice`]).
 fn repair(dir: &Path, kind: &Kind, why: Repair) -> String {
     match kind {
-        Kind::Run(run) => repair_advice(run, why),
+        Kind::Run(run) => {
+            let imported_from = inspect::load::inputs::imported_from(run);
+            repair_advice(run.root(), imported_from.as_deref(), why)
+        }
         Kind::Report => format!(
             "write it again: headlab inspect RUN --out {}",
             dir.display()

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use inspect::circuits::Circuits;
+use inspect::inspection::summary::Summary;
 use inspect::interventions::patching::{PairPatching, Patching};
 use inspect::interventions::path_patching::PathChannel;
 use inspect::interventions::pruning::Pruning;
-use inspect::measure::summary::Summary;
 use inspect::measures::agreement::{Agreement, Attractor};
 use inspect::measures::ceiling::Ceiling;
 use inspect::measures::divergence::DivergencePoint;

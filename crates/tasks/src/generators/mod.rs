@@ -1,6 +1,6 @@
 //! One file (or folder) per task kind, each implementing [`crate::generator::Generator`].
 //! The sequence tasks share [`sequence`]'s generator and differ in a rule; `recall`,
-//! `grammar` and `file` stand alone. A new task goes here, with a variant in
+//! `grammar`, `file` and `text` stand alone. A new task goes here, with a variant in
 //! [`crate::task`]'s `TaskConfig` and `TaskKind`.
 
 pub mod copy;
@@ -13,3 +13,4 @@ pub mod reverse;
 pub mod sequence;
 pub mod shift;
 pub mod sort;
+pub mod text;

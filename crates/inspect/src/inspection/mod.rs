@@ -1,8 +1,11 @@
-//! Everything a report on one run measures, returned as records and nothing written
-//! ([`measure`], the orchestrator): circuits from the weights, the probe, relation scores,
-//! every head's record, similarity, pruning, the summary ([`summary`]), and the heads
-//! followed through the run's snapshots; what it measures beyond the defaults ([`options`]),
-//! and why it could not ([`error`]). The `report` crate writes what it returns.
+//! One run's inspection: the orchestrator that runs the individual measures
+//! ([`crate::measures`], [`crate::interventions`], [`crate::circuits`]) for one report and
+//! returns everything it measured as records, nothing written ([`measure`]): circuits from
+//! the weights, the probe, relation scores, every head's record, similarity, pruning, the
+//! summary ([`summary`]), and the heads followed through the run's snapshots; what it
+//! measures beyond the defaults ([`options`]), and why it could not ([`error`]). Its names
+//! keep the verb: [`measure`] measures a run, with [`MeasureOptions`], failing with
+//! [`MeasureError`]. The `report` crate writes what it returns.
 
 pub mod error;
 pub mod options;
@@ -16,6 +19,7 @@ use run::snapshot::HeadTensorsByLayer;
 use tasks::Example;
 
 use crate::circuits::{Circuits, rollout};
+use crate::inspection::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 use crate::interventions::ablation::ablation_drops;
 use crate::interventions::patching::{Patching, patching};
 use crate::interventions::pruning::{self, Pruning};
@@ -24,7 +28,6 @@ use crate::load::context::MeasureContext;
 use crate::load::loaded_run::LoadedRun;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::reading::Scoring;
-use crate::measure::summary::{Summary, greedy_removal_steps, mean_pattern_js};
 use crate::measures::agreement::{self, Agreement};
 use crate::measures::ceiling::{self, Ceiling};
 use crate::measures::divergence::{self, DivergencePoint};

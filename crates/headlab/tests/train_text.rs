@@ -1,0 +1,235 @@
+//! Text models trained here (`kind = "text"`): a tiny masked LM trained a few steps on a
+//! corpus written by the test, the tokenizer it trains written into the run (the same bytes
+//! for every seed), exact resume, a corpus changed under a run refused, bad corpora and
+//! sizes refused in one line naming the file or key with nothing written; and the run read
+//! as an imported model is, through its own tokenizer: on the shipped treebank (relations)
+//! and on typed text.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+#[path = "common/train.rs"]
+mod common;
+use common::{HEADLAB, final_tensors, run_train};
+
+const SENTENCES: [&str; 6] = [
+    "The farmers sell the crops at the market every week.",
+    "A nation that buys its own grain grows strong and free.",
+    "Congress will consider the treaty with great care this year.",
+    "The people expect the government to keep the peace at home.",
+    "Our commerce with foreign nations has grown beyond all hope.",
+    "The treasury reports a surplus, and the debt is falling.",
+];
+
+/// A corpus of 30 documents of a few sentences each, as JSON Lines.
+fn write_corpus(path: &Path) {
+    let text: String = (0..30)
+        .map(|i| {
+            let body: Vec<&str> = (0..4 + i % 3).map(|j| SENTENCES[(i + j) % 6]).collect();
+            format!(
+                "{}\n",
+                serde_json::json!({ "text": body.join(" "), "year": 1800 + i })
+            )
+        })
+        .collect();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A config training a tiny masked LM on `corpus` (in `dir`) for `steps` steps.
+fn write_config(dir: &Path, corpus: &str, steps: usize) -> PathBuf {
+    let path = dir.join("text.toml");
+    let corpus = dir.join(corpus);
+    let corpus = corpus.display();
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
+             corpus = \"{corpus}\"\nvocab_size = 150\nseq_len = 16\n\n[model]\nd_model = 16\n\
+             n_layers = 2\nn_heads = 2\nd_ff = 32\n\n[train]\nsteps = {steps}\nbatch_size = 8\n\
+             eval_every = 5\neval_size = 16\ncheckpoint_every = 5\nsnapshot_every = 5\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_success(output: &Output) {
+    assert!(output.status.success(), "{}", stderr(output));
+}
+
+/// A trained text run: its tokenizer is written and recorded, every seed's is the same, and
+/// a run stopped half-way and resumed ends with the uninterrupted run's weights.
+#[test]
+fn a_text_run_writes_its_tokenizer_and_resumes_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_corpus(&tmp.path().join("corpus.jsonl"));
+    let config = write_config(tmp.path(), "corpus.jsonl", 10);
+    let config = config.to_str().unwrap();
+    let whole = tmp.path().join("whole");
+    assert_success(&run_train(&[config, "--out", whole.to_str().unwrap()]));
+    let tokenizer = std::fs::read_to_string(whole.join("tokenizer.json")).unwrap();
+    assert!(tokenizer.contains("\"[MASK]\": 4"), "{tokenizer}");
+    let marker: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(whole.join("run.json")).unwrap()).unwrap();
+    assert!(
+        marker["text"]["corpus"]
+            .as_str()
+            .unwrap()
+            .ends_with("corpus.jsonl")
+    );
+    let manifest = std::fs::read_to_string(whole.join("manifest.json")).unwrap();
+    assert!(manifest.contains("tokenizer.json"), "{manifest}");
+
+    // Another seed reads the corpus with the same tokenizer, byte for byte.
+    let other_seed = tmp.path().join("seed1");
+    let output = run_train(&[
+        config,
+        "--out",
+        other_seed.to_str().unwrap(),
+        "--set",
+        "seed=1",
+    ]);
+    assert_success(&output);
+    assert_eq!(
+        std::fs::read_to_string(other_seed.join("tokenizer.json")).unwrap(),
+        tokenizer
+    );
+    assert_ne!(final_tensors(&other_seed), final_tensors(&whole));
+
+    let split = tmp.path().join("split");
+    let split_arg = split.to_str().unwrap();
+    assert_success(&run_train(&[config, "--out", split_arg, "--stop-at", "5"]));
+    assert_success(&run_train(&[split_arg, "--resume"]));
+    assert_eq!(final_tensors(&split), final_tensors(&whole));
+}
+
+/// A corpus edited under a run is refused on resume, naming the corpus.
+#[test]
+fn a_corpus_changed_under_a_run_is_refused_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus.jsonl");
+    write_corpus(&corpus);
+    let config = write_config(tmp.path(), "corpus.jsonl", 10);
+    let run = tmp.path().join("run");
+    let (config, run) = (config.to_str().unwrap(), run.to_str().unwrap());
+    assert_success(&run_train(&[config, "--out", run, "--stop-at", "5"]));
+    let mut text = std::fs::read_to_string(&corpus).unwrap();
+    text.push_str("{\"text\": \"One more document.\"}\n");
+    std::fs::write(&corpus, text).unwrap();
+    let output = run_train(&[config, "--out", run, "--resume"]);
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(
+        err.contains("corpus.jsonl") && err.contains("another corpus"),
+        "{err}"
+    );
+}
+
+/// Bad corpora, tokenizers and sizes: one line naming the file or key, no run directory.
+#[test]
+fn bad_corpora_and_sizes_are_refused_naming_the_file_or_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_corpus(&tmp.path().join("corpus.jsonl"));
+    std::fs::write(
+        tmp.path().join("latin1.jsonl"),
+        b"{\"text\": \"caf\xe9\"}\n",
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("short.jsonl"), "{\"text\": \"one\"}\n").unwrap();
+    std::fs::write(tmp.path().join("no-mask.json"), "{\"version\": \"1.0\"}").unwrap();
+    let config = write_config(tmp.path(), "corpus.jsonl", 10);
+    for (sets, says) in [
+        (vec!["missing.jsonl"], "cannot read task.corpus"),
+        (
+            vec!["latin1.jsonl"],
+            "latin1.jsonl is not UTF-8 text (line 1, byte 14",
+        ),
+        (vec!["short.jsonl"], "holds 1 documents"),
+        (
+            vec!["task.vocab_size=3"],
+            "task.vocab_size = 3 is out of range",
+        ),
+        (
+            vec!["task.mask_rate=0.0"],
+            "task.mask_rate = 0 is out of range",
+        ),
+        (vec!["no-mask.json"], "cannot use task.tokenizer"),
+    ] {
+        let out = tmp.path().join("out");
+        let mut args = vec![
+            config.to_str().unwrap().to_string(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+        ];
+        for set in &sets {
+            // A file name stands for the corpus (the tokenizer, for a .json) in the test's
+            // directory.
+            let set = match set.strip_suffix(".jsonl").or(set.strip_suffix(".json")) {
+                Some(_) => {
+                    let key = if set.ends_with(".jsonl") {
+                        "corpus"
+                    } else {
+                        "tokenizer"
+                    };
+                    format!("task.{key}=\"{}\"", tmp.path().join(set).display())
+                }
+                None => set.to_string(),
+            };
+            args.extend(["--set".to_string(), set]);
+        }
+        let output = run_train(&args);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{sets:?}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says),
+            "{sets:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{sets:?}: {err}");
+        assert!(!out.exists(), "{sets:?}: a run directory was written");
+    }
+}
+
+/// A text run is read as an imported model is, through its own tokenizer: on the shipped
+/// treebank by default (relations scored on its parses) and on typed text (no parse).
+#[test]
+fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_corpus(&tmp.path().join("corpus.jsonl"));
+    let config = write_config(tmp.path(), "corpus.jsonl", 5);
+    let run = tmp.path().join("run");
+    let run_arg = run.to_str().unwrap();
+    assert_success(&run_train(&[config.to_str().unwrap(), "--out", run_arg]));
+
+    let inspect = |extra: &[&str]| {
+        std::process::Command::new(HEADLAB)
+            .args(["inspect", run_arg, "--probe", "32"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_success(&inspect(&[]));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("inspect/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["probe"]["kind"], "shipped_treebank", "{summary}");
+    let relations: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("inspect/relations.json")).unwrap())
+            .unwrap();
+    assert!(relations.to_string().contains("\"det\""), "{relations}");
+
+    let typed = tmp.path().join("typed");
+    let output = inspect(&[
+        "--text",
+        "The people expect peace.",
+        "--out",
+        typed.to_str().unwrap(),
+    ]);
+    assert_success(&output);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(typed.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["probe"]["kind"], "typed_text", "{summary}");
+    assert_eq!(summary["probe"]["sentences"][0], "The people expect peace.");
+}
