@@ -20,7 +20,8 @@
 # (Burn writes a map in random order; headlab sorts model.safetensors's header since
 # 2026-11-25, but a reference recorded before that has Burn's order), and checkpoints' .bpk records are left out (Burn's
 # records differ from process to process; what they hold shows in the metrics, snapshots and
-# final weights after them, which are compared), as are lock files (they hold a process id).
+# final weights after them, which are compared), as are lock files (they hold a process id);
+# a report of a checkpoint names that record's SHA-256, which is replaced in both.
 #
 # Uses the release binaries in cargo's target directory (CARGO_TARGET_DIR, else target/);
 # build them first (`cargo build --release --workspace --bins`).
@@ -144,6 +145,24 @@ def scrub(value):
         return [scrub(v) for v in value]
     return value
 
+# A report of a checkpoint names the checkpoint's Burn record by its SHA-256 (provenance.json,
+# the pages' summary line), which differs from process to process as the record does: the
+# hash is replaced, and the manifest's size and hash of a file that held it blanked.
+bpk_hashes = set()
+for provenance in root.rglob("provenance.json"):
+    for name, entry in json.loads(provenance.read_text()).get("inputs", {}).items():
+        if name.endswith(".bpk") and isinstance(entry, dict) and entry.get("sha256"):
+            bpk_hashes.add(entry["sha256"])
+held_a_record_hash = set()
+for path in root.rglob("*"):
+    if bpk_hashes and path.is_file() and path.suffix in (".html", ".json"):
+        text = new = path.read_text()
+        for full in bpk_hashes:
+            new = new.replace(full, "BPK-SHA256").replace(full[:12], "BPK-SHA256")
+        if new != text:
+            path.write_text(new)
+            held_a_record_hash.add(path)
+
 for path in root.rglob("*"):
     if not path.is_file():
         continue
@@ -194,7 +213,7 @@ for path in root.rglob("*"):
                    "estimates.csv")
         for name, entry in manifest.get("files", {}).items():
             base = name.rsplit("/", 1)[-1]
-            if base in varying or base.endswith(".bpk"):
+            if base in varying or base.endswith(".bpk") or path.parent / name in held_a_record_hash:
                 entry["bytes"] = entry["sha256"] = None
         path.write_text(json.dumps(manifest, indent=1))
     elif path.suffix == ".bpk" or path.name == ".lock" or path.parent.name in ("logs", "claims"):

@@ -19,7 +19,7 @@
 //!   [`measures::trajectories`]. A new measure is a new file here.
 //! - [`interventions`]: what changes when heads are removed or replaced:
 //!   [`interventions::ablation`] (zero, mean, resample), [`interventions::pruning`],
-//!   [`interventions::relation_ablation`]; on minimal pairs ([`interventions::pair_runs`]):
+//!   [`interventions::relation_ablation`]; on minimal pairs ([`interventions::pair_passes`]):
 //!   [`interventions::activation_patching`], [`interventions::attribution_patching`],
 //!   [`interventions::path_patching`], gathered in [`interventions::patching`]
 //!   (`patching.json`).

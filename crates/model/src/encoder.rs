@@ -20,7 +20,7 @@ use crate::block::{
     EncoderBlock, EncoderBlockConfig, InputPatch, LayerInterventions, NormPlacement, layer_norm_of,
     linear_of,
 };
-use crate::cache::ActivationCache;
+use crate::cache::{ActivationCache, LayerCache};
 use crate::error::ConfigError;
 use crate::init::InitScheme;
 use crate::linear::linear_over_rows;
@@ -517,6 +517,26 @@ impl Encoder {
         (logits, cache.expect("cache was requested"))
     }
 
+    /// Logits at some positions only: `rows` are flat positions (`b * seq + s`) of the
+    /// batch, and the output layer (the costliest matrix of a model with a large
+    /// vocabulary) is applied to their final hidden states alone. The training path of a
+    /// masked LM, where about 15% of the positions are scored.
+    ///
+    /// # Shapes
+    /// - `input.tokens`: `[batch, seq]`; `rows`: `[n]` -> `[n, n_outputs]`
+    pub fn forward_at(&self, input: EncoderInput, rows: Tensor<1, Int>) -> Tensor<2> {
+        let (final_hidden, _) = self.hidden_pass(input, false);
+        let [batch, seq, width] = final_hidden.dims();
+        let [n] = rows.dims();
+        let picked = final_hidden
+            .reshape([batch * seq, width])
+            .select(0, rows)
+            .reshape([1, n, width]); // [1, n, d_model]
+        let logits = self.head(picked); // [1, n, n_outputs]
+        let n_outputs = logits.dims()[2];
+        logits.reshape([n, n_outputs])
+    }
+
     /// Logits of a residual stream read as if it were the last block's output: the final
     /// norm, then the output layer. On the last block's output these are the model's own
     /// logits; on an earlier one, the logit lens.
@@ -628,6 +648,23 @@ impl Encoder {
         input: EncoderInput,
         capture: bool,
     ) -> (Tensor<3>, Option<ActivationCache>) {
+        let (final_hidden, captured) = self.hidden_pass(input, capture);
+        let logits = self.head(final_hidden.clone()); // [batch, seq, n_outputs]
+        let cache = captured.map(|(embeddings, layers)| ActivationCache {
+            embeddings,
+            layers,
+            final_hidden,
+        });
+        (logits, cache)
+    }
+
+    /// The blocks and the final norm: the final hidden states `[batch, seq, d_model]`, and
+    /// with `capture` the embeddings and every layer's activations.
+    fn hidden_pass(
+        &self,
+        input: EncoderInput,
+        capture: bool,
+    ) -> (Tensor<3>, Option<(Tensor<3>, Vec<LayerCache>)>) {
         let [_, seq] = input.tokens.dims();
         assert!(
             seq <= self.max_seq_len,
@@ -659,13 +696,6 @@ impl Encoder {
             x = out;
             layers.extend(layer);
         }
-        let final_hidden = self.final_norm(x);
-        let logits = self.head(final_hidden.clone()); // [batch, seq, n_outputs]
-        let cache = capture.then(|| ActivationCache {
-            embeddings,
-            layers,
-            final_hidden,
-        });
-        (logits, cache)
+        (self.final_norm(x), capture.then_some((embeddings, layers)))
     }
 }

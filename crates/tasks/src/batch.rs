@@ -114,6 +114,43 @@ pub fn masked_cross_entropy_sum(
         .neg()
 }
 
+/// The scored positions of `examples` as a batch of them lays them out (padded to the
+/// longest): their flat indices `b * seq + s` and their targets, for a model that applies its
+/// output layer at those positions only ([`model::Encoder::forward_at`]).
+///
+/// # Shapes
+/// -> `([scored], [scored])`
+pub fn scored_rows(examples: &[Example], device: &Device) -> (Tensor<1, Int>, Tensor<1, Int>) {
+    let seq = examples.iter().map(|e| e.input.len()).max().unwrap_or(0);
+    let (mut rows, mut targets) = (vec![], vec![]);
+    for (b, example) in examples.iter().enumerate() {
+        for (s, target) in example.target.iter().enumerate() {
+            if let Some(target) = target {
+                rows.push((b * seq + s) as i64);
+                targets.push(*target as i64);
+            }
+        }
+    }
+    let n = rows.len();
+    (
+        Tensor::from_data(TensorData::new(rows, [n]), device),
+        Tensor::from_data(TensorData::new(targets, [n]), device),
+    )
+}
+
+/// Summed cross-entropy of logits at scored positions only ([`scored_rows`]): what
+/// [`masked_cross_entropy_sum`] gives for the same positions, without the unscored ones'
+/// logits.
+///
+/// # Shapes
+/// - `logits`: `[scored, classes]`; `targets`: `[scored]` -> `[1]`
+pub fn scored_cross_entropy_sum(logits: Tensor<2>, targets: Tensor<1, Int>) -> Tensor<1> {
+    log_softmax(logits, 1)
+        .gather(1, targets.unsqueeze_dim::<2>(1)) // [scored, 1]
+        .sum()
+        .neg()
+}
+
 /// Each position's log-probability of its target, times its weight (0 where unscored).
 ///
 /// # Shapes

@@ -24,6 +24,12 @@ pub(crate) trait Generator {
         None
     }
 
+    /// Whether training applies the output layer at the scored positions only (a masked LM
+    /// over a large vocabulary, where most positions are unscored).
+    fn scores_masked_positions_only(&self) -> bool {
+        false
+    }
+
     fn minimal_pair(&self, _kind: PairKind, _rng: &mut ChaCha8Rng) -> Option<MinimalPair> {
         None
     }

@@ -253,6 +253,13 @@ impl Task {
         self.inner().words().map(|words| words.token_names())
     }
 
+    /// Whether training applies the output layer at the scored positions only
+    /// ([`crate::batch::scored_rows`]): the text task's masked LM; every other task scores
+    /// every position's logits.
+    pub fn scores_masked_positions_only(&self) -> bool {
+        self.inner().scores_masked_positions_only()
+    }
+
     /// The `tokenizer.json` a text task reads its corpus with (trained from the corpus, or
     /// the one its config names), which a run stores beside its weights; `None` for the
     /// tasks of tokens.

@@ -18,7 +18,7 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 
 use tasks::Example;
-use tasks::batch::{Batch, masked_cross_entropy_sum};
+use tasks::batch::{Batch, masked_cross_entropy_sum, scored_cross_entropy_sum, scored_rows};
 
 /// A step's gradients and loss.
 pub struct StepGradients {
@@ -73,6 +73,54 @@ where
         let logits = forward(model, &batch); // [shard, seq, classes]
         masked_cross_entropy_sum(logits, batch.targets, batch.weights).div_scalar(scored)
     })
+}
+
+/// As [`step_gradients`], with the output layer applied at the scored positions only:
+/// `forward_at(model, batch, rows)` gives the logits `[scored, classes]` at the batch's flat
+/// positions `rows` ([`tasks::batch::scored_rows`]). The same loss and gradients up to float
+/// rounding, without the unscored positions' logits. A shard without a scored position (a
+/// few short sequences can draw none) takes the every-position path, whose loss is 0.
+pub fn scored_step_gradients<M, F>(
+    model: &M,
+    forward_at: F,
+    examples: &[Example],
+    shards: usize,
+    parallel: bool,
+    device: &Device,
+) -> StepGradients
+where
+    M: Module + Sync,
+    F: Fn(&M, &Batch, Option<Tensor<1, Int>>) -> ScoredLogits + Sync,
+{
+    let scored = scored_positions(examples);
+    let ranges = shard_ranges(examples.len(), shards);
+    sharded_gradients(model, &ranges, parallel, device, |model, _, range| {
+        let shard = &examples[range.clone()];
+        let batch = Batch::new(shard, device);
+        let (rows, targets) = scored_rows(shard, device);
+        let loss = match rows.dims()[0] {
+            0 => match forward_at(model, &batch, None) {
+                ScoredLogits::EveryPosition(logits) => {
+                    masked_cross_entropy_sum(logits, batch.targets, batch.weights)
+                }
+                ScoredLogits::At(_) => unreachable!("no rows were asked for"),
+            },
+            _ => match forward_at(model, &batch, Some(rows)) {
+                ScoredLogits::At(logits) => scored_cross_entropy_sum(logits, targets),
+                ScoredLogits::EveryPosition(_) => unreachable!("rows were asked for"),
+            },
+        };
+        loss.div_scalar(scored)
+    })
+}
+
+/// What [`scored_step_gradients`]'s forward gives: the logits at the rows asked for
+/// (`[scored, classes]`), or, asked for none, at every position (`[batch, seq, classes]`).
+pub enum ScoredLogits {
+    /// At the scored positions.
+    At(Tensor<2>),
+    /// At every position.
+    EveryPosition(Tensor<3>),
 }
 
 /// The scored positions of `examples`, at least 1: what a batch's mean loss divides by.
@@ -191,6 +239,17 @@ mod tests {
     }
 
     fn gradients(shards: usize, parallel: bool) -> (Vec<Vec<f32>>, f32) {
+        gradients_of(shards, parallel, false, |_| {})
+    }
+
+    /// A step's gradients and loss on 7 examples of the reverse task (`sparsify` may unscore
+    /// some targets), every position's logits or (`at_scored`) the scored ones' only.
+    fn gradients_of(
+        shards: usize,
+        parallel: bool,
+        at_scored: bool,
+        sparsify: impl Fn(&mut Vec<Example>),
+    ) -> (Vec<Vec<f32>>, f32) {
         let _rng = model::init::take_rng_turn();
         let device = Device::flex().autodiff();
         device.seed(3);
@@ -213,15 +272,29 @@ mod tests {
         };
         let model = config.init(&io, &device).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let examples: Vec<Example> = (0..7).map(|_| task.sample(&mut rng)).collect();
-        let step = step_gradients(
-            &model,
-            |model: &Encoder, batch: &Batch| model.forward_input(batch.encoder_input()),
-            &examples,
-            shards,
-            parallel,
-            &device,
-        );
+        let mut examples: Vec<Example> = (0..7).map(|_| task.sample(&mut rng)).collect();
+        sparsify(&mut examples);
+        let step = match at_scored {
+            false => step_gradients(
+                &model,
+                |model: &Encoder, batch: &Batch| model.forward_input(batch.encoder_input()),
+                &examples,
+                shards,
+                parallel,
+                &device,
+            ),
+            true => scored_step_gradients(
+                &model,
+                |model: &Encoder, batch: &Batch, rows: Option<Tensor<1, Int>>| match rows {
+                    Some(rows) => ScoredLogits::At(model.forward_at(batch.encoder_input(), rows)),
+                    None => ScoredLogits::EveryPosition(model.forward_input(batch.encoder_input())),
+                },
+                &examples,
+                shards,
+                parallel,
+                &device,
+            ),
+        };
         let loss = step.loss.into_scalar::<f32>();
         let mut flatten = Flatten {
             grads: step.grads,
@@ -229,6 +302,38 @@ mod tests {
         };
         model.visit(&mut flatten);
         (flatten.values, loss)
+    }
+
+    /// The output layer at the scored positions only gives the every-position loss and
+    /// gradients (unscored positions contribute nothing to either), with one shard and with
+    /// shards of which one has no scored position at all.
+    #[test]
+    fn logits_at_scored_positions_give_the_every_position_loss_and_gradients() {
+        // Two positions in three scored; the first three examples (shard 0 of 3) not at all.
+        let sparsify = |examples: &mut Vec<Example>| {
+            for (b, example) in examples.iter_mut().enumerate() {
+                for (s, target) in example.target.iter_mut().enumerate() {
+                    if b < 3 || s % 3 == 0 {
+                        *target = None;
+                    }
+                }
+            }
+        };
+        for shards in [1, 3] {
+            let (dense, dense_loss) = gradients_of(shards, false, false, sparsify);
+            let (scored, scored_loss) = gradients_of(shards, false, true, sparsify);
+            assert!(
+                (dense_loss - scored_loss).abs() < 1e-6,
+                "{shards} shards: {scored_loss} vs {dense_loss}"
+            );
+            assert!(dense_loss > 0.0);
+            for (a, b) in scored.iter().flatten().zip(dense.iter().flatten()) {
+                assert!(
+                    (a - b).abs() <= 1e-6 + 1e-5 * b.abs(),
+                    "{shards} shards: {a} vs {b}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! run the corrupted input of each minimal pair with one head's clean output put back, at
 //! one position or at all of them ([`model::HeadPatch`]), or with the clean residual stream
 //! put back at one position of one place, and measure how much of the clean answer returns
-//! ([`PairRuns`] says how).
+//! ([`PairPasses`] says how).
 
 use burn::prelude::*;
 use model::{HeadId, HeadPatch, InputPatch};
 use serde::{Deserialize, Serialize};
 
-use super::pair_runs::PairRuns;
+use super::pair_passes::PairPasses;
 
 /// What putting one head's clean output back restores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,20 +39,20 @@ pub struct ResidualPatching {
 
 /// Each head's clean output put back everywhere, and at each position when `by_position`
 /// (else `by_position` is empty).
-pub(crate) fn head_patching(runs: &PairRuns, by_position: bool) -> Vec<HeadPatching> {
-    let (model, seq, device) = (runs.model, runs.seq_len(), &runs.device);
+pub(crate) fn head_patching(passes: &PairPasses, by_position: bool) -> Vec<HeadPatching> {
+    let (model, seq, device) = (passes.model, passes.seq_len(), &passes.device);
     let n_heads = model.n_heads();
     model
         .heads()
         .map(|id| {
-            // [pairs, seq, heads, d_head]: the clean run's outputs of this head's layer.
-            let values = runs.clean_cache.layers[id.layer].head_outputs.clone();
+            // [pairs, seq, heads, d_head]: the clean pass's outputs of this head's layer.
+            let values = passes.clean_cache.layers[id.layer].head_outputs.clone();
             let patched = |weight: Tensor<4>| {
                 let patch = HeadPatch {
                     values: values.clone(),
                     weight,
                 };
-                runs.restored_by(runs.corrupted_input().head_patch(id.layer, patch))
+                passes.restored_by(passes.corrupted_input().head_patch(id.layer, patch))
             };
             HeadPatching {
                 id,
@@ -70,15 +70,15 @@ pub(crate) fn head_patching(runs: &PairRuns, by_position: bool) -> Vec<HeadPatch
 
 /// The clean residual stream put back at one position, at the input of every block and at
 /// the last block's output (read there by the final norm and the output layer).
-pub(crate) fn residual_patching(runs: &PairRuns) -> Vec<ResidualPatching> {
-    let (model, seq) = (runs.model, runs.seq_len());
+pub(crate) fn residual_patching(passes: &PairPasses) -> Vec<ResidualPatching> {
+    let (model, seq) = (passes.model, passes.seq_len());
     let n_layers = model.n_layers();
     (0..=n_layers)
         .map(|layer| {
             let by_position = (0..seq)
                 .map(|position| {
-                    let stream = residual_with_clean_at(runs, layer, Some(position));
-                    restored_by_stream(runs, layer, stream)
+                    let stream = residual_with_clean_at(passes, layer, Some(position));
+                    restored_by_stream(passes, layer, stream)
                 })
                 .collect();
             ResidualPatching { layer, by_position }
@@ -86,11 +86,11 @@ pub(crate) fn residual_patching(runs: &PairRuns) -> Vec<ResidualPatching> {
         .collect()
 }
 
-/// The corrupted run's residual stream entering block `layer` (`n_layers`: the last block's
-/// output), with the clean run's at `position` (at every position for `None`),
+/// The corrupted pass's residual stream entering block `layer` (`n_layers`: the last block's
+/// output), with the clean pass's at `position` (at every position for `None`),
 /// `[pairs, seq, d_model]`.
 pub(crate) fn residual_with_clean_at(
-    runs: &PairRuns,
+    passes: &PairPasses,
     layer: usize,
     position: Option<usize>,
 ) -> Tensor<3> {
@@ -103,8 +103,8 @@ pub(crate) fn residual_with_clean_at(
             .resid_post
             .clone(),
     };
-    let (clean, corrupted) = (stream(&runs.clean_cache), stream(&runs.corrupted_cache));
-    let seq = runs.seq_len();
+    let (clean, corrupted) = (stream(&passes.clean_cache), stream(&passes.corrupted_cache));
+    let seq = passes.seq_len();
     let at: Vec<f32> = (0..seq)
         .map(|p| {
             if position.is_none_or(|at| at == p) {
@@ -114,21 +114,21 @@ pub(crate) fn residual_with_clean_at(
             }
         })
         .collect();
-    let at = Tensor::<1>::from_floats(at.as_slice(), &runs.device).reshape([1, seq, 1]);
+    let at = Tensor::<1>::from_floats(at.as_slice(), &passes.device).reshape([1, seq, 1]);
     corrupted * at.clone().neg().add_scalar(1.0) + clean * at
 }
 
-/// The restored fraction when the corrupted run continues from `stream` at `layer` (the
+/// The restored fraction when the corrupted pass continues from `stream` at `layer` (the
 /// input of that block; `n_layers`: the final norm and output layer).
-pub(crate) fn restored_by_stream(runs: &PairRuns, layer: usize, stream: Tensor<3>) -> Option<f64> {
-    let model = runs.model;
+pub(crate) fn restored_by_stream(passes: &PairPasses, layer: usize, stream: Tensor<3>) -> Option<f64> {
+    let model = passes.model;
     if layer < model.n_layers() {
         let patch = InputPatch::new(stream, model.n_heads())
             .read_by_all_heads()
             .skip(true);
-        runs.restored_by(runs.corrupted_input().input_patch(layer, patch))
+        passes.restored_by(passes.corrupted_input().input_patch(layer, patch))
     } else {
-        runs.restored(runs.logit_diff(model.unembed(stream)))
+        passes.restored(passes.logit_diff(model.unembed(stream)))
     }
 }
 
@@ -156,21 +156,21 @@ mod tests {
     use tasks::PairKind;
 
     use super::*;
-    use crate::interventions::pair_runs::testing::recall_model;
+    use crate::interventions::pair_passes::testing::recall_model;
     use crate::interventions::patching::patch_pairs;
 
     /// The clean residual stream put back at every position of any place restores all of
-    /// the clean answer (the run is the clean run from there); put back nowhere, nothing.
+    /// the clean answer (the run is the clean pass from there); put back nowhere, nothing.
     #[test]
     fn the_whole_clean_residual_restores_everything_and_none_of_it_nothing() {
         let (model, pairs, device) = recall_model(2, PairKind::Answer);
-        let runs = PairRuns::new(&model, &pairs, &device).unwrap();
+        let passes = PairPasses::new(&model, &pairs, &device).unwrap();
         for layer in 0..=2 {
-            let everywhere = residual_with_clean_at(&runs, layer, None);
-            let restored = restored_by_stream(&runs, layer, everywhere).unwrap();
+            let everywhere = residual_with_clean_at(&passes, layer, None);
+            let restored = restored_by_stream(&passes, layer, everywhere).unwrap();
             assert!((restored - 1.0).abs() < 1e-4, "layer {layer}: {restored}");
-            let nowhere = residual_with_clean_at(&runs, layer, Some(usize::MAX));
-            let restored = restored_by_stream(&runs, layer, nowhere).unwrap();
+            let nowhere = residual_with_clean_at(&passes, layer, Some(usize::MAX));
+            let restored = restored_by_stream(&passes, layer, nowhere).unwrap();
             assert!(restored.abs() < 1e-5, "layer {layer}: {restored}");
         }
         // Recall's answer pairs change one value token: at the embedding, that position alone

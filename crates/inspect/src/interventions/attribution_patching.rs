@@ -1,7 +1,7 @@
 //! Attribution patching (Nanda 2023; Syed et al. 2023, "Attribution Patching Outperforms
 //! Automated Circuit Discovery"): the first-order estimate of activation patching from one
 //! backward pass per layer. Patching head `h` moves the logit difference by about
-//! `grad_LD(corrupted) . (clean_h - corrupted_h)`, the gradient taken at the corrupted run
+//! `grad_LD(corrupted) . (clean_h - corrupted_h)`, the gradient taken at the corrupted pass
 //! with respect to the head's output. It is exact where the logit difference is linear in
 //! the head's output, and drifts where attention patterns or norms bend it; the agreement
 //! with the exact values ([`AttributionAgreement`]) says how far, so a user knows when the
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tasks::batch::Batch;
 
 use super::activation_patching::HeadPatching;
-use super::pair_runs::PairRuns;
+use super::pair_passes::PairPasses;
 use crate::measures::importance::pearson;
 
 /// How attribution patching's estimates compare with activation patching's exact values.
@@ -34,19 +34,19 @@ pub struct AttributionAgreement {
 /// Fills each head's `attribution` and `attribution_by_position` (the estimate of
 /// `restored` and `by_position`) and says how well they agree with the exact values.
 pub(crate) fn attribution_patching(
-    runs: &PairRuns,
+    passes: &PairPasses,
     heads: &mut [HeadPatching],
 ) -> AttributionAgreement {
-    let n_heads = runs.model.n_heads();
-    for layer in 0..runs.model.n_layers() {
+    let n_heads = passes.model.n_heads();
+    for layer in 0..passes.model.n_layers() {
         // [head][position]: the logit difference's first-order change.
-        let change = first_order_change(runs, layer);
+        let change = first_order_change(passes, layer);
         for (head, by_position) in change.into_iter().enumerate() {
             let record = &mut heads[HeadId::new(layer, head).flat_index(n_heads)];
-            record.attribution = runs.restored(runs.corrupted_ld + by_position.iter().sum::<f64>());
+            record.attribution = passes.restored(passes.corrupted_ld + by_position.iter().sum::<f64>());
             record.attribution_by_position = by_position
                 .iter()
-                .map(|change| runs.restored(runs.corrupted_ld + change))
+                .map(|change| passes.restored(passes.corrupted_ld + change))
                 .collect();
         }
     }
@@ -55,14 +55,14 @@ pub(crate) fn attribution_patching(
 
 /// `[n_heads][seq]`: `sum over pairs and d_head of grad . (clean - corrupted)` for the
 /// outputs of block `layer`'s heads, the gradient of the mean logit difference at the
-/// corrupted run.
-fn first_order_change(runs: &PairRuns, layer: usize) -> Vec<Vec<f64>> {
-    let autodiff = runs.device.clone().autodiff();
-    let model = runs.model.clone().fork(&autodiff);
-    let batch = Batch::new(&runs.corrupted_examples, &autodiff);
+/// corrupted pass.
+fn first_order_change(passes: &PairPasses, layer: usize) -> Vec<Vec<f64>> {
+    let autodiff = passes.device.clone().autodiff();
+    let model = passes.model.clone().fork(&autodiff);
+    let batch = Batch::new(&passes.corrupted_examples, &autodiff);
     let on_autodiff = |tensor: Tensor<4>| Tensor::<4>::from_data(tensor.into_data(), &autodiff);
-    let corrupted = runs.corrupted_cache.layers[layer].head_outputs.clone();
-    let clean = runs.clean_cache.layers[layer].head_outputs.clone();
+    let corrupted = passes.corrupted_cache.layers[layer].head_outputs.clone();
+    let clean = passes.clean_cache.layers[layer].head_outputs.clone();
     let [pairs, seq, n_heads, d_head] = corrupted.dims();
     // The corrupted outputs put in place of themselves: the run is the corrupted one, and
     // the values are a leaf the gradient reaches.
@@ -73,7 +73,7 @@ fn first_order_change(runs: &PairRuns, layer: usize) -> Vec<Vec<f64>> {
     };
     let logits = model.forward_input(batch.encoder_input().head_patch(layer, patch));
     let [_, _, n_outputs] = logits.dims();
-    let logit_diff = (logits * runs.logit_diff_weights(n_outputs, &autodiff)).sum();
+    let logit_diff = (logits * passes.logit_diff_weights(n_outputs, &autodiff)).sum();
     let grads = logit_diff.backward();
     let grad = HostTensor::of(values.grad(&grads).expect("the values require a gradient")).values;
     let delta = HostTensor::of(clean - corrupted).values;
@@ -121,7 +121,7 @@ mod tests {
 
     use super::*;
     use crate::interventions::activation_patching::head_weight;
-    use crate::interventions::pair_runs::testing::recall_model;
+    use crate::interventions::pair_passes::testing::recall_model;
     use crate::interventions::patching::patch_pairs;
 
     /// Attribution patching is the derivative of activation patching along the patch: a head
@@ -132,17 +132,17 @@ mod tests {
     fn attribution_is_the_slope_of_exact_patching_at_the_corrupted_run() {
         for kind in [PairKind::Answer, PairKind::Route] {
             let (model, pairs, device) = recall_model(2, kind);
-            let runs = PairRuns::new(&model, &pairs, &device).unwrap();
+            let passes = PairPasses::new(&model, &pairs, &device).unwrap();
             let section = patch_pairs(&model, &pairs, &device, true).unwrap();
             let eps = 1e-2;
             for head in &section.heads {
                 let id = head.id;
                 let partly = |fraction: f64| {
                     let patch = HeadPatch {
-                        values: runs.clean_cache.layers[id.layer].head_outputs.clone(),
+                        values: passes.clean_cache.layers[id.layer].head_outputs.clone(),
                         weight: head_weight(id, None, 1, 2, &device).mul_scalar(fraction),
                     };
-                    runs.restored_by(runs.corrupted_input().head_patch(id.layer, patch))
+                    passes.restored_by(passes.corrupted_input().head_patch(id.layer, patch))
                         .unwrap()
                 };
                 let slope = (partly(eps) - partly(-eps)) / (2.0 * eps);

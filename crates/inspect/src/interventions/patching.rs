@@ -2,7 +2,7 @@
 //! one section per kind of pair ([`PairKind`]), each with activation patching of heads and of
 //! the residual stream ([`super::activation_patching`]), path patching
 //! ([`super::path_patching`]) and attribution patching ([`super::attribution_patching`]),
-//! all measured on the same runs ([`PairRuns`]).
+//! all measured on the same passes ([`PairPasses`]).
 
 use burn::prelude::*;
 use model::Encoder;
@@ -14,7 +14,7 @@ use super::activation_patching::{
     HeadPatching, ResidualPatching, head_patching, residual_patching,
 };
 use super::attribution_patching::{AttributionAgreement, attribution_patching};
-use super::pair_runs::PairRuns;
+use super::pair_passes::PairPasses;
 use super::path_patching::{LayerPathPatching, PathPatching, head_paths, layer_paths};
 use crate::load::context::MeasureContext;
 use crate::load::reading::ReadingError;
@@ -117,7 +117,7 @@ impl From<&MinimalPair> for PairInputs {
 /// word pieces ([`crate::load::piece_pairs::PiecePairs`]), those left out counted. Where the
 /// reading says per-head detail costs too much (an imported model), two details are left
 /// out: head-to-head path patching (`paths` empty: one run per sender, receiver and channel
-/// is 6660 runs for 6 layers of 12 heads) and head patching at each position (`by_position`
+/// is 6660 passes for 6 layers of 12 heads) and head patching at each position (`by_position`
 /// empty); whole heads, the residual stream by position, layer-to-layer paths and
 /// attribution patching are kept. `None` for a task without pairs, or when none is read.
 pub fn patching(context: MeasureContext) -> Result<Option<Patching>, ReadingError> {
@@ -157,19 +157,19 @@ pub fn patch_pairs(
     device: &Device,
     head_detail: bool,
 ) -> Option<PairPatching> {
-    let runs = PairRuns::new(model, pairs, device)?;
-    let mut heads = head_patching(&runs, head_detail);
-    let attribution = attribution_patching(&runs, &mut heads);
+    let passes = PairPasses::new(model, pairs, device)?;
+    let mut heads = head_patching(&passes, head_detail);
+    let attribution = attribution_patching(&passes, &mut heads);
     Some(PairPatching {
         pairs: pairs.len(),
-        clean_logit_diff: runs.clean_ld,
-        corrupted_logit_diff: runs.corrupted_ld,
-        residual: residual_patching(&runs),
+        clean_logit_diff: passes.clean_ld,
+        corrupted_logit_diff: passes.corrupted_ld,
+        residual: residual_patching(&passes),
         paths: match head_detail {
-            true => head_paths(&runs),
+            true => head_paths(&passes),
             false => vec![],
         },
-        layer_paths: layer_paths(&runs),
+        layer_paths: layer_paths(&passes),
         attribution,
         heads,
         inputs: pairs.iter().map(PairInputs::from).collect(),

@@ -1,7 +1,7 @@
 //! Path patching (Wang et al. 2022, "Interpretability in the Wild"; Goldowsky-Dill et al.
 //! 2023, "Localizing Model Behavior with Path Patching"): how much of the clean answer a
 //! sender head's clean output restores when it may reach the answer only through one input
-//! of one receiver, everything else frozen at the corrupted run. The causal counterpart of
+//! of one receiver, everything else frozen at the corrupted pass. The causal counterpart of
 //! the composition scores (`circuits.json`), which say only that two heads *could* talk.
 //!
 //! For a sender (a head, or every head of a layer) in layer `s` and a receiver layer `r > s`:
@@ -22,7 +22,7 @@ use burn::prelude::*;
 use model::{HeadId, HeadPatch, InputPatch, QkvChannel};
 use serde::{Deserialize, Serialize};
 
-use super::pair_runs::PairRuns;
+use super::pair_passes::PairPasses;
 
 /// Which input of the receiver the senders' output may reach it through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -104,13 +104,13 @@ pub struct LayerPathPatching {
 
 /// Every head to every head of every later layer through its query, key and value, and to
 /// each later block's skip connection.
-pub(crate) fn head_paths(runs: &PairRuns) -> Vec<PathPatching> {
-    let model = runs.model;
+pub(crate) fn head_paths(passes: &PairPasses) -> Vec<PathPatching> {
+    let model = passes.model;
     let n_heads = model.n_heads();
     let mut paths = Vec::new();
     for sender in model.heads() {
         for receiver_layer in sender.layer + 1..model.n_layers() {
-            let stream = senders_stream(runs, sender.layer, Some(sender.head), receiver_layer);
+            let stream = senders_stream(passes, sender.layer, Some(sender.head), receiver_layer);
             for head in 0..n_heads {
                 for channel in [PathChannel::Query, PathChannel::Key, PathChannel::Value] {
                     paths.push(PathPatching {
@@ -118,7 +118,7 @@ pub(crate) fn head_paths(runs: &PairRuns) -> Vec<PathPatching> {
                         receiver_layer,
                         receiver_head: Some(head),
                         channel,
-                        restored: through(runs, &stream, receiver_layer, Some(head), channel),
+                        restored: through(passes, &stream, receiver_layer, Some(head), channel),
                     });
                 }
             }
@@ -127,7 +127,7 @@ pub(crate) fn head_paths(runs: &PairRuns) -> Vec<PathPatching> {
                 receiver_layer,
                 receiver_head: None,
                 channel: PathChannel::Skip,
-                restored: through(runs, &stream, receiver_layer, None, PathChannel::Skip),
+                restored: through(passes, &stream, receiver_layer, None, PathChannel::Skip),
             });
         }
     }
@@ -135,18 +135,18 @@ pub(crate) fn head_paths(runs: &PairRuns) -> Vec<PathPatching> {
 }
 
 /// Every layer's heads together to every later layer's heads together, per channel.
-pub(crate) fn layer_paths(runs: &PairRuns) -> Vec<LayerPathPatching> {
-    let n_layers = runs.model.n_layers();
+pub(crate) fn layer_paths(passes: &PairPasses) -> Vec<LayerPathPatching> {
+    let n_layers = passes.model.n_layers();
     let mut paths = Vec::new();
     for sender_layer in 0..n_layers {
         for receiver_layer in sender_layer + 1..n_layers {
-            let stream = senders_stream(runs, sender_layer, None, receiver_layer);
+            let stream = senders_stream(passes, sender_layer, None, receiver_layer);
             for channel in PathChannel::ALL {
                 paths.push(LayerPathPatching {
                     sender_layer,
                     receiver_layer,
                     channel,
-                    restored: through(runs, &stream, receiver_layer, None, channel),
+                    restored: through(passes, &stream, receiver_layer, None, channel),
                 });
             }
         }
@@ -155,15 +155,15 @@ pub(crate) fn layer_paths(runs: &PairRuns) -> Vec<LayerPathPatching> {
 }
 
 /// Step 1: the residual stream entering block `receiver_layer` (`[pairs, seq, d_model]`)
-/// when the corrupted run gets the clean output of head `sender_head` of `sender_layer`
+/// when the corrupted pass gets the clean output of head `sender_head` of `sender_layer`
 /// (of all its heads for `None`), every head between held at its corrupted output.
 pub(crate) fn senders_stream(
-    runs: &PairRuns,
+    passes: &PairPasses,
     sender_layer: usize,
     sender_head: Option<usize>,
     receiver_layer: usize,
 ) -> Tensor<3> {
-    let n_heads = runs.model.n_heads();
+    let n_heads = passes.model.n_heads();
     let mut weight = vec![0.0f32; n_heads];
     for (head, w) in weight.iter_mut().enumerate() {
         if sender_head.is_none_or(|sender| sender == head) {
@@ -171,11 +171,11 @@ pub(crate) fn senders_stream(
         }
     }
     let weight =
-        Tensor::<1>::from_floats(weight.as_slice(), &runs.device).reshape([1, 1, n_heads, 1]);
-    let mut input = runs.corrupted_input().head_patch(
+        Tensor::<1>::from_floats(weight.as_slice(), &passes.device).reshape([1, 1, n_heads, 1]);
+    let mut input = passes.corrupted_input().head_patch(
         sender_layer,
         HeadPatch {
-            values: runs.clean_cache.layers[sender_layer].head_outputs.clone(),
+            values: passes.clean_cache.layers[sender_layer].head_outputs.clone(),
             weight,
         },
     );
@@ -183,25 +183,25 @@ pub(crate) fn senders_stream(
         input = input.head_patch(
             frozen,
             HeadPatch {
-                values: runs.corrupted_cache.layers[frozen].head_outputs.clone(),
-                weight: Tensor::ones([1, 1, n_heads, 1], &runs.device),
+                values: passes.corrupted_cache.layers[frozen].head_outputs.clone(),
+                weight: Tensor::ones([1, 1, n_heads, 1], &passes.device),
             },
         );
     }
-    let (_, cache) = runs.model.forward_with_cache(input);
+    let (_, cache) = passes.model.forward_with_cache(input);
     cache.layers[receiver_layer].resid_pre.clone()
 }
 
 /// Step 2: the restored fraction when `channel` of head `receiver_head` of block
-/// `receiver_layer` (of every head for `None`) reads `stream` and all else the corrupted run.
+/// `receiver_layer` (of every head for `None`) reads `stream` and all else the corrupted pass.
 pub(crate) fn through(
-    runs: &PairRuns,
+    passes: &PairPasses,
     stream: &Tensor<3>,
     receiver_layer: usize,
     receiver_head: Option<usize>,
     channel: PathChannel,
 ) -> Option<f64> {
-    let n_heads = runs.model.n_heads();
+    let n_heads = passes.model.n_heads();
     let mut patch = InputPatch::new(stream.clone(), n_heads);
     match (channel.qkv(), receiver_head) {
         (Some(qkv), Some(head)) => patch = patch.read_by(head, qkv),
@@ -213,7 +213,7 @@ pub(crate) fn through(
         (None, _) if channel == PathChannel::Skip => patch = patch.skip(true),
         (None, _) => patch = patch.read_by_all_heads().skip(true),
     }
-    runs.restored_by(runs.corrupted_input().input_patch(receiver_layer, patch))
+    passes.restored_by(passes.corrupted_input().input_patch(receiver_layer, patch))
 }
 
 #[cfg(test)]
@@ -222,15 +222,15 @@ mod tests {
 
     use super::*;
     use crate::interventions::activation_patching::head_weight;
-    use crate::interventions::pair_runs::testing::recall_model;
+    use crate::interventions::pair_passes::testing::recall_model;
 
     /// Activation patching of `senders` (head weights `[1, 1, n_heads, 1]`) of `layer`.
-    fn activation_patching(runs: &PairRuns, layer: usize, weight: Tensor<4>) -> Option<f64> {
+    fn activation_patching(passes: &PairPasses, layer: usize, weight: Tensor<4>) -> Option<f64> {
         let patch = HeadPatch {
-            values: runs.clean_cache.layers[layer].head_outputs.clone(),
+            values: passes.clean_cache.layers[layer].head_outputs.clone(),
             weight,
         };
-        runs.restored_by(runs.corrupted_input().head_patch(layer, patch))
+        passes.restored_by(passes.corrupted_input().head_patch(layer, patch))
     }
 
     /// Through every input of the next block, a path is the sender's activation patching;
@@ -241,35 +241,35 @@ mod tests {
     fn a_path_through_every_input_of_the_next_block_is_activation_patching() {
         for kind in [PairKind::Answer, PairKind::Route] {
             let (model, pairs, device) = recall_model(2, kind);
-            let runs = PairRuns::new(&model, &pairs, &device).unwrap();
+            let passes = PairPasses::new(&model, &pairs, &device).unwrap();
             assert!(
-                runs.span().abs() > 1e-3,
+                passes.span().abs() > 1e-3,
                 "{kind:?}: the pairs move the answer"
             );
             for sender in 0..2 {
-                let stream = senders_stream(&runs, 0, Some(sender), 1);
-                let all = through(&runs, &stream, 1, None, PathChannel::All).unwrap();
+                let stream = senders_stream(&passes, 0, Some(sender), 1);
+                let all = through(&passes, &stream, 1, None, PathChannel::All).unwrap();
                 let id = HeadId::new(0, sender);
                 let exact =
-                    activation_patching(&runs, 0, head_weight(id, None, 1, 2, &device)).unwrap();
+                    activation_patching(&passes, 0, head_weight(id, None, 1, 2, &device)).unwrap();
                 assert!(
                     (all - exact).abs() < 1e-4,
                     "{kind:?} {id}: {all} vs {exact}"
                 );
                 let unread = InputPatch::new(stream.clone(), 2);
-                let nothing = runs
-                    .restored_by(runs.corrupted_input().input_patch(1, unread))
+                let nothing = passes
+                    .restored_by(passes.corrupted_input().input_patch(1, unread))
                     .unwrap();
                 assert!(nothing.abs() < 1e-5, "{nothing}");
             }
-            let stream = senders_stream(&runs, 0, None, 1);
-            let all = through(&runs, &stream, 1, None, PathChannel::All).unwrap();
-            let exact = activation_patching(&runs, 0, Tensor::ones([1, 1, 2, 1], &device)).unwrap();
+            let stream = senders_stream(&passes, 0, None, 1);
+            let all = through(&passes, &stream, 1, None, PathChannel::All).unwrap();
+            let exact = activation_patching(&passes, 0, Tensor::ones([1, 1, 2, 1], &device)).unwrap();
             assert!(
                 (all - exact).abs() < 1e-4,
                 "{kind:?} layer: {all} vs {exact}"
             );
-            let paths = head_paths(&runs);
+            let paths = head_paths(&passes);
             assert_eq!(
                 paths.len(),
                 2 * (2 * 3 + 1),
@@ -285,23 +285,23 @@ mod tests {
     #[test]
     fn heads_between_sender_and_receiver_are_frozen() {
         let (model, pairs, device) = recall_model(3, PairKind::Answer);
-        let runs = PairRuns::new(&model, &pairs, &device).unwrap();
-        let stream = senders_stream(&runs, 0, None, 2);
-        let through_all = through(&runs, &stream, 2, None, PathChannel::All).unwrap();
-        let frozen = runs
+        let passes = PairPasses::new(&model, &pairs, &device).unwrap();
+        let stream = senders_stream(&passes, 0, None, 2);
+        let through_all = through(&passes, &stream, 2, None, PathChannel::All).unwrap();
+        let frozen = passes
             .restored_by(
-                runs.corrupted_input()
+                passes.corrupted_input()
                     .head_patch(
                         0,
                         HeadPatch {
-                            values: runs.clean_cache.layers[0].head_outputs.clone(),
+                            values: passes.clean_cache.layers[0].head_outputs.clone(),
                             weight: Tensor::ones([1, 1, 2, 1], &device),
                         },
                     )
                     .head_patch(
                         1,
                         HeadPatch {
-                            values: runs.corrupted_cache.layers[1].head_outputs.clone(),
+                            values: passes.corrupted_cache.layers[1].head_outputs.clone(),
                             weight: Tensor::ones([1, 1, 2, 1], &device),
                         },
                     ),
@@ -311,13 +311,13 @@ mod tests {
             (through_all - frozen).abs() < 1e-4,
             "{through_all} vs {frozen}"
         );
-        let free = activation_patching(&runs, 0, Tensor::ones([1, 1, 2, 1], &device)).unwrap();
+        let free = activation_patching(&passes, 0, Tensor::ones([1, 1, 2, 1], &device)).unwrap();
         assert!(
             (through_all - free).abs() > 1e-4,
             "block 1 is frozen: {through_all} vs {free}"
         );
         assert_eq!(
-            layer_paths(&runs).len(),
+            layer_paths(&passes).len(),
             3 * PathChannel::ALL.len(),
             "L0->L1, L0->L2, L1->L2"
         );

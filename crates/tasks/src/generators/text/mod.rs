@@ -248,6 +248,12 @@ impl Generator for TextTask {
         self.eval.iter().take(size).cloned().collect()
     }
 
+    /// About 15% of a sequence is scored, over a vocabulary of thousands: the output layer
+    /// goes to those positions only.
+    fn scores_masked_positions_only(&self) -> bool {
+        true
+    }
+
     fn solving_patterns(&self) -> Vec<AttentionPattern> {
         Vec::new()
     }

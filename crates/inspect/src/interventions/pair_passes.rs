@@ -1,5 +1,5 @@
 //! What every patching analysis starts from: one set of minimal pairs' clean and corrupted
-//! inputs as batches, both runs' activations, and the measure a patched run is read by, the
+//! inputs as batches, both passes' activations, and the measure a patched run is read by, the
 //! logit difference at each pair's answer position, `logit[clean answer] - logit[corrupted
 //! answer]`, averaged over pairs. A patch's restored fraction is
 //! `(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted)`: 0 changes nothing, 1 brings the
@@ -11,8 +11,8 @@ use run::tensor_file::HostTensor;
 use tasks::batch::Batch;
 use tasks::{Example, MinimalPair};
 
-/// A model's clean and corrupted runs on one set of pairs.
-pub(crate) struct PairRuns<'a> {
+/// A model's clean and corrupted passes on one set of pairs.
+pub(crate) struct PairPasses<'a> {
     /// The model patched.
     pub model: &'a Encoder,
     /// The pairs, all run at once (padded to the longest: padding is never attended to, so
@@ -23,19 +23,19 @@ pub(crate) struct PairRuns<'a> {
     pub corrupted_examples: Vec<Example>,
     /// The corrupted inputs' batch, the run every patch changes.
     pub corrupted: Batch,
-    /// Activations of the clean run.
+    /// Activations of the clean pass.
     pub clean_cache: ActivationCache,
-    /// Activations of the corrupted run.
+    /// Activations of the corrupted pass.
     pub corrupted_cache: ActivationCache,
     /// Mean logit difference on the clean inputs.
     pub clean_ld: f64,
     /// Mean logit difference on the corrupted inputs.
     pub corrupted_ld: f64,
-    /// The device the runs are on.
+    /// The device the passes are on.
     pub device: Device,
 }
 
-impl<'a> PairRuns<'a> {
+impl<'a> PairPasses<'a> {
     /// Runs `model` on both sides of `pairs`; `None` without pairs.
     pub fn new(model: &'a Encoder, pairs: &'a [MinimalPair], device: &Device) -> Option<Self> {
         if pairs.is_empty() {
@@ -66,7 +66,7 @@ impl<'a> PairRuns<'a> {
         self.corrupted.tokens.dims()[1]
     }
 
-    /// The corrupted run's input, for a patch to be added to.
+    /// The corrupted pass's input, for a patch to be added to.
     pub fn corrupted_input(&self) -> EncoderInput {
         self.corrupted.encoder_input()
     }
