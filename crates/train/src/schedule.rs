@@ -34,8 +34,9 @@ pub struct StepEvents {
     pub checkpoint: bool,
     /// A metrics record (every `log_every` steps, and at every evaluation).
     pub log: bool,
-    /// A snapshot (every `snapshot_every` steps and the last, when snapshots are on; a run
-    /// that reaches its target takes one too, which the loops add).
+    /// A snapshot (every `snapshot_every` steps, at the log-spaced steps of
+    /// `snapshots_per_decade`, and the last, when snapshots are on; a run that reaches its
+    /// target takes one too, which the loops add).
     pub snapshot: bool,
 }
 
@@ -50,9 +51,26 @@ impl StepEvents {
             checkpoint: done.is_multiple_of(train.checkpoint_every) || last || stop,
             log: done.is_multiple_of(train.log_every) || eval,
             snapshot: train.snapshot_every > 0
-                && (done.is_multiple_of(train.snapshot_every) || last),
+                && (done.is_multiple_of(train.snapshot_every)
+                    || last
+                    || is_log_spaced(done, train.snapshots_per_decade)),
         }
     }
+}
+
+/// Whether `step` is one of the steps `round(10^(k / per_decade))`, k = 0, 1, 2, ...: evenly
+/// spaced in the logarithm of the step, `per_decade` of them a decade (fewer where they
+/// round to the same step). None for `per_decade` 0.
+pub fn is_log_spaced(step: usize, per_decade: usize) -> bool {
+    if per_decade == 0 || step == 0 {
+        return false;
+    }
+    // The k whose value is nearest `step`: round(10^(k / n)) is monotone in k, so only the
+    // k around n log10(step) can round to it.
+    let k = (per_decade as f64 * (step as f64).log10()).round() as i64;
+    (k - 2..=k + 2)
+        .filter(|k| *k >= 0)
+        .any(|k| 10f64.powf(k as f64 / per_decade as f64).round() as usize == step)
 }
 
 #[cfg(test)]
@@ -68,6 +86,34 @@ mod tests {
             schedule,
             ..TrainConfig::default()
         }
+    }
+
+    #[test]
+    fn log_spaced_snapshots_are_dense_early_and_sparse_late() {
+        let steps: Vec<usize> = (1..=1000).filter(|s| is_log_spaced(*s, 10)).collect();
+        assert_eq!(
+            steps,
+            [
+                1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50, 63, 79, 100, 126, 158, 200,
+                251, 316, 398, 501, 631, 794, 1000
+            ]
+        );
+        assert!(!(1..10_000).any(|s| is_log_spaced(s, 0)));
+        let train = TrainConfig {
+            steps: 1000,
+            snapshot_every: 500,
+            snapshots_per_decade: 10,
+            ..TrainConfig::default()
+        };
+        let snapshots: Vec<usize> = (1..=1000)
+            .filter(|s| StepEvents::after(&train, *s, false).snapshot)
+            .collect();
+        assert_eq!(snapshots.len(), 28 + 1, "{snapshots:?}"); // and step 500
+        let off = TrainConfig {
+            snapshot_every: 0,
+            ..train
+        };
+        assert!(!(1..=1000).any(|s| StepEvents::after(&off, s, false).snapshot));
     }
 
     #[test]
