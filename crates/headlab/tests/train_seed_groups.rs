@@ -253,6 +253,26 @@ fn two_seeds_with_modernberts_block_options_and_dropout() {
     );
 }
 
+/// A text task's group, whose output layer goes to each seed's masked positions only
+/// (`SeedStack::forward_at`), trains what each seed trains alone.
+#[test]
+fn two_text_seeds_with_the_output_layer_at_their_masked_positions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus.jsonl");
+    common::write_text_corpus(&corpus);
+    let corpus = format!("task.corpus=\"{}\"", corpus.display());
+    check(
+        "text, masked positions",
+        &[0, 1],
+        &[
+            "task.kind=\"text\"",
+            &corpus,
+            "task.vocab_size=120",
+            "task.seq_len=12",
+        ],
+    );
+}
+
 #[test]
 fn two_seeds_on_ndarray_with_dropout() {
     check("ndarray, dropout", &[3, 4], &["backend=\"ndarray\""]);

@@ -10,30 +10,7 @@ use std::process::Output;
 
 #[path = "common/train.rs"]
 mod common;
-use common::{HEADLAB, final_tensors, run_train};
-
-const SENTENCES: [&str; 6] = [
-    "The farmers sell the crops at the market every week.",
-    "A nation that buys its own grain grows strong and free.",
-    "Congress will consider the treaty with great care this year.",
-    "The people expect the government to keep the peace at home.",
-    "Our commerce with foreign nations has grown beyond all hope.",
-    "The treasury reports a surplus, and the debt is falling.",
-];
-
-/// A corpus of 30 documents of a few sentences each, as JSON Lines.
-fn write_corpus(path: &Path) {
-    let text: String = (0..30)
-        .map(|i| {
-            let body: Vec<&str> = (0..4 + i % 3).map(|j| SENTENCES[(i + j) % 6]).collect();
-            format!(
-                "{}\n",
-                serde_json::json!({ "text": body.join(" "), "year": 1800 + i })
-            )
-        })
-        .collect();
-    std::fs::write(path, text).unwrap();
-}
+use common::{HEADLAB, final_tensors, run_train, write_text_corpus};
 
 /// A config training a tiny masked LM on `corpus` (in `dir`) for `steps` steps.
 fn write_config(dir: &Path, corpus: &str, steps: usize) -> PathBuf {
@@ -66,7 +43,7 @@ fn assert_success(output: &Output) {
 #[test]
 fn a_text_run_writes_its_tokenizer_and_resumes_exactly() {
     let tmp = tempfile::tempdir().unwrap();
-    write_corpus(&tmp.path().join("corpus.jsonl"));
+    write_text_corpus(&tmp.path().join("corpus.jsonl"));
     let config = write_config(tmp.path(), "corpus.jsonl", 10);
     let config = config.to_str().unwrap();
     let whole = tmp.path().join("whole");
@@ -112,7 +89,7 @@ fn a_text_run_writes_its_tokenizer_and_resumes_exactly() {
 fn a_corpus_changed_under_a_run_is_refused_on_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus.jsonl");
-    write_corpus(&corpus);
+    write_text_corpus(&corpus);
     let config = write_config(tmp.path(), "corpus.jsonl", 10);
     let run = tmp.path().join("run");
     let (config, run) = (config.to_str().unwrap(), run.to_str().unwrap());
@@ -133,7 +110,7 @@ fn a_corpus_changed_under_a_run_is_refused_on_resume() {
 #[test]
 fn bad_corpora_and_sizes_are_refused_naming_the_file_or_key() {
     let tmp = tempfile::tempdir().unwrap();
-    write_corpus(&tmp.path().join("corpus.jsonl"));
+    write_text_corpus(&tmp.path().join("corpus.jsonl"));
     std::fs::write(
         tmp.path().join("latin1.jsonl"),
         b"{\"text\": \"caf\xe9\"}\n",
@@ -198,7 +175,7 @@ fn bad_corpora_and_sizes_are_refused_naming_the_file_or_key() {
 #[test]
 fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
     let tmp = tempfile::tempdir().unwrap();
-    write_corpus(&tmp.path().join("corpus.jsonl"));
+    write_text_corpus(&tmp.path().join("corpus.jsonl"));
     let config = write_config(tmp.path(), "corpus.jsonl", 5);
     let run = tmp.path().join("run");
     let run_arg = run.to_str().unwrap();

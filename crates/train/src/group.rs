@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
 use model::seed_stack::{DropoutShape, LayerDropout, SeedStack, StackInput};
 
 use crate::optim_stack::{self, ParamLayout};
@@ -456,11 +457,22 @@ pub fn stack_gradients(
                 })
                 .collect()
         });
-        let logits = stack.forward(StackInput {
+        let input = StackInput {
             tokens: batch.tokens.reshape([count, rows / count, seq]),
             pad: batch.padding,
             dropout,
-        }); // [seeds, shard, seq, classes]
+        };
+        let parts: Vec<&[Example]> = examples.iter().map(|e| &e[range.clone()]).collect();
+        let at_scored = run
+            .task
+            .scores_masked_positions_only()
+            .then(|| stacked_scored_rows(&parts, seq, device))
+            .flatten();
+        if let Some(scored_rows) = at_scored {
+            let logits = stack.forward_at(input, scored_rows.rows.clone()); // [seeds, n, classes]
+            return scored_likelihood(logits, &scored_rows).neg() / scored.clone();
+        }
+        let logits = stack.forward(input); // [seeds, shard, seq, classes]
         let classes = logits.dims()[3];
         let likelihood = weighted_log_likelihood(
             logits.reshape([rows, seq, classes]),
@@ -474,6 +486,71 @@ pub fn stack_gradients(
             .neg()
             / scored.clone()
     })
+}
+
+/// Each seed's scored positions in its part of a stacked batch, for the output layer at
+/// those only ([`SeedStack::forward_at`]): flat positions `b * seq + s` within the seed's own
+/// examples, every seed padded to the most any has with position 0 weighed 0. `None` when no
+/// seed has a scored position (the every-position path, whose loss is 0, then serves).
+struct StackedScoredRows {
+    /// `[seeds, n]`.
+    rows: Tensor<2, Int>,
+    /// `[seeds, n]`.
+    targets: Tensor<2, Int>,
+    /// `[seeds, n]`: 1 where scored, 0 at padding.
+    weights: Tensor<2>,
+}
+
+fn stacked_scored_rows(
+    parts: &[&[Example]],
+    seq: usize,
+    device: &Device,
+) -> Option<StackedScoredRows> {
+    let per_seed: Vec<Vec<(i64, i64)>> = parts
+        .iter()
+        .map(|examples| {
+            examples
+                .iter()
+                .enumerate()
+                .flat_map(|(b, example)| {
+                    example.target.iter().enumerate().filter_map(move |(s, t)| {
+                        t.map(|target| ((b * seq + s) as i64, target as i64))
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let n = per_seed.iter().map(Vec::len).max()?;
+    if n == 0 {
+        return None;
+    }
+    let (mut rows, mut targets, mut weights) = (vec![], vec![], vec![]);
+    for scored in &per_seed {
+        for i in 0..n {
+            let (row, target) = scored.get(i).copied().unwrap_or((0, 0));
+            rows.push(row);
+            targets.push(target);
+            weights.push(if i < scored.len() { 1.0f32 } else { 0.0 });
+        }
+    }
+    let shape = [per_seed.len(), n];
+    Some(StackedScoredRows {
+        rows: Tensor::from_data(TensorData::new(rows, shape), device),
+        targets: Tensor::from_data(TensorData::new(targets, shape), device),
+        weights: Tensor::from_data(TensorData::new(weights, shape), device),
+    })
+}
+
+/// Each seed's summed log-likelihood of its targets at its scored positions: `logits`
+/// `[seeds, n, classes]` -> `[seeds]`.
+fn scored_likelihood(logits: Tensor<3>, scored: &StackedScoredRows) -> Tensor<1> {
+    let [seeds, n, _] = logits.dims();
+    let picked = log_softmax(logits, 2)
+        .gather(2, scored.targets.clone().unsqueeze_dim::<3>(2))
+        .reshape([seeds, n]); // [seeds, n]
+    (picked * scored.weights.clone())
+        .sum_dim(1)
+        .reshape([seeds])
 }
 
 /// The stack of `active` members' models, its AdamW joined from their optimizer states,

@@ -51,3 +51,30 @@ pub fn checkpoints(dir: &Path) -> Vec<(usize, PathBuf)> {
         .map(|run| run::checkpoint::list(&run))
         .unwrap_or_default()
 }
+
+/// Sentences of the small corpus the text-model tests train on.
+const TEXT_SENTENCES: [&str; 6] = [
+    "The farmers sell the crops at the market every week.",
+    "A nation that buys its own grain grows strong and free.",
+    "Congress will consider the treaty with great care this year.",
+    "The people expect the government to keep the peace at home.",
+    "Our commerce with foreign nations has grown beyond all hope.",
+    "The treasury reports a surplus, and the debt is falling.",
+];
+
+/// Writes a corpus for the text task at `path`: 30 documents of a few sentences each, as
+/// JSON Lines.
+pub fn write_text_corpus(path: &Path) {
+    let text: String = (0..30)
+        .map(|i| {
+            let body: Vec<&str> = (0..4 + i % 3)
+                .map(|j| TEXT_SENTENCES[(i + j) % 6])
+                .collect();
+            format!(
+                "{}\n",
+                serde_json::json!({ "text": body.join(" "), "year": 1800 + i })
+            )
+        })
+        .collect();
+    std::fs::write(path, text).unwrap();
+}

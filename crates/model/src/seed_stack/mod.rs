@@ -176,6 +176,33 @@ impl SeedStack {
     /// position tables.
     pub fn forward(&self, input: StackInput) -> Tensor<4> {
         let [seeds, batch, seq] = input.tokens.dims();
+        let hidden = self.hidden(input); // [seeds, batch * seq, d_model]
+        let n_outputs = self.output.d_out();
+        self.output
+            .forward(hidden) // [seeds, batch * seq, n_outputs]
+            .reshape([seeds, batch, seq, n_outputs])
+    }
+
+    /// Every seed's logits at its own positions `rows` only (flat positions `b * seq + s`
+    /// of its batch; a seed with fewer repeats one, which its loss weighs 0): the output
+    /// layer applied there alone, as [`Encoder::forward_at`] does for one model.
+    ///
+    /// # Shapes
+    /// - `input.tokens`: `[seeds, batch, seq]`; `rows`: `[seeds, n]` -> `[seeds, n, n_outputs]`
+    pub fn forward_at(&self, input: StackInput, rows: Tensor<2, Int>) -> Tensor<3> {
+        let hidden = self.hidden(input); // [seeds, batch * seq, d_model]
+        let [seeds, _, d_model] = hidden.dims();
+        let [_, n] = rows.dims();
+        let index = rows.unsqueeze_dim::<3>(2).expand([seeds, n, d_model]);
+        self.output.forward(hidden.gather(1, index)) // [seeds, n, n_outputs]
+    }
+
+    /// The blocks and the final norms: every seed's final hidden states.
+    ///
+    /// # Shapes
+    /// - `input.tokens`: `[seeds, batch, seq]` -> `[seeds, batch * seq, d_model]`
+    fn hidden(&self, input: StackInput) -> Tensor<3> {
+        let [seeds, batch, seq] = input.tokens.dims();
         assert_eq!(
             seeds, self.seeds,
             "the input has {seeds} batches, the stack {} seeds",
@@ -220,10 +247,7 @@ impl SeedStack {
                 .map(|d| d.next().expect("a mask per block"));
             x = block.forward(x, batch, &mask, masks);
         }
-        let n_outputs = self.output.d_out();
-        self.output
-            .forward(self.final_norm.forward(x)) // [seeds, batch * seq, n_outputs]
-            .reshape([seeds, batch, seq, n_outputs])
+        self.final_norm.forward(x)
     }
 }
 
