@@ -13,6 +13,7 @@ use inspect::inspection::summary::SimilarityFile;
 use inspect::inspection::{MeasureOptions, Measured, Stages, measure_in_stages};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
+use inspect::load::reading::RelationsAbsent;
 
 use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError};
 use crate::error::ReportError;
@@ -71,7 +72,11 @@ pub fn write_report_in_stages(
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
     let provenance = options.provenance(loaded);
-    let measured = measure_in_stages(loaded, &options.measure, stages)?;
+    let mut measured = measure_in_stages(loaded, &options.measure, stages)?;
+    // Why relation scores are absent, in words, after what the output layer's scoring left
+    // out: `summary.json`, the page and the command line read it there.
+    let absent = measured.relations_absent.map(relations_absent);
+    (measured.summary.left_out).extend(absent.map(String::from));
     stages.start("the report's files and figures");
     let probe = &measured.probe;
     let dir = ReportDir::new(out);
@@ -96,6 +101,18 @@ pub fn write_report_in_stages(
     files.push(manifest);
 
     Ok(Report { measured, files })
+}
+
+/// Why a report has no relation scores though its model reads text, as `summary.json`'s
+/// `left_out` says it (and so its page and the command line).
+pub fn relations_absent(why: RelationsAbsent) -> &'static str {
+    match why {
+        RelationsAbsent::TypedText => {
+            "relation scores (relations.json): typed sentences have no parse; inspect without \
+             --text for the shipped treebank's, or --probe-conllu FILE for your own parsed \
+             sentences"
+        }
+    }
 }
 
 /// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer
@@ -197,4 +214,19 @@ pub fn table(report: &Report) -> String {
             .to_string(),
     );
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn why_relations_are_absent_names_the_flags_that_give_a_parse() {
+        assert_eq!(
+            relations_absent(RelationsAbsent::TypedText),
+            "relation scores (relations.json): typed sentences have no parse; inspect without \
+             --text for the shipped treebank's, or --probe-conllu FILE for your own parsed \
+             sentences"
+        );
+    }
 }

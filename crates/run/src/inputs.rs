@@ -98,9 +98,7 @@ pub fn text_record(run: &ResolvedRun) -> Option<TextRecord> {
 /// A file run's dataset: its canonical path and bytes, read again (the task was built from
 /// the same file moments before; the bytes are what gets copied and hashed).
 /// An error names the path that could not be read.
-pub fn dataset_bytes(
-    run: &ResolvedRun,
-) -> Result<Option<DatasetBytes>, (PathBuf, std::io::Error)> {
+pub fn dataset_bytes(run: &ResolvedRun) -> Result<Option<DatasetBytes>, (PathBuf, std::io::Error)> {
     let TaskConfig::File(spec) = &run.config.task else {
         return Ok(None);
     };

@@ -12,12 +12,14 @@ pub mod null;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use burn::prelude::*;
 use model::HeadId;
 use serde::{Deserialize, Serialize};
 use tasks::{Task, TaskConfig};
 
-use crate::load::loaded_run::{ImportedModel, LoadedRun, RunError};
+use crate::load::loaded_run::{ImportedModel, LoadedRun, RunError, load_with, reading_of};
 use crate::load::probe::{LayerProbe, Probe};
+use crate::load::probe_choice::ProbeChoice;
 use crate::measures::heads::{HeadMeasures, measure_layer};
 use crate::measures::matching::{LayerMatch, match_across_layers, match_layers};
 
@@ -147,52 +149,45 @@ pub enum CompareError {
     },
 }
 
-/// Loads every run in `dirs` with its final weights.
+/// Loads every run in `dirs` with its final weights, each probed with the sentences every
+/// one of them reads ([`sentences_every_model_fits`]).
 pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
-    dirs.iter()
-        .map(|dir| crate::load::loaded_run::load(dir, None).map_err(CompareError::Run))
-        .collect::<Result<Vec<_>, _>>()
-        .and_then(|runs| {
-            let imported = runs.iter().find(|r| r.reading.reads_text());
-            let trained = runs.iter().find(|r| !r.reading.reads_text());
-            match (imported, trained) {
-                (Some(imported), Some(trained)) => Err(CompareError::Imported {
-                    imported: imported.dir.root().to_path_buf(),
-                    trained: trained.dir.root().to_path_buf(),
-                }),
-                _ => Ok(runs),
-            }
-        })
-        .and_then(|mut runs| {
-            keep_sentences_every_model_reads(&mut runs)?;
-            Ok(runs)
-        })
+    let choice = match sentences_every_model_fits(dirs)? {
+        Some(keep) => ProbeChoice::OwnSentences { keep },
+        None => ProbeChoice::Own,
+    };
+    let load = |dir: &PathBuf| load_with(dir, None, Device::flex(), &choice);
+    let runs = dirs.iter().map(load).collect::<Result<Vec<_>, _>>()?;
+    let imported = runs.iter().find(|r| r.reading.reads_text());
+    let trained = runs.iter().find(|r| !r.reading.reads_text());
+    match (imported, trained) {
+        (Some(imported), Some(trained)) => Err(CompareError::Imported {
+            imported: imported.dir.root().to_path_buf(),
+            trained: trained.dir.root().to_path_buf(),
+        }),
+        _ => Ok(runs),
+    }
 }
 
-/// Imported models probed with one treebank keep only the sentences every one of them fits
-/// in its positions: each then picks the same probe (the choice depends on the sentences
-/// alone), so models of different tokenizers (and families) are read on the same words and
-/// their word-level attention lines up.
-fn keep_sentences_every_model_reads(runs: &mut [LoadedRun]) -> Result<(), CompareError> {
+/// Of the treebank imported models are probed with, the sentences every one of the runs in
+/// `dirs` fits in its positions (a flag per sentence, read before any model is loaded): each
+/// then picks the same probe (the choice depends on the sentences alone), so models of
+/// different tokenizers (and families) are read on the same words and their word-level
+/// attention lines up. `None` where no run reads a treebank, or where their treebanks differ
+/// in length (not one treebank: `probes_of` refuses what does not line up).
+fn sentences_every_model_fits(dirs: &[PathBuf]) -> Result<Option<Vec<bool>>, CompareError> {
     let mut every: Option<Vec<bool>> = None;
-    for run in runs.iter() {
-        let Some(fits) = run.reading.treebank_fits()? else {
+    for dir in dirs {
+        let Some(fits) = reading_of(dir, &ProbeChoice::Own)?.treebank_fits() else {
             continue;
         };
         every = Some(match every {
-            // Treebanks of different lengths are not one treebank: leave them as they are,
-            // and `probes_of` refuses what does not line up.
-            Some(all) if all.len() != fits.len() => return Ok(()),
+            Some(all) if all.len() != fits.len() => return Ok(None),
             Some(all) => all.iter().zip(&fits).map(|(a, b)| *a && *b).collect(),
             None => fits,
         });
     }
-    if let Some(keep) = every {
-        for run in runs.iter_mut() {
-            run.reading.keep_treebank_sentences(&keep);
-        }
-    }
-    Ok(())
+    Ok(every)
 }
 
 /// The probe of `size` sequences each run reads ([`crate::load::reading::Reading::probe`]),

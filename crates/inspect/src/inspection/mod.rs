@@ -27,7 +27,7 @@ use crate::interventions::relation_ablation;
 use crate::load::context::MeasureContext;
 use crate::load::loaded_run::LoadedRun;
 use crate::load::probe::{LayerProbe, Probe};
-use crate::load::reading::Scoring;
+use crate::load::reading::{RelationsAbsent, Scoring};
 use crate::measures::agreement::{self, Agreement};
 use crate::measures::ceiling::{self, Ceiling};
 use crate::measures::divergence::{self, DivergencePoint};
@@ -61,6 +61,9 @@ pub struct Measured {
     pub pruning: Option<Pruning>,
     /// `relations.json`, for tasks with parses.
     pub relations: Option<Relations>,
+    /// Why `relations` is none though the model reads text (typed sentences, which have no
+    /// parse); none otherwise. The report says it in words, in `summary.json`'s `left_out`.
+    pub relations_absent: Option<RelationsAbsent>,
     /// `relation-sentences.conllu`: the sentences `relations.json` scored, with their arcs.
     pub relation_sentences: Vec<TreebankSentence>,
     /// `summary.json`.
@@ -86,7 +89,9 @@ pub struct Measured {
 /// prunes, and follows the heads through the run's snapshots. An imported model's output
 /// layer is scored on the probe's masked words where it has a prediction head; what its
 /// report leaves out is said in `summary.left_out`
-/// ([`crate::load::reading::LEFT_OUT_NO_HEAD`], [`crate::load::reading::LEFT_OUT_MASKED_LM`]).
+/// ([`crate::load::reading::LEFT_OUT_NO_HEAD`], [`crate::load::reading::LEFT_OUT_MASKED_LM`]),
+/// but for why relation scores are absent, which is data ([`Measured::relations_absent`]) for
+/// the report to word.
 /// What the model reads, and so which of its measures can run, is its reading's to say
 /// ([`crate::load::reading::Reading`]).
 pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
@@ -144,7 +149,6 @@ pub fn measure_in_stages(
     summary.probe_token_names = probe.word_names();
     summary.special_attention = probe_special_attention(&probe, &layers);
     summary.left_out = left_out;
-    summary.left_out.extend(loaded.reading.relations_left_out());
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let flags = (options.patching, scored);
     let later = measure_later(context, (&probe, &layers), flags, stages)?;
@@ -158,6 +162,7 @@ pub fn measure_in_stages(
         similarity,
         pruning,
         relations,
+        relations_absent: loaded.reading.relations_absent(),
         relation_sentences,
         summary,
         divergence: later.divergence,

@@ -76,7 +76,9 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub task_overrides: Vec<String>,
     /// The measures this report left out, each with why (an imported `BertModel` has no
-    /// prediction head to score); empty for headlab's own models.
+    /// prediction head to score); empty for headlab's own models. Measuring fills in what
+    /// the output layer's scoring leaves out; the report adds why relation scores are absent
+    /// ([`crate::inspection::Measured::relations_absent`]), in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
     /// For a probe read as words (an imported model): the name of each token id of

@@ -120,7 +120,11 @@ pub(crate) fn residual_with_clean_at(
 
 /// The restored fraction when the corrupted pass continues from `stream` at `layer` (the
 /// input of that block; `n_layers`: the final norm and output layer).
-pub(crate) fn restored_by_stream(passes: &PairPasses, layer: usize, stream: Tensor<3>) -> Option<f64> {
+pub(crate) fn restored_by_stream(
+    passes: &PairPasses,
+    layer: usize,
+    stream: Tensor<3>,
+) -> Option<f64> {
     let model = passes.model;
     if layer < model.n_layers() {
         let patch = InputPatch::new(stream, model.n_heads())

@@ -43,7 +43,8 @@ pub(crate) fn attribution_patching(
         let change = first_order_change(passes, layer);
         for (head, by_position) in change.into_iter().enumerate() {
             let record = &mut heads[HeadId::new(layer, head).flat_index(n_heads)];
-            record.attribution = passes.restored(passes.corrupted_ld + by_position.iter().sum::<f64>());
+            record.attribution =
+                passes.restored(passes.corrupted_ld + by_position.iter().sum::<f64>());
             record.attribution_by_position = by_position
                 .iter()
                 .map(|change| passes.restored(passes.corrupted_ld + change))
@@ -142,7 +143,8 @@ mod tests {
                         values: passes.clean_cache.layers[id.layer].head_outputs.clone(),
                         weight: head_weight(id, None, 1, 2, &device).mul_scalar(fraction),
                     };
-                    passes.restored_by(passes.corrupted_input().head_patch(id.layer, patch))
+                    passes
+                        .restored_by(passes.corrupted_input().head_patch(id.layer, patch))
                         .unwrap()
                 };
                 let slope = (partly(eps) - partly(-eps)) / (2.0 * eps);

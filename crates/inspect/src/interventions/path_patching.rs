@@ -264,7 +264,8 @@ mod tests {
             }
             let stream = senders_stream(&passes, 0, None, 1);
             let all = through(&passes, &stream, 1, None, PathChannel::All).unwrap();
-            let exact = activation_patching(&passes, 0, Tensor::ones([1, 1, 2, 1], &device)).unwrap();
+            let exact =
+                activation_patching(&passes, 0, Tensor::ones([1, 1, 2, 1], &device)).unwrap();
             assert!(
                 (all - exact).abs() < 1e-4,
                 "{kind:?} layer: {all} vs {exact}"
@@ -290,7 +291,8 @@ mod tests {
         let through_all = through(&passes, &stream, 2, None, PathChannel::All).unwrap();
         let frozen = passes
             .restored_by(
-                passes.corrupted_input()
+                passes
+                    .corrupted_input()
                     .head_patch(
                         0,
                         HeadPatch {

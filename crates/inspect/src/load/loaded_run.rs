@@ -86,7 +86,7 @@ impl LoadedRun {
             .cloned()
             .unwrap_or_else(Device::flex);
         LoadedRun {
-            reading: Reading::of_run(&resolved, None),
+            reading: Reading::of_task_tokens(),
             dir,
             resolved,
             model: model.valid(),
@@ -199,16 +199,7 @@ pub fn load_with(
         Err(holder) => (None, Some(holder)),
     };
     let resolved = run_dir.resolve()?;
-    let tokenizer = run_tokenizer(&run_dir, &resolved)?;
-    let (resolved, task_overrides) = match choice {
-        ProbeChoice::Task { overrides } if !overrides.is_empty() => {
-            let reads_text = tokenizer.is_some();
-            let changed = with_task_overrides(&run_dir, &resolved, reads_text, overrides)?;
-            (changed, overrides.clone())
-        }
-        _ => (resolved, vec![]),
-    };
-    let reading = Reading::chosen(&resolved, tokenizer, choice, dir)?;
+    let (resolved, reading, task_overrides) = chosen_reading(&run_dir, resolved, choice)?;
     device.seed(resolved.config.seed);
     let model = resolved
         .config
@@ -261,6 +252,35 @@ pub fn load_with(
         task_overrides,
         _lock: lock,
     })
+}
+
+/// How the model of the run in `dir` reads its input, probed as `choice` says, its weights
+/// not loaded: what a comparison reads first, to choose the sentences every model it compares
+/// fits ([`ProbeChoice::OwnSentences`]).
+pub fn reading_of(dir: &Path, choice: &ProbeChoice) -> Result<Reading, RunError> {
+    let run_dir = RunDir::open(dir)?;
+    let resolved = run_dir.resolve()?;
+    Ok(chosen_reading(&run_dir, resolved, choice)?.1)
+}
+
+/// The reading of `run` (in `dir`) probed as `choice` says ([`Reading::chosen`]), with the
+/// run as its probe's task overrides change it ([`with_task_overrides`]) and those overrides.
+fn chosen_reading(
+    dir: &RunDir,
+    run: ResolvedRun,
+    choice: &ProbeChoice,
+) -> Result<(ResolvedRun, Reading, Vec<String>), RunError> {
+    let tokenizer = run_tokenizer(dir, &run)?;
+    let (run, task_overrides) = match choice {
+        ProbeChoice::Task { overrides } if !overrides.is_empty() => {
+            let reads_text = tokenizer.is_some();
+            let changed = with_task_overrides(dir, &run, reads_text, overrides)?;
+            (changed, overrides.clone())
+        }
+        _ => (run, vec![]),
+    };
+    let reading = Reading::chosen(&run, tokenizer, choice, dir.root())?;
+    Ok((run, reading, task_overrides))
 }
 
 /// `run` (in `dir`) with its task changed in memory by `overrides` (`task.KEY=VALUE`: the

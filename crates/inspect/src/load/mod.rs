@@ -6,7 +6,8 @@
 //! batch every measure
 //! reads, with each layer's attention on it ([`probe`]), what a seeded measure
 //! runs on ([`context`]) and the run's training snapshots ([`snapshots`]); for models that read
-//! word pieces, word-level attention ([`words`]), parsed sentences as pieces ([`sentences`]),
+//! word pieces, word-level attention ([`words`]), sentences as pieces ([`sentences`]: a
+//! treebank's parsed ones, or typed ones, which have no parse, each read by the tokenizer once),
 //! their masked words ([`masked_words`]) and the task's minimal pairs as pieces
 //! ([`piece_pairs`]). Imports nothing else of this crate.
 

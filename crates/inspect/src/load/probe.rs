@@ -24,7 +24,7 @@ use tasks::batch::{Batch, mix_seed};
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, Task};
 
-use crate::load::sentences::{PieceProbeError, PieceSentences, ReadAs};
+use crate::load::sentences::{ParsedPieces, PieceProbeError, PieceSentences, ProbeSentences};
 use crate::load::words::{WordSpans, word_patterns};
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
@@ -110,6 +110,9 @@ pub struct Probe {
     /// Then `examples` and `tokens` are word-level (`[CLS]`, the words, `[SEP]`), and
     /// [`Probe::forward`] takes the model's attention back to words.
     pub pieces: Option<PieceSentences>,
+    /// For a probe of words, each sentence's punctuation at its word-level positions
+    /// ([`Probe::punctuation`]); empty for a probe of a task's tokens.
+    punctuation: Vec<Vec<usize>>,
 }
 
 impl Probe {
@@ -136,54 +139,37 @@ impl Probe {
             tokens,
             token_names: task.token_names(),
             pieces: None,
+            punctuation: vec![],
         }
     }
 
     /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences,
-    /// or of `treebank`'s when given, with one number of words (the most common, ties the
-    /// longer, as [`Probe::of_tokens`] picks; for a treebank, among its sentences of at least
-    /// the median length, [`typical_sentences`]), read by `tokenizer` as `read_as` says
-    /// ([`PieceSentences`]; fewer when
-    /// some are over `max_positions` pieces). Its examples are word-level: the sentences'
-    /// word ids ([`PieceSentences::names`]), with `[CLS]` and `[SEP]` as the two ids after
-    /// them, named so in `token_names`.
+    /// or of `sentences` when given (a treebank's or typed ones, read by `tokenizer` when its
+    /// reading was chosen), with one number of words (the most common, ties the longer, as
+    /// [`Probe::of_tokens`] picks; for given sentences, among those that fit `max_positions`
+    /// pieces and are at least the median length, [`typical_sentences`]) as
+    /// [`PieceSentences`] (fewer when some are over `max_positions` pieces). Its examples are
+    /// word-level: the sentences' word ids ([`PieceSentences::names`]), with `[CLS]` and
+    /// `[SEP]` as the two ids after them, named so in `token_names`.
     pub(crate) fn of_pieces(
         task: &Task,
-        treebank: Option<&[TreebankSentence]>,
-        (tokenizer, read_as): (&WordPieces, ReadAs),
+        sentences: Option<&ProbeSentences>,
+        tokenizer: &WordPieces,
         (size, seed): (usize, u64),
         max_positions: usize,
         device: &Device,
     ) -> Result<Self, PieceProbeError> {
-        let candidates = size.saturating_mul(CANDIDATES_PER_SEQUENCE);
-        let pieces = match treebank {
-            Some(trees) => {
-                // Chosen among the sentences that fit: the most common length could be one
-                // that does not, and leave the probe empty.
-                let mut fitting = vec![];
-                for tree in trees {
-                    if PieceSentences::fits(tree, (tokenizer, read_as), max_positions)? {
-                        fitting.push(tree);
-                    }
-                }
-                let offered = match fitting.is_empty() {
-                    true => trees.iter().collect(), // refused below, with the numbers
-                    false => fitting,
-                };
-                let lengths: Vec<usize> = offered.iter().map(|t| t.words.len()).collect();
-                let typical = typical_sentences(&lengths);
-                let typical_lengths: Vec<usize> = typical.iter().map(|&i| lengths[i]).collect();
-                let chosen = of_most_common_length(&typical_lengths, size)
-                    .map(|j| offered[typical[j]].clone())
-                    .collect();
-                PieceSentences::of_treebank(chosen, (tokenizer, read_as), max_positions)?
-            }
+        let (pieces, punctuation) = match sentences {
+            Some(sentences) => given_pieces(sentences, tokenizer, size, max_positions)?,
             None => {
+                let candidates = size.saturating_mul(CANDIDATES_PER_SEQUENCE);
                 let parsed = task.parsed_sentences(candidates, mix_seed(seed, PROBE_STREAM));
                 let lengths: Vec<usize> = parsed.iter().map(|s| s.words.len()).collect();
                 let keep: Vec<usize> = of_most_common_length(&lengths, size).collect();
                 let chosen = keep.iter().map(|&i| parsed[i].clone()).collect();
-                PieceSentences::of_task(task, chosen, tokenizer, max_positions)?
+                let parsed = ParsedPieces::of_task(task, chosen, tokenizer, max_positions)?;
+                let punctuation = parsed.trees.iter().map(punctuation_of).collect();
+                (parsed.pieces, punctuation)
             }
         };
         let vocab = pieces.names.len() as u32;
@@ -209,6 +195,7 @@ impl Probe {
             tokens,
             token_names: Some(token_names),
             pieces: Some(pieces),
+            punctuation,
         })
     }
 
@@ -236,17 +223,10 @@ impl Probe {
     }
 
     /// For a probe of words, each sentence's punctuation (its words labelled `punct`, as a
-    /// treebank labels them) at their word-level positions, after `[CLS]`; `None` for a
-    /// probe of a task's tokens.
+    /// treebank labels them; typed sentences have no labels, so none) at their word-level
+    /// positions, after `[CLS]`; `None` for a probe of a task's tokens.
     pub fn punctuation(&self) -> Option<Vec<Vec<usize>>> {
-        let pieces = self.pieces.as_ref()?;
-        let of_tree = |tree: &TreebankSentence| -> Vec<usize> {
-            (0..tree.words.len())
-                .filter(|&w| tree.relations[w] == "punct")
-                .map(|w| w + 1)
-                .collect()
-        };
-        Some(pieces.trees.iter().map(of_tree).collect())
+        self.pieces.as_ref().map(|_| self.punctuation.clone())
     }
 
     /// The most word pieces in one probe sentence (the sequence length of the forward pass);
@@ -382,6 +362,51 @@ fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) 
             pattern: word_patterns(&HostTensor::of(layer.pattern), spans),
             head_outputs: pool(HostTensor::of(layer.head_outputs)),
         })
+        .collect()
+}
+
+/// The probe's sentences of `sentences` (see [`Probe::of_pieces`]) as pieces, with each
+/// one's punctuation: chosen among the sentences that fit, since the most common length could
+/// be one that does not and leave the probe empty.
+fn given_pieces(
+    sentences: &ProbeSentences,
+    tokenizer: &WordPieces,
+    size: usize,
+    max_positions: usize,
+) -> Result<(PieceSentences, Vec<Vec<usize>>), PieceProbeError> {
+    let lengths = sentences.lengths();
+    let fitting: Vec<usize> = (0..lengths.len())
+        .filter(|&i| lengths[i].1 <= max_positions)
+        .collect();
+    let offered = match fitting.is_empty() {
+        true => (0..lengths.len()).collect(), // refused below, with the numbers
+        false => fitting,
+    };
+    let words: Vec<usize> = offered.iter().map(|&i| lengths[i].0).collect();
+    let typical = typical_sentences(&words);
+    let typical_words: Vec<usize> = typical.iter().map(|&i| words[i]).collect();
+    let chosen = of_most_common_length(&typical_words, size).map(|j| offered[typical[j]]);
+    match sentences {
+        ProbeSentences::Treebank(trees) => {
+            let chosen = chosen.map(|i| trees[i].clone()).collect();
+            let parsed = ParsedPieces::of_treebank(chosen, tokenizer, max_positions)?;
+            let punctuation = parsed.trees.iter().map(punctuation_of).collect();
+            Ok((parsed.pieces, punctuation))
+        }
+        ProbeSentences::Typed(typed) => {
+            let chosen: Vec<_> = chosen.map(|i| typed.sentences[i].clone()).collect();
+            let pieces = PieceSentences::of_typed(&chosen, tokenizer, max_positions)?;
+            let punctuation = vec![vec![]; pieces.len()];
+            Ok((pieces, punctuation))
+        }
+    }
+}
+
+/// The word-level positions (after `[CLS]`) of `tree`'s words labelled `punct`.
+fn punctuation_of(tree: &TreebankSentence) -> Vec<usize> {
+    (0..tree.words.len())
+        .filter(|&w| tree.relations[w] == "punct")
+        .map(|w| w + 1)
         .collect()
 }
 

@@ -1,8 +1,9 @@
 //! What a model is probed with, chosen before its run is loaded ([`ProbeChoice`]) and applied
 //! once, as it loads ([`crate::load::loaded_run::load_with`]): the reading is not changed
 //! afterwards. The command line's flags (`--probe-task`, `--set task.KEY=VALUE`,
-//! `--probe-conllu`, `--text`, `--text-file`) are turned into a choice by the report's CLI;
-//! this module knows no flag.
+//! `--probe-conllu`, `--text`, `--text-file`) are turned into a choice by the report's CLI,
+//! and a comparison chooses the sentences every model it compares fits; this module knows no
+//! flag.
 
 use std::path::PathBuf;
 
@@ -13,6 +14,14 @@ pub enum ProbeChoice {
     /// headlab ships.
     #[default]
     Own,
+    /// The run's own, its treebank narrowed to the sentences `keep` marks (one flag per
+    /// sentence, in the treebank's order; none past its end): what a comparison probes every
+    /// model with, the sentences all of them fit in their positions, so that each picks the
+    /// same probe. For a model that reads its task's tokens, as [`ProbeChoice::Own`].
+    OwnSentences {
+        /// Whether each sentence is kept.
+        keep: Vec<bool>,
+    },
     /// Its task's sentences, the task changed in memory by `overrides` (`task.KEY=VALUE`;
     /// none: the task as trained or imported).
     Task {
@@ -23,6 +32,17 @@ pub enum ProbeChoice {
     Treebank(PathBuf),
     /// Sentences a user typed, which have no parse.
     Text(TypedInput),
+}
+
+impl ProbeChoice {
+    /// For [`ProbeChoice::OwnSentences`], the sentences of the treebank kept; `None` for
+    /// every other choice.
+    pub fn kept(&self) -> Option<&[bool]> {
+        match self {
+            ProbeChoice::OwnSentences { keep } => Some(keep),
+            _ => None,
+        }
+    }
 }
 
 /// Typed sentences, each with the name a message gives it.

@@ -8,7 +8,11 @@
 //! ([`Reading::mask_word`]), minimal pairs ([`Reading::read_pairs`]), the masked words of the
 //! relation ablation ([`Reading::masked_relation_words`]) and the examples the output layer
 //! is scored on ([`Reading::scoring`]). This file is the one place that tells the two
-//! readings apart.
+//! readings apart. A model that reads word pieces is probed with its task's sentences or with
+//! natural text ([`ProbeSentences`]): a treebank's parsed sentences, or sentences a user typed,
+//! which have no parse, so relations are scored on a treebank's alone and a typed probe's
+//! report says why it has none ([`Reading::relations_absent`]). The reading is chosen once, as
+//! its run loads ([`Reading::chosen`]), and has no method that changes it.
 
 use std::path::{Path, PathBuf};
 
@@ -25,8 +29,11 @@ use crate::load::masked_words::MaskedWords;
 use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
 use crate::load::probe_choice::{ProbeChoice, TypedInput};
-use crate::load::sentences::{PieceProbeError, PieceSentences, ReadAs};
+use crate::load::sentences::{
+    EncodedTree, ParsedPieces, PieceProbeError, PieceSentences, ProbeSentences,
+};
 use crate::load::text::{self, ProbeSource};
+use crate::load::typed::TypedSentences;
 
 /// Sentences per forward pass when a model reads its task's tokens: bounds the cached
 /// activations held at once ([`PieceSentences::each_chunk`] has its own, for pieces).
@@ -51,25 +58,21 @@ pub struct PieceReading {
     pub mask: Option<u32>,
     /// The most pieces one sequence may hold (the model's positions).
     pub max_positions: usize,
-    /// A treebank's sentences to probe with instead of the task's: the shipped treebank by
-    /// default, or a treebank file's ([`ProbeChoice::Treebank`]); `None`: the task's
-    /// ([`ProbeChoice::Task`]).
-    pub treebank: Option<Vec<TreebankSentence>>,
+    /// The sentences to probe with instead of the task's, as the tokenizer read them: the
+    /// shipped treebank's by default, a treebank file's ([`ProbeChoice::Treebank`]) or typed
+    /// ones ([`ProbeChoice::Text`]); `None`: the task's ([`ProbeChoice::Task`]).
+    pub sentences: Option<ProbeSentences>,
     /// Where the probe's sentences come from (for a task probe, without its overrides: the
     /// loaded run holds those).
     pub source: ProbeSource,
 }
 
-impl PieceReading {
-    /// The tokenizer, and how sentences become its pieces: typed sentences by their raw
-    /// text, as `transformers` reads them; parsed ones word by word.
-    pub fn reader(&self) -> (&WordPieces, ReadAs) {
-        let read_as = match self.source.is_typed() {
-            true => ReadAs::Text,
-            false => ReadAs::Words,
-        };
-        (&self.tokenizer, read_as)
-    }
+/// Why a report has no relation scores though its model reads text, as data: the report says
+/// it in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelationsAbsent {
+    /// The probe is sentences a user typed, which have no parse.
+    TypedText,
 }
 
 /// A reading that cannot do what was asked: what was wrong with the probe asked for (the
@@ -163,18 +166,18 @@ fn in_words(lengths: &[usize]) -> String {
     }
 }
 
-/// Refuses the first word of `trees` (read from `path`) that `tokenizer` reads as no piece,
-/// naming its line: the measures would find no position for it.
-fn every_word_has_a_piece(
-    trees: &[TreebankSentence],
+/// `trees` (read from `path`) as `tokenizer` reads their words, the first word it reads as no
+/// piece refused, naming its line: the measures would find no position for it.
+fn encoded_file(
+    trees: Vec<TreebankSentence>,
     path: &Path,
     tokenizer: &WordPieces,
-) -> Result<(), ReadingError> {
+) -> Result<Vec<EncodedTree>, ReadingError> {
+    let mut encoded = vec![];
     for tree in trees {
-        let encoded = ReadAs::Words
-            .encode(tree, tokenizer)
-            .map_err(PieceProbeError::from)?;
-        if let Some(word) = encoded.first_word_without_piece(tree.words.len()) {
+        let read = EncodedTree::of(tree, tokenizer).map_err(PieceProbeError::from)?;
+        let tree = &read.tree;
+        if let Some(word) = read.encoded.first_word_without_piece(tree.words.len()) {
             return Err(ReadingError::WordWithoutPiece {
                 path: path.display().to_string(),
                 line: tree
@@ -186,8 +189,27 @@ fn every_word_has_a_piece(
                 tokenizer: tokenizer.path().display().to_string(),
             });
         }
+        encoded.push(read);
     }
-    Ok(())
+    Ok(encoded)
+}
+
+/// The shipped treebank's sentences where `keep` marks them (all for `None`), as `tokenizer`
+/// reads their words.
+fn encoded_shipped(
+    keep: Option<&[bool]>,
+    tokenizer: &WordPieces,
+) -> Result<Vec<EncodedTree>, ReadingError> {
+    let mut trees = text::shipped_sentences();
+    if let Some(keep) = keep {
+        // `retain` visits the sentences in order: one mask entry each.
+        let mut keep = keep.iter();
+        trees.retain(|_| keep.next().copied().unwrap_or(false));
+    }
+    let encoded: Result<Vec<EncodedTree>, _> = (trees.into_iter())
+        .map(|tree| EncodedTree::of(tree, tokenizer))
+        .collect();
+    Ok(encoded.map_err(PieceProbeError::from)?)
 }
 
 /// What the output layer is scored on, and what a report leaves out.
@@ -245,64 +267,121 @@ pub enum ReadSentences {
         /// The sentences as trees of named words.
         trees: Vec<TreebankSentence>,
     },
-    /// Sentences as word pieces.
-    Pieces(PieceSentences),
+    /// Parsed sentences as word pieces.
+    Pieces(ParsedPieces),
+}
+
+/// The sentences of the treebank at `path` (CoNLL-U) as `tokenizer` reads them, and the file
+/// as the report names it.
+fn treebank_file(
+    path: &Path,
+    tokenizer: &WordPieces,
+) -> Result<(Vec<EncodedTree>, ProbeSource), ReadingError> {
+    let trees = encoded_file(tasks::conllu::read(path)?, path, tokenizer)?;
+    let source = ProbeSource::file(path).map_err(|error| ReadingError::TreebankFile {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    Ok((trees, source))
+}
+
+/// Sentences the user typed (`input`: each with the name a message gives it, and the file
+/// they were read from, for the report), their words the tokenizer's own
+/// ([`crate::load::typed`]), and where they came from as the report names it: refused for
+/// sentences of different lengths in words, and for a sentence over the model's
+/// `max_positions` in pieces.
+fn typed_text(
+    input: &TypedInput,
+    tokenizer: &WordPieces,
+    max_positions: usize,
+) -> Result<(TypedSentences, ProbeSource), ReadingError> {
+    let typed = crate::load::typed::sentences_of(input, tokenizer)?;
+    let lengths: std::collections::BTreeSet<usize> =
+        typed.sentences.iter().map(|s| s.words.len()).collect();
+    if lengths.len() > 1 {
+        return Err(ReadingError::TypedLengths {
+            lengths: lengths.into_iter().collect(),
+        });
+    }
+    for (sentence, name) in typed.sentences.iter().zip(&input.names) {
+        let pieces = sentence.encoded.ids.len();
+        if pieces > max_positions {
+            return Err(ReadingError::TypedTooLong {
+                sentence: name.clone(),
+                pieces,
+                tokenizer: tokenizer.path().display().to_string(),
+                max_positions,
+            });
+        }
+    }
+    let source = ProbeSource::TypedText {
+        file: input.file.clone(),
+        sentences: input.texts.clone(),
+        unknown_words: typed.unknown_words.clone(),
+    };
+    Ok((typed, source))
 }
 
 impl Reading {
-    /// The reading of `run`: its tokenizer's pieces where the run holds one (`tokenizer`),
-    /// probed with the shipped treebank's natural text ([`crate::load::text`]), else its
-    /// task's tokens.
-    pub fn of_run(run: &ResolvedRun, tokenizer: Option<WordPieces>) -> Self {
-        match tokenizer {
-            None => Reading::Tokens,
-            Some(tokenizer) => Reading::Pieces(Box::new(PieceReading {
-                mask: tokenizer.mask_id(),
-                tokenizer,
-                max_positions: run.io.max_seq_len,
-                treebank: Some(text::shipped_sentences()),
-                source: ProbeSource::shipped(),
-            })),
-        }
+    /// The reading of a model that reads its task's tokens (one made in memory, say).
+    pub fn of_task_tokens() -> Self {
+        Reading::Tokens
     }
 
     /// The reading of `run` (in the directory `dir`, which messages name) probed as `choice`
-    /// says: the one way a reading is made with a probe other than the run's own, and it is
-    /// not changed afterwards (but for [`Self::keep_treebank_sentences`], which narrows a
-    /// comparison's treebank to the sentences every model fits).
+    /// says: its tokenizer's pieces where the run holds one (`tokenizer`), probed by default
+    /// with the shipped treebank's natural text ([`crate::load::text`]), else its task's
+    /// tokens. The one way a reading is made, and it is not changed afterwards; a treebank's
+    /// or typed sentences are read by the tokenizer here, once.
     pub fn chosen(
         run: &ResolvedRun,
         tokenizer: Option<WordPieces>,
         choice: &ProbeChoice,
         dir: &Path,
     ) -> Result<Self, ReadingError> {
-        let mut reading = Self::of_run(run, tokenizer);
-        match choice {
-            ProbeChoice::Own => {}
-            ProbeChoice::Task { .. } => reading.probe_task(),
-            ProbeChoice::Treebank(path) => reading.probe_with(path, dir)?,
-            ProbeChoice::Text(typed) => reading.probe_with_text(typed, dir)?,
-        }
-        Ok(reading)
+        let Some(tokenizer) = tokenizer else {
+            // Refused before a file is read.
+            let run = dir.to_path_buf();
+            return match choice {
+                ProbeChoice::Treebank(_) => Err(ReadingError::TreebankForTokens { run }),
+                ProbeChoice::Text(_) => Err(ReadingError::TextForTokens { run }),
+                _ => Ok(Reading::Tokens),
+            };
+        };
+        let max_positions = run.io.max_seq_len;
+        let (sentences, source) = match choice {
+            ProbeChoice::Own | ProbeChoice::OwnSentences { .. } => {
+                let trees = encoded_shipped(choice.kept(), &tokenizer)?;
+                let sentences = ProbeSentences::Treebank(trees);
+                (Some(sentences), ProbeSource::shipped())
+            }
+            // The grammar's sentences instead of the shipped treebank.
+            ProbeChoice::Task { .. } => (None, ProbeSource::default()),
+            ProbeChoice::Treebank(path) => {
+                let (trees, source) = treebank_file(path, &tokenizer)?;
+                (Some(ProbeSentences::Treebank(trees)), source)
+            }
+            ProbeChoice::Text(input) => {
+                let (typed, source) = typed_text(input, &tokenizer, max_positions)?;
+                (Some(ProbeSentences::Typed(typed)), source)
+            }
+        };
+        Ok(Reading::Pieces(Box::new(PieceReading {
+            mask: tokenizer.mask_id(),
+            tokenizer,
+            max_positions,
+            sentences,
+            source,
+        })))
     }
 
     /// Where the probe comes from, a task probe with `task_overrides`.
     pub fn probe_source(&self, task_overrides: &[String]) -> ProbeSource {
         match self {
-            Reading::Pieces(pieces) if pieces.source.is_treebank() => pieces.source.clone(),
+            Reading::Pieces(pieces) if pieces.sentences.is_some() => pieces.source.clone(),
             _ => ProbeSource::Task {
                 overrides: task_overrides.to_vec(),
             },
-        }
-    }
-
-    /// Probes an imported model with its task's sentences (the grammar's,
-    /// [`ProbeChoice::Task`]) instead of the shipped treebank; a model headlab trained reads
-    /// its task anyway.
-    fn probe_task(&mut self) {
-        if let Reading::Pieces(pieces) = self {
-            pieces.treebank = None;
-            pieces.source = ProbeSource::default();
         }
     }
 
@@ -313,32 +392,19 @@ impl Reading {
 
     /// For a model probed with a treebank's sentences: whether it fits each (its pieces within
     /// its positions), in the treebank's order; none for a model that reads its task's
-    /// tokens or sentences.
-    pub fn treebank_fits(&self) -> Result<Option<Vec<bool>>, ReadingError> {
+    /// tokens or sentences, or typed ones. A comparison probes every model with the sentences
+    /// all of them fit ([`ProbeChoice::OwnSentences`]).
+    pub fn treebank_fits(&self) -> Option<Vec<bool>> {
         let Reading::Pieces(pieces) = self else {
-            return Ok(None);
+            return None;
         };
-        let Some(trees) = &pieces.treebank else {
-            return Ok(None);
+        let Some(ProbeSentences::Treebank(trees)) = &pieces.sentences else {
+            return None;
         };
         let fits = trees
             .iter()
-            .map(|tree| PieceSentences::fits(tree, pieces.reader(), pieces.max_positions))
-            .collect::<Result<Vec<bool>, _>>()
-            .map_err(PieceProbeError::from)?;
-        Ok(Some(fits))
-    }
-
-    /// Keeps the treebank's sentences where `keep` is true (a mask in its order, as
-    /// [`Self::treebank_fits`] gives); nothing changes for a model without a treebank.
-    pub fn keep_treebank_sentences(&mut self, keep: &[bool]) {
-        if let Reading::Pieces(pieces) = self
-            && let Some(trees) = pieces.treebank.as_mut()
-        {
-            // `retain` visits the sentences in order: one mask entry each.
-            let mut keep = keep.iter();
-            trees.retain(|_| keep.next().copied().unwrap_or(false));
-        }
+            .map(|t| t.encoded.ids.len() <= pieces.max_positions);
+        Some(fits.collect())
     }
 
     /// The tokenizer of an imported model; none for a model that reads its task's tokens.
@@ -349,84 +415,16 @@ impl Reading {
         }
     }
 
-    /// Probes with the sentences of the treebank at `path` (CoNLL-U) instead of the task's;
-    /// refused, before the file is read, for a model that reads its task's tokens (`run`
-    /// names it).
-    fn probe_with(&mut self, path: &Path, run: &Path) -> Result<(), ReadingError> {
-        match self {
-            Reading::Tokens => Err(ReadingError::TreebankForTokens {
-                run: run.to_path_buf(),
-            }),
-            Reading::Pieces(pieces) => {
-                let trees = tasks::conllu::read(path)?;
-                every_word_has_a_piece(&trees, path, &pieces.tokenizer)?;
-                pieces.treebank = Some(trees);
-                pieces.source =
-                    ProbeSource::file(path).map_err(|error| ReadingError::TreebankFile {
-                        path: path.to_path_buf(),
-                        error,
-                    })?;
-                Ok(())
-            }
-        }
-    }
-
-    /// Probes with sentences the user typed (`input`: each with the name a message gives
-    /// it, and the file they were read from, for the report), their words the tokenizer's
-    /// own ([`crate::load::typed`]): refused for a model that reads its task's tokens (`run`
-    /// names it), for sentences of different lengths in words, and for a sentence over the
-    /// model's positions in pieces.
-    fn probe_with_text(&mut self, input: &TypedInput, run: &Path) -> Result<(), ReadingError> {
-        let Reading::Pieces(pieces) = self else {
-            return Err(ReadingError::TextForTokens {
-                run: run.to_path_buf(),
-            });
-        };
-        let typed = crate::load::typed::sentences_of(input, &pieces.tokenizer)?;
-        let lengths: std::collections::BTreeSet<usize> =
-            typed.sentences.iter().map(|s| s.words.len()).collect();
-        if lengths.len() > 1 {
-            return Err(ReadingError::TypedLengths {
-                lengths: lengths.into_iter().collect(),
-            });
-        }
-        for (pieces_of, name) in typed.pieces.iter().zip(&input.names) {
-            if *pieces_of > pieces.max_positions {
-                return Err(ReadingError::TypedTooLong {
-                    sentence: name.clone(),
-                    pieces: *pieces_of,
-                    tokenizer: pieces.tokenizer.path().display().to_string(),
-                    max_positions: pieces.max_positions,
-                });
-            }
-        }
-        pieces.treebank = Some(typed.sentences);
-        pieces.source = ProbeSource::TypedText {
-            file: input.file.clone(),
-            sentences: input.texts.clone(),
-            unknown_words: typed.unknown_words,
-        };
-        Ok(())
-    }
-
     /// Why the report has no relation scores though the model reads text: its probe is typed
     /// sentences, which have no parse; `None` otherwise.
-    pub fn relations_left_out(&self) -> Option<String> {
-        match self.reads_typed_text() {
-            true => Some(
-                "relation scores (relations.json): typed sentences have no parse; inspect \
-                 without --text for the shipped treebank's, or --probe-conllu FILE for your own \
-                 parsed sentences"
-                    .to_string(),
-            ),
-            false => None,
+    pub fn relations_absent(&self) -> Option<RelationsAbsent> {
+        match self {
+            Reading::Pieces(pieces) => match pieces.sentences {
+                Some(ProbeSentences::Typed(_)) => Some(RelationsAbsent::TypedText),
+                _ => None,
+            },
+            Reading::Tokens => None,
         }
-    }
-
-    /// Whether the probe is sentences the user typed ([`ProbeChoice::Text`]), which have no
-    /// parse.
-    fn reads_typed_text(&self) -> bool {
-        matches!(self, Reading::Pieces(pieces) if pieces.source.is_typed())
     }
 
     /// Whether the measures that cost one pass per head and position, or per pair of heads
@@ -464,8 +462,8 @@ impl Reading {
             Reading::Tokens => Probe::of_tokens(&run.task, size, seed, device),
             Reading::Pieces(pieces) => Probe::of_pieces(
                 &run.task,
-                pieces.treebank.as_deref(),
-                pieces.reader(),
+                pieces.sentences.as_ref(),
+                &pieces.tokenizer,
                 (size, seed),
                 pieces.max_positions,
                 device,
@@ -478,23 +476,25 @@ impl Reading {
     }
 
     /// Parsed sentences to score relations on: `count` of `task`'s, drawn from `seed` (a
-    /// measure's stream), or for a model probed with a treebank its first `count` (at most
-    /// `treebank_count`). `None` for a task without parses.
+    /// measure's stream), or for a model probed with a treebank its first `treebank_count`.
+    /// `None` for a task without parses, and for typed sentences, which have none.
     pub fn relation_sentences(
         &self,
         task: &Task,
         (count, treebank_count): (usize, usize),
         seed: u64,
     ) -> Result<Option<ReadSentences>, ReadingError> {
-        if self.reads_typed_text() {
-            return Ok(None);
-        }
-        if let Reading::Pieces(pieces) = self
-            && let Some(trees) = &pieces.treebank
-        {
-            let trees = trees[..trees.len().min(treebank_count)].to_vec();
-            let read = PieceSentences::of_treebank(trees, pieces.reader(), pieces.max_positions)?;
-            return Ok(Some(ReadSentences::Pieces(read)));
+        if let Reading::Pieces(pieces) = self {
+            match &pieces.sentences {
+                Some(ProbeSentences::Typed(_)) => return Ok(None),
+                Some(ProbeSentences::Treebank(trees)) => {
+                    let trees = trees[..trees.len().min(treebank_count)].to_vec();
+                    let (tokenizer, max) = (&pieces.tokenizer, pieces.max_positions);
+                    let read = ParsedPieces::of_treebank(trees, tokenizer, max)?;
+                    return Ok(Some(ReadSentences::Pieces(read)));
+                }
+                None => {}
+            }
         }
         let sentences = task.parsed_sentences(count, seed);
         if sentences.is_empty() {
@@ -506,7 +506,7 @@ impl Reading {
                 let ids = sentences.into_iter().map(|s| s.words).collect();
                 ReadSentences::Tokens { ids, trees }
             }
-            Reading::Pieces(pieces) => ReadSentences::Pieces(PieceSentences::of_task(
+            Reading::Pieces(pieces) => ReadSentences::Pieces(ParsedPieces::of_task(
                 task,
                 sentences,
                 &pieces.tokenizer,
@@ -607,10 +607,10 @@ impl Reading {
         first_sentences: usize,
     ) -> Result<MaskedSentenceWords, ReadingError> {
         match (self, sentences) {
-            (Reading::Pieces(_), ReadSentences::Pieces(pieces)) => {
-                let mut first = pieces.clone();
-                first.truncate(first.len().min(first_sentences));
-                let words = MaskedWords::of(&first, self.mask()?);
+            (Reading::Pieces(_), ReadSentences::Pieces(parsed)) => {
+                let mut first = parsed.clone();
+                first.truncate(first.trees.len().min(first_sentences));
+                let words = MaskedWords::of(&first.pieces, self.mask()?);
                 let targets = words
                     .examples
                     .iter()
@@ -720,7 +720,7 @@ impl ReadSentences {
     pub fn trees(&self) -> &[TreebankSentence] {
         match self {
             ReadSentences::Tokens { trees, .. } => trees,
-            ReadSentences::Pieces(pieces) => &pieces.trees,
+            ReadSentences::Pieces(parsed) => &parsed.trees,
         }
     }
 
@@ -751,9 +751,9 @@ impl ReadSentences {
                     .collect(),
                 trees: trees.clone(),
             },
-            ReadSentences::Pieces(pieces) => {
-                let mut masked = pieces.clone();
-                for (encoded, hidden) in masked.encoded.iter_mut().zip(masks) {
+            ReadSentences::Pieces(parsed) => {
+                let mut masked = parsed.clone();
+                for (encoded, hidden) in masked.pieces.encoded.iter_mut().zip(masks) {
                     for (id, word) in encoded.ids.iter_mut().zip(&encoded.words) {
                         if word.is_some_and(|w| hidden[w]) {
                             *id = mask;
@@ -799,8 +799,8 @@ impl ReadSentences {
                     each(&patterns, &rows, 0);
                 }
             }
-            ReadSentences::Pieces(pieces) => {
-                pieces.each_chunk(model, device, |patterns, rows| each(patterns, rows, 1));
+            ReadSentences::Pieces(parsed) => {
+                (parsed.pieces).each_chunk(model, device, |patterns, rows| each(patterns, rows, 1));
             }
         }
     }
@@ -809,7 +809,7 @@ impl ReadSentences {
     pub fn pieces(&self) -> Option<&PieceSentences> {
         match self {
             ReadSentences::Tokens { .. } => None,
-            ReadSentences::Pieces(pieces) => Some(pieces),
+            ReadSentences::Pieces(parsed) => Some(&parsed.pieces),
         }
     }
 }
@@ -826,9 +826,13 @@ mod tests {
 
     #[test]
     fn a_treebank_is_refused_for_a_model_that_reads_tokens_before_it_is_read() {
-        let error = Reading::Tokens
-            .probe_with(Path::new("/no/such/file.conllu"), Path::new("runs/copy"))
-            .unwrap_err();
+        let config = Path::new(testkit::TINY_CONFIG);
+        let run = run::RunConfig::load(config, &[])
+            .unwrap()
+            .resolve(config)
+            .unwrap();
+        let choice = ProbeChoice::Treebank("/no/such/file.conllu".into());
+        let error = Reading::chosen(&run, None, &choice, Path::new("runs/copy")).unwrap_err();
         assert!(
             matches!(&error, ReadingError::TreebankForTokens { run } if run == Path::new("runs/copy")),
             "{error}"
@@ -837,6 +841,71 @@ mod tests {
             error.to_string(),
             "a treebank probe needs a model that reads text: runs/copy reads its task's own tokens"
         );
+    }
+
+    /// The tiny test config, with `positions` positions, and the one-layer BERT fixture's
+    /// tokenizer.
+    fn tiny_reading_pieces(positions: usize) -> (ResolvedRun, WordPieces) {
+        let config = Path::new(testkit::TINY_CONFIG);
+        let mut run = run::RunConfig::load(config, &[])
+            .unwrap()
+            .resolve(config)
+            .unwrap();
+        run.io.max_seq_len = positions;
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures");
+        let tokenizer = WordPieces::read(&fixtures.join("bert/one-layer/tokenizer.json"));
+        (run, tokenizer.unwrap())
+    }
+
+    #[test]
+    fn typed_text_is_its_own_probe_with_no_relations_to_score() {
+        let (run, tokenizer) = tiny_reading_pieces(16);
+        let input = TypedInput {
+            texts: vec!["the dog sees the cat.".into()],
+            names: vec!["--text \"the dog sees the cat.\"".into()],
+            file: None,
+        };
+        let choice = ProbeChoice::Text(input);
+        let reading = Reading::chosen(&run, Some(tokenizer), &choice, Path::new("bert")).unwrap();
+        assert_eq!(reading.relations_absent(), Some(RelationsAbsent::TypedText));
+        assert_eq!(reading.treebank_fits(), None, "no treebank to fit");
+        let sentences = reading.relation_sentences(&run.task, (5, 5), 0).unwrap();
+        assert!(sentences.is_none(), "no parse, no relation sentences");
+        let probe = reading.probe(&run, (4, 0), 1, &Device::flex()).unwrap();
+        assert_eq!(probe.len(), 1);
+        assert_eq!(
+            probe.punctuation(),
+            Some(vec![vec![]]),
+            "no labels, no punctuation"
+        );
+    }
+
+    #[test]
+    fn a_treebank_is_read_once_and_a_comparison_keeps_what_every_model_fits() {
+        let (run, tokenizer) = tiny_reading_pieces(16);
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks/tests/fixtures/ud-sample.conllu");
+        let choice = ProbeChoice::Treebank(path.clone());
+        let reading = Reading::chosen(&run, Some(tokenizer.clone()), &choice, Path::new("bert"));
+        let reading = reading.unwrap();
+        assert_eq!(reading.relations_absent(), None);
+        let fits = reading.treebank_fits().expect("a treebank");
+        let trees = tasks::conllu::read(&path).unwrap();
+        assert_eq!(fits.len(), trees.len());
+        // As the tokenizer reads each sentence's words now.
+        for (tree, fits) in trees.iter().zip(&fits) {
+            let words: Vec<&str> = tree.words.iter().map(String::as_str).collect();
+            let pieces = tokenizer.encode_words(&words).unwrap().ids.len();
+            assert_eq!(*fits, pieces <= 16, "{words:?}");
+        }
+        // The shipped treebank narrowed as a comparison chooses: its first and third sentences.
+        let keep = [true, false, true];
+        let choice = ProbeChoice::OwnSentences {
+            keep: keep.to_vec(),
+        };
+        let kept = Reading::chosen(&run, Some(tokenizer), &choice, Path::new("bert")).unwrap();
+        assert_eq!(kept.treebank_fits().map(|f| f.len()), Some(2));
+        assert_eq!(kept.probe_source(&[]), ProbeSource::shipped());
     }
 
     #[test]

@@ -1,8 +1,12 @@
-//! The probe of a model that reads word pieces (an imported BERT): parsed sentences of the
-//! `grammar` task or of a treebank (CoNLL-U), their words as text, read by the model's own
-//! tokenizer; the model's
-//! attention on them taken back to words ([`crate::load::words`]), so that what is measured
-//! is about words and their dependency arcs, as for headlab's own models.
+//! Sentences as a model's word pieces, for a model that reads them (an imported BERT): what
+//! it is probed with instead of its task's ([`ProbeSentences`]: a treebank's parsed sentences,
+//! [`EncodedTree`], or sentences a user typed, which have no parse,
+//! [`crate::load::typed::TypedSentences`]), each read by the model's own tokenizer once, when
+//! its reading is chosen; sentences as pieces word by word ([`PieceSentences`]), and parsed
+//! ones with their trees ([`ParsedPieces`], the `grammar` task's or a treebank's: what
+//! relations are scored on). The model's attention on them is taken back to words
+//! ([`crate::load::words`]), so that what is measured is about words and their dependency
+//! arcs, as for headlab's own models.
 //!
 //! Sentences are fed whole (no mask), as Clark et al. fed BERT, in chunks padded to their
 //! longest (the padding masked as keys, as every batch of headlab's is).
@@ -15,6 +19,7 @@ use tasks::batch::Batch;
 use tasks::conllu::TreebankSentence;
 use tasks::{Example, ParsedSentence, Task};
 
+use crate::load::typed::{TypedSentence, TypedSentences};
 use crate::load::words::{WordSpans, word_patterns};
 
 /// Most sentences per forward pass.
@@ -74,39 +79,59 @@ pub enum PieceProbeError {
     },
 }
 
-/// How a sentence becomes word pieces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadAs {
-    /// Its words one by one, as parsed (a treebank's, the task's): Clark et al.'s reading,
-    /// `transformers`' `is_split_into_words`.
-    Words,
-    /// Its raw text, its words the tokenizer's own ([`WordPieces::read_text`]): sentences
-    /// a user typed, as `transformers` reads `tokenizer(text)`.
-    Text,
+/// The sentences a model that reads word pieces is probed with instead of its task's, each
+/// read by its tokenizer once, when its reading is chosen. Only a treebank's have a parse:
+/// relations are scored on those alone.
+#[derive(Debug, Clone)]
+pub enum ProbeSentences {
+    /// A treebank's parsed sentences (the shipped treebank's, or a file's).
+    Treebank(Vec<EncodedTree>),
+    /// Sentences a user typed: words and pieces, no parse.
+    Typed(TypedSentences),
 }
 
-impl ReadAs {
-    /// `tree` as `tokenizer` reads it this way (a tree without its text is read by its words).
-    pub fn encode(
-        self,
-        tree: &TreebankSentence,
-        tokenizer: &WordPieces,
-    ) -> Result<Encoded, TokenizerError> {
-        match (self, &tree.text) {
-            (ReadAs::Text, Some(text)) => Ok(tokenizer.read_text(text)?.encoded),
-            _ => {
-                let refs: Vec<&str> = tree.words.iter().map(String::as_str).collect();
-                tokenizer.encode_words(&refs)
-            }
+impl ProbeSentences {
+    /// Each sentence's length in words and in pieces (the special ones included), in order.
+    pub fn lengths(&self) -> Vec<(usize, usize)> {
+        match self {
+            ProbeSentences::Treebank(trees) => trees
+                .iter()
+                .map(|t| (t.tree.words.len(), t.encoded.ids.len()))
+                .collect(),
+            ProbeSentences::Typed(typed) => (typed.sentences.iter())
+                .map(|s| (s.words.len(), s.encoded.ids.len()))
+                .collect(),
         }
     }
 }
 
-/// Sentences with their dependency trees, as the model's word pieces.
+/// A treebank's sentence and its word pieces, read word by word as parsed (Clark et al.'s
+/// reading, `transformers`' `is_split_into_words`).
+#[derive(Debug, Clone)]
+pub struct EncodedTree {
+    /// The sentence: words as text, each word's head and label.
+    pub tree: TreebankSentence,
+    /// Its pieces, the special ones included.
+    pub encoded: Encoded,
+}
+
+impl EncodedTree {
+    /// `tree` as `tokenizer` reads its words.
+    pub fn of(tree: TreebankSentence, tokenizer: &WordPieces) -> Result<Self, TokenizerError> {
+        let encoded = encode_words(&tree.words, tokenizer)?;
+        Ok(EncodedTree { tree, encoded })
+    }
+}
+
+/// `words` as `tokenizer` reads them one by one.
+fn encode_words(words: &[String], tokenizer: &WordPieces) -> Result<Encoded, TokenizerError> {
+    let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+    tokenizer.encode_words(&refs)
+}
+
+/// Sentences as the model's word pieces, word by word.
 #[derive(Debug, Clone)]
 pub struct PieceSentences {
-    /// The sentences: words as text, each word's head and label.
-    pub trees: Vec<TreebankSentence>,
     /// Each sentence's words as ids into `names` (the word-level probe's tokens).
     pub ids: Vec<Vec<u32>>,
     /// The name of each word id.
@@ -119,9 +144,18 @@ pub struct PieceSentences {
     pub too_long: usize,
 }
 
-impl PieceSentences {
+/// Parsed sentences as word pieces, with their trees: what relations are scored on.
+#[derive(Debug, Clone)]
+pub struct ParsedPieces {
+    /// The sentences kept: words as text, each word's head and label.
+    pub trees: Vec<TreebankSentence>,
+    /// The same sentences as pieces.
+    pub pieces: PieceSentences,
+}
+
+impl ParsedPieces {
     /// Parsed `sentences` of `task` (its word ids named by [`Task::token_names`]) read by
-    /// `tokenizer` (see [`PieceSentences::of_trees`]).
+    /// `tokenizer` word by word (see [`PieceSentences::of_read`]).
     pub fn of_task(
         task: &Task,
         sentences: Vec<ParsedSentence>,
@@ -131,37 +165,93 @@ impl PieceSentences {
         let names = task
             .token_names()
             .ok_or_else(|| PieceProbeError::NoWords(task.name()))?;
-        let trees = sentences
+        let trees: Vec<TreebankSentence> = sentences
             .iter()
             .map(|s| TreebankSentence::of_parsed(s, &names))
             .collect();
-        let ids = sentences.into_iter().map(|s| s.words).collect();
-        Self::of_trees(names, ids, trees, (tokenizer, ReadAs::Words), max_positions)
+        let ids = sentences.into_iter().map(|s| s.words);
+        let read = trees.iter().zip(ids).map(|(tree, ids)| {
+            let encoded = encode_words(&tree.words, tokenizer);
+            (tree.words.as_slice(), ids, encoded)
+        });
+        let (pieces, kept) = PieceSentences::of_read(names, read, tokenizer, max_positions)?;
+        Ok(ParsedPieces {
+            trees: only(trees, &kept),
+            pieces,
+        })
     }
 
-    /// A treebank's sentences read by `tokenizer` (`read_as`), their word ids numbering the
-    /// distinct forms in sorted order.
+    /// A treebank's sentences, as its tokenizer read them, their word ids numbering the
+    /// distinct forms in sorted order; `tokenizer` names the file in messages.
     pub fn of_treebank(
-        trees: Vec<TreebankSentence>,
-        reader: (&WordPieces, ReadAs),
+        trees: Vec<EncodedTree>,
+        tokenizer: &WordPieces,
         max_positions: usize,
     ) -> Result<Self, PieceProbeError> {
-        let names: Vec<String> = trees
-            .iter()
-            .flat_map(|t| t.words.iter().cloned())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let ids = trees
-            .iter()
-            .map(|t| {
-                t.words
-                    .iter()
-                    .map(|w| names.binary_search(w).expect("every form is named") as u32)
-                    .collect()
-            })
-            .collect();
-        Self::of_trees(names, ids, trees, reader, max_positions)
+        let (names, ids) = named_words(trees.iter().map(|t| t.tree.words.as_slice()));
+        let read = trees.iter().zip(ids).map(|(t, ids)| {
+            let encoded = Ok(t.encoded.clone());
+            (t.tree.words.as_slice(), ids, encoded)
+        });
+        let (pieces, kept) = PieceSentences::of_read(names, read, tokenizer, max_positions)?;
+        let trees = trees.into_iter().map(|t| t.tree).collect();
+        Ok(ParsedPieces {
+            trees: only(trees, &kept),
+            pieces,
+        })
+    }
+
+    /// Keeps the first `n` sentences.
+    pub fn truncate(&mut self, n: usize) {
+        self.trees.truncate(n);
+        self.pieces.truncate(n);
+    }
+}
+
+/// The distinct words of `sentences`, sorted, and each sentence's words as ids into them.
+fn named_words<'a>(
+    sentences: impl Iterator<Item = &'a [String]> + Clone,
+) -> (Vec<String>, Vec<Vec<u32>>) {
+    let names: Vec<String> = (sentences.clone())
+        .flat_map(|words| words.iter().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let ids = sentences
+        .map(|words| {
+            let id = |w: &String| names.binary_search(w).expect("every form is named") as u32;
+            words.iter().map(id).collect()
+        })
+        .collect();
+    (names, ids)
+}
+
+/// The items of `all` at the indices `kept` (ascending), in order.
+fn only<T>(all: Vec<T>, kept: &[usize]) -> Vec<T> {
+    let mut kept = kept.iter().peekable();
+    let mut taken = vec![];
+    for (i, item) in all.into_iter().enumerate() {
+        if kept.next_if(|&&k| k == i).is_some() {
+            taken.push(item);
+        }
+    }
+    taken
+}
+
+impl PieceSentences {
+    /// Typed sentences, as their tokenizer read them, their word ids numbering the distinct
+    /// words in sorted order; `tokenizer` names the file in messages.
+    pub fn of_typed(
+        sentences: &[TypedSentence],
+        tokenizer: &WordPieces,
+        max_positions: usize,
+    ) -> Result<Self, PieceProbeError> {
+        let (names, ids) = named_words(sentences.iter().map(|s| s.words.as_slice()));
+        let read = sentences.iter().zip(ids).map(|(s, ids)| {
+            let encoded = Ok(s.encoded.clone());
+            (s.words.as_slice(), ids, encoded)
+        });
+        Ok(Self::of_read(names, read, tokenizer, max_positions)?.0)
     }
 
     /// The pieces before and after every sentence's words, as the tokenizer writes them:
@@ -177,69 +267,41 @@ impl PieceSentences {
         ]
     }
 
-    /// `trees` (word ids `ids` into `names`) read by a tokenizer; sentences of more than
-    /// `max_positions` pieces are left out and counted. Every sentence must come out as one
-    /// special token, its words in order, one special token: word `i` at word-level
-    /// position `i + 1`.
-    fn of_trees(
+    /// Sentences as `tokenizer` read them, each its words, their ids into `names` and its
+    /// pieces, read one at a time; those of more than `max_positions` pieces are left out
+    /// and counted. Every sentence must come out as one special token, its words in order,
+    /// one special token: word `i` at word-level position `i + 1`. Returns the sentences
+    /// kept and their indices among those read.
+    fn of_read<'a>(
         names: Vec<String>,
-        ids: Vec<Vec<u32>>,
-        trees: Vec<TreebankSentence>,
-        (tokenizer, read_as): (&WordPieces, ReadAs),
+        sentences: impl Iterator<Item = (&'a [String], Vec<u32>, Result<Encoded, TokenizerError>)>,
+        tokenizer: &WordPieces,
         max_positions: usize,
-    ) -> Result<Self, PieceProbeError> {
+    ) -> Result<(Self, Vec<usize>), PieceProbeError> {
         let mut kept = PieceSentences {
-            trees: vec![],
             ids: vec![],
             names,
             encoded: vec![],
             spans: vec![],
             too_long: 0,
         };
-        let offered = trees.len();
+        let (mut offered, mut indices) = (0, vec![]);
         let mut shortest: Option<usize> = None;
-        for (tree, ids) in trees.into_iter().zip(ids) {
-            let words = &tree.words;
-            let encoded = read_as.encode(&tree, tokenizer)?;
+        for (at, (words, ids, encoded)) in sentences.enumerate() {
+            offered += 1;
+            let encoded = encoded?;
             if encoded.ids.len() > max_positions {
                 kept.too_long += 1;
                 shortest = Some(shortest.map_or(encoded.ids.len(), |s| s.min(encoded.ids.len())));
                 continue;
             }
-            let layout = |problem: String| PieceProbeError::Layout {
-                tokenizer: tokenizer.path().display().to_string(),
-                sentence: words.join(" "),
-                problem,
-            };
-            // A word the tokenizer drops (a zero-width or control character: BERT's
-            // normalizer removes them) has no piece to give attention to or receive it.
-            if let Some(empty) = encoded.first_word_without_piece(words.len()) {
-                return Err(layout(format!(
-                    "word {} ({:?}) is no word piece at all as the tokenizer reads it (it drops \
-                     the word: a zero-width or control character?), so no attention can reach \
-                     it; leave the word or its sentence out of the file",
-                    empty + 1,
-                    words[empty]
-                )));
-            }
-            let spans = WordSpans::of(&encoded.words).map_err(|e| layout(e.to_string()))?;
-            let in_place = spans.words() == words.len()
-                && spans.len() == words.len() + 2
-                && (0..words.len()).all(|w| spans.position_of_word(w) == w + 1);
-            if !in_place {
-                return Err(layout(format!(
-                    "expected one special piece, the {} words, one special piece ([CLS] ... \
-                     [SEP], <s> ... </s>); the tokenizer gave {:?}",
-                    words.len(),
-                    encoded.pieces
-                )));
-            }
-            kept.trees.push(tree);
+            let spans = in_place(words, &encoded, tokenizer)?;
             kept.ids.push(ids);
             kept.encoded.push(encoded);
             kept.spans.push(spans);
+            indices.push(at);
         }
-        if kept.trees.is_empty() {
+        if kept.is_empty() {
             // Read on, an empty probe would fail deep in a forward pass.
             return Err(PieceProbeError::NoneFits {
                 sentences: offered,
@@ -247,22 +309,11 @@ impl PieceSentences {
                 shortest,
             });
         }
-        Ok(kept)
-    }
-
-    /// Whether `tree` fits `max_positions` as a tokenizer reads it (`reader`), `[CLS]` and
-    /// `[SEP]` included.
-    pub fn fits(
-        tree: &TreebankSentence,
-        (tokenizer, read_as): (&WordPieces, ReadAs),
-        max_positions: usize,
-    ) -> Result<bool, TokenizerError> {
-        Ok(read_as.encode(tree, tokenizer)?.ids.len() <= max_positions)
+        Ok((kept, indices))
     }
 
     /// Keeps the first `n` sentences.
     pub fn truncate(&mut self, n: usize) {
-        self.trees.truncate(n);
         self.ids.truncate(n);
         self.encoded.truncate(n);
         self.spans.truncate(n);
@@ -270,12 +321,12 @@ impl PieceSentences {
 
     /// Sentences kept.
     pub fn len(&self) -> usize {
-        self.trees.len()
+        self.encoded.len()
     }
 
     /// Whether none was kept.
     pub fn is_empty(&self) -> bool {
-        self.trees.is_empty()
+        self.encoded.is_empty()
     }
 
     /// Runs `model` on the sentences a chunk at a time and calls `each` with every chunk's
@@ -323,6 +374,45 @@ impl PieceSentences {
             .collect();
         Batch::new(&examples, device)
     }
+}
+
+/// Where the words of a sentence (`words`, read by `tokenizer` as `encoded`) sit among its
+/// pieces, refused unless every word has a piece and they come out as one special piece, the
+/// words in order, one special piece.
+fn in_place(
+    words: &[String],
+    encoded: &Encoded,
+    tokenizer: &WordPieces,
+) -> Result<WordSpans, PieceProbeError> {
+    let layout = |problem: String| PieceProbeError::Layout {
+        tokenizer: tokenizer.path().display().to_string(),
+        sentence: words.join(" "),
+        problem,
+    };
+    // A word the tokenizer drops (a zero-width or control character: BERT's normalizer
+    // removes them) has no piece to give attention to or receive it.
+    if let Some(empty) = encoded.first_word_without_piece(words.len()) {
+        return Err(layout(format!(
+            "word {} ({:?}) is no word piece at all as the tokenizer reads it (it drops the \
+             word: a zero-width or control character?), so no attention can reach it; leave \
+             the word or its sentence out of the file",
+            empty + 1,
+            words[empty]
+        )));
+    }
+    let spans = WordSpans::of(&encoded.words).map_err(|e| layout(e.to_string()))?;
+    let in_place = spans.words() == words.len()
+        && spans.len() == words.len() + 2
+        && (0..words.len()).all(|w| spans.position_of_word(w) == w + 1);
+    if !in_place {
+        return Err(layout(format!(
+            "expected one special piece, the {} words, one special piece ([CLS] ... [SEP], \
+             <s> ... </s>); the tokenizer gave {:?}",
+            words.len(),
+            encoded.pieces
+        )));
+    }
+    Ok(spans)
 }
 
 /// Consecutive ranges of sentences of `lengths` pieces, in order, each at most [`CHUNK`]

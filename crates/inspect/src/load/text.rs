@@ -97,11 +97,6 @@ impl ProbeSource {
         !matches!(self, ProbeSource::Task { .. })
     }
 
-    /// Whether the probe is sentences the user typed, which have no parse.
-    pub fn is_typed(&self) -> bool {
-        matches!(self, ProbeSource::TypedText { .. })
-    }
-
     /// One line for a page: `task grammar`, `treebank UD English EWT r2.16
     /// (en_ewt-ud-test.conllu, shipped with headlab)`, `treebank /data/x.conllu`. `task` is the run's task's name.
     pub fn describe(&self, task: &str) -> String {

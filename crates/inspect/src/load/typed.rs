@@ -6,12 +6,13 @@
 //! keeps its variation selector, each CJK character is a word for BERT, a byte-order mark is
 //! dropped by BERT and read by a byte-level BPE. A word the vocabulary has no piece for is
 //! read as the unknown piece, as `transformers` reads it, and the report names it. Typed
-//! sentences have no parse: the report leaves relation scores out and says why.
+//! sentences are words and pieces and have no parse ([`TypedSentences`], its own kind of probe,
+//! [`crate::load::sentences::ProbeSentences::Typed`]): nothing scores relations on them, and
+//! the report leaves relation scores out and says why.
 
 use std::path::{Path, PathBuf};
 
-use hf::tokenizer::{TokenizerError, WordPieces};
-use tasks::conllu::TreebankSentence;
+use hf::tokenizer::{Encoded, TokenizerError, WordPieces};
 
 use crate::load::probe_choice::TypedInput;
 
@@ -55,16 +56,24 @@ pub enum TypedTextError {
     NoSentence(PathBuf),
 }
 
-/// Typed sentences as a tokenizer reads them.
+/// Typed sentences as a tokenizer reads them: their words and pieces, no parse.
 #[derive(Debug, Clone)]
 pub struct TypedSentences {
-    /// The sentences without a parse (every word's HEAD 0, DEPREL `_`, so no arc is scored),
-    /// each one's text kept as it was typed.
-    pub sentences: Vec<TreebankSentence>,
-    /// Each sentence's length in pieces, the special tokens included.
-    pub pieces: Vec<usize>,
+    /// The sentences, in the order typed.
+    pub sentences: Vec<TypedSentence>,
     /// The words read as the unknown piece, each once, in the order typed.
     pub unknown_words: Vec<String>,
+}
+
+/// One typed sentence, read once by the tokenizer.
+#[derive(Debug, Clone)]
+pub struct TypedSentence {
+    /// Its text, as typed.
+    pub text: String,
+    /// Its words, the tokenizer's own.
+    pub words: Vec<String>,
+    /// Its pieces, the special tokens included.
+    pub encoded: Encoded,
 }
 
 /// `input`'s sentences as `tokenizer` reads them ([`TypedSentences`]); a text with no word
@@ -75,7 +84,6 @@ pub fn sentences_of(
 ) -> Result<TypedSentences, TypedTextError> {
     let mut typed = TypedSentences {
         sentences: vec![],
-        pieces: vec![],
         unknown_words: vec![],
     };
     for (i, text) in input.texts.iter().enumerate() {
@@ -91,14 +99,10 @@ pub fn sentences_of(
                 typed.unknown_words.push(read.words[w].clone());
             }
         }
-        typed.pieces.push(read.encoded.ids.len());
-        typed.sentences.push(TreebankSentence {
-            sent_id: None,
-            text: Some(text.clone()),
-            heads: vec![0; read.words.len()],
-            relations: vec!["_".to_string(); read.words.len()],
+        typed.sentences.push(TypedSentence {
+            text: text.clone(),
             words: read.words,
-            lines: vec![],
+            encoded: read.encoded,
         });
     }
     Ok(typed)
@@ -166,9 +170,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(typed.sentences[0].words, ["The", "dog", "barked", "."]);
-        assert_eq!(typed.sentences[0].heads, [0, 0, 0, 0]);
-        assert_eq!(typed.sentences[0].text.as_deref(), Some("The dog barked."));
-        assert_eq!(typed.pieces[0], 7, "[CLS] the dog bark ##ed . [SEP]");
+        assert_eq!(typed.sentences[0].text, "The dog barked.");
+        assert_eq!(
+            typed.sentences[0].encoded.ids.len(),
+            7,
+            "[CLS] the dog bark ##ed . [SEP]"
+        );
         // BERT's normalizer drops the variation selector with the accents: one word, unknown.
         assert_eq!(
             typed.sentences[1].words,
