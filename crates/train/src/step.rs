@@ -76,10 +76,11 @@ where
 }
 
 /// As [`step_gradients`], with the output layer applied at the scored positions only:
-/// `forward_at(model, batch, rows)` gives the logits `[scored, classes]` at the batch's flat
+/// `forward_at(model, batch, rows)` gives the logits `[rows, classes]` at the batch's flat
 /// positions `rows` ([`tasks::batch::scored_rows`]). The same loss and gradients up to float
 /// rounding, without the unscored positions' logits. A shard without a scored position (a
-/// few short sequences can draw none) takes the every-position path, whose loss is 0.
+/// few short sequences can draw none) scores position 0 times 0: its loss and gradients are
+/// 0, as the every-position loss's are.
 pub fn scored_step_gradients<M, F>(
     model: &M,
     forward_at: F,
@@ -90,7 +91,7 @@ pub fn scored_step_gradients<M, F>(
 ) -> StepGradients
 where
     M: Module + Sync,
-    F: Fn(&M, &Batch, Option<Tensor<1, Int>>) -> ScoredLogits + Sync,
+    F: Fn(&M, &Batch, Tensor<1, Int>) -> Tensor<2> + Sync,
 {
     let scored = scored_positions(examples);
     let ranges = shard_ranges(examples.len(), shards);
@@ -98,29 +99,15 @@ where
         let shard = &examples[range.clone()];
         let batch = Batch::new(shard, device);
         let (rows, targets) = scored_rows(shard, device);
-        let loss = match rows.dims()[0] {
-            0 => match forward_at(model, &batch, None) {
-                ScoredLogits::EveryPosition(logits) => {
-                    masked_cross_entropy_sum(logits, batch.targets, batch.weights)
-                }
-                ScoredLogits::At(_) => unreachable!("no rows were asked for"),
-            },
-            _ => match forward_at(model, &batch, Some(rows)) {
-                ScoredLogits::At(logits) => scored_cross_entropy_sum(logits, targets),
-                ScoredLogits::EveryPosition(_) => unreachable!("rows were asked for"),
-            },
+        let none = rows.dims()[0] == 0;
+        let (rows, targets) = match none {
+            true => (Tensor::zeros([1], device), Tensor::zeros([1], device)),
+            false => (rows, targets),
         };
-        loss.div_scalar(scored)
+        let loss = scored_cross_entropy_sum(forward_at(model, &batch, rows), targets);
+        let weight = if none { 0.0 } else { 1.0 / scored };
+        loss.mul_scalar(weight)
     })
-}
-
-/// What [`scored_step_gradients`]'s forward gives: the logits at the rows asked for
-/// (`[scored, classes]`), or, asked for none, at every position (`[batch, seq, classes]`).
-pub enum ScoredLogits {
-    /// At the scored positions.
-    At(Tensor<2>),
-    /// At every position.
-    EveryPosition(Tensor<3>),
 }
 
 /// The scored positions of `examples`, at least 1: what a batch's mean loss divides by.
@@ -285,9 +272,8 @@ mod tests {
             ),
             true => scored_step_gradients(
                 &model,
-                |model: &Encoder, batch: &Batch, rows: Option<Tensor<1, Int>>| match rows {
-                    Some(rows) => ScoredLogits::At(model.forward_at(batch.encoder_input(), rows)),
-                    None => ScoredLogits::EveryPosition(model.forward_input(batch.encoder_input())),
+                |model: &Encoder, batch: &Batch, rows: Tensor<1, Int>| {
+                    model.forward_at(batch.encoder_input(), rows)
                 },
                 &examples,
                 shards,

@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use model::Encoder;
 
 use crate::schedule::{StepEvents, learning_rate};
-use crate::step::{ScoredLogits, StepGradients, scored_step_gradients, step_gradients};
+use crate::step::{StepGradients, scored_step_gradients, step_gradients};
 use run::backend::{BackendKind, NoAdapter};
 use run::checkpoint::{self, CheckpointError, CheckpointState};
 use run::config::{ResolvedRun, RunConfig};
@@ -504,11 +504,9 @@ impl<'a> Trainer<'a> {
         // would draw in an order set by thread timing, so with dropout they take turns.
         let parallel_shards = config.model.dropout == 0.0;
         if self.resolved.task.scores_masked_positions_only() {
-            let forward_at =
-                |model: &Encoder, batch: &Batch, rows: Option<Tensor<1, Int>>| match rows {
-                    Some(rows) => ScoredLogits::At(model.forward_at(batch.encoder_input(), rows)),
-                    None => ScoredLogits::EveryPosition(model.forward_input(batch.encoder_input())),
-                };
+            let forward_at = |model: &Encoder, batch: &Batch, rows: Tensor<1, Int>| {
+                model.forward_at(batch.encoder_input(), rows)
+            };
             return scored_step_gradients(
                 &self.model,
                 forward_at,
