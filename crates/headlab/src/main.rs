@@ -29,6 +29,7 @@ struct Cli {
 enum Command {
     Train(train::cli::Args),
     Import(hf::import::cli::Args),
+    Export(hf::export::cli::Args),
     Inspect(report::cli::inspect::Args),
     Compare(report::cli::compare::Args),
     Verify(report::cli::verify::Args),
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Train(args) => train::cli::main(args),
         Command::Import(args) => hf::import::cli::main(args),
+        Command::Export(args) => hf::export::cli::main(args),
         Command::Inspect(args) => report::cli::inspect::main(args),
         Command::Compare(args) => report::cli::compare::main(args),
         Command::Verify(args) => report::cli::verify::main(args),

@@ -748,6 +748,7 @@ fn every_kind_of_bad_checkpoint_is_refused_by_name_and_nothing_is_written() {
                 "gpt2/config.json",
                 "model_type is \"gpt2\"",
                 "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\", \"albert\"",
+                "\"modernbert\", \"xlm-roberta-xl\", \"roberta-prelayernorm\"",
             ],
         ),
         (

@@ -1,6 +1,6 @@
 //! Every encoder family headlab imports, as a user runs it: `headlab import` of a random tiny
 //! base model and masked LM of RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA (and ELECTRA-small),
-//! ALBERT and ModernBERT
+//! ALBERT, ModernBERT, XLM-RoBERTa-XL and RoBERTa-PreLayerNorm
 //! (`scripts/fixtures/families_reference.py`, crates/model/tests/fixtures/families/), then
 //! `headlab inspect --text` of the reference's sentences: the words, the family's own special
 //! pieces and every head's word-level attention equal `transformers`' reading of the same
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The fixtures: `families/NAME`, its class and its `[import]` format.
-const FIXTURES: [(&str, &str, &str); 15] = [
+const FIXTURES: [(&str, &str, &str); 19] = [
     ("roberta", "RobertaModel", "huggingface-roberta"),
     ("roberta-mlm", "RobertaForMaskedLM", "huggingface-roberta"),
     ("xlm-roberta", "XLMRobertaModel", "huggingface-xlm-roberta"),
@@ -52,6 +52,26 @@ const FIXTURES: [(&str, &str, &str); 15] = [
         "modernbert-mlm",
         "ModernBertForMaskedLM",
         "huggingface-modernbert",
+    ),
+    (
+        "xlm-roberta-xl",
+        "XLMRobertaXLModel",
+        "huggingface-xlm-roberta-xl",
+    ),
+    (
+        "xlm-roberta-xl-mlm",
+        "XLMRobertaXLForMaskedLM",
+        "huggingface-xlm-roberta-xl",
+    ),
+    (
+        "roberta-prelayernorm",
+        "RobertaPreLayerNormModel",
+        "huggingface-roberta-prelayernorm",
+    ),
+    (
+        "roberta-prelayernorm-mlm",
+        "RobertaPreLayerNormForMaskedLM",
+        "huggingface-roberta-prelayernorm",
     ),
 ];
 

@@ -455,28 +455,15 @@ fn bert_options_are_refused_in_a_group_by_key() {
     );
 }
 
-/// BERT's masked-LM prediction transform is for imported checkpoints: a config to train is
-/// refused with the key and what is accepted (inspect reads a trained head as linear).
+/// A masked LM's prediction transform (dense, GELU, norm before the output layer) is
+/// trained in a seed group as in runs alone: what a text model exports with its head.
 #[test]
-fn the_prediction_transform_is_refused_for_training() {
-    let root = tempfile::tempdir().unwrap();
-    let out = root.path().join("run");
-    let output = run_train(&[
-        TINY,
-        "--out",
-        out.to_str().unwrap(),
-        "--set",
-        "model.output_transform=true",
-    ]);
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(
-            "model.output_transform = true is out of range: it must be false in a config to train"
-        ),
-        "{stderr}"
+fn a_group_with_the_prediction_transform_equals_runs_alone() {
+    check(
+        "output transform",
+        &[3, 4],
+        &["model.output_transform=true"],
     );
-    assert!(!out.exists());
 }
 
 /// A group paused with `--stop-at` leaves each seed a checkpoint that a run of that seed

@@ -208,12 +208,12 @@ impl CheckpointConfig {
             Family::Electra | Family::Albert => fields.embedding_size.unwrap_or(fields.hidden_size),
             _ => fields.hidden_size,
         };
-        let position_offset = match family {
-            Family::Roberta | Family::XlmRoberta => fields
+        let position_offset = match family.positions_after_padding() {
+            true => fields
                 .pad_token_id
                 .unwrap_or(ROBERTA_PAD_ID)
                 .saturating_add(1),
-            _ => 0,
+            false => 0,
         };
         Ok(Self {
             family,
@@ -405,6 +405,7 @@ impl CheckpointConfig {
 
     /// headlab's encoder config and sizes for this checkpoint.
     pub fn encoder(&self) -> (EncoderConfig, EncoderIo) {
+        let layout = self.family.layout();
         let bert_like = EncoderConfig {
             d_model: self.hidden_size,
             n_layers: self.num_hidden_layers,
@@ -413,13 +414,16 @@ impl CheckpointConfig {
             d_head: None,
             d_ff: self.intermediate_size,
             dropout: 0.0,
-            norm: NormPlacement::Post,
             positional: PositionalKind::Learned,
             init: InitScheme::Random,
             norm_epsilon: self.layer_norm_eps,
             token_types: self.type_vocab_size,
-            embedding_norm: true,
-            final_norm: false,
+            embedding_norm: layout.embedding_norm.is_some(),
+            norm: match layout.pre_norm {
+                true => NormPlacement::Pre,
+                false => NormPlacement::Post,
+            },
+            final_norm: layout.final_norm.is_some(),
             output_transform: self.is_masked_lm(),
             embedding_size: (self.embedding_size != self.hidden_size)
                 .then_some(self.embedding_size),
@@ -432,9 +436,7 @@ impl CheckpointConfig {
         let config = match self.modern {
             None => bert_like,
             Some(modern) => EncoderConfig {
-                norm: NormPlacement::Pre,
                 positional: PositionalKind::Rotary,
-                final_norm: true,
                 gated_feed_forward: true,
                 biases: modern.biases,
                 first_attention_norm: false,

@@ -9,6 +9,9 @@
 //! a row of a table, not a second importer. ModernBERT is the same table's row with its
 //! differences named: no position table (rotary), one fused query-key-value projection,
 //! pre-norm blocks with a final norm (the first block's attention unnormed).
+//! XLM-RoBERTa-XL and RoBERTa-PreLayerNorm are RoBERTa's network with pre-norm blocks and a
+//! final norm, the first without an embedding norm: headlab's own default blocks, which is why
+//! `headlab export` writes a pre-norm run as one of them ([`crate::export`]).
 
 /// A family of encoders, by its `config.json`'s `model_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,11 +30,16 @@ pub enum Family {
     Albert,
     /// `modernbert`: rotary positions, local and global attention, GeGLU, no biases.
     ModernBert,
+    /// `xlm-roberta-xl`: RoBERTa's network with pre-norm blocks, a final norm and no
+    /// embedding norm.
+    XlmRobertaXl,
+    /// `roberta-prelayernorm`: RoBERTa's network with pre-norm blocks and a final norm.
+    RobertaPreLayerNorm,
 }
 
 impl Family {
     /// Every family, in the order messages list them.
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 9] = [
         Family::Bert,
         Family::Roberta,
         Family::XlmRoberta,
@@ -39,6 +47,8 @@ impl Family {
         Family::Electra,
         Family::Albert,
         Family::ModernBert,
+        Family::XlmRobertaXl,
+        Family::RobertaPreLayerNorm,
     ];
 
     /// The family whose `model_type` is `name`.
@@ -58,6 +68,8 @@ impl Family {
             Family::Electra => "electra",
             Family::Albert => "albert",
             Family::ModernBert => "modernbert",
+            Family::XlmRobertaXl => "xlm-roberta-xl",
+            Family::RobertaPreLayerNorm => "roberta-prelayernorm",
         }
     }
 
@@ -71,6 +83,8 @@ impl Family {
             Family::Electra => "Electra",
             Family::Albert => "Albert",
             Family::ModernBert => "ModernBert",
+            Family::XlmRobertaXl => "XLMRobertaXL",
+            Family::RobertaPreLayerNorm => "RobertaPreLayerNorm",
         }
     }
 
@@ -100,7 +114,21 @@ impl Family {
             Family::Electra => &ELECTRA,
             Family::Albert => &ALBERT,
             Family::ModernBert => &MODERNBERT,
+            Family::XlmRobertaXl => &XLM_ROBERTA_XL,
+            Family::RobertaPreLayerNorm => &ROBERTA_PRELAYERNORM,
         }
+    }
+
+    /// Whether its position ids start after its padding id (RoBERTa's kind: the first word
+    /// reads row `pad_token_id + 1` of the table, and padding reads row `pad_token_id`).
+    pub fn positions_after_padding(self) -> bool {
+        matches!(
+            self,
+            Family::Roberta
+                | Family::XlmRoberta
+                | Family::XlmRobertaXl
+                | Family::RobertaPreLayerNorm
+        )
     }
 }
 
@@ -145,8 +173,8 @@ pub struct Layout {
     pub position: Option<&'static str>,
     /// The token-type (segment) embeddings, where the family has them.
     pub token_type: Option<&'static str>,
-    /// The norm after the embeddings.
-    pub embedding_norm: &'static str,
+    /// The norm after the embeddings (none in XLM-RoBERTa-XL).
+    pub embedding_norm: Option<&'static str>,
     /// Factorised embeddings' projection to the hidden width, where the config gives an
     /// embedding size unlike the hidden size.
     pub embedding_projection: Option<&'static str>,
@@ -156,6 +184,9 @@ pub struct Layout {
     pub qkv: Qkv,
     /// The attention's output projection.
     pub attention_output: &'static str,
+    /// Whether the blocks are pre-norm (each sublayer reads its input normed; a final norm
+    /// follows the last block), or post-norm (each residual sum is normed).
+    pub pre_norm: bool,
     /// The attention's norm: after its residual add (post-norm), or before it (pre-norm,
     /// where the first block may have none).
     pub attention_norm: &'static str,
@@ -179,9 +210,10 @@ const BERT: Layout = Layout {
     word: "embeddings.word_embeddings",
     position: Some("embeddings.position_embeddings"),
     token_type: Some("embeddings.token_type_embeddings"),
-    embedding_norm: "embeddings.LayerNorm",
+    embedding_norm: Some("embeddings.LayerNorm"),
     embedding_projection: None,
     blocks: Blocks::PerLayer("encoder.layer"),
+    pre_norm: false,
     qkv: Qkv::Separate([
         "attention.self.query",
         "attention.self.key",
@@ -227,9 +259,10 @@ const DISTILBERT: Layout = Layout {
     word: "embeddings.word_embeddings",
     position: Some("embeddings.position_embeddings"),
     token_type: None,
-    embedding_norm: "embeddings.LayerNorm",
+    embedding_norm: Some("embeddings.LayerNorm"),
     embedding_projection: None,
     blocks: Blocks::PerLayer("transformer.layer"),
+    pre_norm: false,
     qkv: Qkv::Separate(["attention.q_lin", "attention.k_lin", "attention.v_lin"]),
     attention_output: "attention.out_lin",
     attention_norm: "sa_layer_norm",
@@ -265,9 +298,10 @@ const MODERNBERT: Layout = Layout {
     word: "embeddings.tok_embeddings",
     position: None,
     token_type: None,
-    embedding_norm: "embeddings.norm",
+    embedding_norm: Some("embeddings.norm"),
     embedding_projection: None,
     blocks: Blocks::PerLayer("layers"),
+    pre_norm: true,
     qkv: Qkv::Fused("attn.Wqkv"),
     attention_output: "attn.Wo",
     attention_norm: "attn_norm",
@@ -277,6 +311,31 @@ const MODERNBERT: Layout = Layout {
     head_transform: ["head.dense", "head.norm"],
     decoder: ["decoder.weight", "decoder.bias"],
     encoder_parts: &["embeddings.", "layers.", "final_norm."],
+};
+
+/// XLM-RoBERTa-XL: RoBERTa's names with pre-norm blocks (the attention's norm
+/// `attention.self_attn_layer_norm`, the feed-forward's the layer's `LayerNorm`), the final
+/// norm in the encoder, and no norm after the embeddings.
+const XLM_ROBERTA_XL: Layout = Layout {
+    embedding_norm: None,
+    pre_norm: true,
+    attention_norm: "attention.self_attn_layer_norm",
+    feed_forward_norm: "LayerNorm",
+    final_norm: Some("encoder.LayerNorm"),
+    ..ROBERTA
+};
+
+/// RoBERTa-PreLayerNorm: its encoder under `roberta_prelayernorm.`, pre-norm blocks (the
+/// attention's norm `attention.LayerNorm`, the feed-forward's `intermediate.LayerNorm`) and
+/// the final norm at the base model's top level.
+const ROBERTA_PRELAYERNORM: Layout = Layout {
+    base_prefix: "roberta_prelayernorm.",
+    pre_norm: true,
+    attention_norm: "attention.LayerNorm",
+    feed_forward_norm: "intermediate.LayerNorm",
+    final_norm: Some("LayerNorm"),
+    encoder_parts: &["embeddings.", "encoder.", "LayerNorm."],
+    ..ROBERTA
 };
 
 #[cfg(test)]
@@ -297,7 +356,7 @@ mod tests {
         assert_eq!(
             Family::supported_list(),
             "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\", \"albert\", \
-             \"modernbert\""
+             \"modernbert\", \"xlm-roberta-xl\", \"roberta-prelayernorm\""
         );
     }
 }

@@ -1,9 +1,10 @@
 //! Hugging Face's formats, read as headlab reads them: encoder checkpoints (`config.json` and
 //! `model.safetensors`, as `save_pretrained` writes them) of the BERT, RoBERTa, XLM-RoBERTa,
-//! DistilBERT, ELECTRA, ALBERT and ModernBERT families ([`family`]) opened as headlab
-//! [`Encoder`]s; a `tokenizer.json` ([`tokenizer`]: text and words to word pieces, with the
-//! `tokenizers` crate `transformers` runs); and `headlab import` ([`import`]: a checkpoint
-//! made into a run directory, through the `run` crate below this one).
+//! DistilBERT, ELECTRA, ALBERT, ModernBERT, XLM-RoBERTa-XL and RoBERTa-PreLayerNorm families
+//! ([`family`]) opened as headlab [`Encoder`]s; a `tokenizer.json` ([`tokenizer`]: text and
+//! words to word pieces, with the `tokenizers` crate `transformers` runs); `headlab import`
+//! ([`import`]: a checkpoint made into a run directory, through the `run` crate below this
+//! one); and `headlab export` ([`export`]: a run written as a checkpoint).
 //!
 //! A checkpoint is headlab's encoder with its four options set (token types where the family
 //! has them, an embedding norm, post-norm without a final norm, the checkpoint's norm
@@ -18,7 +19,8 @@
 //! `output_transform` and the decoder (the word embeddings, tied, and the prediction bias) as
 //! its output layer, so its logits equal the reference's too. A base model has no head: its
 //! output layer is the tied word embeddings alone, with no bias (the unembedding), and no
-//! transform. [`tokenizer`] and [`import`] come last.
+//! transform. [`tokenizer`] and [`import`] come last, then [`export`] (`headlab export`: a
+//! run written as a checkpoint of the family that holds its blocks, the import's inverse).
 
 pub mod config;
 pub mod error;
@@ -27,6 +29,7 @@ pub mod modernbert;
 mod tensors;
 pub mod weights_file;
 
+pub mod export;
 pub mod import;
 pub mod tokenizer;
 

@@ -220,11 +220,13 @@ impl<'a> Weights<'a> {
                 self.get(&format!("{name}.weight"), [config.type_vocab_size, width])?,
             );
         }
-        let embedding_norm = encoder
-            .embedding_norm
-            .as_mut()
-            .expect("an imported encoder has an embedding norm");
-        self.norm(layout.embedding_norm, embedding_norm, width)?;
+        if let Some(name) = layout.embedding_norm {
+            let embedding_norm = encoder
+                .embedding_norm
+                .as_mut()
+                .expect("a family with an embedding norm has it in the encoder");
+            self.norm(name, embedding_norm, width)?;
+        }
         if let Some(projection) = encoder.embedding_projection.as_mut() {
             let name = layout
                 .embedding_projection
@@ -299,6 +301,19 @@ impl<'a> Weights<'a> {
         };
         encoder.output.weight = Param::from_tensor(decoder.transpose());
         let decoder_bias = config.modern.is_none_or(|modern| modern.decoder_bias);
+        // Untied (a decoder weight of its own), transformers' head adds the decoder linear's
+        // own bias (`cls.predictions.decoder.bias`, as headlab's export writes it beside
+        // `cls.predictions.bias`), which tying would have made the prediction bias.
+        let own_bias = crate::export::written::decoder_bias_name(weight_name);
+        let untied = self.names.contains_key(weight_name);
+        let both = self.names.contains_key(&own_bias) && self.names.contains_key(bias_name);
+        if config.is_masked_lm() && untied && own_bias != bias_name && both {
+            self.get::<1>(bias_name, [vocab])?; // read: the untied head does not add it
+        }
+        let bias_name = match untied && self.names.contains_key(&own_bias) {
+            true => own_bias.as_str(),
+            false => bias_name,
+        };
         let bias = match config.is_masked_lm() && decoder_bias && self.names.contains_key(bias_name)
         {
             true => self.get(bias_name, [vocab])?,

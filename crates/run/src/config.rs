@@ -435,19 +435,6 @@ impl RunConfig {
                 path: path.to_path_buf(),
                 error,
             })?;
-        // A trained model's head is one linear layer: inspect's direct logit attribution
-        // reads it as linear. BERT's prediction transform is for imported checkpoints.
-        if self.model.output_transform && self.import.is_none() {
-            return Err(ConfigError::Model {
-                path: path.to_path_buf(),
-                error: model::ConfigError::OutOfRange {
-                    field: "model.output_transform",
-                    value: "true".into(),
-                    accepted: "false in a config to train (it is BERT's masked-LM prediction \
-                               transform, set by importing a checkpoint)",
-                },
-            });
-        }
         Ok(ResolvedRun {
             config: self,
             task,

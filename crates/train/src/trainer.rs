@@ -165,8 +165,8 @@ pub enum TrainError {
     /// options, for imported models).
     #[error(
         "{key} is set: a seed group (--seeds, or a sweep's group_seeds) trains headlab's own \
-         embeddings and output, without BERT's options (model.token_types, embedding_norm, \
-         embedding_size, final_norm, output_transform); train these seeds one at a time"
+         embeddings, without BERT's options (model.token_types, embedding_norm, \
+         embedding_size, final_norm = false); train these seeds one at a time"
     )]
     GroupUnsupported {
         /// The config key.

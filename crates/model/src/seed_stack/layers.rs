@@ -15,6 +15,7 @@ use crate::Activation;
 use crate::attention::{AttentionMask, HeadwiseLinear, MultiHeadAttention, combined_mask};
 use crate::attention_core::{Qkv, attention_core, rotate, split_fused, split_headwise};
 use crate::block::{EncoderBlock, NormPlacement};
+use crate::encoder::OutputTransform;
 use crate::fused;
 use crate::residual::{Residuals, StreamNorm, activate};
 use crate::seed_stack::dropout::LayerDropout;
@@ -158,6 +159,46 @@ impl SeedNorm {
             Some(beta) => scaled + beta.val().unsqueeze_dim(1),
             None => scaled,
         }
+    }
+}
+
+/// S prediction transforms (dense, activation, norm: a masked LM's head before its output
+/// layer), each seed's own.
+#[derive(Module, Debug)]
+pub struct SeedTransform {
+    /// The dense layers, `[seeds, d_model, width]`.
+    pub dense: SeedLinear,
+    /// The norms after the activation.
+    pub norm: SeedNorm,
+    /// The activation between them (the model's).
+    #[module(skip)]
+    pub activation: Activation,
+}
+
+impl SeedTransform {
+    /// The stack of `transforms`, whose norms share `epsilon`.
+    pub fn stack(transforms: &[&OutputTransform], epsilon: f64, activation: Activation) -> Self {
+        let dense: Vec<_> = transforms.iter().map(|t| &t.dense).collect();
+        let norms: Vec<_> = transforms.iter().map(|t| &t.norm).collect();
+        Self {
+            dense: SeedLinear::stack(&dense),
+            norm: SeedNorm::stack(&norms, epsilon),
+            activation,
+        }
+    }
+
+    /// Seed `seed`'s transform, with `template`'s parameter ids.
+    pub fn unstack(&self, seed: usize, mut template: OutputTransform) -> OutputTransform {
+        template.dense = self.dense.unstack(seed, template.dense);
+        template.norm = self.norm.unstack(seed, template.norm);
+        template
+    }
+
+    /// # Shapes
+    /// - `x`: `[seeds, rows, d_model]` -> `[seeds, rows, width]`
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.norm
+            .forward(self.activation.forward(self.dense.forward(x)))
     }
 }
 

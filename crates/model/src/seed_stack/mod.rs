@@ -34,7 +34,9 @@ use burn::module::{ModuleVisitor, Param, ParamId};
 use burn::nn::PositionalEncoding;
 use burn::prelude::*;
 
-pub use layers::{SeedAttention, SeedBlock, SeedHeadwiseLinear, SeedLinear, SeedNorm};
+pub use layers::{
+    SeedAttention, SeedBlock, SeedHeadwiseLinear, SeedLinear, SeedNorm, SeedTransform,
+};
 
 use crate::attention::AttentionMask;
 use crate::encoder::{Encoder, EncoderConfig};
@@ -56,6 +58,9 @@ pub struct SeedStack {
     pub blocks: Vec<SeedBlock>,
     /// Norms before the output heads.
     pub final_norm: SeedNorm,
+    /// The prediction transforms before the output heads, where the model has one (a
+    /// masked LM's: dense, activation, norm).
+    pub output_transform: Option<SeedTransform>,
     /// Output heads `[seeds, d_model, n_outputs]`.
     pub output: SeedLinear,
     /// Number of seeds.
@@ -88,7 +93,6 @@ impl SeedStack {
             first.token_types.is_none()
                 && first.embedding_norm.is_none()
                 && first.final_norm.is_some()
-                && first.output_transform.is_none()
                 && first.embedding_projection.is_none(),
             "the seed stack implements headlab's own embeddings and output, not BERT's \
              (unsupported_option says which)"
@@ -119,12 +123,20 @@ impl SeedStack {
             .map(|e| e.final_norm.as_ref().expect("checked above"))
             .collect();
         let outputs: Vec<_> = encoders.iter().map(|e| &e.output).collect();
+        let output_transform = first.output_transform.as_ref().map(|_| {
+            let transforms: Vec<_> = encoders
+                .iter()
+                .map(|e| e.output_transform.as_ref().expect("one config"))
+                .collect();
+            SeedTransform::stack(&transforms, first.norm_epsilon, first.activation)
+        });
         Self {
             embedding: stack_param(&embeddings),
             learned_positions,
             sinusoidal: first.positions.sinusoidal.clone(),
             blocks,
             final_norm: SeedNorm::stack(&final_norms, first.norm_epsilon),
+            output_transform,
             output: SeedLinear::stack(&outputs),
             seeds: encoders.len(),
             max_seq_len: first.max_seq_len,
@@ -156,6 +168,11 @@ impl SeedStack {
         template.final_norm = template
             .final_norm
             .map(|norm| self.final_norm.unstack(seed, norm));
+        if let (Some(stacked), Some(transform)) =
+            (&self.output_transform, template.output_transform.take())
+        {
+            template.output_transform = Some(stacked.unstack(seed, transform));
+        }
         template.output = self.output.unstack(seed, template.output);
         template
     }
@@ -178,8 +195,7 @@ impl SeedStack {
         let [seeds, batch, seq] = input.tokens.dims();
         let hidden = self.hidden(input); // [seeds, batch * seq, d_model]
         let n_outputs = self.output.d_out();
-        self.output
-            .forward(hidden) // [seeds, batch * seq, n_outputs]
+        self.head(hidden) // [seeds, batch * seq, n_outputs]
             .reshape([seeds, batch, seq, n_outputs])
     }
 
@@ -194,7 +210,19 @@ impl SeedStack {
         let [seeds, _, d_model] = hidden.dims();
         let [_, n] = rows.dims();
         let index = rows.unsqueeze_dim::<3>(2).expand([seeds, n, d_model]);
-        self.output.forward(hidden.gather(1, index)) // [seeds, n, n_outputs]
+        self.head(hidden.gather(1, index)) // [seeds, n, n_outputs]
+    }
+
+    /// The output heads on what the final norms gave, through the prediction transforms
+    /// where the model has them.
+    ///
+    /// # Shapes
+    /// - `x`: `[seeds, rows, d_model]` -> `[seeds, rows, n_outputs]`
+    fn head(&self, x: Tensor<3>) -> Tensor<3> {
+        match &self.output_transform {
+            Some(transform) => self.output.forward(transform.forward(x)),
+            None => self.output.forward(x),
+        }
     }
 
     /// The blocks and the final norms: every seed's final hidden states.
@@ -255,8 +283,9 @@ impl SeedStack {
 /// for headlab's own encoders. The stack runs every block through the encoder's own
 /// arithmetic ([`crate::residual`], [`crate::attention_core`]), so every block option
 /// (layouts, positions, norm placement and epsilon, activations, gating, biases, local
-/// attention) is carried; what it refuses are the embedding and output options of imported
-/// checkpoints, which it would have to build as the encoder does.
+/// attention) is carried, and a masked LM's prediction transform; what it refuses are the
+/// embedding options of imported checkpoints and post-norm blocks without a final norm,
+/// which it would have to build as the encoder does.
 pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
     if config.token_types > 0 {
         Some("model.token_types")
@@ -264,8 +293,6 @@ pub fn unsupported_option(config: &EncoderConfig) -> Option<&'static str> {
         Some("model.embedding_norm")
     } else if !config.final_norm {
         Some("model.final_norm")
-    } else if config.output_transform {
-        Some("model.output_transform")
     } else if config.embedding_size.is_some() {
         Some("model.embedding_size")
     } else {
