@@ -349,6 +349,7 @@ fn imported_contents(n_layers: usize, scored: bool) -> ReportContents {
         pairs: scored,
         outputs: scored,
         trained: false,
+        treebank_snapshots: false,
     }
 }
 

@@ -196,6 +196,12 @@ fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
         serde_json::from_slice(&std::fs::read(run.join("inspect/relations.json")).unwrap())
             .unwrap();
     assert!(relations.to_string().contains("\"det\""), "{relations}");
+    // The page says what the model was trained on.
+    let page = std::fs::read_to_string(run.join("inspect/index.html")).unwrap();
+    assert!(
+        page.contains("a masked LM trained here on") && page.contains("corpus.jsonl"),
+        "the page does not name the corpus"
+    );
 
     let typed = tmp.path().join("typed");
     let output = inspect(&[

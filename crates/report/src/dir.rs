@@ -33,6 +33,7 @@ use inspect::measures::divergence::{self, DivergencePoint};
 use inspect::measures::heads::HeadRecord;
 use inspect::measures::logit_lens::LogitLens;
 use inspect::measures::relations::Relations;
+use inspect::measures::relations_over_training::RelationsOverTraining;
 use inspect::measures::trajectories::Trajectories;
 
 use crate::provenance::Provenance;
@@ -70,6 +71,8 @@ pub const PATCHING: &str = "patching.json";
 pub const DIVERGENCE: &str = "divergence.csv";
 /// `trajectories.json`.
 pub const TRAJECTORIES: &str = "trajectories.json";
+/// `relations-over-training.json`.
+pub const RELATIONS_OVER_TRAINING: &str = "relations-over-training.json";
 /// `explore.html`.
 pub const EXPLORE: &str = "explore.html";
 /// `index.html`, written last.
@@ -101,6 +104,8 @@ pub enum Presence {
     WordTaskOutputs,
     /// For word tasks of models headlab trained: what reads the grammar's own output classes.
     WordTaskTrained,
+    /// When the run has snapshots and its model reads a treebank (a text model trained here).
+    TreebankSnapshots,
 }
 
 impl Presence {
@@ -117,6 +122,7 @@ impl Presence {
             Presence::Outputs => contents.outputs,
             Presence::WordTaskOutputs => contents.word_task && contents.outputs,
             Presence::WordTaskTrained => contents.word_task && contents.trained,
+            Presence::TreebankSnapshots => contents.treebank_snapshots,
         }
     }
 
@@ -142,6 +148,10 @@ impl Presence {
                  too)",
             ),
             Presence::WordTaskTrained => Some("word tasks of models headlab trained"),
+            Presence::TreebankSnapshots => Some(
+                "Written when the run has snapshots and its model reads a treebank (a text \
+                 model trained here)",
+            ),
         }
     }
 }
@@ -163,6 +173,8 @@ pub struct ReportContents {
     pub outputs: bool,
     /// Headlab trained the model (it was not imported).
     pub trained: bool,
+    /// The run has snapshots and its model reads a treebank.
+    pub treebank_snapshots: bool,
 }
 
 impl ReportContents {
@@ -179,6 +191,7 @@ impl ReportContents {
             pairs: measured.patching.is_some(),
             outputs: measured.pruning.is_some(),
             trained: loaded.resolved.config.import.is_none(),
+            treebank_snapshots: measured.relations_over_training.is_some(),
         }
     }
 }
@@ -337,6 +350,26 @@ pub const FILES: &[ReportFile] = &[
         Presence::Snapshots,
         "per final head: the matched head, role and pattern scores at each snapshot's \
          step, and role_formed_at, the step from which its final role stayed",
+    ),
+    file(
+        RELATIONS_OVER_TRAINING,
+        Presence::TreebankSnapshots,
+        "per snapshot (`steps`): `step`, `syntactic` (the fraction of the scored arcs of the \
+         labels with at least `min_arcs` found when each label uses its best head), \
+         `positional` (the same with each label's best fixed offset), \
+         `labels_beating_offset`, and `labels`, per UD label: `relation`, `arcs`, `layer`, \
+         `head` and `direction` of its head and its `score`, `offset` and `offset_score`; \
+         heads and offsets chosen on `chosen_sentences` sentences of `chosen_on` (EWT's \
+         development set), scored on `scored_sentences` of the probe's treebank",
+    ),
+    file(
+        "figures/relations-over-training.png",
+        Presence::TreebankSnapshots,
+        "at every snapshot (steps on a log scale), the fraction of the treebank's arcs found \
+         when each UD label uses its best head, and when it uses its best fixed offset (both \
+         chosen on EWT's development set, scored on the probe's sentences), above the \
+         masked-LM loss (training and held-out): heads above the offsets' line track syntax \
+         beyond position",
     ),
     file(
         "figures/attention.png",
@@ -513,6 +546,9 @@ impl JsonFile for LogitLens {
 }
 impl JsonFile for Patching {
     const NAME: &'static str = PATCHING;
+}
+impl JsonFile for RelationsOverTraining {
+    const NAME: &'static str = RELATIONS_OVER_TRAINING;
 }
 
 /// A file of the report that could not be written.

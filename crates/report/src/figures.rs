@@ -120,6 +120,14 @@ fn draw_figure(
             &loaded.dir.metrics(),
         ),
         "figures/training.png" => figures::training(path, &loaded.dir.metrics()),
+        "figures/relations-over-training.png" => figures::relations_over_training(
+            path,
+            measured
+                .relations_over_training
+                .as_ref()
+                .expect("a treebank reading with snapshots has relations over training"),
+            &loaded.dir.metrics(),
+        ),
         other => unreachable!("no drawing for the figure {other}"),
     }
 }

@@ -75,7 +75,7 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
             import.architecture
         ),
         Some(import) => format!(" (an imported {})", import.architecture),
-        None => String::new(),
+        None => trained_on(loaded),
     };
     format!(
         "{}, {} layers x {} heads{imported} ({} layout), weights {}{sha256}, eval token \
@@ -89,6 +89,20 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
         probe.examples.len(),
         position_note(&loaded.resolved.config.model),
     )
+}
+
+/// What a model trained here on text was trained on: the corpus, the tokenizer's pieces and
+/// the steps (the run's `run.json` records the corpus's and tokenizer's SHA-256). Empty for a
+/// toy, whose task the header names.
+fn trained_on(loaded: &LoadedRun) -> String {
+    let resolved = &loaded.resolved;
+    match resolved.task.corpus() {
+        Some((corpus, _)) => format!(
+            " (a masked LM trained here on {corpus}, {} word pieces, {} steps)",
+            resolved.io.vocab_size, resolved.config.train.steps
+        ),
+        None => String::new(),
+    }
 }
 
 /// What a reader of the circuits needs to know about how positions enter: rotary

@@ -176,6 +176,9 @@ fn write_records(dir: &ReportDir, measured: &Measured) -> Result<Vec<PathBuf>, W
     if let Some(trajectories) = &measured.trajectories {
         files.push(dir.write_json(trajectories)?);
     }
+    if let Some(over_training) = &measured.relations_over_training {
+        files.push(dir.write_json(over_training)?);
+    }
     if let Some(patching) = &measured.patching {
         files.push(dir.write_json(patching)?);
     }

@@ -5,6 +5,7 @@ use run::snapshot::SnapshotError;
 
 use crate::circuits::CircuitError;
 use crate::load::reading::ReadingError;
+use crate::measures::relations_over_training::OverTrainingError;
 
 /// A run that could not be measured.
 #[derive(Debug, thiserror::Error)]
@@ -19,4 +20,13 @@ pub enum MeasureError {
     /// A circuit whose eigenvalues did not converge.
     #[error(transparent)]
     Circuits(#[from] CircuitError),
+}
+
+impl From<OverTrainingError> for MeasureError {
+    fn from(error: OverTrainingError) -> Self {
+        match error {
+            OverTrainingError::Snapshot(error) => MeasureError::Snapshot(error),
+            OverTrainingError::Reading(error) => MeasureError::Reading(error),
+        }
+    }
 }

@@ -35,6 +35,7 @@ use crate::measures::heads::{HeadRecord, measure_heads};
 use crate::measures::importance::spearman;
 use crate::measures::logit_lens::{LogitLens, logit_lens};
 use crate::measures::relations::{self, Relations};
+use crate::measures::relations_over_training::{self as over_training, RelationsOverTraining};
 use crate::measures::similarity::LayerSimilarity;
 use crate::measures::special::probe_special_attention;
 use crate::measures::trajectories::{self, Trajectories};
@@ -72,6 +73,9 @@ pub struct Measured {
     pub divergence: Vec<DivergencePoint>,
     /// `trajectories.json` (none without snapshots).
     pub trajectories: Option<Trajectories>,
+    /// `relations-over-training.json`: relations at every snapshot, for a model that reads
+    /// a treebank (none without snapshots, or for a model of task tokens).
+    pub relations_over_training: Option<RelationsOverTraining>,
     /// `logit_lens.json`; none where the output layer is not scored.
     pub logit_lens: Option<LogitLens>,
     /// `patching.json` (none for tasks without minimal pairs, or when turned off).
@@ -167,6 +171,7 @@ pub fn measure_in_stages(
         summary,
         divergence: later.divergence,
         trajectories: later.trajectories,
+        relations_over_training: later.relations_over_training,
         logit_lens,
         patching_absent: later.patching.is_none().then(|| patching_absent(flags)),
         patching: later.patching,
@@ -203,11 +208,13 @@ struct Later {
     agreement: Option<Agreement>,
     divergence: Vec<DivergencePoint>,
     trajectories: Option<Trajectories>,
+    relations_over_training: Option<RelationsOverTraining>,
 }
 
 /// The measures after the heads': patching where it is asked for and the output layer is
 /// `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
-/// divergence and role trajectories over the run's snapshots.
+/// divergence, role trajectories and (for a model reading a treebank) relations over the
+/// run's snapshots.
 fn measure_later(
     context: MeasureContext,
     (probe, layers): (&Probe, &[LayerProbe]),
@@ -232,6 +239,7 @@ fn measure_later(
         agreement,
         divergence: divergence::divergence(context, probe)?,
         trajectories: trajectories::trajectories(context, probe, layers)?,
+        relations_over_training: over_training::relations_over_training(context)?,
     })
 }
 

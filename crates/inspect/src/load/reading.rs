@@ -515,6 +515,24 @@ impl Reading {
         }))
     }
 
+    /// The first `count` sentences of the shipped treebank's development set as the model
+    /// reads them, where it reads a treebank (a text run or an import probed with one): what
+    /// relations over training choose heads on. `None` for any other reading.
+    pub fn dev_sentences(&self, count: usize) -> Result<Option<ReadSentences>, ReadingError> {
+        let Reading::Pieces(pieces) = self else {
+            return Ok(None);
+        };
+        if !matches!(pieces.sentences, Some(ProbeSentences::Treebank(_))) {
+            return Ok(None);
+        }
+        let mut trees = crate::load::text::shipped_dev_sentences();
+        trees.truncate(count);
+        let path = Path::new(crate::load::text::SHIPPED_DEV_FILE);
+        let encoded = encoded_file(trees, path, &pieces.tokenizer)?;
+        let read = ParsedPieces::of_treebank(encoded, &pieces.tokenizer, pieces.max_positions)?;
+        Ok(Some(ReadSentences::Pieces(read)))
+    }
+
     /// The mask a word is hidden behind: the task's `<mask>` token, or the `[MASK]` piece.
     pub fn mask(&self) -> Result<u32, ReadingError> {
         match self {

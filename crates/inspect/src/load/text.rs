@@ -23,6 +23,18 @@ pub fn shipped_sentences() -> Vec<TreebankSentence> {
         .expect("the shipped treebank parses (crates/headlab/tests/shipped_data.rs reads it)")
 }
 
+/// The shipped treebank's development set's file name (`data/ud-english-ewt/`): relations
+/// over training choose each label's head on it and score it on the probe's treebank.
+pub const SHIPPED_DEV_FILE: &str = "en_ewt-ud-dev.conllu";
+/// Its text, unchanged.
+const SHIPPED_DEV_TEXT: &str = include_str!("../../../../data/ud-english-ewt/en_ewt-ud-dev.conllu");
+
+/// The shipped development set's sentences, in file order (2,001).
+pub fn shipped_dev_sentences() -> Vec<TreebankSentence> {
+    tasks::conllu::parse(SHIPPED_DEV_TEXT, Path::new(SHIPPED_DEV_FILE))
+        .expect("the shipped development set parses (crates/headlab/tests/shipped_data.rs)")
+}
+
 /// Where a probe's sentences or sequences come from: what a report names on its pages, in
 /// `summary.json` and in `provenance.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,9 @@
 //!   scoring sentences masked as in training ([`relations::masks`]).
 //! - [`similarity`]: how alike two heads are; [`matching`]: heads paired across runs or
 //!   snapshots by that similarity.
-//! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots.
+//! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots;
+//!   [`relations_over_training`]: the relations at every snapshot of a model reading a
+//!   treebank (heads chosen on EWT's development set, scored on the probe's).
 //! - [`logit_lens`]: each layer's residual stream read through the output layer.
 //! - [`ceiling`]: the model's accuracy per class of masked word against the Bayes-optimal
 //!   predictor's (word tasks); [`masked`]: the model's answers on masked words, which it
@@ -31,6 +33,7 @@ pub mod matching;
 pub mod norms;
 pub mod patterns;
 pub mod relations;
+pub mod relations_over_training;
 pub mod similarity;
 pub mod special;
 pub mod trajectories;

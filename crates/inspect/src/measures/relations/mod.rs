@@ -258,6 +258,19 @@ pub struct RelationHits {
     most_attended: Vec<Vec<u16>>,
 }
 
+/// One label's counts ([`RelationHits::label_counts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LabelCounts<'a> {
+    /// Its arcs.
+    pub arcs: usize,
+    /// Tie-credited hits of every head (layer-major), dependent to head.
+    pub dependent_to_head: &'a [f64],
+    /// Likewise, head to dependent.
+    pub head_to_dependent: &'a [f64],
+    /// Its arcs per offset `head - dependent`.
+    pub offsets: &'a BTreeMap<i64, usize>,
+}
+
 /// One arc as scored: its two ends (0-based word positions) and the labels it counts under.
 struct ScoredArc {
     dependent: usize,
@@ -483,6 +496,28 @@ impl RelationHits {
         }));
     }
 
+    /// The labels met, in order.
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
+    /// Heads per layer.
+    pub fn n_heads(&self) -> usize {
+        self.n_heads
+    }
+
+    /// Label `label`'s counts so far, for a measure that chooses on one set of sentences and
+    /// scores on another ([`crate::measures::relations_over_training`]); `None` for a label not met.
+    pub fn label_counts(&self, label: &str) -> Option<LabelCounts<'_>> {
+        let r = self.labels.iter().position(|l| l == label)?;
+        Some(LabelCounts {
+            arcs: self.arcs[r],
+            dependent_to_head: &self.dependent_to_head[r],
+            head_to_dependent: &self.head_to_dependent[r],
+            offsets: &self.offsets[r],
+        })
+    }
+
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
     /// heads.
     pub fn scores(&self) -> Relations {
@@ -642,7 +677,7 @@ fn first_argmax(row: &[f32]) -> u16 {
 
 /// The offset shared by the most arcs, with its fraction; ties go to the smaller
 /// `|offset|`, then the smaller offset.
-fn best_offset(offsets: &BTreeMap<i64, usize>, arcs: usize) -> Baseline {
+pub(crate) fn best_offset(offsets: &BTreeMap<i64, usize>, arcs: usize) -> Baseline {
     let (offset, count) = offsets
         .iter()
         .max_by(|a, b| {

@@ -10,6 +10,7 @@ use run::metrics::MetricsRecord;
 use inspect::interventions::pruning::{PruneCurve, Pruning};
 use inspect::measures::divergence::DivergencePoint;
 use inspect::measures::heads::HeadRecord;
+use inspect::measures::relations_over_training::RelationsOverTraining;
 use inspect::measures::trajectories::Trajectories;
 
 use super::canvas::{FONT, FigureError, draw_line, legend_below, line_chart, render};
@@ -108,6 +109,135 @@ pub fn trajectories(
             None,
         )
     })
+}
+
+/// `relations-over-training.png`: at every snapshot (log-scaled steps), the syntactic
+/// attention figure and the positional one (each label's head, and its offset, chosen on the
+/// development sentences and scored on the probe's: [`RelationsOverTraining`]), above the
+/// training loss (every logged step) and the held-out loss (every evaluation).
+pub fn relations_over_training(
+    path: &Path,
+    over: &RelationsOverTraining,
+    records: &[MetricsRecord],
+) -> Result<(), FigureError> {
+    let figures = [
+        (
+            "heads: arcs found by each label's best head".to_string(),
+            over.steps
+                .iter()
+                .map(|s| (s.step as f64, s.syntactic))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "offsets: arcs found by each label's best fixed offset".to_string(),
+            over.steps
+                .iter()
+                .map(|s| (s.step as f64, s.positional))
+                .collect(),
+        ),
+    ];
+    let loss = vec![
+        (
+            "training loss".to_string(),
+            records
+                .iter()
+                .map(|r| (r.step as f64, r.loss))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "held-out loss".to_string(),
+            records
+                .iter()
+                .filter_map(|r| Some((r.step as f64, r.eval_loss?)))
+                .collect::<Vec<_>>(),
+        ),
+    ];
+    let x_max = figures[0]
+        .1
+        .iter()
+        .chain(loss.iter().flat_map(|(_, points)| points))
+        .map(|p| p.0)
+        .fold(2.0, f64::max);
+    render(path, (900, 700), |root| {
+        let panels = root.split_evenly((2, 1));
+        log_step_chart(
+            &panels[0],
+            "Syntactic attention by snapshot (chosen on EWT dev, scored on the probe)",
+            "fraction of scored arcs",
+            &figures,
+            (0.0, 1.0),
+            x_max,
+        )?;
+        let values: Vec<f64> = loss
+            .iter()
+            .flat_map(|(_, points)| points.iter().map(|p| p.1))
+            .filter(|v| v.is_finite())
+            .collect();
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let range = match lo.is_finite() && hi > lo {
+            true => (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)),
+            false => (0.0, 10.0),
+        };
+        log_step_chart(
+            &panels[1],
+            "Masked-LM loss",
+            "nats per masked piece",
+            &loss,
+            range,
+            x_max,
+        )
+    })
+}
+
+/// Lines over training steps on a log-scaled step axis from step 1 (early snapshots are
+/// dense: the onset of syntax, where it comes, is early).
+fn log_step_chart(
+    area: &super::canvas::Area,
+    caption: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    (y_lo, y_hi): (f64, f64),
+    x_max: f64,
+) -> super::canvas::DrawResult {
+    let colors: Vec<RGBAColor> = (0..series.len())
+        .map(|i| Palette99::pick(i).to_rgba())
+        .collect();
+    let legend: Vec<(String, RGBAColor)> = series
+        .iter()
+        .zip(&colors)
+        .map(|((name, _), color)| (name.clone(), *color))
+        .collect();
+    let plot = legend_below(area, &legend)?;
+    let mut chart = ChartBuilder::on(&plot)
+        .caption(caption, (FONT, 15))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(52)
+        .build_cartesian_2d(
+            (1.0..x_max)
+                .log_scale()
+                .with_key_points(log_ticks(1.0, x_max)),
+            y_lo..y_hi,
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("step (log scale)")
+        .x_label_formatter(&|v| tick_label(*v))
+        .y_desc(y_desc)
+        .label_style((FONT, 12))
+        .axis_desc_style((FONT, 12))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    for ((_, points), color) in series.iter().zip(&colors) {
+        let points: Vec<(f64, f64)> = points
+            .iter()
+            .copied()
+            .filter(|(x, y)| *x >= 1.0 && y.is_finite())
+            .collect();
+        draw_line(&mut chart, &points, *color)?;
+    }
+    Ok(())
 }
 
 /// `ablation.png`: per head, the eval token accuracy lost under zero, mean and resample
