@@ -62,7 +62,8 @@ import json, statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
 h, t, hm, tm = (statistics.median(c) for c in zip(*rows))
 info = json.load(open(sys.argv[2]))
-print(f"\nmedians: headlab {h:.0f} pieces/s, {info['implementation']} {t:.0f} pieces/s: "
-      f"{h / t:.2f}x; peak memory {hm:.0f} MiB and {tm:.0f} MiB "
+ratio = statistics.median(r[0] / r[1] for r in rows)
+print(f"\nmedians: headlab {h:.0f} pieces/s, {info['implementation']} {t:.0f} pieces/s "
+      f"(the rounds' ratios' median {ratio:.2f}x); peak memory {hm:.0f} MiB and {tm:.0f} MiB "
       f"(torch {info['torch']}, transformers {info['transformers']})")
 PY

@@ -1,9 +1,12 @@
 //! `sweep plan`, `run`, `status` and `report` on the local pool, with the real `train` and
 //! `inspect` binaries: a 4-run sweep end to end, a rerun that redoes nothing, an interrupted
-//! sweep finished by running it again, and the runs a sweep must leave alone.
+//! sweep finished by running it again, the runs a sweep must leave alone, and a sweep of
+//! text models (seed groups, one tokenizer for every seed, relations over training).
 
 #[path = "common/sweep.rs"]
 mod common;
+#[path = "common/train.rs"]
+mod train_common;
 
 use std::fs;
 use std::path::Path;
@@ -777,4 +780,61 @@ fn a_bad_group_size_is_refused() {
         stderr.contains("group_seeds") && stderr.contains("1 (every run alone)"),
         "{stderr}"
     );
+}
+
+/// A sweep of a tiny text model: three seeds, two trained as a group and one alone, each
+/// run with the same tokenizer (the same bytes), inspected on the treebank with relations
+/// over training, and the sweep's report made.
+#[test]
+fn a_sweep_of_text_models_trains_groups_and_inspects_them_on_the_treebank() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.jsonl");
+    train_common::write_text_corpus(&corpus);
+    let config = dir.path().join("text.toml");
+    fs::write(
+        &config,
+        format!(
+            "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
+             corpus = {corpus:?}\nvocab_size = 150\nseq_len = 16\n\n[model]\nd_model = 16\n\
+             n_layers = 2\nn_heads = 2\nd_ff = 32\noutput_transform = true\n\n[train]\n\
+             steps = 6\nbatch_size = 8\neval_every = 3\neval_size = 16\ncheckpoint_every = 3\n\
+             snapshot_every = 3\n"
+        ),
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("text-sweep.toml"),
+        format!(
+            "configs = [{config:?}]\nseeds = [0, 1, 2]\ngroup_seeds = 2\n[inspect]\nprobe = 8\n"
+        ),
+    )
+    .unwrap();
+    let run = run_sweep(dir.path(), &["run", "text-sweep.toml", "--workers", "1"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let out = dir.path().join("runs/text-sweep");
+    let tokenizer = fs::read(out.join("text-s0/tokenizer.json")).unwrap();
+    for seed in 0..3 {
+        let run_dir = out.join(format!("text-s{seed}"));
+        assert_eq!(fs::read(run_dir.join("tokenizer.json")).unwrap(), tokenizer);
+        let log = fs::read_to_string(out.join(format!("_sweep/logs/text-s{seed}.log"))).unwrap();
+        assert_eq!(
+            log.contains("trained together with 1 other seeds"),
+            seed < 2,
+            "{log}"
+        );
+        for file in [
+            "index.html",
+            "relations.json",
+            "relations-over-training.json",
+        ] {
+            assert!(
+                run_dir.join("inspect").join(file).is_file(),
+                "text-s{seed}: {file}"
+            );
+        }
+    }
+    let report = run_sweep(dir.path(), &["report", "text-sweep.toml"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let rows = read_csv(&out.join("_sweep/report/sweep.csv"));
+    assert_eq!(rows.len(), 4, "a header and three runs: {rows:?}");
 }
