@@ -257,14 +257,12 @@ impl Default for InspectStep {
 
 impl InspectStep {
     /// What a report of the sweep is measured with: `headlab inspect RUN` with [`Self::args`],
-    /// of a run that `reads_pieces` (its directory holds a tokenizer: a text model, read on
-    /// the shipped treebank by default) or its task's tokens. A run's report counts as done
-    /// only when its `provenance.json` says the same.
-    pub fn measured_with(&self, reads_pieces: bool) -> MeasuredWith {
+    /// its probe the run's default (`probe`: a text model's is the shipped treebank,
+    /// [`inspect::load::text::default_probe`]). A run's report counts as done only when its
+    /// `provenance.json` says the same.
+    pub fn measured_with(&self, probe: report::provenance::ProbeSource) -> MeasuredWith {
         let mut wanted = MeasuredWith::defaults();
-        if reads_pieces {
-            wanted.probe = report::provenance::ProbeSource::shipped();
-        }
+        wanted.probe = probe;
         if let Some(probe) = self.probe {
             wanted.options.probe_size = probe;
         }

@@ -357,7 +357,7 @@ fn stale_report(dir: &RunDir, report: &ReportDir, inspect: &InspectStep) -> Opti
     }
     let differences = provenance
         .measured_with
-        .differences(&inspect.measured_with(dir.tokenizer_path().is_file()));
+        .differences(&inspect.measured_with(inspect::load::text::default_probe(dir)));
     (!differences.is_empty()).then(|| {
         format!(
             "its report was measured with other options than the sweep file's: {}",

@@ -78,6 +78,16 @@ pub enum ProbeSource {
     },
 }
 
+/// What `headlab inspect RUN` probes the run in `run` with when told nothing: the shipped
+/// treebank for a model that reads word pieces (its run holds a tokenizer: a text model
+/// trained here, or an import), its task otherwise. A sweep compares a report's probe with it.
+pub fn default_probe(run: &run::RunDir) -> ProbeSource {
+    match run.tokenizer_path().is_file() {
+        true => ProbeSource::shipped(),
+        false => ProbeSource::default(),
+    }
+}
+
 impl Default for ProbeSource {
     fn default() -> Self {
         ProbeSource::Task { overrides: vec![] }
