@@ -198,10 +198,11 @@ fn read_run(run: &Path) -> Result<ReadRun, ExportError> {
     let (encoder, record) = weights::load_recorded(&weights_path, encoder)?;
     let tokenizer_path = run_dir.tokenizer_path();
     let tokenizer = match tokenizer_path.is_file() {
-        true => Some((
-            WordPieces::read(&tokenizer_path)?,
-            WordPieces::read_bytes(&tokenizer_path)?,
-        )),
+        // Read once: the bytes written into the export are the bytes parsed.
+        true => {
+            let bytes = WordPieces::read_bytes(&tokenizer_path)?;
+            Some((WordPieces::parse(&bytes, &tokenizer_path)?, bytes))
+        }
         false => None,
     };
     let provenance = serde_json::json!({
@@ -227,7 +228,7 @@ fn tokenizer_config(pieces: &WordPieces, max_seq_len: usize) -> serde_json::Valu
     settings.insert("tokenizer_class".into(), "PreTrainedTokenizerFast".into());
     settings.insert("model_max_length".into(), max_seq_len.into());
     for (role, names) in [
-        ("pad_token", ["[PAD]", "<pad>"]),
+        ("pad_token", PAD_PIECES),
         ("unk_token", ["[UNK]", "<unk>"]),
         ("cls_token", ["[CLS]", "<s>"]),
         ("sep_token", ["[SEP]", "</s>"]),

@@ -168,7 +168,7 @@ fn check_blocks(config: &EncoderConfig) -> Result<(), Unexportable> {
             "BERT's and RoBERTa's attention is global in every layer",
         ));
     }
-    if config.token_types > 0 && config.norm == NormPlacement::Pre && config.token_types != 1 {
+    if config.norm == NormPlacement::Pre && config.token_types > 1 {
         return Err(refuse(
             "token_types",
             config.token_types,

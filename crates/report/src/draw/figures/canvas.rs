@@ -419,15 +419,7 @@ pub(crate) fn line_chart(
             (0.0, 1.0)
         }
     });
-    let colors: Vec<RGBAColor> = (0..series.len())
-        .map(|i| Palette99::pick(i).to_rgba())
-        .collect();
-    let legend: Vec<(String, RGBAColor)> = series
-        .iter()
-        .zip(&colors)
-        .map(|((name, _), color)| (name.clone(), *color))
-        .collect();
-    let plot = legend_below(area, &legend)?;
+    let (plot, colors) = series_legend_below(area, series)?;
     let mut chart = ChartBuilder::on(&plot)
         .caption(caption, (FONT, 15))
         .margin(10)
@@ -473,6 +465,23 @@ where
         ))?;
     }
     Ok(())
+}
+
+/// Each of `series`' colour (the palette in order) and the area left above their legend
+/// ([`legend_below`]): what a chart of named lines draws on.
+pub(crate) fn series_legend_below<'a>(
+    area: &Area<'a>,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<(Area<'a>, Vec<RGBAColor>), Box<dyn Error>> {
+    let colors: Vec<RGBAColor> = (0..series.len())
+        .map(|i| Palette99::pick(i).to_rgba())
+        .collect();
+    let legend: Vec<(String, RGBAColor)> = series
+        .iter()
+        .zip(&colors)
+        .map(|((name, _), color)| (name.clone(), *color))
+        .collect();
+    Ok((legend_below(area, &legend)?, colors))
 }
 
 /// Height of one row of a legend strip, in pixels.

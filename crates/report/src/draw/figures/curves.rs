@@ -13,7 +13,9 @@ use inspect::measures::heads::HeadRecord;
 use inspect::measures::relations_over_training::RelationsOverTraining;
 use inspect::measures::trajectories::Trajectories;
 
-use super::canvas::{FONT, FigureError, draw_line, legend_below, line_chart, render};
+use super::canvas::{
+    FONT, FigureError, draw_line, legend_below, line_chart, render, series_legend_below,
+};
 
 /// `divergence.png`: per layer, mean pairwise QK cosine, OV cosine and pattern JS distance
 /// over the training snapshots.
@@ -200,15 +202,7 @@ fn log_step_chart(
     (y_lo, y_hi): (f64, f64),
     x_max: f64,
 ) -> super::canvas::DrawResult {
-    let colors: Vec<RGBAColor> = (0..series.len())
-        .map(|i| Palette99::pick(i).to_rgba())
-        .collect();
-    let legend: Vec<(String, RGBAColor)> = series
-        .iter()
-        .zip(&colors)
-        .map(|((name, _), color)| (name.clone(), *color))
-        .collect();
-    let plot = legend_below(area, &legend)?;
+    let (plot, colors) = series_legend_below(area, series)?;
     let mut chart = ChartBuilder::on(&plot)
         .caption(caption, (FONT, 15))
         .margin(10)
