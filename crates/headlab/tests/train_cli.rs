@@ -494,7 +494,8 @@ fn resume_without_a_checkpoint_is_refused() {
 
 /// Issue 54, item 7: a finished run trains further with `--resume` and a larger
 /// `train.steps` (the rest of its config unchanged); any other difference is refused naming
-/// the key, dotted, with both values (it said only "train differs").
+/// the key, dotted, with both values (it said only "train differs"); fewer steps than the
+/// run has trained are refused as such.
 #[test]
 fn a_finished_run_trains_further_and_another_config_is_named() {
     let tmp = tempfile::tempdir().unwrap();
@@ -503,8 +504,8 @@ fn a_finished_run_trains_further_and_another_config_is_named() {
     assert!(run_train(&[TINY, "--out", run]).status.success());
     let err = train_fails(&[TINY, "--out", run, "--resume", "--set", "train.steps=10"]);
     assert!(
-        err.contains("train.steps is 10 here and 20 in the run")
-            && err.contains("trains further with --resume and a larger train.steps"),
+        err.contains("train.steps = 10 is before step 20, the newest checkpoint")
+            && err.contains("give train.steps = 20 or more"),
         "{err}"
     );
     let both = ["--set", "train.steps=40", "--set", "model.n_heads=4"];
@@ -523,6 +524,111 @@ fn a_finished_run_trains_further_and_another_config_is_named() {
     let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
     assert!(config.contains("steps = 30"), "{config}");
     // Sealed again, and a run that opens: its marker names the new config.
+    let opened = run::RunDir::open(&dir).unwrap();
+    assert_eq!(
+        opened.verify(run::manifest::Depth::Contents),
+        run::manifest::Verdict::Intact
+    );
+}
+
+/// The bytes and modification times of a run's files that a resume must leave alone when
+/// it trains nothing.
+fn run_files(dir: &Path) -> Vec<(String, Vec<u8>, std::time::SystemTime)> {
+    [
+        "config.toml",
+        "manifest.json",
+        "metrics.jsonl",
+        "model.safetensors",
+        "run.json",
+    ]
+    .iter()
+    .map(|name| {
+        let path = dir.join(name);
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        (name.to_string(), std::fs::read(&path).unwrap(), modified)
+    })
+    .collect()
+}
+
+/// Issue 66, item 1: a run stopped at its target accuracy is trained longer by changing its
+/// stopping rules on resume (`--no-target`, `train.target_accuracy`, `train.steps`); a
+/// resume that would train nothing says why and rewrites nothing; any other change is
+/// refused naming that key, not `train.steps`.
+#[test]
+fn a_run_stopped_at_its_target_trains_on_when_its_stopping_rules_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = out_dir(&tmp, "run");
+    let run = dir.to_str().unwrap();
+    let first = run_train(&[TINY, "--out", run, "--set", "train.target_accuracy=0.01"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let said = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(
+        said.contains("reached the target accuracy at step 10"),
+        "{said}"
+    );
+    let before = run_files(&dir);
+
+    // More steps, the same target: nothing to train, said, and nothing touched.
+    let same_target = run_train(&[run, "--resume", "--set", "train.steps=40"]);
+    assert!(same_target.status.success(), "{}", stderr(&same_target));
+    let said = String::from_utf8_lossy(&same_target.stdout).into_owned();
+    assert!(
+        said.contains("nothing trained, nothing rewritten")
+            && said.contains("train.target_accuracy = 0.01")
+            && said.contains("--no-target"),
+        "{said}"
+    );
+    assert_eq!(
+        run_files(&dir),
+        before,
+        "a resume that trained nothing rewrote the run"
+    );
+
+    // A change beyond the stopping rules is named by its own key.
+    let err = train_fails(&[
+        run,
+        "--resume",
+        "--set",
+        "train.target_accuracy=1.0",
+        "--set",
+        "train.steps=40",
+        "--set",
+        "train.lr=1e-3",
+    ]);
+    assert!(
+        err.contains("train.lr is 0.001 here and 0.003 in the run")
+            && err.contains("--resume may change only when the run stops"),
+        "{err}"
+    );
+    assert_eq!(run_files(&dir), before, "a refused resume rewrote the run");
+
+    // A higher target trains on, to the new number of steps.
+    let higher = run_train(&[
+        run,
+        "--resume",
+        "--set",
+        "train.target_accuracy=1.0",
+        "--set",
+        "train.steps=30",
+    ]);
+    assert!(higher.status.success(), "{}", stderr(&higher));
+    assert_eq!(metrics(&dir).last().unwrap()["step"].as_u64(), Some(30));
+    let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+    assert!(
+        config.contains("steps = 30") && config.contains("target_accuracy = 1.0"),
+        "{config}"
+    );
+
+    // No target at all: trains to train.steps, and the run's config says so.
+    let no_target = run_train(&[run, "--resume", "--no-target", "--set", "train.steps=40"]);
+    assert!(no_target.status.success(), "{}", stderr(&no_target));
+    let said = String::from_utf8_lossy(&no_target.stdout).into_owned();
+    assert!(said.contains("finished at step 40"), "{said}");
+    let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+    assert!(
+        config.contains("steps = 40") && !config.contains("target_accuracy"),
+        "{config}"
+    );
     let opened = run::RunDir::open(&dir).unwrap();
     assert_eq!(
         opened.verify(run::manifest::Depth::Contents),

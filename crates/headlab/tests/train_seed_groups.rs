@@ -308,6 +308,25 @@ fn seeds_that_reach_the_target_stop_alone() {
         last_steps.len() > 1 && last_steps[0] < 50,
         "the test needs seeds that stop at different steps, some early: {last_steps:?}"
     );
+
+    // Issue 66, item 1: resumed with --no-target, the group trains every seed that stopped
+    // at its target on to train.steps, each as it would alone.
+    let mut group = group_args("0-4", &root.path().join("group"), &extra);
+    group.extend(["--resume".into(), "--no-target".into()]);
+    assert_success(&run_train(&group));
+    for seed in seeds {
+        let alone = root.path().join(format!("alone-s{seed}"));
+        let mut args = alone_args(seed, &alone, &extra);
+        args.extend(["--resume".into(), "--no-target".into()]);
+        assert_success(&run_train(&args));
+        let group = root.path().join(format!("group-s{seed}"));
+        assert_same_run(&group, &alone);
+        assert_eq!(
+            metrics(&group).last().unwrap()[0].1,
+            50.0,
+            "seed {seed}: train.steps"
+        );
+    }
 }
 
 /// SIGKILL in the middle of a group, then `--resume`: each seed's run is the one an

@@ -295,7 +295,20 @@ fn first_leaf_difference(a: &toml::Value, b: &toml::Value, path: &str) -> Option
     })
 }
 
+/// The keys a resumed run may change (`train --resume`): when it stops. A change of any other
+/// key would make it another run.
+pub const STOPPING_RULES: [&str; 2] = ["train.steps", "train.target_accuracy"];
+
 impl RunConfig {
+    /// `self` with `other`'s stopping rules ([`STOPPING_RULES`]): equal to `other` exactly
+    /// when the two differ in nothing else.
+    pub fn with_stopping_rules_of(&self, other: &RunConfig) -> RunConfig {
+        let mut config = self.clone();
+        config.train.steps = other.train.steps;
+        config.train.target_accuracy = other.train.target_accuracy;
+        config
+    }
+
     /// The first key where `self` and `other` differ, dotted down to the value
     /// (`train.steps`, not `train`); `None` when they are equal.
     pub fn first_difference(&self, other: &RunConfig) -> Option<String> {

@@ -520,8 +520,9 @@ impl RunDir {
         Ok(RunConfig::from_toml(&self.config_path())?)
     }
 
-    /// Trains the run further: its config becomes `config`, which must be the run's but for
-    /// a larger `train.steps` (the caller checks), written with the marker's hash of it. The
+    /// Changes when the run stops: its config becomes `config`, which must be the run's but
+    /// for its stopping rules ([`crate::config::STOPPING_RULES`]; the caller checks), written
+    /// with the marker's hash of it. The
     /// config first, then the marker; a kill between the two leaves a run whose config no
     /// longer matches its marker, which opens as edited (refused by name), never misread.
     pub fn extend(&mut self, config: &RunConfig) -> Result<(), RunDirError> {
@@ -700,6 +701,12 @@ impl RunDir {
                 .filter(|(name, _)| name != MARKER && name != METRICS)
                 .collect(),
         )
+    }
+
+    /// Whether the run is sealed: complete, with a manifest of its files (not checked here;
+    /// [`RunDir::verify`] checks them).
+    pub fn is_sealed(&self) -> bool {
+        matches!(crate::manifest::read(&self.root), Ok(Some(_)))
     }
 
     /// Removes the manifest: the run is about to change (resumed to write its final weights

@@ -46,15 +46,18 @@ impl MetricsLog {
     pub fn open(path: &Path, keep_up_to: usize) -> io::Result<Self> {
         let path = path.to_path_buf();
         // Keep the lines as written: re-serializing parsed floats could change their digits.
-        let kept: String = fs::read_to_string(&path)
-            .unwrap_or_default()
+        let written = fs::read_to_string(&path).unwrap_or_default();
+        let kept: String = written
             .lines()
             .filter(|line| {
                 serde_json::from_str::<MetricsRecord>(line).is_ok_and(|r| r.step <= keep_up_to)
             })
             .map(|line| format!("{line}\n"))
             .collect();
-        write_atomic(&path, kept.as_bytes())?;
+        // A run resumed where its log ends (one that trains nothing, say) is left untouched.
+        if kept != written || !path.exists() {
+            write_atomic(&path, kept.as_bytes())?;
+        }
         let file = OpenOptions::new().append(true).open(&path)?;
         Ok(Self { path, file })
     }

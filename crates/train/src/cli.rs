@@ -9,7 +9,7 @@ use crate::trainer::{RunSummary, TrainError};
 use crate::{Outcome, Progress, TrainOptions};
 use anyhow::Context;
 use run::dir::{EXIT_RUN_IN_USE, RunDirError};
-use run::{BackendKind, RunConfig, RunDir, StopSignal};
+use run::{BackendKind, RunConfig, RunDir, StopSignal, TrainConfig};
 
 // The doc comments below are the command's --help text, written for a terminal: `<NAME>`
 // and `[MASK]` there are text, not HTML or links.
@@ -40,9 +40,15 @@ pub struct Args {
     /// Backend, overriding the config's `backend`.
     #[arg(long, value_enum)]
     backend: Option<BackendKind>,
-    /// Continue the run in the run directory from its newest complete checkpoint.
+    /// Continue the run in the run directory from its newest complete checkpoint. Only when
+    /// it stops may change: --set train.steps=N (more steps, or fewer down to its newest
+    /// checkpoint), --set train.target_accuracy=X, --no-target, --stop-at.
     #[arg(long, conflicts_with = "force")]
     resume: bool,
+    /// Train to train.steps whatever the accuracy: the config's train.target_accuracy is
+    /// dropped (with --resume, a run that stopped at its target trains on).
+    #[arg(long)]
+    no_target: bool,
     /// Replace an existing run in the run directory.
     #[arg(long)]
     force: bool,
@@ -63,6 +69,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = RunConfig::load(&args.config, &args.overrides)?;
     if let Some(backend) = args.backend {
         config.backend = backend;
+    }
+    if args.no_target {
+        config.train.target_accuracy = None;
     }
     let seed_count = args.seeds.as_ref().map_or(1, |seeds| seeds.0.len());
     if args.out.len() > 1 && args.out.len() != seed_count {
@@ -113,6 +122,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         Err(error) => return held_or_failed(error),
     };
     println!("{}", describe(&summary));
+    if let Some(why) = nothing_trained(&summary, &resolved.config.train) {
+        println!("{why}");
+    }
     if matches!(summary.outcome, Outcome::Interrupted(_) | Outcome::Paused) {
         println!(
             "checkpoint saved; continue with --resume (headlab train {} --resume)",
@@ -212,6 +224,27 @@ fn describe(summary: &RunSummary) -> String {
     format!("{ended} at step {}{eval}", summary.step)
 }
 
+/// Why a resumed run trained nothing, and how to train it on; `None` when it trained.
+fn nothing_trained(summary: &RunSummary, train: &TrainConfig) -> Option<String> {
+    if summary.steps_trained > 0 {
+        return None;
+    }
+    let how = match (&summary.outcome, train.target_accuracy) {
+        (Outcome::TargetReached, Some(target)) => format!(
+            "its best evaluation had reached train.target_accuracy = {target}; to train on, \
+             resume with --no-target or a higher --set train.target_accuracy=X (and \
+             --set train.steps=N for more steps)"
+        ),
+        (Outcome::Finished, _) => format!(
+            "it has trained all its train.steps = {}; to train on, resume with \
+             --set train.steps=N for a larger N",
+            train.steps
+        ),
+        _ => return None,
+    };
+    Some(format!("nothing trained, nothing rewritten: {how}"))
+}
+
 /// Seeds to train together, from `--seeds`.
 #[derive(Debug, Clone)]
 struct Seeds(Vec<u64>);
@@ -308,6 +341,9 @@ fn train_seeds(
         match result {
             Ok(summary) => {
                 println!("seed {seed}: {} ({})", describe(&summary), dir.display());
+                if let Some(why) = nothing_trained(&summary, &resolved.config.train) {
+                    println!("seed {seed}: {why}");
+                }
                 if matches!(summary.outcome, Outcome::Interrupted(_)) {
                     code = exit_code(&summary.outcome);
                 }

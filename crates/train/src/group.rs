@@ -32,16 +32,16 @@ use crate::optim_stack::{self, ParamLayout};
 use crate::schedule::{StepEvents, learning_rate};
 use crate::step::{StepGradients, scored_positions, shard_ranges, sharded_gradients};
 use crate::trainer::{
-    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, TrainError, Trainer, check_stop_at,
-    claim_run_dir, optimizer, stop_requested,
+    DROPOUT_STREAM, Display, Outcome, Progress, RunSummary, StartPoint, TrainError, Trainer,
+    check_stop_at, claim_run_dir, optimizer, stop_requested,
 };
 use run::RunDir;
 use run::backend::BackendKind;
 use run::checkpoint;
 use run::config::ResolvedRun;
+use run::dir::RunLock;
 use run::metrics::MetricsRecord;
 use run::stop::StopSignal;
-use run::weights;
 use tasks::Example;
 use tasks::batch::{Batch, mix_seed, training_examples, weighted_log_likelihood};
 
@@ -87,8 +87,9 @@ pub fn train_group(
             .num_threads(threads)
             .build_global();
     }
+    let starts = start_points(runs, &mut claimed, options.resume, &device)?;
     let dirs: Vec<&RunDir> = claimed.iter().map(|(dir, _)| dir).collect();
-    let mut members = start_members(runs, &dirs, options.resume, &device)?;
+    let mut members = start_members(runs, &dirs, starts, &device)?;
     let mut by_step: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (index, member) in members.iter().enumerate() {
         if member.ended.is_none() && member.trainer.step < first.train.steps {
@@ -117,14 +118,12 @@ pub fn train_group(
             }
             let outcome = member.ended.unwrap_or(Outcome::Finished);
             let trainer = member.trainer;
-            if matches!(outcome, Outcome::Finished | Outcome::TargetReached) {
-                weights::write(&trainer.dir.final_weights_path(), &trainer.model)?;
-                // Last: the manifest makes the run complete (run::manifest).
-                trainer.dir.seal()?;
-            }
+            let steps_trained = trainer.step - member.first_step;
+            trainer.complete(&outcome, steps_trained)?;
             Ok(RunSummary {
                 outcome,
                 step: trainer.step,
+                steps_trained,
                 last_eval: trainer.last_eval,
                 run_dir: trainer.dir.root().to_path_buf(),
             })
@@ -132,24 +131,42 @@ pub fn train_group(
         .collect())
 }
 
-/// Each run's trainer, new or resumed. Resumed, the group goes on from the newest step every
-/// run has a checkpoint of: runs that went on alone (a fault, a seed left over) rejoin the
-/// group at that step, so the group's numbers are those of one never interrupted. A run
-/// resumed from the checkpoint of the evaluation that reached its target does not train on.
+/// Each run's starting point, new or resumed, its directory readied to train on
+/// ([`StartPoint::prepare`]). Resumed, the group goes on from the newest step every run has a
+/// checkpoint of: runs that went on alone (a fault, a seed left over) rejoin the group at that
+/// step, so the group's numbers are those of one never interrupted.
+fn start_points(
+    runs: &[ResolvedRun],
+    claimed: &mut [(RunDir, RunLock)],
+    resume: bool,
+    device: &Device,
+) -> Result<Vec<StartPoint>, TrainError> {
+    let common_step = resume
+        .then(|| checkpoint::newest_common(claimed.iter().map(|(dir, _)| dir)))
+        .flatten();
+    let mut starts = Vec::with_capacity(runs.len());
+    for (run, (dir, _)) in runs.iter().zip(claimed) {
+        let start = StartPoint::new(run, dir, resume, common_step, device.clone())?;
+        start.prepare(run, dir)?;
+        starts.push(start);
+    }
+    Ok(starts)
+}
+
+/// Each run's trainer from its starting point. A run resumed from the checkpoint of the
+/// evaluation that reached its target does not train on.
 fn start_members<'a>(
     runs: &'a [ResolvedRun],
     dirs: &[&'a RunDir],
-    resume: bool,
+    starts: Vec<StartPoint>,
     device: &Device,
 ) -> Result<Vec<Member<'a>>, TrainError> {
-    let common_step = resume
-        .then(|| checkpoint::newest_common(dirs.iter().copied()))
-        .flatten();
     let mut members = Vec::with_capacity(runs.len());
-    for (run, dir) in runs.iter().zip(dirs) {
-        let trainer = Trainer::start(run, dir, resume, common_step, device.clone())?;
+    for ((run, dir), start) in runs.iter().zip(dirs).zip(starts) {
+        let trainer = Trainer::start(run, dir, start, device.clone())?;
         let ended = trainer.target_reached().then_some(Outcome::TargetReached);
         members.push(Member {
+            first_step: trainer.step,
             trainer,
             ended,
             error: None,
@@ -180,6 +197,8 @@ fn check_same_but_seed(runs: &[ResolvedRun]) -> Result<(), TrainError> {
 /// when they are written or evaluated), and how it ended.
 struct Member<'a> {
     trainer: Trainer<'a>,
+    /// The step it started from.
+    first_step: usize,
     ended: Option<Outcome>,
     error: Option<TrainError>,
 }

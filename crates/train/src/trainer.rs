@@ -24,6 +24,7 @@ use run::backend::{BackendKind, NoAdapter};
 use run::checkpoint::{self, CheckpointError, CheckpointState};
 use run::config::{ResolvedRun, RunConfig};
 use run::dir::{RunDir, RunDirError, RunLock};
+use run::manifest::{Depth, Verdict};
 use run::metrics::{MetricsLog, MetricsRecord};
 use run::snapshot::write_snapshot;
 use run::stop::{StopSignal, signal_name};
@@ -83,6 +84,8 @@ pub struct RunSummary {
     pub outcome: Outcome,
     /// Optimizer steps completed.
     pub step: usize,
+    /// Steps this process trained (0 for a resumed run that had nothing left to train).
+    pub steps_trained: usize,
     /// The last evaluation: (loss, token accuracy, sequence accuracy).
     pub last_eval: Option<(f64, f64, f64)>,
     /// The run directory.
@@ -115,6 +118,20 @@ pub enum TrainError {
         /// `train.steps`.
         steps: usize,
     },
+    /// `--resume` with `train.steps` before the run's newest checkpoint.
+    #[error(
+        "train.steps = {steps} is before step {step}, the newest checkpoint of the run in \
+         {dir}: give train.steps = {step} or more (to read the model at an earlier step, \
+         inspect it with --checkpoint step-N)"
+    )]
+    StepsBeforeCheckpoint {
+        /// The run.
+        dir: PathBuf,
+        /// `train.steps` asked for.
+        steps: usize,
+        /// The newest checkpoint's step.
+        step: usize,
+    },
     /// `--resume` with every checkpoint unreadable.
     #[error("cannot resume {dir}: no checkpoint could be loaded; newest error: {newest}")]
     NoLoadableCheckpoint {
@@ -123,18 +140,15 @@ pub enum TrainError {
         /// The newest checkpoint's error.
         newest: CheckpointError,
     },
-    /// `--resume` with a different config.
+    /// `--resume` with a config that differs in more than when the run stops.
     #[error(
         "the config differs from the one the run in {dir} was started with: {key} is {here} \
          here and {there} in the run; resume with the same config (the run's own config.toml \
          works), or start over with --force{}",
-        if key == "train.steps" {
-            " (a run trains further with --resume and a larger train.steps, the rest of its \
-             config unchanged; to look at an earlier step, inspect its checkpoint with \
-             --checkpoint step-N)"
-        } else if key.starts_with("train.") {
-            " (a run's training settings are fixed when it starts, but for train.steps, which \
-             --resume may raise)"
+        if key.starts_with("train.") {
+            " (--resume may change only when the run stops: train.steps, \
+             train.target_accuracy or --no-target, and --stop-at; the other training settings \
+             are fixed when it starts)"
         } else {
             ""
         }
@@ -222,14 +236,17 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     let train = &run.config.train;
     // The device first: a missing GPU must not leave a half-made run directory behind.
     let device = run.config.backend.device()?;
-    let (dir, _lock) = claim_run_dir(run, &options.run_dir, options.resume, options.force)?;
+    let (mut dir, _lock) = claim_run_dir(run, &options.run_dir, options.resume, options.force)?;
     if let Some(threads) = train.threads {
         // Fails only if a pool already exists (a second run in one process): keep that one.
         let _ = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build_global();
     }
-    let mut trainer = Trainer::start(run, &dir, options.resume, None, device)?;
+    let start = StartPoint::new(run, &dir, options.resume, None, device.clone())?;
+    start.prepare(run, &mut dir)?;
+    let mut trainer = Trainer::start(run, &dir, start, device)?;
+    let first_step = trainer.step;
     check_stop_at(options.stop_at_step, trainer.step, train.steps)?;
     let mut display = Display::new(options.progress, train.steps, trainer.step);
     // A run resumed from the checkpoint of the evaluation that reached the target (killed
@@ -272,15 +289,12 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     }
 
     let outcome = ended.unwrap_or(Outcome::Finished);
-    if matches!(outcome, Outcome::Finished | Outcome::TargetReached) {
-        weights::write(&dir.final_weights_path(), &trainer.model)?;
-        // Last: the manifest makes the run complete (run::manifest).
-        dir.seal()?;
-    }
+    trainer.complete(&outcome, trainer.step - first_step)?;
     display.finish();
     Ok(RunSummary {
         outcome,
         step: trainer.step,
+        steps_trained: trainer.step - first_step,
         last_eval: trainer.last_eval,
         run_dir: dir.root().to_path_buf(),
     })
@@ -328,7 +342,9 @@ pub fn optimizer(config: &RunConfig) -> ModuleOptimizer {
 }
 
 /// The run directory, locked for this process: a new one, or for `--resume` the existing run
-/// after checking that it is the same experiment (config and dataset).
+/// after checking that it is the same experiment (config and dataset) but for when it stops.
+/// Nothing of an existing run is changed here ([`StartPoint::prepare`] changes it once it is
+/// known that a step will be trained).
 pub(crate) fn claim_run_dir(
     run: &ResolvedRun,
     run_dir: &std::path::Path,
@@ -338,7 +354,7 @@ pub(crate) fn claim_run_dir(
     if !resume {
         return Ok(RunDir::create(run_dir, run, force, "train")?);
     }
-    let mut dir = match RunDir::open(run_dir) {
+    let dir = match RunDir::open(run_dir) {
         Err(
             RunDirError::NotARun(path) | RunDirError::Missing(path) | RunDirError::Unfinished(path),
         ) => {
@@ -347,47 +363,120 @@ pub(crate) fn claim_run_dir(
         opened => opened?,
     };
     let lock = dir.lock("train")?;
-    if checkpoint::list(&dir).is_empty() {
+    let Some((newest, _)) = checkpoint::list(&dir).first().cloned() else {
         return Err(TrainError::NothingToResume(dir.root().to_path_buf()));
-    }
-    let trains_further = trains_further(&dir, &run.config)?;
-    if let Some(key) = dir.config_difference(&run.config)?
-        && !trains_further
-    {
+    };
+    let saved = dir.config()?;
+    if let Some(key) = dir.config_difference(&run.config.with_stopping_rules_of(&saved))? {
         return Err(TrainError::ConfigChanged {
             dir: dir.root().to_path_buf(),
             here: run.config.value_at(&key),
-            there: dir.config()?.value_at(&key),
+            there: saved.value_at(&key),
             key,
         });
     }
+    if run.config.train.steps < newest {
+        return Err(TrainError::StepsBeforeCheckpoint {
+            dir: dir.root().to_path_buf(),
+            steps: run.config.train.steps,
+            step: newest,
+        });
+    }
     dir.check_inputs_unchanged(run)?;
-    // A resumed run changes (its metrics are cut back, its final weights written again): it
-    // stops counting as complete until it is sealed again.
-    dir.unseal()?;
-    if trains_further {
-        dir.extend(&run.config)?;
-    }
-    // A process killed while writing leaves hidden temporaries (a half-written checkpoint
-    // directory, say). They are never read; clear them so kills do not pile up disk. Best
-    // effort: a directory that refuses is reported by the first real write.
-    for path in [
-        dir.root().to_path_buf(),
-        dir.checkpoints_dir(),
-        dir.snapshots_dir(),
-    ] {
-        let _ = run::atomic::remove_temporaries(&path);
-    }
     Ok((dir, lock))
 }
 
-/// Whether `config` asks to train the run in `dir` further: the run's config but for a larger
-/// `train.steps`. (The learning-rate schedule is computed from the new total from here on.)
-fn trains_further(dir: &RunDir, config: &RunConfig) -> Result<bool, TrainError> {
-    let saved = dir.config()?;
-    let mut same_steps = config.clone();
-    same_steps.train.steps = saved.train.steps;
-    Ok(config.train.steps > saved.train.steps && dir.config_difference(&same_steps)?.is_none())
+/// Where a run starts: a fresh model, or the newest checkpoint that loads.
+pub(crate) struct StartPoint {
+    /// The device with gradients, seeded by the config.
+    autodiff: Device,
+    model: Encoder,
+    optim: ModuleOptimizer,
+    /// The checkpoint's state, for a resumed run.
+    resumed: Option<CheckpointState>,
+}
+
+impl StartPoint {
+    /// A fresh model, or for `resume` the newest checkpoint that loads (of at most step
+    /// `resume_at_most`, when given: a seed group resumes from the newest step all its runs
+    /// have).
+    pub(crate) fn new(
+        run: &ResolvedRun,
+        dir: &RunDir,
+        resume: bool,
+        resume_at_most: Option<usize>,
+        device: Device,
+    ) -> Result<Self, TrainError> {
+        let config = &run.config;
+        let autodiff = device.autodiff();
+        autodiff.seed(config.seed);
+        let model = config
+            .model
+            .init(&run.io, &autodiff)
+            .expect("the model config was validated when the run was resolved");
+        let optim = optimizer(config);
+        let (model, optim, resumed) = if resume {
+            let (model, optim, state) =
+                load_newest_checkpoint(dir, config, model, optim, resume_at_most)?;
+            (model, optim, Some(state))
+        } else {
+            (model, optim, None)
+        };
+        Ok(Self {
+            autodiff,
+            model,
+            optim,
+            resumed,
+        })
+    }
+
+    /// The step training starts from.
+    pub(crate) fn step(&self) -> usize {
+        self.resumed.as_ref().map_or(0, |state| state.step)
+    }
+
+    /// Whether a step will be trained: the run is short of `train.steps` and of its target.
+    pub(crate) fn trains(&self, run: &ResolvedRun) -> bool {
+        let train = &run.config.train;
+        let best = self.resumed.as_ref().and_then(|s| s.best_eval_token_acc);
+        self.step() < train.steps && !target_met(train.target_accuracy, best)
+    }
+
+    /// Readies a resumed run to change. One that will train stops counting as complete (its
+    /// metrics are cut back, its final weights written again) and takes the stopping rules
+    /// of `run`'s config. One with nothing to train is left as it is when it is complete, and
+    /// otherwise (killed before its final weights were sealed) is unsealed to be completed.
+    pub(crate) fn prepare(&self, run: &ResolvedRun, dir: &mut RunDir) -> Result<(), TrainError> {
+        if self.resumed.is_none() {
+            return Ok(());
+        }
+        if self.trains(run) {
+            dir.unseal()?;
+            if dir.config_difference(&run.config)?.is_some() {
+                dir.extend(&run.config)?;
+            }
+        } else if dir.verify(Depth::Sizes) == Verdict::Intact {
+            return Ok(());
+        } else {
+            dir.unseal()?;
+        }
+        // A process killed while writing leaves hidden temporaries (a half-written checkpoint
+        // directory, say). They are never read; clear them so kills do not pile up disk.
+        // Best effort: a directory that refuses is reported by the first real write.
+        for path in [
+            dir.root().to_path_buf(),
+            dir.checkpoints_dir(),
+            dir.snapshots_dir(),
+        ] {
+            let _ = run::atomic::remove_temporaries(&path);
+        }
+        Ok(())
+    }
+}
+
+/// Whether the best evaluation `best` meets the target accuracy, when there is one.
+fn target_met(target: Option<f64>, best: Option<f64>) -> bool {
+    matches!((target, best), (Some(target), Some(best)) if best >= target)
 }
 
 /// The state of a run in progress: model, optimizer, where it is, and what it has written.
@@ -414,32 +503,22 @@ pub(crate) struct Trainer<'a> {
 }
 
 impl<'a> Trainer<'a> {
-    /// A fresh model, or for `resume` the newest checkpoint that loads (of at most step
-    /// `resume_at_most`, when given: a seed group resumes from the newest step all its runs
-    /// have); the metrics log cut back to the checkpoint; the step-0 snapshot of a new run.
+    /// The run from `start`: the metrics log cut back to its checkpoint; the step-0 snapshot
+    /// of a new run.
     pub(crate) fn start(
         run: &'a ResolvedRun,
         dir: &'a RunDir,
-        resume: bool,
-        resume_at_most: Option<usize>,
+        start: StartPoint,
         device: Device,
     ) -> Result<Self, TrainError> {
         let config = &run.config;
-        let autodiff = device.clone().autodiff();
-        autodiff.seed(config.seed);
-        let model = config
-            .model
-            .init(&run.io, &autodiff)
-            .expect("the model config was validated when the run was resolved");
-        let optim = optimizer(config);
-        let (model, optim, state) = if resume {
-            let (model, optim, state) =
-                load_newest_checkpoint(dir, config, model, optim, resume_at_most)?;
-            (model, optim, Some(state))
-        } else {
-            (model, optim, None)
-        };
-        let step = state.as_ref().map_or(0, |s| s.step);
+        let step = start.step();
+        let StartPoint {
+            autodiff,
+            model,
+            optim,
+            resumed: state,
+        } = start;
         let metrics_path = dir.metrics_path();
         let metrics = MetricsLog::open(&metrics_path, step).map_err(|e| TrainError::Write {
             path: metrics_path.clone(),
@@ -477,10 +556,24 @@ impl<'a> Trainer<'a> {
 
     /// Whether the best evaluation so far reached `train.target_accuracy`.
     pub(crate) fn target_reached(&self) -> bool {
-        matches!(
-            (self.resolved.config.train.target_accuracy, self.best_eval),
-            (Some(target), Some(best)) if best >= target
-        )
+        target_met(self.resolved.config.train.target_accuracy, self.best_eval)
+    }
+
+    /// Writes the final weights and seals the run when it ended (finished or at its target),
+    /// unless it was complete already and this process trained nothing (`steps_trained`).
+    pub(crate) fn complete(
+        &self,
+        outcome: &Outcome,
+        steps_trained: usize,
+    ) -> Result<(), TrainError> {
+        if !matches!(outcome, Outcome::Finished | Outcome::TargetReached)
+            || (steps_trained == 0 && self.dir.is_sealed())
+        {
+            return Ok(());
+        }
+        weights::write(&self.dir.final_weights_path(), &self.model)?;
+        // Last: the manifest makes the run complete (run::manifest).
+        Ok(self.dir.seal()?)
     }
 
     /// Forward and backward on the step's batch.
