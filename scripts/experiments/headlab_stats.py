@@ -8,6 +8,8 @@ formula of its own.
     show(cells["best head"], 2)      # "0.80 ± 0.12"
     counts = shares({"verb": (8, 10)})
     show_share(counts["verb"])       # "80% (49% to 94%)"
+    tables = multi_bootstraps({"det": ([[1, 2], [2, 2]], [[2, 2], [2, 2]])})
+    show_bootstrap(tables["det"], 2) # seeds by sentences: "0.88 (0.50 to 1.00)"
 
 The binary: $HEADLAB, else $CARGO_TARGET_DIR/release/headlab, else target/release/headlab in
 this checkout (`cargo build --release -p headlab` builds it).
@@ -58,15 +60,38 @@ def shares(counts: dict) -> dict:
     return _stats(request)
 
 
+def multi_bootstraps(tables: dict, draws: int = 2000) -> dict:
+    """Per name, the Multi-Bootstrap of a table of seeds by examples (Sellam et al. 2022: seeds
+    and examples resampled together), from one run of `headlab sweep stats`. A table is
+    `(hits, of)`, two lists with one list per seed of the same examples' counts (its hits over
+    its of), or one such list of values (their mean). name -> {"seeds", "examples",
+    "estimate", "multi_bootstrap95": [low, high], "draws", "undefined_draws", "over_seeds"}
+    (the last the t interval over the seeds' own statistics, as `intervals` gives it)."""
+    request = {}
+    for name, table in tables.items():
+        if isinstance(table, tuple):
+            hits, of = table
+            request[name] = {"hits": hits, "of": of}
+        else:
+            request[name] = table
+    return _stats(request, ["--draws", str(draws)])
+
+
+def show_bootstrap(result: dict, digits: int) -> str:
+    """`estimate (low to high)` with `digits` decimals: a Multi-Bootstrap as the book writes it."""
+    low, high = result["multi_bootstrap95"]
+    return f"{result['estimate']:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
+
+
 def show_share(share: dict) -> str:
     """`share (low to high)` in whole percentages, as the book's tables write a share."""
     low, high = share["wilson95"]
     return f"{share['share']:.0%} ({low:.0%} to {high:.0%})"
 
 
-def _stats(request: dict) -> dict:
+def _stats(request: dict, options: list = ()) -> dict:
     result = subprocess.run(
-        [headlab(), "sweep", "stats", "-"],
+        [headlab(), "sweep", "stats", *options, "-"],
         input=json.dumps(request),
         capture_output=True,
         text=True,

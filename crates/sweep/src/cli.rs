@@ -118,12 +118,22 @@ enum Command {
     /// whose value is neither, an empty list or a count with hits over N is refused with a
     /// message naming it, and exit status 1.
     ///
+    /// A table, one list per seed of the same examples' values (`[[..], [..]]`, their mean)
+    /// or `{"hits": [[..]], "of": [[..]]}` (its hits over its of), gets the Multi-Bootstrap
+    /// (seeds and examples resampled together, --draws times): `{"seeds", "examples",
+    /// "estimate", "multi_bootstrap95": [low, high], "draws", "undefined_draws",
+    /// "over_seeds"}`, the last the t interval over the seeds' own statistics.
+    ///
     /// Example: `echo '{"steps": [1, 2, 3, 4], "verb": {"hits": 8, "of": 10}}' | headlab
     /// sweep stats`
     Stats {
         /// The JSON file; `-` or nothing for stdin.
         #[arg(value_name = "FILE|-")]
         file: Option<PathBuf>,
+        /// Draws of the Multi-Bootstrap, for a table of seeds by examples (1 to 1000000).
+        #[arg(long, default_value_t = crate::multi_bootstrap::DEFAULT_DRAWS,
+              value_parser = parse_draws)]
+        draws: usize,
     },
     /// Run one run of the plan (what each Slurm array task calls).
     #[command(hide = true)]
@@ -185,12 +195,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Task { target, index } => task(&target, index),
-        Command::Stats { file } => stats(file.as_deref()),
+        Command::Stats { file, draws } => stats(file.as_deref(), draws),
     }
 }
 
 /// `sweep stats`: each named list's mean and 95% interval, as JSON on stdout.
-fn stats(file: Option<&Path>) -> anyhow::Result<ExitCode> {
+fn stats(file: Option<&Path>, draws: usize) -> anyhow::Result<ExitCode> {
     // A list of numbers per name: far below this bound. Bounded, so `/dev/zero` (or a pipe
     // from it) is refused rather than read until the memory runs out.
     const STATS_LIMIT: u64 = 64 << 20;
@@ -218,10 +228,21 @@ fn stats(file: Option<&Path>) -> anyhow::Result<ExitCode> {
             (text, "stdin".to_string())
         }
     };
-    let intervals =
-        crate::stats::intervals_json(&text).map_err(|why| anyhow::anyhow!("{source}: {why}"))?;
+    let intervals = crate::stats::intervals_json(&text, draws)
+        .map_err(|why| anyhow::anyhow!("{source}: {why}"))?;
     println!("{}", serde_json::to_string_pretty(&intervals)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--draws`: a whole number from 1 to [`crate::multi_bootstrap::MAX_DRAWS`].
+fn parse_draws(text: &str) -> Result<usize, String> {
+    let max = crate::multi_bootstrap::MAX_DRAWS;
+    match text.parse::<usize>() {
+        Ok(draws) if (1..=max).contains(&draws) => Ok(draws),
+        _ => Err(format!(
+            "expected a whole number of draws from 1 to {max}, not {text:?}"
+        )),
+    }
 }
 
 /// The sweep and its output directory, checked to be a new directory, an empty one or a

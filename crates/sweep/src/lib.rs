@@ -8,7 +8,8 @@
 //! submits it as a job array whose tasks call [`exec`] too; [`report`] collects the finished
 //! runs into tables and [`figures`], with the means and 95% intervals of [`stats`]. [`cli`] is
 //! the `headlab sweep` command, `sweep stats` included: [`stats`] for numbers of one's own,
-//! which the book's Python tables call too.
+//! which the book's Python tables call too, and [`multi_bootstrap`] for a table of seeds by
+//! examples (seeds and examples resampled together).
 //!
 //! A sweep measures no head itself: each run's report is `headlab inspect`'s, run as a child
 //! process. From the `inspect` crate it takes the records those reports hold (their types)
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod exec;
 pub mod figures;
 pub mod local;
+pub mod multi_bootstrap;
 pub mod report;
 pub mod slurm;
 pub mod spec;

@@ -4,12 +4,16 @@
 //! would pull in a linear-algebra library for these thirty numbers.
 //!
 //! [`intervals_json`] is the same statistic for numbers of one's own (`headlab sweep stats`):
-//! the scripts behind the book's other tables call it rather than computing it again.
+//! the scripts behind the book's other tables call it rather than computing it again. For a
+//! table of seeds by examples it gives the Multi-Bootstrap ([`crate::multi_bootstrap`]), the
+//! interval of experiment 9's headline claims, with the t interval over seeds beside it.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::multi_bootstrap::{SeedExampleTable, multi_bootstrap};
 
 /// t quantile at 0.975 for 1 to 30 degrees of freedom.
 const T_975: [f64; 30] = [
@@ -213,7 +217,29 @@ pub struct ShareJson {
     pub wilson95: [f64; 2],
 }
 
-/// One name's statistic: a mean with its t interval, or a share with its Wilson interval.
+/// A table's statistic with its Multi-Bootstrap interval, as `headlab sweep stats` writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MultiBootstrapJson {
+    /// Seeds (the table's rows).
+    pub seeds: usize,
+    /// Examples every seed was measured on (its columns).
+    pub examples: usize,
+    /// The statistic on the whole table: the mean of its cells, or its hits over its of.
+    pub estimate: f64,
+    /// The Multi-Bootstrap's 95% interval, `[low, high]`: seeds and examples resampled
+    /// together ([`crate::multi_bootstrap`]).
+    pub multi_bootstrap95: [f64; 2],
+    /// Draws taken.
+    pub draws: usize,
+    /// Draws left out for having nothing to divide (a ratio's resampled cells all `of` = 0).
+    pub undefined_draws: usize,
+    /// The t interval of the seeds' own statistics, each over every example: the interval
+    /// over seeds alone, the examples held fixed (null when no seed has anything to divide).
+    pub over_seeds: Option<EstimateJson>,
+}
+
+/// One name's statistic: a mean with its t interval, a share with its Wilson interval, or a
+/// seeds-by-examples table's statistic with its Multi-Bootstrap interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum IntervalJson {
@@ -221,22 +247,31 @@ pub enum IntervalJson {
     Mean(EstimateJson),
     /// Of `{"hits": K, "of": N}`.
     Share(ShareJson),
+    /// Of a list of lists (seeds by examples), or `{"hits": [[..]], "of": [[..]]}`.
+    MultiBootstrap(MultiBootstrapJson),
 }
 
-/// `{"name": [numbers] or {"hits": K, "of": N}, ...}` (JSON text) to each name's statistic,
-/// by name: a list's mean with its t interval ([`EstimateJson`]), a count's share with its
-/// Wilson interval ([`ShareJson`]). Refuses, naming the key, anything else: a list that is
-/// empty or holds what is not a finite number, a count that is not whole numbers with
-/// `hits <= of` and `of > 0`.
-pub fn intervals_json(text: &str) -> Result<BTreeMap<String, IntervalJson>, String> {
-    let kind = |value: &Value| match value {
+/// What a JSON value is, in words, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
-    };
+    }
+}
+
+/// `{"name": [numbers] or {"hits": K, "of": N} or a table, ...}` (JSON text) to each name's
+/// statistic, by name: a list's mean with its t interval ([`EstimateJson`]), a count's share
+/// with its Wilson interval ([`ShareJson`]), a table's statistic with its Multi-Bootstrap
+/// interval of `draws` draws ([`MultiBootstrapJson`]). A table is a list of lists, one per
+/// seed, of the same examples' values (their mean), or `{"hits": [[..]], "of": [[..]]}` (its
+/// hits over its of). Refuses, naming the key, anything else: a list that is empty or holds
+/// what is not a finite number, a count that is not whole numbers with `hits <= of` and
+/// `of > 0`, a table whose seeds differ in length.
+pub fn intervals_json(text: &str, draws: usize) -> Result<BTreeMap<String, IntervalJson>, String> {
     let input: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     serde_json::from_str::<UniqueNames>(text).map_err(|e| e.to_string())?;
     let Value::Object(groups) = input else {
@@ -248,7 +283,18 @@ pub fn intervals_json(text: &str) -> Result<BTreeMap<String, IntervalJson>, Stri
     let mut out = BTreeMap::new();
     for (name, list) in groups {
         let items = match list {
+            Value::Array(items) if items.iter().any(Value::is_array) => {
+                let table = SeedExampleTable::means(table_rows(&name, "", &items)?)
+                    .map_err(|why| format!("{name:?}: {why}"))?;
+                out.insert(name.clone(), bootstrapped(&name, &table, draws)?);
+                continue;
+            }
             Value::Array(items) => items,
+            Value::Object(count) if count.get("hits").is_some_and(Value::is_array) => {
+                let table = ratio_table(&name, &count)?;
+                out.insert(name.clone(), bootstrapped(&name, &table, draws)?);
+                continue;
+            }
             Value::Object(count) => {
                 out.insert(name.clone(), IntervalJson::Share(share_of(&name, &count)?));
                 continue;
@@ -286,6 +332,81 @@ pub fn intervals_json(text: &str) -> Result<BTreeMap<String, IntervalJson>, Stri
         out.insert(name, IntervalJson::Mean(estimate.into()));
     }
     Ok(out)
+}
+
+/// The rows of a table (`what`: "" for a plain table, "hits" or "of"): a list of lists of
+/// finite numbers, each named by its place when it is not.
+fn table_rows(name: &str, what: &str, items: &[Value]) -> Result<Vec<Vec<f64>>, String> {
+    let place = if what.is_empty() {
+        format!("{name:?}")
+    } else {
+        format!("{name:?}, {what}")
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(s, row)| {
+            let Value::Array(cells) = row else {
+                return Err(format!(
+                    "{place}, seed {s}: expected a list of the examples' numbers (a table is \
+                     one list per seed), not {}",
+                    kind(row)
+                ));
+            };
+            cells
+                .iter()
+                .enumerate()
+                .map(|(x, cell)| match cell.as_f64() {
+                    Some(v) if v.is_finite() => Ok(v),
+                    _ => Err(format!(
+                        "{place}, seed {s}, example {x}: expected a finite number, not {}",
+                        kind(cell)
+                    )),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `{"hits": [[..]], "of": [[..]]}` of `name` as a ratio table.
+fn ratio_table(
+    name: &str,
+    count: &serde_json::Map<String, Value>,
+) -> Result<SeedExampleTable, String> {
+    if let Some(other) = count.keys().find(|k| *k != "hits" && *k != "of") {
+        return Err(format!(
+            "{name:?}: a table of counts has the keys hits and of, not {other:?}"
+        ));
+    }
+    let rows = |key: &str| match count.get(key) {
+        Some(Value::Array(items)) => table_rows(name, key, items),
+        _ => Err(format!(
+            "{name:?}: a table of counts is {{\"hits\": [[..]], \"of\": [[..]]}}, one list per \
+             seed each; {key} is missing or not a list"
+        )),
+    };
+    SeedExampleTable::ratios(rows("hits")?, rows("of")?).map_err(|why| format!("{name:?}: {why}"))
+}
+
+/// A table's Multi-Bootstrap, with the t interval over its seeds beside it.
+fn bootstrapped(
+    name: &str,
+    table: &SeedExampleTable,
+    draws: usize,
+) -> Result<IntervalJson, String> {
+    let result = multi_bootstrap(table, draws).ok_or_else(|| {
+        format!("{name:?}: no draw of the table has anything to divide; it has no statistic")
+    })?;
+    let seeds: Vec<f64> = table.per_seed().into_iter().flatten().collect();
+    Ok(IntervalJson::MultiBootstrap(MultiBootstrapJson {
+        seeds: table.n_seeds(),
+        examples: table.n_examples(),
+        estimate: result.estimate,
+        multi_bootstrap95: result.interval95,
+        draws: result.draws,
+        undefined_draws: result.undefined_draws,
+        over_seeds: Estimate::of(&seeds).map(EstimateJson::from),
+    }))
 }
 
 /// `{"hits": K, "of": N}` of `name` as a share with its Wilson interval.
@@ -333,6 +454,7 @@ pub fn wilson(k: usize, n: usize) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::multi_bootstrap::DEFAULT_DRAWS;
 
     #[test]
     fn an_estimate_of_no_number_shows_as_a_dash() {
@@ -374,10 +496,10 @@ mod tests {
 
     #[test]
     fn named_lists_get_their_intervals_and_bad_input_names_its_key() {
-        let out = intervals_json(r#"{"b": [1, 2, 3, 4], "a": [0.5]}"#).unwrap();
+        let out = intervals_json(r#"{"b": [1, 2, 3, 4], "a": [0.5]}"#, DEFAULT_DRAWS).unwrap();
         let mean = |name: &str| match out[name] {
             IntervalJson::Mean(estimate) => estimate,
-            IntervalJson::Share(_) => panic!("{name} is a list"),
+            _ => panic!("{name} is a list"),
         };
         let b = mean("b");
         assert_eq!((b.n, b.mean), (4, 2.5));
@@ -408,7 +530,7 @@ mod tests {
             ("{\"x\": [1e999]}", "not JSON"),
             ("{\"x\": [NaN]}", "not JSON"),
         ] {
-            let error = intervals_json(input).unwrap_err();
+            let error = intervals_json(input, DEFAULT_DRAWS).unwrap_err();
             assert!(error.contains(says), "{input}: {error}");
         }
     }
@@ -448,9 +570,9 @@ mod tests {
             forward.mean
         );
 
-        let error = intervals_json(r#"{"a": [1], "a": [2]}"#).unwrap_err();
+        let error = intervals_json(r#"{"a": [1], "a": [2]}"#, DEFAULT_DRAWS).unwrap_err();
         assert!(error.contains("\"a\" is named twice"), "{error}");
-        let error = intervals_json(r#"{"wide": [-1.7e308, 1.7e308]}"#).unwrap_err();
+        let error = intervals_json(r#"{"wide": [-1.7e308, 1.7e308]}"#, DEFAULT_DRAWS).unwrap_err();
         assert!(
             error.contains("beyond what a 64-bit float holds"),
             "{error}"
@@ -460,7 +582,7 @@ mod tests {
     /// A count gets its share and Wilson interval, as `wilson` gives them.
     #[test]
     fn a_count_gets_its_share_and_wilson_interval() {
-        let out = intervals_json(r#"{"verb": {"hits": 8, "of": 10}}"#).unwrap();
+        let out = intervals_json(r#"{"verb": {"hits": 8, "of": 10}}"#, DEFAULT_DRAWS).unwrap();
         let IntervalJson::Share(share) = out["verb"] else {
             panic!("a count is a share");
         };
@@ -469,6 +591,56 @@ mod tests {
         assert_eq!(share.wilson95, [low, high]);
         let json = serde_json::to_string(&out).unwrap();
         assert!(json.contains("\"wilson95\":["), "{json}");
+    }
+
+    /// Issue 65, item 3: a table (a list of lists, or hits and of as lists of lists) gets the
+    /// Multi-Bootstrap of `multi_bootstrap`, with the t interval of its seeds beside it; a
+    /// table whose seeds differ in length, or a cell that is not a number, is named.
+    #[test]
+    fn a_table_gets_the_multi_bootstrap_and_the_interval_over_seeds() {
+        let text = r#"{"figure": {"hits": [[1, 0, 2], [2, 1, 1]], "of": [[2, 1, 2], [2, 2, 2]]},
+                       "plain": [[0.1, 0.3], [0.2, 0.6]]}"#;
+        let out = intervals_json(text, 300).unwrap();
+        let IntervalJson::MultiBootstrap(figure) = out["figure"] else {
+            panic!("hits and of as lists of lists are a table");
+        };
+        let table = SeedExampleTable::ratios(
+            vec![vec![1.0, 0.0, 2.0], vec![2.0, 1.0, 1.0]],
+            vec![vec![2.0, 1.0, 2.0], vec![2.0, 2.0, 2.0]],
+        )
+        .unwrap();
+        let direct = multi_bootstrap(&table, 300).unwrap();
+        assert_eq!((figure.seeds, figure.examples, figure.draws), (2, 3, 300));
+        assert_eq!(figure.estimate, 7.0 / 11.0);
+        assert_eq!(figure.multi_bootstrap95, direct.interval95);
+        let over_seeds = Estimate::of(&[3.0 / 5.0, 4.0 / 6.0]).unwrap();
+        assert_eq!(figure.over_seeds, Some(over_seeds.into()));
+        let IntervalJson::MultiBootstrap(plain) = out["plain"] else {
+            panic!("a list of lists is a table");
+        };
+        assert!((plain.estimate - 0.3).abs() < 1e-15);
+        let json = serde_json::to_string(&out).unwrap();
+        assert!(json.contains("\"multi_bootstrap95\":["), "{json}");
+        for (input, says) in [
+            (
+                r#"{"t": [[1, 2], [3]]}"#,
+                "\"t\": rows: seed 1 has 1 examples and seed 0 2",
+            ),
+            (
+                r#"{"t": [[1, "x"]]}"#,
+                "\"t\", seed 0, example 1: expected a finite number",
+            ),
+            (r#"{"t": [[1], 2]}"#, "\"t\", seed 1: expected a list"),
+            (
+                r#"{"t": {"hits": [[1]], "of": [[1]], "n": 3}}"#,
+                "keys hits and of, not \"n\"",
+            ),
+            (r#"{"t": {"hits": [[1]]}}"#, "of is missing or not a list"),
+            (r#"{"t": {"hits": [[3]], "of": [[2]]}}"#, "3 hits of 2"),
+        ] {
+            let error = intervals_json(input, 10).unwrap_err();
+            assert!(error.contains(says), "{input}: {error}");
+        }
     }
 
     #[test]
