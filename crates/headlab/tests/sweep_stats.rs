@@ -167,19 +167,32 @@ fn a_table_of_seeds_by_examples_gets_the_multi_bootstrap() {
     let input = r#"{"det": {"hits": [[1, 2, 0], [1, 2, 1]], "of": [[1, 3, 1], [1, 3, 1]]}}"#;
     let out = json(&stats(&["--draws", "500"], input));
     let det = &out["det"];
-    assert_eq!((det["seeds"].as_u64(), det["examples"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(
+        (det["seeds"].as_u64(), det["examples"].as_u64()),
+        (Some(2), Some(3))
+    );
     assert_eq!(det["draws"], 500);
     close(&det["estimate"], 0.7);
     close(&det["over_seeds"]["mean"], 0.7);
     // Two seeds at 0.6 and 0.8: t(0.975; 1) = 12.706 times the standard error 0.1.
     close(&det["over_seeds"]["ci95"], 12.706 * 0.1);
     let [low, high] = [0, 1].map(|i| det["multi_bootstrap95"][i].as_f64().unwrap());
-    assert!(0.0 <= low && low < 0.7 && 0.7 < high && high <= 1.0, "{low} to {high}");
-    assert_eq!(json(&stats(&["--draws", "500"], input)), out, "the draws are fixed");
+    assert!(
+        (0.0..0.7).contains(&low) && 0.7 < high && high <= 1.0,
+        "{low} to {high}"
+    );
+    assert_eq!(
+        json(&stats(&["--draws", "500"], input)),
+        out,
+        "the draws are fixed"
+    );
 
     for draws in ["0", "2000000", "x"] {
         let refused = stats(&["--draws", draws], input);
         let err = String::from_utf8_lossy(&refused.stderr);
-        assert!(!refused.status.success() && err.contains("from 1 to 1000000"), "{err}");
+        assert!(
+            !refused.status.success() && err.contains("from 1 to 1000000"),
+            "{err}"
+        );
     }
 }

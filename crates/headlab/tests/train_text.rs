@@ -21,7 +21,7 @@ fn write_config(dir: &Path, corpus: &str, steps: usize) -> PathBuf {
         &path,
         format!(
             "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
-             corpus = \"{corpus}\"\nvocab_size = 150\nseq_len = 16\n\n[model]\nd_model = 16\n\
+             corpus = \"{corpus}\"\nvocab_size = 150\nseq_len = 48\n\n[model]\nd_model = 16\n\
              n_layers = 2\nn_heads = 2\nd_ff = 32\n\n[train]\nsteps = {steps}\nbatch_size = 8\n\
              eval_every = 5\neval_size = 16\ncheckpoint_every = 5\nsnapshot_every = 5\n"
         ),
@@ -196,6 +196,76 @@ fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
         serde_json::from_slice(&std::fs::read(run.join("inspect/relations.json")).unwrap())
             .unwrap();
     assert!(relations.to_string().contains("\"det\""), "{relations}");
+    // Relations over training (issue 65): the held-out loss at every snapshot is the one
+    // training reported at the same step; the replication has the same steps; the last
+    // snapshot's counts per sentence add up to its labels' scores.
+    let over: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run.join("inspect/relations-over-training.json")).unwrap(),
+    )
+    .unwrap();
+    let steps = over["steps"].as_array().unwrap();
+    let step_of = |entry: &serde_json::Value| entry["step"].as_u64().unwrap();
+    let replicated: Vec<u64> = over["replication"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(step_of)
+        .collect();
+    assert_eq!(replicated, steps.iter().map(step_of).collect::<Vec<_>>());
+    let last = steps.last().unwrap();
+    assert_eq!(step_of(last), 5);
+    let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    let trained: serde_json::Value = metrics
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|record| record["step"] == 5 && record.get("eval_loss").is_some())
+        .unwrap();
+    let (measured, reported) = (
+        last["held_out_loss"].as_f64().unwrap(),
+        trained["eval_loss"].as_f64().unwrap(),
+    );
+    assert!(
+        (measured - reported).abs() < 1e-6,
+        "{measured} against {reported}"
+    );
+    assert!(steps.iter().all(|s| s["held_out_loss"].is_f64()), "{over}");
+    let sentences = over["last_step_sentences"].as_array().unwrap();
+    assert!(
+        !sentences.is_empty(),
+        "no label counted at the last step of {} sentences",
+        over["scored_sentences"]
+    );
+    for label in sentences {
+        let name = &label["relation"];
+        let scored = last["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["relation"] == *name)
+            .unwrap();
+        let sum = |key: &str| -> f64 {
+            label[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .sum()
+        };
+        assert_eq!(
+            label["arcs"].as_array().unwrap().len() as u64,
+            over["scored_sentences"]
+        );
+        assert_eq!(
+            sum("arcs") as u64,
+            scored["arcs"].as_u64().unwrap(),
+            "{name}"
+        );
+        let score = scored["score"].as_f64().unwrap();
+        assert!(
+            (sum("head_hits") / sum("arcs") - score).abs() < 1e-9,
+            "{name}"
+        );
+    }
     // The page says what the model was trained on.
     let page = std::fs::read_to_string(run.join("inspect/index.html")).unwrap();
     assert!(

@@ -155,7 +155,7 @@ pub fn measure_in_stages(
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let flags = (options.patching, scored);
-    let later = measure_later(context, (&probe, &layers), flags, stages)?;
+    let later = measure_later(context, (&probe, &layers), flags, &eval_set, stages)?;
     Ok(Measured {
         probe,
         weights,
@@ -214,11 +214,12 @@ struct Later {
 /// The measures after the heads': patching where it is asked for and the output layer is
 /// `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
 /// divergence, role trajectories and (for a model reading a treebank) relations over the
-/// run's snapshots.
+/// run's snapshots, with the loss on `held_out` (the run's evaluation set, training's).
 fn measure_later(
     context: MeasureContext,
     (probe, layers): (&Probe, &[LayerProbe]),
     (patching_asked, scored): (bool, bool),
+    held_out: &dyn Fn() -> Vec<Example>,
     stages: &mut dyn Stages,
 ) -> Result<Later, MeasureError> {
     stages.start("patching");
@@ -239,7 +240,7 @@ fn measure_later(
         agreement,
         divergence: divergence::divergence(context, probe)?,
         trajectories: trajectories::trajectories(context, probe, layers)?,
-        relations_over_training: over_training::relations_over_training(context)?,
+        relations_over_training: over_training::relations_over_training(context, held_out)?,
     })
 }
 

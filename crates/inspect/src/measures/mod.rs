@@ -13,7 +13,8 @@
 //!   snapshots by that similarity.
 //! - [`divergence`] and [`trajectories`]: the same measures through a run's snapshots;
 //!   [`relations_over_training`]: the relations at every snapshot of a model reading a
-//!   treebank (heads chosen on EWT's development set, scored on the probe's).
+//!   treebank (heads chosen on EWT's development set, scored on the probe's), the held-out
+//!   loss beside them, and [`onset`]: the step a figure rises fastest or a loss falls.
 //! - [`logit_lens`]: each layer's residual stream read through the output layer.
 //! - [`ceiling`]: the model's accuracy per class of masked word against the Bayes-optimal
 //!   predictor's (word tasks); [`masked`]: the model's answers on masked words, which it
@@ -31,6 +32,7 @@ pub mod logit_lens;
 pub mod masked;
 pub mod matching;
 pub mod norms;
+pub mod onset;
 pub mod patterns;
 pub mod relations;
 pub mod relations_over_training;

@@ -27,14 +27,32 @@
 //!
 //! Each snapshot reads [`TRAINING_RELATION_SENTENCES`] sentences of each set, whole (no
 //! masking), as the final model's relations are read.
+//!
+//! Beside them, for experiment 9 (issue 65):
+//!
+//! - **The replication**: the same with the sets' roles swapped (chosen on the probe's
+//!   sentences, scored on the development set's), a second honest probe of each figure.
+//! - **The held-out loss** at every snapshot: the masked-LM loss on the run's evaluation
+//!   set, the one training reports in `metrics.jsonl`, so the figures and the loss share
+//!   their steps.
+//! - **Onsets** ([`crate::measures::onset`]): the window where the syntactic figure (and its
+//!   replication) rises fastest per decade of steps, and where the held-out loss falls
+//!   fastest.
+//! - **The last snapshot's counts per sentence**: for each counted label, its arcs in every
+//!   scored sentence and those its head and its offset find, the table a Multi-Bootstrap
+//!   over seeds and sentences resamples (`headlab sweep stats`).
 
 use burn::prelude::*;
 use model::{Encoder, HeadId};
 use run::snapshot::SnapshotError;
 use serde::{Deserialize, Serialize};
 
+use tasks::Example;
+use tasks::evaluate::evaluate;
+
 use crate::load::context::MeasureContext;
 use crate::load::reading::{ReadSentences, ReadingError};
+use crate::measures::onset::{Onset, fall, onset};
 use crate::measures::relations::{InOrder, LabelCounts, RelationHits, SHOWN_MIN_ARCS, best_offset};
 
 /// Sentences of each treebank read at every snapshot: enough for the common labels' arcs (in
@@ -80,6 +98,10 @@ pub struct LabelAtStep {
 pub struct RelationsAtStep {
     /// The snapshot's training step.
     pub step: usize,
+    /// The masked-LM loss on the run's evaluation set at this snapshot, the one training
+    /// reports (absent in the replication, which shares the main steps').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out_loss: Option<f64>,
     /// The fraction of the counted labels' scored arcs their heads find.
     pub syntactic: f64,
     /// The fraction their offsets find.
@@ -104,6 +126,50 @@ pub struct RelationsOverTraining {
     pub min_arcs: usize,
     /// One entry per snapshot, by step.
     pub steps: Vec<RelationsAtStep>,
+    /// The replication: per snapshot, each label's head and offset chosen on the probe's
+    /// sentences and scored on the development set's.
+    #[serde(default)]
+    pub replication: Vec<RelationsAtStep>,
+    /// When the figures rose fastest and the held-out loss fell fastest.
+    #[serde(default)]
+    pub onsets: Onsets,
+    /// At the last snapshot, each counted label's counts in every scored sentence, in the
+    /// probe's order.
+    #[serde(default)]
+    pub last_step_sentences: Vec<LabelSentences>,
+}
+
+/// The onsets of a run's curves over its snapshots ([`crate::measures::onset`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Onsets {
+    /// The syntactic figure's steepest rise.
+    pub syntactic: Option<Onset>,
+    /// The replication's syntactic figure's.
+    pub syntactic_replicated: Option<Onset>,
+    /// The held-out loss's steepest fall.
+    pub loss_fall: Option<Onset>,
+}
+
+/// One label at the last snapshot, sentence by sentence: what its head and offset (those
+/// of [`RelationsAtStep::labels`]) find in each scored sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelSentences {
+    /// The label.
+    pub relation: String,
+    /// Its head (`layer` and `head` in the JSON).
+    #[serde(flatten)]
+    pub head: HeadId,
+    /// Which way the head is read.
+    pub direction: Direction,
+    /// Its offset.
+    pub offset: i64,
+    /// Its arcs in each sentence.
+    pub arcs: Vec<usize>,
+    /// The arcs the head finds in each (tie-credited, so fractional where the head's
+    /// attention ties).
+    pub head_hits: Vec<f64>,
+    /// The arcs at the offset in each.
+    pub offset_hits: Vec<usize>,
 }
 
 /// Why relations over training could not be measured.
@@ -118,10 +184,12 @@ pub enum OverTrainingError {
 }
 
 /// Relations at every snapshot of the run `context` comes from, for a model that reads a
-/// treebank; `None` for a run without snapshots, a model reading its task's tokens or typed
-/// text.
+/// treebank, with the loss on the examples `held_out` gives (the run's evaluation set, the
+/// one training reports); `None` for a run without snapshots, a model reading its task's
+/// tokens or typed text.
 pub fn relations_over_training(
     context: MeasureContext,
+    held_out: &dyn Fn() -> Vec<Example>,
 ) -> Result<Option<RelationsOverTraining>, OverTrainingError> {
     let Some(snapshots) = context.snapshots else {
         return Ok(None);
@@ -141,20 +209,80 @@ pub fn relations_over_training(
     else {
         return Ok(None);
     };
-    let mut steps = Vec::with_capacity(list.len());
+    let held_out = held_out();
+    let (mut steps, mut replication) = (vec![], vec![]);
+    let mut last_scored = None;
     for (step, path) in &list {
         let model = snapshots.model(path)?;
         let chosen_hits = hits_of(&model, &chosen_on, context.device);
         let scored_hits = hits_of(&model, &scored, context.device);
-        steps.push(at_step(*step, &chosen_hits, &scored_hits));
+        let mut at = at_step(*step, &chosen_hits, &scored_hits);
+        at.held_out_loss = Some(evaluate(&model, &held_out, context.device, None).0);
+        steps.push(at);
+        replication.push(at_step(*step, &scored_hits, &chosen_hits));
+        last_scored = Some(scored_hits);
     }
+    let last_step_sentences = match (steps.last(), &last_scored) {
+        (Some(last), Some(hits)) => per_sentence(last, hits),
+        _ => vec![],
+    };
     Ok(Some(RelationsOverTraining {
         chosen_on: crate::load::text::SHIPPED_DEV_FILE.to_string(),
         chosen_sentences: chosen_on.trees().len(),
         scored_sentences: scored.trees().len(),
         min_arcs: MIN_ARCS,
+        onsets: onsets_of(&steps, &replication),
         steps,
+        replication,
+        last_step_sentences,
     }))
+}
+
+/// The onsets of the syntactic figures and the fall of the held-out loss.
+pub fn onsets_of(steps: &[RelationsAtStep], replication: &[RelationsAtStep]) -> Onsets {
+    let curve = |steps: &[RelationsAtStep]| -> Vec<(usize, f64)> {
+        steps.iter().map(|s| (s.step, s.syntactic)).collect()
+    };
+    let loss: Vec<(usize, f64)> = steps
+        .iter()
+        .filter_map(|s| s.held_out_loss.map(|loss| (s.step, loss)))
+        .collect();
+    Onsets {
+        syntactic: onset(&curve(steps)),
+        syntactic_replicated: onset(&curve(replication)),
+        loss_fall: fall(&loss),
+    }
+}
+
+/// Each counted label of `at` (heads and offsets chosen) sentence by sentence in `scored`.
+pub fn per_sentence(at: &RelationsAtStep, scored: &RelationHits) -> Vec<LabelSentences> {
+    let n_heads = scored.n_heads();
+    at.labels
+        .iter()
+        .filter(|label| label.arcs >= MIN_ARCS)
+        .filter_map(|label| {
+            let sentences = scored.label_counts_per_sentence(&label.relation)?;
+            let column = label.head.flat_index(n_heads);
+            Some(LabelSentences {
+                relation: label.relation.clone(),
+                head: label.head,
+                direction: label.direction,
+                offset: label.offset,
+                arcs: sentences.iter().map(|s| s.arcs).collect(),
+                head_hits: sentences
+                    .iter()
+                    .map(|s| match label.direction {
+                        Direction::DependentToHead => s.dependent_to_head[column],
+                        Direction::HeadToDependent => s.head_to_dependent[column],
+                    })
+                    .collect(),
+                offset_hits: sentences
+                    .iter()
+                    .map(|s| s.offsets.iter().filter(|&&o| o == label.offset).count())
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 /// Every head's relation counts of `model` on `sentences`.
@@ -212,6 +340,7 @@ pub fn at_step(step: usize, chosen: &RelationHits, scored: &RelationHits) -> Rel
     };
     RelationsAtStep {
         step,
+        held_out_loss: None,
         syntactic: found(|l| l.score),
         positional: found(|l| l.offset_score),
         labels_beating_offset: counted.iter().filter(|l| l.score > l.offset_score).count(),
@@ -357,10 +486,62 @@ mod tests {
             scored_sentences: 30,
             min_arcs: MIN_ARCS,
             steps: vec![step],
+            replication: vec![],
+            onsets: Onsets::default(),
+            last_step_sentences: vec![],
         };
         assert_eq!(
             to_csv(&over),
             format!("{HEADER}\n1,0.750000,1.000000,0,1\n")
         );
+    }
+
+    /// The last snapshot's counts per sentence add up to its label's figures; a sentence
+    /// without the label's arcs counts zero.
+    #[test]
+    fn counts_per_sentence_add_up_to_the_labels_scores() {
+        let mut trees: Vec<TreebankSentence> = (0..30).map(|_| chain(5, "det")).collect();
+        trees.push(chain(3, "obj"));
+        // Head 0 finds every arc from the dependent but the first word's.
+        let mostly = pattern(31, 1, 5, |_, q| if q == 0 { 0 } else { (q + 1).min(4) });
+        let counts = hits(&trees, &mostly, 1);
+        let step = at_step(1, &counts, &counts);
+        let sentences = per_sentence(&step, &counts);
+        assert_eq!(sentences.len(), 1, "obj's 2 arcs are under MIN_ARCS");
+        let det = &sentences[0];
+        assert_eq!((det.relation.as_str(), det.offset), ("det", 1));
+        assert_eq!(det.arcs.len(), 31);
+        assert_eq!(&det.arcs[..2], [4, 4]);
+        assert_eq!(det.arcs[30], 0);
+        assert_eq!(&det.head_hits[..2], [3.0, 3.0]);
+        assert_eq!(det.offset_hits[0], 4);
+        let label = step.labels.iter().find(|l| l.relation == "det").unwrap();
+        let (hits, arcs): (f64, usize) = (det.head_hits.iter().sum(), det.arcs.iter().sum());
+        assert_eq!((arcs, hits / arcs as f64), (label.arcs, label.score));
+    }
+
+    /// The onsets read the syntactic figures and the held-out loss, step by step.
+    #[test]
+    fn onsets_read_the_figures_and_the_loss() {
+        let at = |step: usize, syntactic: f64, loss: Option<f64>| RelationsAtStep {
+            step,
+            held_out_loss: loss,
+            syntactic,
+            positional: 0.5,
+            labels_beating_offset: 0,
+            labels: vec![],
+        };
+        let steps = [
+            at(0, 0.0, Some(9.0)),
+            at(10, 0.1, Some(8.0)),
+            at(100, 0.1, Some(5.0)),
+            at(1000, 0.4, Some(4.9)),
+        ];
+        let replication = [at(10, 0.1, None), at(100, 0.3, None), at(1000, 0.3, None)];
+        let onsets = onsets_of(&steps, &replication);
+        let window = |o: Option<Onset>| o.map(|o| (o.from_step, o.to_step));
+        assert_eq!(window(onsets.syntactic), Some((100, 1000)));
+        assert_eq!(window(onsets.syntactic_replicated), Some((10, 100)));
+        assert_eq!(window(onsets.loss_fall), Some((10, 100)));
     }
 }

@@ -271,6 +271,19 @@ pub struct LabelCounts<'a> {
     pub offsets: &'a BTreeMap<i64, usize>,
 }
 
+/// One label's counts in one sentence ([`RelationHits::label_counts_per_sentence`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentenceLabelCounts {
+    /// Its arcs in the sentence.
+    pub arcs: usize,
+    /// Tie-credited hits of every head (layer-major), dependent to head.
+    pub dependent_to_head: Vec<f64>,
+    /// Likewise, head to dependent.
+    pub head_to_dependent: Vec<f64>,
+    /// The offset `head - dependent` of each of its arcs.
+    pub offsets: Vec<i64>,
+}
+
 /// One arc as scored: its two ends (0-based word positions) and the labels it counts under.
 struct ScoredArc {
     dependent: usize,
@@ -516,6 +529,38 @@ impl RelationHits {
             head_to_dependent: &self.head_to_dependent[r],
             offsets: &self.offsets[r],
         })
+    }
+
+    /// Label `label`'s counts in each sentence, in the order the sentences were counted
+    /// (zero arcs where a sentence has none of it); `None` for a label not met. What a
+    /// Multi-Bootstrap over sentences resamples.
+    pub fn label_counts_per_sentence(&self, label: &str) -> Option<Vec<SentenceLabelCounts>> {
+        let r = self.labels.iter().position(|l| l == label)?;
+        let columns = self.n_layers * self.n_heads;
+        Some(
+            self.per_sentence
+                .iter()
+                .map(|sentence| {
+                    sentence
+                        .per_label()
+                        .find(|(label, ..)| *label == r)
+                        .map_or_else(
+                            || SentenceLabelCounts {
+                                arcs: 0,
+                                dependent_to_head: vec![0.0; columns],
+                                head_to_dependent: vec![0.0; columns],
+                                offsets: vec![],
+                            },
+                            |(_, arcs, offsets, to_head, to_dependent)| SentenceLabelCounts {
+                                arcs,
+                                dependent_to_head: to_head.to_vec(),
+                                head_to_dependent: to_dependent.to_vec(),
+                                offsets: offsets.to_vec(),
+                            },
+                        )
+                })
+                .collect(),
+        )
     }
 
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
