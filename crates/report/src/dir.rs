@@ -316,7 +316,9 @@ pub const FILES: &[ReportFile] = &[
          arcs counted, the baseline (the best fixed offset head - dependent and its \
          score), every head's dependent_to_head and head_to_dependent (fraction of arcs \
          whose one end attends most to the other; ties give 1/k), and the best head in \
-         each direction with whether it beats the baseline",
+         each direction with whether it beats the baseline, by headlab's rule (a word may \
+         attend most to itself) and by Clark et al.'s (clark_rule: a word's attention to \
+         itself left out)",
     ),
     file(
         RELATION_SENTENCES,

@@ -431,6 +431,7 @@ mod tests {
                     head_to_dependent: best(head_to_dependent),
                 },
                 intervals: None,
+                clark_rule: None,
                 attended: None,
             }],
             masking: None,

@@ -22,6 +22,13 @@
 //! them, the arc gets `1/k` credit: the expected score of breaking ties at random, so a
 //! uniform head over `n` words scores `1/n` rather than 1 (every word "is" an argmax) or 0.
 //!
+//! **A word's attention to itself.** headlab takes the most-attended word over every word
+//! of the sentence, the word itself included ([`SelfAttention::Counted`]); Clark et al.
+//! leave the word itself out ([`SelfAttention::Excluded`]). `relations.json` gives every
+//! relation's best heads by both rules (`best`, and `clark_rule`), so a figure set beside
+//! the paper's compares like with like. The offset baseline is the same under both: no arc
+//! joins a word to itself.
+//!
 //! The scoring is a pure function of host data ([`RelationHits::add`], [`score_relations`]);
 //! [`measure_relations`] only runs the model to get the patterns.
 
@@ -156,6 +163,11 @@ pub struct RelationScores {
     /// be in half the resamples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<RelationIntervals>,
+    /// The best head in each direction by Clark et al.'s rule, a word's attention to itself
+    /// left out ([`SelfAttention::Excluded`]); absent in a file written before it was
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clark_rule: Option<BestHeads>,
     /// What the best head in each direction attends to most on each of the relation's
     /// arcs; absent in a file written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,12 +203,32 @@ pub struct Relations {
     pub masking: Option<RelationMasking>,
 }
 
+/// Which words a head's most-attended word is taken over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelfAttention {
+    /// Every word of the sentence, the word itself included (headlab's rule).
+    #[default]
+    Counted,
+    /// The other words: a word's attention to itself is left out (Clark et al. 2019).
+    Excluded,
+}
+
 /// Fewest arcs for a relation to be in a report's table and figure: with fewer, a fraction
 /// moves by a point or more with each arc, and a treebank has dozens of such labels (EWT's
 /// test set: 19 of 49). They stay in `relations.json`.
 pub const SHOWN_MIN_ARCS: usize = 100;
 
 impl Relations {
+    /// Sets each relation's [`RelationScores::clark_rule`] from `best`, the best heads of the
+    /// same sentences scored by Clark et al.'s rule ([`RelationHits::best_heads`]).
+    pub fn set_clark_rule(&mut self, best: Vec<(String, BestHeads)>) {
+        let mut best: BTreeMap<String, BestHeads> = best.into_iter().collect();
+        for relation in &mut self.relations {
+            relation.clark_rule = best.remove(&relation.relation);
+        }
+    }
+
     /// The relations a report's table and figure show, in order: those of at least
     /// [`SHOWN_MIN_ARCS`] arcs; every one where none has that many (a small probe).
     pub fn shown(&self) -> Vec<&RelationScores> {
@@ -234,6 +266,8 @@ impl Relations {
 pub struct RelationHits {
     n_layers: usize,
     n_heads: usize,
+    /// Whether a word's attention to itself counts.
+    rule: SelfAttention,
     sentences: usize,
     /// Every arc once (a category such as [`PAST_A_NOUN`] counts some twice in `arcs`).
     total_arcs: usize,
@@ -292,11 +326,17 @@ struct ScoredArc {
 }
 
 impl RelationHits {
-    /// Nothing counted yet, for a model of `n_layers` x `n_heads`.
+    /// Nothing counted yet, for a model of `n_layers` x `n_heads`, by headlab's rule.
     pub fn new(n_layers: usize, n_heads: usize) -> Self {
+        Self::with_rule(n_layers, n_heads, SelfAttention::Counted)
+    }
+
+    /// [`RelationHits::new`] with the most-attended word taken by `rule`.
+    pub fn with_rule(n_layers: usize, n_heads: usize, rule: SelfAttention) -> Self {
         let mut hits = Self {
             n_layers,
             n_heads,
+            rule,
             sentences: 0,
             total_arcs: 0,
             labels: vec![],
@@ -460,12 +500,16 @@ impl RelationHits {
                         &pattern.values[start..start + n]
                     };
                     let column = l * self.n_heads + h;
+                    // The word a query may not pick: itself, under Clark et al.'s rule.
+                    let skip = |q: usize| (self.rule == SelfAttention::Excluded).then_some(q);
                     for (a, arc) in arcs.iter().enumerate() {
                         let cell = (a * columns + column) * 2;
-                        most_attended[b][cell] = first_argmax(row(arc.dependent));
-                        most_attended[b][cell + 1] = first_argmax(row(arc.head));
-                        let to_head = argmax_credit(row(arc.dependent), arc.head);
-                        let to_dependent = argmax_credit(row(arc.head), arc.dependent);
+                        let (from_dependent, from_head) = (row(arc.dependent), row(arc.head));
+                        let (skip_dependent, skip_head) = (skip(arc.dependent), skip(arc.head));
+                        most_attended[b][cell] = first_argmax(from_dependent, skip_dependent);
+                        most_attended[b][cell + 1] = first_argmax(from_head, skip_head);
+                        let to_head = argmax_credit(from_dependent, arc.head, skip_dependent);
+                        let to_dependent = argmax_credit(from_head, arc.dependent, skip_head);
                         for &r in &arc.labels {
                             credits[b].add(r, column, to_head, to_dependent);
                         }
@@ -563,25 +607,40 @@ impl RelationHits {
         )
     }
 
+    /// Each label with arcs and its best head in each direction: what a second rule adds to
+    /// [`RelationHits::scores`]'s (no intervals, no most-attended words).
+    pub fn best_heads(&self) -> Vec<(String, BestHeads)> {
+        (0..self.labels.len())
+            .filter(|r| self.arcs[*r] > 0)
+            .map(|r| (self.labels[r].clone(), self.label_scores(r).2))
+            .collect()
+    }
+
+    /// Label `r`'s every head's scores, its baseline and its best heads.
+    fn label_scores(&self, r: usize) -> (Vec<HeadRelationScore>, Baseline, BestHeads) {
+        let arcs = self.arcs[r] as f64;
+        let heads: Vec<HeadRelationScore> = (0..self.n_layers * self.n_heads)
+            .map(|column| HeadRelationScore {
+                id: HeadId::from_flat_index(column, self.n_heads),
+                dependent_to_head: self.dependent_to_head[r][column] / arcs,
+                head_to_dependent: self.head_to_dependent[r][column] / arcs,
+            })
+            .collect();
+        let baseline = best_offset(&self.offsets[r], self.arcs[r]);
+        let best = BestHeads {
+            dependent_to_head: best_head(&heads, baseline, |h| h.dependent_to_head),
+            head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
+        };
+        (heads, baseline, best)
+    }
+
     /// The fractions: per relation with arcs, every head's scores, the baseline and the best
     /// heads.
     pub fn scores(&self) -> Relations {
         let relations = (0..self.labels.len())
             .filter(|r| self.arcs[*r] > 0)
             .map(|r| {
-                let arcs = self.arcs[r] as f64;
-                let heads: Vec<HeadRelationScore> = (0..self.n_layers * self.n_heads)
-                    .map(|column| HeadRelationScore {
-                        id: HeadId::from_flat_index(column, self.n_heads),
-                        dependent_to_head: self.dependent_to_head[r][column] / arcs,
-                        head_to_dependent: self.head_to_dependent[r][column] / arcs,
-                    })
-                    .collect();
-                let baseline = best_offset(&self.offsets[r], self.arcs[r]);
-                let best = BestHeads {
-                    dependent_to_head: best_head(&heads, baseline, |h| h.dependent_to_head),
-                    head_to_dependent: best_head(&heads, baseline, |h| h.head_to_dependent),
-                };
+                let (heads, baseline, best) = self.label_scores(r);
                 let column = |b: &BestHead| b.id.flat_index(self.n_heads);
                 let best_columns = [
                     column(&best.dependent_to_head),
@@ -597,6 +656,7 @@ impl RelationHits {
                     heads,
                     best,
                     intervals,
+                    clark_rule: None,
                     attended,
                 }
             })
@@ -692,32 +752,45 @@ pub fn measure_relations(
             &sentences
         }
     };
-    let hits = RelationHits::new(model.n_layers(), model.n_heads());
-    let mut in_order = InOrder::new(hits, read.trees());
+    let (layers, heads) = (model.n_layers(), model.n_heads());
+    let mut counted = InOrder::new(RelationHits::new(layers, heads), read.trees());
+    let excluded = RelationHits::with_rule(layers, heads, SelfAttention::Excluded);
+    let mut excluded = InOrder::new(excluded, read.trees());
     read.each_chunk(model, device, |patterns, rows, first| {
-        in_order.add_rows_at(patterns, rows, first);
+        counted.add_rows_at(patterns, rows, first);
+        excluded.add_rows_at(patterns, rows, first);
     });
-    let mut relations = in_order.finish().scores();
+    let mut relations = counted.finish().scores();
+    relations.set_clark_rule(excluded.finish().best_heads());
     relations.masking = masking;
     Ok(Some((relations, sentences)))
 }
 
-/// Credit for `target` being the most-attended position of `row`: `1/k` when it is one of
-/// `k` positions tied for the largest weight, else 0 (see the module doc).
-fn argmax_credit(row: &[f32], target: usize) -> f64 {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+/// Credit for `target` being the most-attended position of `row` (position `skip` left
+/// out, when given): `1/k` when it is one of `k` positions tied for the largest weight, else
+/// 0 (see the module doc).
+fn argmax_credit(row: &[f32], target: usize, skip: Option<usize>) -> f64 {
+    let weights = || {
+        row.iter()
+            .enumerate()
+            .filter(move |(i, _)| Some(*i) != skip)
+            .map(|(_, &p)| p)
+    };
+    let max = weights().fold(f32::NEG_INFINITY, f32::max);
     // A NaN weight is never the maximum (`f32::max` skips NaN, and NaN != max).
-    if row[target] != max {
+    if Some(target) == skip || row[target] != max {
         return 0.0;
     }
-    let ties = row.iter().filter(|&&p| p == max).count();
+    let ties = weights().filter(|&p| p == max).count();
     1.0 / ties as f64
 }
 
-/// The position of `row`'s largest weight, the first of any that tie (NaN never counts).
-fn first_argmax(row: &[f32]) -> u16 {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    row.iter().position(|&p| p == max).unwrap_or(0) as u16
+/// The position of `row`'s largest weight (position `skip` left out, when given), the first
+/// of any that tie (NaN never counts).
+fn first_argmax(row: &[f32], skip: Option<usize>) -> u16 {
+    let weights = || row.iter().enumerate().filter(|(i, _)| Some(*i) != skip);
+    let max = weights().map(|(_, &p)| p).fold(f32::NEG_INFINITY, f32::max);
+    weights().find(|(_, p)| **p == max).map_or(0, |(i, _)| i) as u16
 }
 
 /// The offset shared by the most arcs, with its fraction; ties go to the smaller
@@ -1047,12 +1120,81 @@ mod tests {
 
     #[test]
     fn ties_give_one_over_the_tied_count_and_misses_nothing() {
-        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 0), 0.5);
-        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 1), 0.5);
-        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 2), 0.0);
-        assert_eq!(argmax_credit(&[0.1, 0.7, 0.2], 1), 1.0);
-        assert_eq!(argmax_credit(&[f32::NAN, 0.7, 0.3], 1), 1.0);
-        assert_eq!(argmax_credit(&[f32::NAN, 0.7, 0.3], 0), 0.0);
+        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 0, None), 0.5);
+        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 1, None), 0.5);
+        assert_eq!(argmax_credit(&[0.4, 0.4, 0.2], 2, None), 0.0);
+        assert_eq!(argmax_credit(&[0.1, 0.7, 0.2], 1, None), 1.0);
+        assert_eq!(argmax_credit(&[f32::NAN, 0.7, 0.3], 1, None), 1.0);
+        assert_eq!(argmax_credit(&[f32::NAN, 0.7, 0.3], 0, None), 0.0);
+    }
+
+    /// Issue 65, item 6, by hand. "the cat sleeps": det 0 -> 1, nsubj 1 -> 2. One head whose
+    /// every word attends most to itself (0.5), then to the next word (0.3), then the rest:
+    /// by headlab's rule it finds no arc from the dependent (each dependent picks itself);
+    /// by Clark et al.'s, which leaves the word itself out, each dependent picks the next word,
+    /// its head: det and nsubj are found. From the head word, "cat" picks "sleeps" (0.3) by
+    /// Clark's rule, not "the": det head-to-dependent stays 0; "sleeps" (the last word) gives
+    /// its 0.3 to "the" and 0.2 to "cat", so nsubj head-to-dependent is 0 too.
+    #[test]
+    fn clarks_rule_leaves_a_words_attention_to_itself_out() {
+        let sentence = cat_sleeps();
+        let self_then_next = layer(1, 1, 3, |_, _, q| match q {
+            0 => vec![0.5, 0.3, 0.2],
+            1 => vec![0.2, 0.5, 0.3],
+            _ => vec![0.3, 0.2, 0.5],
+        });
+        let score = |rule| {
+            let mut hits = RelationHits::with_rule(1, 1, rule);
+            hits.add(
+                std::slice::from_ref(&self_then_next),
+                std::slice::from_ref(&sentence),
+            );
+            hits.best_heads()
+        };
+        let found = |best: &[(String, BestHeads)], name: &str| {
+            let (_, heads) = best.iter().find(|(label, _)| label == name).unwrap();
+            (heads.dependent_to_head.score, heads.head_to_dependent.score)
+        };
+        let counted = score(SelfAttention::Counted);
+        assert_eq!(found(&counted, "det"), (0.0, 0.0));
+        assert_eq!(found(&counted, "nsubj"), (0.0, 0.0));
+        let excluded = score(SelfAttention::Excluded);
+        assert_eq!(found(&excluded, "det"), (1.0, 0.0));
+        assert_eq!(found(&excluded, "nsubj"), (1.0, 0.0));
+        // A tie among the other words shares the credit; the word itself never takes it.
+        assert_eq!(argmax_credit(&[0.2, 0.6, 0.2], 0, Some(1)), 0.5);
+        assert_eq!(argmax_credit(&[0.2, 0.6, 0.2], 1, Some(1)), 0.0);
+        assert_eq!(first_argmax(&[0.2, 0.6, 0.3], Some(1)), 2);
+        assert_eq!(first_argmax(&[0.2, 0.6, 0.3], None), 1);
+    }
+
+    /// `relations.json` carries both rules: `best` by headlab's, `clark_rule` by Clark's.
+    #[test]
+    fn relations_carry_the_best_heads_by_both_rules() {
+        let sentence = cat_sleeps();
+        let pattern = layer(1, 2, 3, |_, h, q| match (h, q) {
+            (0, 0) => vec![0.5, 0.3, 0.2],
+            (0, 1) => vec![0.2, 0.5, 0.3],
+            (0, _) => vec![0.3, 0.2, 0.5],
+            (_, _) => vec![1.0 / 3.0; 3],
+        });
+        let mut counted = RelationHits::new(1, 2);
+        let mut excluded = RelationHits::with_rule(1, 2, SelfAttention::Excluded);
+        for hits in [&mut counted, &mut excluded] {
+            hits.add(
+                std::slice::from_ref(&pattern),
+                std::slice::from_ref(&sentence),
+            );
+        }
+        let mut relations = counted.scores();
+        relations.set_clark_rule(excluded.best_heads());
+        let det = relation(&relations, "det");
+        // headlab's rule: head 1 (uniform) gets a third of the credit, head 0 none.
+        assert_eq!(det.best.dependent_to_head.id, HeadId::new(0, 1));
+        let clark = det.clark_rule.unwrap().dependent_to_head;
+        assert_eq!((clark.id, clark.score), (HeadId::new(0, 0), 1.0));
+        let json = serde_json::to_string(&relations).unwrap();
+        assert!(json.contains("\"clark_rule\""), "{json}");
     }
 
     #[test]
