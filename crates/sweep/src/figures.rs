@@ -7,7 +7,7 @@ use std::path::Path;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use report::draw::backend::FigureBackend;
-use report::draw::figures::{Area, DrawResult, FONT, FigureError, render};
+use report::draw::figures::{Area, DrawResult, FONT, FigureError, render, tick_label};
 use run::units::Unit;
 
 use crate::report::aggregate::{PointReport, RelationAcrossSeeds};
@@ -122,6 +122,8 @@ fn draw_axes(
                 String::new()
             }
         })
+        // Whole numbers where the values are (steps), three significant digits otherwise.
+        .y_label_formatter(&|v| tick_label(*v))
         .y_desc(y_desc)
         .x_desc(x_desc)
         .label_style((FONT, label_size))

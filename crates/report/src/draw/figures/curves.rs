@@ -372,8 +372,9 @@ pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     ticks
 }
 
-/// A tick value to three significant digits, trailing zeros dropped: 0.8, 1.25, 20.
-pub(crate) fn tick_label(value: f64) -> String {
+/// A tick value to three significant digits, trailing zeros dropped: 0.8, 1.25, 20, and a
+/// step count as a whole number (3200, never "3200.0").
+pub fn tick_label(value: f64) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{value}");
     }
@@ -539,6 +540,11 @@ mod tests {
         assert_eq!(
             [0.8, 1.25, 20.0, 0.0123].map(tick_label),
             ["0.8", "1.25", "20", "0.0123"]
+        );
+        // Steps (a sweep's steps_to_99 axis) are whole numbers, never "3200.0".
+        assert_eq!(
+            [3200.0, 12800.0, 250.0].map(tick_label),
+            ["3200", "12800", "250"]
         );
     }
 

@@ -23,6 +23,8 @@ pub use attention::{PatternFigure, attention_patterns, rollout};
 pub use canvas::{Area, DrawResult, FONT, FigureError, MAX_FIGURE_PIXELS, render, token_labels};
 pub use causal::{patching, paths};
 pub use circuits::{NORM_POINTS, NormPanel, circuits, composition, norms};
-pub use curves::{ablation, divergence, pruning, relations_over_training, training, trajectories};
+pub use curves::{
+    ablation, divergence, pruning, relations_over_training, tick_label, training, trajectories,
+};
 pub use relations::relations;
 pub use similarity::similarity;

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Experiment 9, syntax from scratch: which heads of masked LMs trained here on English come
+to track syntax, when, and in how many seeds (docs/experiment-9-syntax.md).
+
+Two steps, so every number of the chapter recomputes from data kept in the repository:
+
+  python3 scripts/experiments/experiment9_table.py collect RUNS_DIR OUT.json [--note TEXT]
+  python3 scripts/experiments/experiment9_table.py render OUT.json
+
+`collect` reads every run directory under RUNS_DIR (a sweep's output: each run with
+metrics.jsonl, inspect/relations-over-training.json and inspect/relations.json) into one
+compact JSON: per seed its curves at every snapshot (the syntactic and positional figures,
+the replication's syntactic figure, the held-out loss), its onsets, each counted label at the
+last snapshot (head, score, offset score; the replication's), its relation ablation (the
+final model's relations.json), and per scored sentence the hits and arcs of the syntactic and
+positional figures and of each label (the tables the Multi-Bootstrap resamples).
+
+`render` writes the chapter's tables (OUT.md beside OUT.json) and figure (OUT-onsets.png)
+from that JSON alone, with every interval from `headlab sweep stats` (headlab_stats.py): means
+over seeds with Student's t intervals, shares of seeds with Wilson intervals, and the
+Multi-Bootstrap (seeds and sentences resampled together) for the headline figures.
+"""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from headlab_stats import intervals, multi_bootstraps, shares, show, show_bootstrap, show_share
+
+# Labels of at least this many arcs in the scored sentences (EWT test's first 500) are
+# counted, as in the runs' own figures.
+MIN_ARCS = 100
+
+
+def read_json(path: Path):
+    return json.loads(path.read_text())
+
+
+def seed_of(run: Path) -> int:
+    return read_json(run / "run.json")["config"]["seed"] if (run / "run.json").is_file() else -1
+
+
+def collect_run(run: Path) -> dict:
+    over = read_json(run / "inspect" / "relations-over-training.json")
+    relations = read_json(run / "inspect" / "relations.json")
+    config = (run / "config.toml").read_text()
+    seed = next(
+        int(line.split("=")[1]) for line in config.splitlines() if line.startswith("seed =")
+    )
+    steps = over["steps"]
+    last, last_replicated = steps[-1], over["replication"][-1]
+    replicated = {label["relation"]: label for label in last_replicated["labels"]}
+    final = {r["relation"]: r for r in relations["relations"]}
+    labels = {}
+    for label in last["labels"]:
+        if label["arcs"] < MIN_ARCS:
+            continue
+        name = label["relation"]
+        other = replicated.get(name, {})
+        ablation = final.get(name, {}).get("best", {})
+        labels[name] = {
+            "arcs": label["arcs"],
+            "head": f"L{label['layer']}H{label['head']}",
+            "direction": label["direction"],
+            "score": label["score"],
+            "offset": label["offset"],
+            "offset_score": label["offset_score"],
+            "dev_score": other.get("score"),
+            "dev_offset_score": other.get("offset_score"),
+            "clark_rule": {
+                key: best["score"]
+                for key, best in (final.get(name, {}).get("clark_rule") or {}).items()
+            },
+            "resample_ablation": {
+                key: [best.get("resample_drop_on_relation"), best.get("resample_drop_elsewhere")]
+                for key, best in ablation.items()
+            },
+        }
+    sentences = over["last_step_sentences"]
+    n = over["scored_sentences"]
+    total = lambda key: [sum(label[key][i] for label in sentences) for i in range(n)]
+    return {
+        "seed": seed,
+        "run": run.name,
+        "curves": [
+            {
+                "step": s["step"],
+                "syntactic": s["syntactic"],
+                "positional": s["positional"],
+                "replicated": r["syntactic"],
+                "held_out_loss": s.get("held_out_loss"),
+                "labels_beating_offset": s["labels_beating_offset"],
+            }
+            for s, r in zip(steps, over["replication"])
+        ],
+        "onsets": over["onsets"],
+        "labels": labels,
+        "sentences": {
+            "arcs": total("arcs"),
+            "syntactic_hits": total("head_hits"),
+            "positional_hits": total("offset_hits"),
+            "labels": {
+                label["relation"]: [label["arcs"], label["head_hits"], label["offset_hits"]]
+                for label in sentences
+            },
+        },
+    }
+
+
+def collect(runs_dir: Path, out: Path, note: str) -> None:
+    runs = sorted(
+        (p for p in runs_dir.iterdir() if (p / "inspect" / "relations-over-training.json").is_file()),
+        key=lambda p: p.name,
+    )
+    if not runs:
+        raise SystemExit(f"experiment9: no inspected text run under {runs_dir}")
+    seeds = [collect_run(run) for run in runs]
+    first = read_json(runs[0] / "inspect" / "relations-over-training.json")
+    data = {
+        "source": note,
+        "chosen_on": first["chosen_on"],
+        "scored_sentences": first["scored_sentences"],
+        "min_arcs": MIN_ARCS,
+        "config": (runs[0] / "config.toml").read_text(),
+        "seeds": seeds,
+    }
+    out.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n")
+    print(f"experiment9: {len(seeds)} seeds into {out}")
+
+
+def log_onsets(seeds: list, key: str) -> list:
+    return [math.log10(s["onsets"][key]["step"]) for s in seeds if s["onsets"].get(key)]
+
+
+def show_steps(estimate: dict) -> str:
+    """A mean of log10 steps as the geometric mean step with its interval."""
+    if estimate is None:
+        return "none"
+    mean = estimate["mean"]
+    if estimate["ci95"] is None:
+        return f"{10 ** mean:,.0f}"
+    low, high = mean - estimate["ci95"], mean + estimate["ci95"]
+    return f"{10 ** mean:,.0f} ({10 ** low:,.0f} to {10 ** high:,.0f})"
+
+
+def headline(seeds: list) -> list:
+    """The figures at the last snapshot over seeds: the t interval over seeds and the
+    Multi-Bootstrap of seeds and sentences together."""
+    tables = {}
+    for figure in ["syntactic", "positional"]:
+        tables[figure] = (
+            [s["sentences"][f"{figure}_hits"] for s in seeds],
+            [s["sentences"]["arcs"] for s in seeds],
+        )
+    boot = multi_bootstraps(tables)
+    rows = []
+    for figure in ["syntactic", "positional"]:
+        b = boot[figure]
+        rows.append(
+            f"| {figure} | {show_bootstrap(b, 3)} | {show(b['over_seeds'], 3)} |"
+        )
+    return rows
+
+
+def label_rows(seeds: list) -> list:
+    names = sorted(
+        {name for s in seeds for name in s["labels"]},
+        key=lambda name: -max(s["labels"].get(name, {}).get("arcs", 0) for s in seeds),
+    )
+    counts, tables = {}, {}
+    for name in names:
+        present = [s for s in seeds if name in s["labels"]]
+        test = sum(s["labels"][name]["score"] > s["labels"][name]["offset_score"] for s in present)
+        dev = sum(
+            (s["labels"][name]["dev_score"] or 0) > (s["labels"][name]["dev_offset_score"] or 0)
+            for s in present
+        )
+        counts[f"{name} test"] = (test, len(present))
+        counts[f"{name} dev"] = (dev, len(present))
+        arcs = [s["sentences"]["labels"][name][0] for s in present]
+        head_hits = [s["sentences"]["labels"][name][1] for s in present]
+        offset_hits = [s["sentences"]["labels"][name][2] for s in present]
+        tables[f"{name} head"] = (head_hits, arcs)
+        tables[f"{name} offset"] = (offset_hits, arcs)
+    share = shares(counts)
+    boot = multi_bootstraps(tables)
+    rows = []
+    for name in names:
+        present = [s for s in seeds if name in s["labels"]]
+        layers = sorted({s["labels"][name]["head"].split("H")[0] for s in present})
+        rows.append(
+            f"| {name} | {present[0]['labels'][name]['arcs']} | "
+            f"{show_bootstrap(boot[name + ' head'], 2)} | {show_bootstrap(boot[name + ' offset'], 2)} | "
+            f"{show_share(share[name + ' test'])} | {show_share(share[name + ' dev'])} | "
+            f"{', '.join(layers)} |"
+        )
+    return rows
+
+
+def figure(seeds: list, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for s in seeds:
+        curve = [c for c in s["curves"] if c["step"] > 0]
+        steps = [c["step"] for c in curve]
+        top.plot(steps, [c["syntactic"] for c in curve], color="tab:blue", alpha=0.4, lw=1)
+        top.plot(steps, [c["positional"] for c in curve], color="tab:gray", alpha=0.4, lw=1, ls="--")
+        loss = [(c["step"], c["held_out_loss"]) for c in curve if c["held_out_loss"] is not None]
+        bottom.plot([x for x, _ in loss], [y for _, y in loss], color="tab:red", alpha=0.4, lw=1)
+        onset = s["onsets"].get("syntactic")
+        if onset:
+            top.axvline(onset["step"], color="tab:blue", alpha=0.15)
+    top.set_ylabel("fraction of arcs found (EWT test)")
+    top.set_title("syntactic figure (blue; its onset: vertical lines) and positional (grey, dashed)")
+    bottom.set_ylabel("held-out masked-LM loss (nats)")
+    bottom.set_xlabel("training step (log scale)")
+    bottom.set_xscale("log")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def render(path: Path) -> None:
+    data = read_json(path)
+    seeds = data["seeds"]
+    onsets = intervals(
+        {
+            key: log_onsets(seeds, key)
+            for key in ["syntactic", "syntactic_replicated", "loss_fall"]
+            if log_onsets(seeds, key)
+        }
+    )
+    both = [
+        math.log10(s["onsets"]["syntactic"]["step"]) - math.log10(s["onsets"]["loss_fall"]["step"])
+        for s in seeds
+        if s["onsets"].get("syntactic") and s["onsets"].get("loss_fall")
+    ]
+    lag = intervals({"lag": both})["lag"] if both else None
+    last_steps = sorted({s["curves"][-1]["step"] for s in seeds})
+    lines = [
+        "# Experiment 9 data: syntax from scratch",
+        "",
+        f"Written by `scripts/experiments/experiment9_table.py render {path}` from {path.name} "
+        f"({data['source']}). {len(seeds)} seeds, trained to step "
+        f"{', '.join(str(s) for s in last_steps)}; heads and offsets chosen on "
+        f"{data['chosen_on']}, scored on {data['scored_sentences']} sentences of EWT test "
+        "(and, the replication, the other way round).",
+        "",
+        "## The figures at the last snapshot",
+        "",
+        "Estimate with its Multi-Bootstrap 95% interval (seeds and sentences resampled "
+        "together, 2000 draws) and the t interval over seeds alone.",
+        "",
+        "| figure | estimate (Multi-Bootstrap) | mean ± t interval over seeds |",
+        "| --- | --- | --- |",
+    ]
+    lines += headline(seeds)
+    lines += [
+        "",
+        "## Onsets",
+        "",
+        "The step of the steepest rise per quarter-decade window (geometric mean over the seeds "
+        "that have one, with its 95% t interval on the log scale), and how much the curve rose "
+        "across that window (mean ± t interval): a window is always found where a curve moves "
+        "at all, so a small rise is noise, not an onset.",
+        "",
+        "| curve | seeds with one | step | rise across its window |",
+        "| --- | ---: | --- | --- |",
+    ]
+    rises = intervals(
+        {
+            key: [s["onsets"][key]["rise"] for s in seeds if s["onsets"].get(key)]
+            for key in ["syntactic", "syntactic_replicated", "loss_fall"]
+            if log_onsets(seeds, key)
+        }
+    )
+    for key, name in [
+        ("syntactic", "syntactic figure (test)"),
+        ("syntactic_replicated", "syntactic figure (replication on dev)"),
+        ("loss_fall", "held-out loss, steepest fall (nats)"),
+    ]:
+        n = len(log_onsets(seeds, key))
+        rise = show(rises[key], 3) if key in rises else "-"
+        lines.append(
+            f"| {name} | {n} of {len(seeds)} | {show_steps(onsets.get(key))} | {rise} |"
+        )
+    if lag:
+        lines += [
+            "",
+            f"The syntactic onset minus the loss's steepest fall, in decades of steps: "
+            f"{show(lag, 2)} ({lag['n']} seeds).",
+        ]
+    lines += [
+        "",
+        "## Each label at the last snapshot",
+        "",
+        "Per label of at least 100 arcs: the fraction of its arcs its head finds and its offset "
+        "finds (Multi-Bootstrap over seeds and sentences), the seeds whose head beats the "
+        "offset on test and, the replication, on dev (Wilson interval), and the layers the "
+        "seeds' heads sit in.",
+        "",
+        "| label | arcs | head | offset | seeds beating the offset (test) | (dev) | layers |",
+        "| --- | ---: | --- | --- | --- | --- | --- |",
+    ]
+    lines += label_rows(seeds)
+    lines += ["", f"![The figures and the held-out loss over training]({path.stem}-onsets.png)", ""]
+    out = path.with_suffix(".md")
+    out.write_text("\n".join(lines))
+    figure(seeds, path.with_name(path.stem + "-onsets.png"))
+    print(f"experiment9: wrote {out}")
+
+
+def main() -> None:
+    if len(sys.argv) >= 4 and sys.argv[1] == "collect":
+        note = sys.argv[5] if len(sys.argv) >= 6 and sys.argv[4] == "--note" else "runs"
+        collect(Path(sys.argv[2]), Path(sys.argv[3]), note)
+    elif len(sys.argv) == 3 and sys.argv[1] == "render":
+        render(Path(sys.argv[2]))
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
