@@ -302,6 +302,12 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     let tokens = &activations["tokens"]; // [probe, words + 2], ids into probe_token_names
     assert_eq!(names[tokens.values[0] as usize], "[CLS]");
     assert_eq!(names[tokens.values[len - 1] as usize], "[SEP]");
+    // The same names beside the ids, in the file itself.
+    let bytes = std::fs::read(report.join("activations.safetensors")).unwrap();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let in_file: Vec<String> =
+        serde_json::from_str(&header.metadata().as_ref().unwrap()["token_names"]).unwrap();
+    assert_eq!(in_file, names);
 
     // explore.html shows the words.
     let explore = std::fs::read_to_string(report.join("explore.html")).unwrap();

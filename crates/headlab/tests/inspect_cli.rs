@@ -229,6 +229,22 @@ fn check_activations(report: &Path) {
     assert_eq!(activations["layers.0.pattern"].shape, [8, 2, 6, 6]);
     assert_eq!(activations["layers.0.head_out"].shape, [8, 6, 2, 8]);
     assert_eq!(activations["layers.0.attn_input"].shape, [8, 6, 16]);
+    // Issue 66, item 4: token ids are whole numbers (I64), their names in the same file.
+    let bytes = std::fs::read(report.join("activations.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    assert_eq!(
+        file.tensor("tokens").unwrap().dtype(),
+        safetensors::Dtype::I64
+    );
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let names: Vec<String> =
+        serde_json::from_str(&header.metadata().as_ref().unwrap()["token_names"]).unwrap();
+    let ids = &activations["tokens"].values;
+    assert!(
+        ids.iter()
+            .all(|&id| id >= 0.0 && (id as usize) < names.len()),
+        "{names:?}"
+    );
 }
 
 /// Every similarity matrix is 2 x 2, symmetric, with a head's similarity to itself on the

@@ -3,11 +3,11 @@
 //! `explore.html`, and `index.html` last, so a report with its `index.html` is complete; its
 //! manifest seals it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use run::BackendKind;
-use run::tensor_file::{HostTensor, write_tensors};
+use run::tensor_file::{HostIds, write_tensors, write_tensors_and_ids};
 
 use inspect::inspection::summary::SimilarityFile;
 use inspect::inspection::{MeasureOptions, Measured, Stages, measure_in_stages};
@@ -82,7 +82,8 @@ pub fn write_report_in_stages(
     let dir = ReportDir::new(out);
     // Held until the manifest seals the report: one writer, one reading.
     let _lock = dir.create()?;
-    let mut files = write_tensor_files(&dir, probe, &measured)?;
+    let vocab_size = loaded.resolved.io.vocab_size;
+    let mut files = write_tensor_files(&dir, (probe, vocab_size), &measured)?;
     files.push(dir.write_json(&provenance)?);
     files.extend(write_records(&dir, &measured)?);
     let figures = figures::draw_figures(&dir, loaded, probe, &measured)?;
@@ -115,28 +116,35 @@ pub fn relations_absent(why: RelationsAbsent) -> &'static str {
     }
 }
 
-/// `weights.safetensors` and `activations.safetensors` (the probe's tokens, and per layer
-/// `attn_input`, `pattern`, `head_out`).
+/// `weights.safetensors` and `activations.safetensors` (the probe's tokens, named in the
+/// file's metadata, and per layer `attn_input`, `pattern`, `head_out`); a task's tokens
+/// without names of their own are named by their numbers, `0..vocab_size`.
 fn write_tensor_files(
     dir: &ReportDir,
-    probe: &Probe,
+    (probe, vocab_size): (&Probe, usize),
     measured: &Measured,
 ) -> Result<Vec<PathBuf>, ReportError> {
     let weights_path = dir.path(WEIGHTS);
     write_tensors(&weights_path, &measured.weights.named(), None)?;
 
     let mut activations = BTreeMap::new();
-    activations.insert(
-        "tokens".to_string(),
-        HostTensor::of_int(probe.tokens.clone()),
-    );
+    // The probe's token ids as whole numbers, and their names beside them in the file's
+    // metadata (`token_names`, a JSON list indexed by id), so the file reads on its own.
+    let ids = BTreeMap::from([("tokens".to_string(), HostIds::of(probe.tokens.clone()))]);
+    // A task whose tokens have no names of their own names each by its number.
+    let names = probe
+        .token_names
+        .clone()
+        .unwrap_or_else(|| (0..vocab_size).map(|id| id.to_string()).collect());
+    let names = serde_json::to_string(&names).expect("names serialize");
+    let metadata = Some(HashMap::from([("token_names".to_string(), names)]));
     for (l, layer) in measured.layers.iter().enumerate() {
         activations.insert(format!("layers.{l}.attn_input"), layer.attn_input.clone());
         activations.insert(format!("layers.{l}.pattern"), layer.pattern.clone());
         activations.insert(format!("layers.{l}.head_out"), layer.head_outputs.clone());
     }
     let activations_path = dir.path(ACTIVATIONS);
-    write_tensors(&activations_path, &activations, None)?;
+    write_tensors_and_ids(&activations_path, &activations, &ids, metadata)?;
     Ok(vec![weights_path, activations_path])
 }
 

@@ -1,5 +1,6 @@
 //! Named f32 tensors in a safetensors file: the format every analysis output of headlab
-//! uses, because numpy (`safetensors.numpy.load_file`) and PyTorch read it directly.
+//! uses, because numpy (`safetensors.numpy.load_file`) and PyTorch read it directly. Token
+//! ids are written as I64 tensors ([`HostIds`]), whole numbers as a reader expects them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,27 @@ impl HostTensor {
     }
 }
 
+/// A host-side tensor of whole numbers (token ids), written as I64.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostIds {
+    /// Dimensions.
+    pub shape: Vec<usize>,
+    /// Row-major values.
+    pub values: Vec<i64>,
+}
+
+impl HostIds {
+    /// Copies an integer device tensor to the host.
+    pub fn of<const D: usize>(tensor: Tensor<D, Int>) -> Self {
+        let shape = tensor.dims().to_vec();
+        let values = tensor
+            .into_data()
+            .try_into_vec_as::<i64>()
+            .expect("converted to i64");
+        Self { shape, values }
+    }
+}
+
 /// A tensor file that could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum TensorFileError {
@@ -73,15 +95,27 @@ pub fn write_tensors(
     tensors: &BTreeMap<String, HostTensor>,
     metadata: Option<HashMap<String, String>>,
 ) -> Result<(), TensorFileError> {
-    let bytes: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
-        .iter()
-        .map(|(name, t)| {
-            let bytes = t.values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            (name.clone(), bytes, t.shape.clone())
-        })
-        .collect();
-    let views = bytes.iter().map(|(name, data, shape)| {
-        let view = TensorView::new(Dtype::F32, shape.clone(), data).expect("sizes agree");
+    write_tensors_and_ids(path, tensors, &BTreeMap::new(), metadata)
+}
+
+/// [`write_tensors`] with integer tensors `ids` beside the f32 ones (their names apart).
+pub fn write_tensors_and_ids(
+    path: &Path,
+    tensors: &BTreeMap<String, HostTensor>,
+    ids: &BTreeMap<String, HostIds>,
+    metadata: Option<HashMap<String, String>>,
+) -> Result<(), TensorFileError> {
+    let floats = tensors.iter().map(|(name, t)| {
+        let bytes = t.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        (name.clone(), Dtype::F32, bytes, t.shape.clone())
+    });
+    let integers = ids.iter().map(|(name, t)| {
+        let bytes = t.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        (name.clone(), Dtype::I64, bytes, t.shape.clone())
+    });
+    let bytes: Vec<(String, Dtype, Vec<u8>, Vec<usize>)> = floats.chain(integers).collect();
+    let views = bytes.iter().map(|(name, dtype, data, shape)| {
+        let view = TensorView::new(*dtype, shape.clone(), data).expect("sizes agree");
         (name.as_str(), view)
     });
     let encoded =
@@ -110,7 +144,8 @@ pub fn f32_from_le_bytes(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
-/// Reads every tensor of a safetensors file of f32 tensors.
+/// Reads every tensor of a safetensors file of f32 tensors; an I64 tensor (token ids,
+/// [`HostIds`]) is read as its values in f32, exact below 2^24.
 pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorFileError> {
     let bytes = std::fs::read(path).map_err(|error| TensorFileError::Io {
         action: "read",
@@ -124,13 +159,17 @@ pub fn read_tensors(path: &Path) -> Result<BTreeMap<String, HostTensor>, TensorF
     let file = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(e.to_string()))?;
     let mut tensors = BTreeMap::new();
     for (name, view) in file.tensors() {
-        if view.dtype() != Dtype::F32 {
-            return Err(corrupt(format!(
-                "tensor {name} is {:?}, not F32",
-                view.dtype()
-            )));
-        }
-        let values = f32_values(&view);
+        let values = match view.dtype() {
+            Dtype::F32 => f32_values(&view),
+            Dtype::I64 => (view.data().chunks_exact(8))
+                .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")) as f32)
+                .collect(),
+            other => {
+                return Err(corrupt(format!(
+                    "tensor {name} is {other:?}, not F32 or I64"
+                )));
+            }
+        };
         tensors.insert(
             name,
             HostTensor {
@@ -181,5 +220,25 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
         let err = read_tensors(&path).unwrap_err().to_string();
         assert!(err.contains("not a valid safetensors file"), "{err}");
+    }
+
+    /// Token ids are written as I64 beside f32 tensors and read back as their values.
+    #[test]
+    fn ids_are_written_as_whole_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ids.safetensors");
+        let ids = BTreeMap::from([(
+            "tokens".to_string(),
+            HostIds {
+                shape: vec![2, 2],
+                values: vec![0, 7, 16_000_000, 3],
+            },
+        )]);
+        write_tensors_and_ids(&path, &BTreeMap::new(), &ids, None).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let file = SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(file.tensor("tokens").unwrap().dtype(), Dtype::I64);
+        let read = read_tensors(&path).unwrap();
+        assert_eq!(read["tokens"].values, [0.0, 7.0, 16_000_000.0, 3.0]);
     }
 }
