@@ -186,7 +186,7 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
 
     // Exactly the files of a word task's report with the output-side ones and patching, less
     // what reads the grammar's own classes (ceiling, agreement), sealed.
-    let report = out.join("inspect");
+    let report = out.join("inspect-task");
     let dir = ReportDir::new(&report);
     assert_complete(&dir, &imported_contents(3, true));
     assert!(
@@ -328,8 +328,8 @@ struct Counted {
 }
 
 /// `headlab import CHECKPOINT --out OUT` then `headlab inspect OUT --probe PROBE
-/// --probe-task` (the grammar's sentences, not the shipped treebank), both succeeding:
-/// inspect's output.
+/// --probe-task` (the grammar's sentences, not the shipped treebank, so the report goes to
+/// OUT/inspect-task), both succeeding: inspect's output.
 fn import_and_inspect(checkpoint: &Path, out: &Path, probe: &str) -> Output {
     let output = import(&[checkpoint, Path::new("--out"), out]);
     assert!(output.status.success(), "{}", stderr(&output));
@@ -455,7 +455,7 @@ fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one()
             && text.contains(&format!("left out: {LEFT_OUT_NO_HEAD}")),
         "{text}"
     );
-    let report = out.join("inspect");
+    let report = out.join("inspect-task");
     let dir = ReportDir::new(&report);
     assert_complete(&dir, &imported_contents(1, false));
     for name in ["pruning.json", "logit_lens.json", "figures/ablation.png"] {
@@ -599,7 +599,7 @@ fn a_masked_lm_whose_tokenizer_has_no_mask_piece_is_not_scored_and_says_why() {
     std::fs::write(checkpoint.join("tokenizer.json"), tokenizer).unwrap();
     let out = tmp.path().join("run");
     import_and_inspect(&checkpoint, &out, "4");
-    let dir = ReportDir::new(out.join("inspect"));
+    let dir = ReportDir::new(out.join("inspect-task"));
     assert_complete(&dir, &imported_contents(3, false));
     let summary: Summary = dir.read_json().unwrap();
     assert_eq!(summary.eval_token_acc, None);
@@ -1001,7 +1001,7 @@ fn all_minilm_l6_v2_imports_and_inspects_on_the_grammar_sentences() {
         ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let dir = ReportDir::new(out.join("inspect"));
+    let dir = ReportDir::new(out.join("inspect-task"));
     let heads: Vec<HeadRecord> = dir.read_json().unwrap();
     assert_eq!(heads.len(), 72);
     let relations: inspect::measures::relations::Relations = dir.read_json().unwrap();
@@ -1028,7 +1028,7 @@ fn a_treebank_probes_an_imported_model_with_its_own_labels() {
         &[out.as_path(), Path::new("--probe-conllu"), &treebank],
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let dir = ReportDir::new(out.join("inspect"));
+    let dir = ReportDir::new(out.join("inspect-ud-sample"));
     let relations: inspect::measures::relations::Relations = dir.read_json().unwrap();
     // Two sentences of 10 and 9 words: every word but the two roots has an arc.
     assert_eq!((relations.sentences, relations.arcs), (2, 17));
@@ -1050,7 +1050,7 @@ fn a_treebank_probes_an_imported_model_with_its_own_labels() {
         assert_eq!(layer.heads_punct.unwrap().len(), 3);
     }
     // The probe is the treebank's too: its words in explore.html, [CLS] first.
-    let explore = std::fs::read_to_string(out.join("inspect/explore.html")).unwrap();
+    let explore = std::fs::read_to_string(out.join("inspect-ud-sample/explore.html")).unwrap();
     assert!(
         explore.contains("\"[CLS]\",\"The\",\"dog\",\"that\""),
         "no treebank words"

@@ -149,11 +149,12 @@ fn every_family_reads_typed_words_as_transformers_does() {
         for text in &texts {
             args.extend(["--text", text.as_str()]);
         }
-        args.extend(["--no-patching", "--quiet"]);
+        let typed = run.join("typed");
+        args.extend(["--no-patching", "--quiet", "--out", typed.to_str().unwrap()]);
         succeeds("inspect", &args);
         let pieces = sentences[0]["pieces"].as_array().unwrap();
         let specials = [&pieces[0], &pieces[pieces.len() - 1]].map(|p| p.as_str().unwrap());
-        let largest = word_attention::largest_difference(&run.join("inspect"), sentences, specials);
+        let largest = word_attention::largest_difference(&typed, sentences, specials);
         // The reference read the words already split (`is_split_into_words`); typed text is
         // read raw, as `transformers` reads `tokenizer(text)` (its pieces checked against
         // transformers' in run's typed-words test). The two readings are the same pieces but

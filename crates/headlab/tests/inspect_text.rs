@@ -241,3 +241,87 @@ fn common_train(dir: &Path) {
     );
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+/// Issue 66, item 2: readings side by side. Without --out, the run's own reading goes to
+/// RUN/inspect and any other to a directory of its own named for it, so a --text reading
+/// never replaces the treebank's; --out onto another reading's report is refused naming
+/// --replace, which writes over it and leaves no file of the old reading behind.
+#[test]
+fn each_reading_keeps_its_own_report_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = imported(tmp.path());
+    let quiet = |args: &[&str]| {
+        let mut all: Vec<&Path> = vec![&run];
+        all.extend(args.iter().map(Path::new));
+        all.push(Path::new("--quiet"));
+        headlab::run("inspect", &all)
+    };
+    let own = quiet(&[]);
+    assert!(own.status.success(), "{}", stderr(&own));
+    let treebank = run.join("inspect");
+    let manifest = std::fs::read(treebank.join("manifest.json")).unwrap();
+    assert!(treebank.join("relations.json").is_file());
+
+    let typed = quiet(&["--text", "the dog sees the cat."]);
+    assert!(typed.status.success(), "{}", stderr(&typed));
+    let beside: Vec<PathBuf> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("inspect-text-")
+        })
+        .collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+    let summary: Summary = ReportDir::new(&beside[0]).read_json().unwrap();
+    assert_eq!(
+        serde_json::to_value(&summary.probe).unwrap()["kind"],
+        "typed_text"
+    );
+    assert_eq!(
+        std::fs::read(treebank.join("manifest.json")).unwrap(),
+        manifest
+    );
+
+    let conllu = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/ud-english-ewt/en_ewt-ud-dev.conllu");
+    let dev = quiet(&[
+        "--probe-conllu",
+        conllu.to_str().unwrap(),
+        "--relation-sentences",
+        "8",
+    ]);
+    assert!(dev.status.success(), "{}", stderr(&dev));
+    assert!(run.join("inspect-en_ewt-ud-dev/relations.json").is_file());
+
+    // --out onto the treebank's report: refused, the report kept.
+    let onto = [
+        "--text",
+        "the dog sees the cat.",
+        "--out",
+        treebank.to_str().unwrap(),
+    ];
+    let refused = quiet(&onto);
+    let err = stderr(&refused);
+    assert!(
+        !refused.status.success() && err.contains("--replace"),
+        "{err}"
+    );
+    assert!(err.contains("holds the report of another reading"), "{err}");
+    assert_eq!(
+        std::fs::read(treebank.join("manifest.json")).unwrap(),
+        manifest
+    );
+
+    let mut replacing = onto.to_vec();
+    replacing.push("--replace");
+    let replaced = quiet(&replacing);
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    assert!(
+        !treebank.join("relations.json").exists(),
+        "a file of the old reading stayed"
+    );
+    assert!(!treebank.join("relation-sentences.conllu").exists());
+}

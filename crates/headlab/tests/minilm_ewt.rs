@@ -145,14 +145,19 @@ fn minilm_reads_typed_sentences_word_by_word_as_transformers_does() {
             Path::new(sentence["text"].as_str().unwrap()),
         ]);
     }
+    let report = run.join("typed");
     args.extend(
-        [Path::new("--no-patching"), Path::new("--quiet")]
-            .iter()
-            .copied(),
+        [
+            Path::new("--no-patching"),
+            Path::new("--quiet"),
+            Path::new("--out"),
+            &report,
+        ]
+        .iter()
+        .copied(),
     );
     succeeds("inspect", &args);
 
-    let report = run.join("inspect");
     let largest = word_attention::largest_difference(&report, sentences, ["[CLS]", "[SEP]"]);
     assert!(
         largest < 1e-5,

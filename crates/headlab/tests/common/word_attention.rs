@@ -11,14 +11,22 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// `name`'s values in a report's `activations.safetensors` as f32, with its shape.
+/// `name`'s values in a report's `activations.safetensors` as f32 (the token ids, I64, as
+/// their values), with its shape.
 pub fn activation(tensors: &safetensors::SafeTensors, name: &str) -> (Vec<usize>, Vec<f32>) {
     let view = tensors.tensor(name).unwrap();
-    let values = view
-        .data()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let values = match view.dtype() {
+        safetensors::Dtype::I64 => view
+            .data()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap()) as f32)
+            .collect(),
+        _ => view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    };
     (view.shape().to_vec(), values)
 }
 

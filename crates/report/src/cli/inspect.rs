@@ -23,9 +23,16 @@ pub struct Args {
     /// The run directory written by `train`, e.g. runs/reverse.
     #[arg(value_name = "RUN")]
     run_dir: PathBuf,
-    /// Report directory. Default: RUN/inspect.
+    /// Report directory. Default: RUN/inspect for the run's own probe and final weights;
+    /// another reading (--text, --text-file, --probe-conllu, --probe-task or --set, or
+    /// --checkpoint) gets a directory of its own beside it, named for it
+    /// (RUN/inspect-text-<hash>, RUN/inspect-en_ewt-ud-dev, RUN/inspect-step-500, ...).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Write over --out's report even when it is another reading's (another probe or other
+    /// weights); without it such a report is kept and the inspection refused.
+    #[arg(long)]
+    replace: bool,
     /// Inspect a checkpoint (e.g. step-500) instead of the final weights.
     #[arg(long, value_name = "step-N")]
     checkpoint: Option<String>,
@@ -191,7 +198,10 @@ fn inspect_run(args: Args) -> anyhow::Result<()> {
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
     }
-    let out = args.out.unwrap_or_else(|| loaded.dir.report_dir());
+    let out = match &args.out {
+        Some(out) => out.clone(),
+        None => default_report_dir(&loaded, args.checkpoint.as_deref()),
+    };
     let options = crate::write::ReportOptions {
         measure: inspect::inspection::MeasureOptions {
             probe_size: args.probe,
@@ -203,11 +213,96 @@ fn inspect_run(args: Args) -> anyhow::Result<()> {
         svg: args.svg,
         backend: args.backend,
     };
+    if !args.replace {
+        check_same_reading(&out, &options.provenance(&loaded))?;
+    }
     let mut progress = run::progress::StageProgress::on_stderr("inspect", args.quiet);
     let report = crate::write::write_report_in_stages(&loaded, &out, &options, &mut progress)?;
     progress.finish();
     print_report(&args.run_dir, &loaded, &report, &out);
     Ok(())
+}
+
+/// Where a reading's report goes when no `--out` is given: `RUN/inspect` for the run's own
+/// probe (its task's tokens, or the shipped treebank for a model that reads words) and its
+/// final weights; any other reading a directory of its own beside it, named for its weights
+/// and probe, so that one reading never replaces another.
+fn default_report_dir(
+    loaded: &inspect::load::loaded_run::LoadedRun,
+    checkpoint: Option<&str>,
+) -> PathBuf {
+    use inspect::load::text::ProbeSource;
+    let short_hash = |text: &str| run::hash::sha256_hex(text.as_bytes())[..8].to_string();
+    let stem = |path: &std::path::Path| {
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let safe: String = stem
+            .unwrap_or_default()
+            .chars()
+            .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
+                true => c,
+                false => '_',
+            })
+            .take(60)
+            .collect();
+        safe.trim_start_matches('.').to_string()
+    };
+    let mut parts: Vec<String> = checkpoint
+        .map(|step| stem(std::path::Path::new(step)))
+        .into_iter()
+        .collect();
+    match loaded.probe_source() {
+        ProbeSource::Task { overrides } if overrides.is_empty() => {
+            if loaded.reading.reads_text() {
+                parts.push("task".to_string());
+            }
+        }
+        ProbeSource::Task { overrides } => {
+            parts.push(format!("task-{}", short_hash(&overrides.join("\n"))));
+        }
+        ProbeSource::ShippedTreebank { .. } => {}
+        ProbeSource::Treebank { file, .. } => parts.push(stem(&file)),
+        ProbeSource::TypedText {
+            file: Some(file), ..
+        } => parts.push(format!("text-{}", stem(&file))),
+        ProbeSource::TypedText { sentences, .. } => {
+            parts.push(format!("text-{}", short_hash(&sentences.join("\n"))));
+        }
+    }
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    match parts.is_empty() {
+        true => loaded.dir.report_dir(),
+        false => loaded
+            .dir
+            .root()
+            .join(format!("inspect-{}", parts.join("-"))),
+    }
+}
+
+/// Refuses to write a reading over the report of another reading in `out` (its probe or its
+/// weights differ), which would be lost: that report is kept unless `--replace` is given. A
+/// directory without a report's provenance is left to the report directory's own checks.
+fn check_same_reading(
+    out: &std::path::Path,
+    reading: &crate::provenance::Provenance,
+) -> anyhow::Result<()> {
+    let dir = crate::dir::ReportDir::new(out);
+    let Ok(existing) = dir.read_json::<crate::provenance::Provenance>() else {
+        return Ok(());
+    };
+    let (was, is) = (&existing.measured_with.probe, &reading.measured_with.probe);
+    if existing.weights == reading.weights && was == is {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} holds the report of another reading ({} of {}; this one reads {} of {}): give \
+         another --out, or leave --out out (each reading gets a directory of its own beside \
+         the run's report), or add --replace to write over it",
+        out.display(),
+        was.describe("its task"),
+        existing.weights,
+        is.describe("its task"),
+        reading.weights,
+    )
 }
 
 /// What `inspect` prints once the report is written: the accuracy line, the head table, the
