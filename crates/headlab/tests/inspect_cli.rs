@@ -172,6 +172,31 @@ fn check_heads(report: &Path) {
         let score = scores[pattern].as_f64().unwrap();
         assert!((0.0..=1.0 + 1e-9).contains(&score), "{pattern}: {score}");
     }
+    // Issue 66, item 5: every head says what takes most of its attention, offsets and
+    // tokens, largest share first; a mixed head's is on the page.
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    for head in &heads {
+        let targets = &head["attends_to"];
+        for kind in ["offsets", "tokens"] {
+            let shares: Vec<f64> = (targets[kind].as_array().unwrap().iter())
+                .map(|t| t["share"].as_f64().unwrap())
+                .collect();
+            assert!(!shares.is_empty() && shares.len() <= 3, "{targets}");
+            assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{targets}");
+            assert!(shares.iter().sum::<f64>() <= 1.0 + 1e-6, "{targets}");
+        }
+        if head["role"] == "mixed" {
+            let offset = targets["offsets"][0]["offset"].as_i64().unwrap();
+            let shown = match offset {
+                0 => "attends to offset 0 ".to_string(),
+                offset => format!("attends to offset {offset:+} "),
+            };
+            assert!(
+                page.contains(&shown),
+                "a mixed head's targets are not on the page"
+            );
+        }
+    }
 }
 
 /// One layer: nothing composes; reverse maps 5 tokens to 5 classes, so the full circuit is

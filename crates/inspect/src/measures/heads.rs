@@ -22,6 +22,7 @@ use crate::measures::importance::gradient_importance;
 use crate::measures::norms::head_norm_scores;
 use crate::measures::patterns::{HeadPattern, task_target_score};
 use crate::measures::relations::{DirectionScores, Relations};
+use crate::measures::strongest::{AttendsTo, attends_to};
 
 /// A head takes a pattern's name as its role when that pattern gets at least this much of
 /// its attention on average.
@@ -131,6 +132,11 @@ pub struct HeadRecord {
     /// by its output on another sequence, a fraction; null where not measured.
     #[serde(default)]
     pub resample_ablation_drop: Option<f64>,
+    /// The offsets and tokens that take the largest shares of its attention on the probe
+    /// ([`crate::measures::strongest`]): what a `mixed` head does, in checkable terms;
+    /// absent in a `heads.json` written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attends_to: Option<AttendsTo>,
 }
 
 /// What the output layer says of every head, layer-major (see [`measure_heads`]).
@@ -195,6 +201,7 @@ pub fn measure_heads(
         .map(|example| task.attention_targets(&example.input))
         .collect();
 
+    let names = probe.token_names.as_deref();
     let mut heads = vec![];
     for (l, layer) in layers.iter().enumerate() {
         let measured = measure_layer(task, layer, &tokens, &targets);
@@ -225,6 +232,7 @@ pub fn measure_heads(
                 relation_scores: relations.map(|r| r.head_scores(HeadId::new(l, h))),
                 mean_ablation_drop: None,
                 resample_ablation_drop: None,
+                attends_to: Some(attends_to(&layer.pattern, h, &tokens, names)),
             });
         }
     }
@@ -364,6 +372,7 @@ mod tests {
             relation_scores: None,
             mean_ablation_drop: None,
             resample_ablation_drop: None,
+            attends_to: None,
         })
         .unwrap();
         for (field, _) in FIELD_UNITS {
@@ -413,6 +422,7 @@ mod tests {
             )])),
             mean_ablation_drop: Some(0.125),
             resample_ablation_drop: Some(0.25),
+            attends_to: None,
             ..heads[0].clone()
         };
         let json = serde_json::to_string(&new).unwrap();

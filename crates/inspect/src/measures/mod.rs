@@ -1,7 +1,8 @@
 //! Per-head measures on the probe batch and the evaluation set, built on [`crate::load`]
 //! and [`crate::circuits`]:
 //!
-//! - [`patterns`]: entropy, confidence, distance, mass on named patterns and task targets.
+//! - [`patterns`]: entropy, confidence, distance, mass on named patterns and task targets;
+//!   [`strongest`]: the offsets and tokens that take most of a head's attention.
 //! - [`heads`]: one record per head (`heads.json`), gathering every measure below.
 //! - [`attribution`]: direct logit attribution; [`importance`]: gradient importance and
 //!   rank correlations; [`norms`]: norm-based attention.
@@ -38,4 +39,5 @@ pub mod relations;
 pub mod relations_over_training;
 pub mod similarity;
 pub mod special;
+pub mod strongest;
 pub mod trajectories;

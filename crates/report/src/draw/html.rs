@@ -159,7 +159,7 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
              <td style=\"text-align:left\">{}</td></tr>",
             head.id.layer,
             head.id.head,
-            escape(&head.role),
+            role_cell(head),
             head.entropy,
             head.confidence,
             head.mean_distance,
@@ -175,6 +175,18 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
         );
     }
     let _ = writeln!(w, "</table>");
+}
+
+/// A head's role, and for a `mixed` head what takes most of its attention (offsets and
+/// tokens, [`inspect::measures::strongest`]), so that no head is left unexplained.
+fn role_cell(head: &HeadRecord) -> String {
+    match (&head.attends_to, head.role.as_str()) {
+        (Some(targets), "mixed") => format!(
+            "mixed<br><small style=\"font-weight:normal\">attends to {}</small>",
+            escape(&targets.describe())
+        ),
+        _ => escape(&head.role),
+    }
 }
 
 /// An accuracy drop (a fraction) in points to two decimals, `&ndash;` where not measured.

@@ -506,6 +506,7 @@ mod tests {
                 relation_scores: None,
                 mean_ablation_drop: None,
                 resample_ablation_drop: None,
+                attends_to: None,
             })
             .collect();
         let error = ablation(&path, &heads).unwrap_err();
