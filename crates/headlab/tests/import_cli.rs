@@ -1010,6 +1010,10 @@ fn all_minilm_l6_v2_imports_and_inspects_on_the_grammar_sentences() {
         "every grammar sentence fits 512 positions"
     );
     assert!(relations.relations.iter().any(|r| r.relation == "dobj"));
+    // Issue 66, item 6: the report gives the parameter count the import printed, the
+    // checkpoint's (tied embeddings once), not the encoder's with its output-layer copy.
+    let summary: inspect::inspection::summary::Summary = dir.read_json().unwrap();
+    assert_eq!(format!("{:.1}M", summary.n_params as f64 / 1e6), "22.6M");
 }
 
 #[test]

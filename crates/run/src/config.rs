@@ -63,6 +63,12 @@ pub struct ImportRecord {
     /// in every layer, its attention is not (each layer reads another residual stream).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared_layers: bool,
+    /// The checkpoint's own parameter count (its config's: tied embeddings once, shared
+    /// layers once), the one reports give for it: headlab's encoder holds tied embeddings
+    /// twice, as its input table and its output layer. Absent in a run imported before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<usize>,
 }
 
 /// Learning-rate schedule after warmup.

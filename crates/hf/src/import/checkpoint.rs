@@ -173,7 +173,8 @@ pub fn import_in_stages(
     };
     let model = &checkpoint.model;
     // The checkpoint's own count: headlab's encoder holds the tied embeddings twice (as
-    // the input table and as the output layer), so its `num_params` is larger.
+    // the input table and as the output layer), so its `num_params` is larger. The run's
+    // record keeps it, so the reports give the same number.
     let params = (checkpoint.config.parameter_bytes() / 4) as usize;
     Ok(Imported {
         dir,
@@ -238,6 +239,7 @@ fn read_checkpoint(dir: &Path, stages: &mut dyn Stages) -> Result<Checkpoint, Im
         vocab_size: config.vocab_size,
         max_positions: config.max_positions(),
         shared_layers: config.shared_layers,
+        parameters: Some((config.parameter_bytes() / 4) as usize),
     };
     Ok(Checkpoint {
         config,

@@ -340,7 +340,10 @@ fn summarise(
         n_layers: model.n_layers(),
         n_heads: model.n_heads(),
         d_head: layers.first().map_or(0, LayerProbe::d_head),
-        n_params: model.num_params(),
+        // An imported model's count is its checkpoint's, as the import said it.
+        n_params: imported
+            .and_then(|import| import.parameters)
+            .unwrap_or_else(|| model.num_params()),
         attention_params: model.blocks.iter().map(|b| b.attention.num_params()).sum(),
         eval_token_acc,
         heads_with_role: heads.iter().filter(|h| h.role != "mixed").count(),

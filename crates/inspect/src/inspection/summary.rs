@@ -35,7 +35,8 @@ pub struct Summary {
     pub n_heads: usize,
     /// Width of each head.
     pub d_head: usize,
-    /// Trainable parameters of the whole model.
+    /// Parameters of the whole model; for an imported one, its checkpoint's count (the
+    /// import's), tied embeddings counted once.
     pub n_params: usize,
     /// Parameters of the attention modules (every layer's q, k, v and output projection).
     pub attention_params: usize,
