@@ -261,6 +261,16 @@ fn each_reading_keeps_its_own_report_directory() {
     let treebank = run.join("inspect");
     let manifest = std::fs::read(treebank.join("manifest.json")).unwrap();
     assert!(treebank.join("relations.json").is_file());
+    // Issue 66, item 6: the header says how many sentences relations were scored on, beside
+    // the probe batch's sequences, each where it applies.
+    let relations: inspect::measures::relations::Relations =
+        ReportDir::new(&treebank).read_json().unwrap();
+    let page = std::fs::read_to_string(treebank.join("index.html")).unwrap();
+    let scored = format!("relations scored on {} sentences", relations.sentences);
+    assert!(
+        page.contains(&scored) && page.contains("sequences (the head table"),
+        "{scored}"
+    );
 
     let typed = quiet(&["--text", "the dog sees the cat."]);
     assert!(typed.status.success(), "{}", stderr(&typed));

@@ -77,9 +77,18 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
         Some(import) => format!(" (an imported {})", import.architecture),
         None => trained_on(loaded),
     };
+    // The probe batch is what the head table and the patterns read; relations are scored
+    // on sentences of their own, often many more: each count is said where it applies.
+    let relations = measured.relations.as_ref().map_or_else(String::new, |r| {
+        format!(
+            ", relations scored on {} sentences ({} arcs)",
+            r.sentences, r.arcs
+        )
+    });
     format!(
         "{}, {} layers x {} heads{imported} ({} layout), weights {}{sha256}, eval token \
-         accuracy {}, probe batch {} sequences{}",
+         accuracy {}, probe batch {} sequences (the head table, the patterns and \
+         explore.html){relations}{}",
         measured.summary.probe.describe(loaded.resolved.task.name()),
         model.n_layers(),
         model.n_heads(),
