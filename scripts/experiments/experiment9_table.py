@@ -176,8 +176,14 @@ def label_rows(seeds: list) -> list:
             (s["labels"][name]["dev_score"] or 0) > (s["labels"][name]["dev_offset_score"] or 0)
             for s in present
         )
+        both = sum(
+            s["labels"][name]["score"] > s["labels"][name]["offset_score"]
+            and (s["labels"][name]["dev_score"] or 0) > (s["labels"][name]["dev_offset_score"] or 0)
+            for s in present
+        )
         counts[f"{name} test"] = (test, len(present))
         counts[f"{name} dev"] = (dev, len(present))
+        counts[f"{name} both"] = (both, len(present))
         arcs = [s["sentences"]["labels"][name][0] for s in present]
         head_hits = [s["sentences"]["labels"][name][1] for s in present]
         offset_hits = [s["sentences"]["labels"][name][2] for s in present]
@@ -193,7 +199,7 @@ def label_rows(seeds: list) -> list:
             f"| {name} | {present[0]['labels'][name]['arcs']} | "
             f"{show_bootstrap(boot[name + ' head'], 2)} | {show_bootstrap(boot[name + ' offset'], 2)} | "
             f"{show_share(share[name + ' test'])} | {show_share(share[name + ' dev'])} | "
-            f"{', '.join(layers)} |"
+            f"{show_share(share[name + ' both'])} | {', '.join(layers)} |"
         )
     return rows
 
@@ -301,11 +307,11 @@ def render(path: Path) -> None:
         "",
         "Per label of at least 100 arcs: the fraction of its arcs its head finds and its offset "
         "finds (Multi-Bootstrap over seeds and sentences), the seeds whose head beats the "
-        "offset on test and, the replication, on dev (Wilson interval), and the layers the "
-        "seeds' heads sit in.",
+        "offset on test and, the replication, on dev, and in which it has appeared: both at "
+        "once (Wilson intervals), and the layers the seeds' heads sit in.",
         "",
-        "| label | arcs | head | offset | seeds beating the offset (test) | (dev) | layers |",
-        "| --- | ---: | --- | --- | --- | --- | --- |",
+        "| label | arcs | head | offset | seeds beating the offset (test) | (dev) | appeared (both) | layers |",
+        "| --- | ---: | --- | --- | --- | --- | --- | --- |",
     ]
     lines += label_rows(seeds)
     lines += ["", f"![The figures and the held-out loss over training]({path.stem}-onsets.png)", ""]
