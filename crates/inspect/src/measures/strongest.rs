@@ -2,7 +2,7 @@
 //! relative positions (`key - query`) and the tokens (by name: a task's tokens, or a word
 //! probe's words, `[CLS]`, `[SEP]`, punctuation) that take the largest shares of its
 //! attention. A head whose pattern scores name no role (`mixed`) is described by these
-//! rather than left unexplained: "offset -1 0.42; [SEP] 0.35" says where its attention goes
+//! rather than left unexplained: `offset -1 0.42; [SEP] 0.35` says where its attention goes
 //! without a Python script.
 //!
 //! A share is the attention mass a position or token receives, summed over every query of
