@@ -444,8 +444,9 @@ impl StartPoint {
 
     /// Readies a resumed run to change. One that will train stops counting as complete (its
     /// metrics are cut back, its final weights written again) and takes the stopping rules
-    /// of `run`'s config. One with nothing to train is left as it is when it is complete, and
-    /// otherwise (killed before its final weights were sealed) is unsealed to be completed.
+    /// of `run`'s config. One with nothing to train is left as it is when it is whole, and
+    /// otherwise (killed before its final weights were sealed, or damaged since) is unsealed
+    /// to be completed.
     pub(crate) fn prepare(&self, run: &ResolvedRun, dir: &mut RunDir) -> Result<(), TrainError> {
         if self.resumed.is_none() {
             return Ok(());
@@ -455,7 +456,9 @@ impl StartPoint {
             if dir.config_difference(&run.config)?.is_some() {
                 dir.extend(&run.config)?;
             }
-        } else if dir.verify(Depth::Sizes) == Verdict::Intact {
+        } else if dir.verify(Depth::Contents) == Verdict::Intact {
+            // Read to the last byte: a resume is also how a damaged run's final weights are
+            // written again from its last checkpoint (a flipped byte keeps its size).
             return Ok(());
         } else {
             dir.unseal()?;
