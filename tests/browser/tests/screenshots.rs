@@ -419,16 +419,20 @@ async fn the_books_picture_of_an_imported_model() {
             "--quiet".as_ref(),
         ],
     );
+    // A reading of typed text goes beside the run's own report unless --out says where.
+    let report = run.join("inspect-typed");
     run_headlab(
         "inspect",
         &[
             run.as_os_str(),
             "--text".as_ref(),
             SENTENCE.as_ref(),
+            "--out".as_ref(),
+            report.as_os_str(),
             "--quiet".as_ref(),
         ],
     );
-    browser.open(&run.join("inspect/explore.html")).await;
+    browser.open(&report.join("explore.html")).await;
     assert_colour_bar(
         &browser,
         "#model-colour-bar",
