@@ -99,19 +99,13 @@ pub struct Measured {
 /// What the model reads, and so which of its measures can run, is its reading's to say
 /// ([`crate::load::reading::Reading`]).
 pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
-    measure_in_stages(loaded, options, None, &mut ())
+    measure_in_stages(loaded, options, &mut ())
 }
 
 /// [`measure`], telling `stages` as each stage starts (what `inspect` shows progress by).
-///
-/// `known_circuits` are the weight circuits of these very weights, measured before (another
-/// reading's `circuits.json`): they depend on the weights alone, so they are taken as they
-/// are (the probe's rollout recomputed) rather than measured again, most of an imported
-/// model's time.
 pub fn measure_in_stages(
     loaded: &LoadedRun,
     options: &MeasureOptions,
-    known_circuits: Option<Circuits>,
     stages: &mut dyn Stages,
 ) -> Result<Measured, MeasureError> {
     let (config, model) = (&loaded.resolved.config, &loaded.model);
@@ -120,10 +114,7 @@ pub fn measure_in_stages(
     let probe = (loaded.reading).probe(&loaded.resolved, (size, seed), 1, &loaded.device)?;
     let weights = HeadTensorsByLayer::of(model, true);
     stages.start("circuits");
-    let mut circuits = match known_circuits {
-        Some(known) => known,
-        None => Circuits::of_model(model, &weights)?,
-    };
+    let mut circuits = Circuits::of_model(model, &weights)?;
     stages.start("attention on the probe");
     let layers = probe.forward(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
