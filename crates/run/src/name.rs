@@ -1,7 +1,8 @@
 //! The one rule for a run's name: one directory name under `runs/` (or a sweep's
 //! directory), where `train` puts the run and `--force` may later remove it. The config
 //! checks it, and `sweep` adds its own, stricter rule on top (its names become CSV columns,
-//! file names and Slurm arguments).
+//! file names and Slurm arguments). [`file_safe`] is the one way a piece of a file name is
+//! made from text a user wrote.
 
 /// Longest run name, in bytes: a file name on every common file system.
 pub const MAX_NAME_BYTES: usize = 255;
@@ -23,4 +24,16 @@ pub fn problem(name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// `text` with every character but ASCII letters, digits, `.`, `_` and `-` replaced by
+/// `replacement`: a piece of a file name made from something a user or a config wrote (a
+/// checkpoint's directory, a grid point, a treebank's file name).
+pub fn file_safe(text: &str, replacement: char) -> String {
+    text.chars()
+        .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
+            true => c,
+            false => replacement,
+        })
+        .collect()
 }

@@ -258,13 +258,7 @@ fn default_name(checkpoint: &Path) -> String {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "imported".to_string());
-    let cleaned: String = base
-        .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
-            true => c,
-            false => '-',
-        })
-        .collect();
+    let cleaned = name::file_safe(&base, '-');
     match name::problem(&cleaned) {
         None => cleaned,
         Some(_) => "imported".to_string(),

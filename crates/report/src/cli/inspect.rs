@@ -235,16 +235,9 @@ fn default_report_dir(
     let short_hash = |text: &str| run::hash::sha256_hex(text.as_bytes())[..8].to_string();
     let stem = |path: &std::path::Path| {
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-        let safe: String = stem
-            .unwrap_or_default()
-            .chars()
-            .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
-                true => c,
-                false => '_',
-            })
-            .take(60)
-            .collect();
-        safe.trim_start_matches('.').to_string()
+        let safe = run::name::file_safe(&stem.unwrap_or_default(), '_');
+        let short: String = safe.chars().take(60).collect();
+        short.trim_start_matches('.').to_string()
     };
     let mut parts: Vec<String> = checkpoint
         .map(|step| stem(std::path::Path::new(step)))

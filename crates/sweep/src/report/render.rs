@@ -417,16 +417,7 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
 
 /// A grid point as a directory name.
 pub fn slug(point: &str) -> String {
-    point
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    run::name::file_safe(point, '_')
 }
 
 #[cfg(test)]
