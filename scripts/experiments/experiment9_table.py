@@ -37,10 +37,6 @@ def read_json(path: Path):
     return json.loads(path.read_text())
 
 
-def seed_of(run: Path) -> int:
-    return read_json(run / "run.json")["config"]["seed"] if (run / "run.json").is_file() else -1
-
-
 def collect_run(run: Path) -> dict:
     over = read_json(run / "inspect" / "relations-over-training.json")
     relations = read_json(run / "inspect" / "relations.json")

@@ -301,13 +301,10 @@ fn first_leaf_difference(a: &toml::Value, b: &toml::Value, path: &str) -> Option
     })
 }
 
-/// The keys a resumed run may change (`train --resume`): when it stops. A change of any other
-/// key would make it another run.
-pub const STOPPING_RULES: [&str; 2] = ["train.steps", "train.target_accuracy"];
-
 impl RunConfig {
-    /// `self` with `other`'s stopping rules ([`STOPPING_RULES`]): equal to `other` exactly
-    /// when the two differ in nothing else.
+    /// `self` with `other`'s stopping rules, `train.steps` and `train.target_accuracy`: the
+    /// keys a resumed run may change (`train --resume`), since they say only when it stops.
+    /// Equal to `other` exactly when the two differ in nothing else.
     pub fn with_stopping_rules_of(&self, other: &RunConfig) -> RunConfig {
         let mut config = self.clone();
         config.train.steps = other.train.steps;

@@ -521,10 +521,10 @@ impl RunDir {
     }
 
     /// Changes when the run stops: its config becomes `config`, which must be the run's but
-    /// for its stopping rules ([`crate::config::STOPPING_RULES`]; the caller checks), written
-    /// with the marker's hash of it. The
-    /// config first, then the marker; a kill between the two leaves a run whose config no
-    /// longer matches its marker, which opens as edited (refused by name), never misread.
+    /// for its stopping rules ([`RunConfig::with_stopping_rules_of`]; the caller checks),
+    /// written with the marker's hash of it. The config first, then the marker; a kill
+    /// between the two leaves a run whose config no longer matches its marker, which opens as
+    /// edited (refused by name), never misread.
     pub fn extend(&mut self, config: &RunConfig) -> Result<(), RunDirError> {
         let text = config.to_toml();
         self.write(&self.config_path(), text.as_bytes())?;

@@ -118,12 +118,11 @@ pub fn train_group(
             }
             let outcome = member.ended.unwrap_or(Outcome::Finished);
             let trainer = member.trainer;
-            let steps_trained = trainer.step - member.first_step;
-            trainer.complete(&outcome, steps_trained)?;
+            trainer.complete(&outcome)?;
             Ok(RunSummary {
                 outcome,
                 step: trainer.step,
-                steps_trained,
+                steps_trained: trainer.steps_trained(),
                 last_eval: trainer.last_eval,
                 run_dir: trainer.dir.root().to_path_buf(),
             })
@@ -166,7 +165,6 @@ fn start_members<'a>(
         let trainer = Trainer::start(run, dir, start, device.clone())?;
         let ended = trainer.target_reached().then_some(Outcome::TargetReached);
         members.push(Member {
-            first_step: trainer.step,
             trainer,
             ended,
             error: None,
@@ -197,8 +195,6 @@ fn check_same_but_seed(runs: &[ResolvedRun]) -> Result<(), TrainError> {
 /// when they are written or evaluated), and how it ended.
 struct Member<'a> {
     trainer: Trainer<'a>,
-    /// The step it started from.
-    first_step: usize,
     ended: Option<Outcome>,
     error: Option<TrainError>,
 }

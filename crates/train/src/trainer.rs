@@ -246,7 +246,6 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     let start = StartPoint::new(run, &dir, options.resume, None, device.clone())?;
     start.prepare(run, &mut dir)?;
     let mut trainer = Trainer::start(run, &dir, start, device)?;
-    let first_step = trainer.step;
     check_stop_at(options.stop_at_step, trainer.step, train.steps)?;
     let mut display = Display::new(options.progress, train.steps, trainer.step);
     // A run resumed from the checkpoint of the evaluation that reached the target (killed
@@ -289,12 +288,12 @@ pub fn train(run: &ResolvedRun, options: &TrainOptions) -> Result<RunSummary, Tr
     }
 
     let outcome = ended.unwrap_or(Outcome::Finished);
-    trainer.complete(&outcome, trainer.step - first_step)?;
+    trainer.complete(&outcome)?;
     display.finish();
     Ok(RunSummary {
         outcome,
         step: trainer.step,
-        steps_trained: trainer.step - first_step,
+        steps_trained: trainer.steps_trained(),
         last_eval: trainer.last_eval,
         run_dir: dir.root().to_path_buf(),
     })
@@ -494,6 +493,8 @@ pub(crate) struct Trainer<'a> {
     pub(crate) optim: ModuleOptimizer,
     /// Optimizer steps completed.
     pub(crate) step: usize,
+    /// The step this process started from (0, or the checkpoint's).
+    pub(crate) first_step: usize,
     pub(crate) best_eval: Option<f64>,
     pub(crate) last_eval: Option<(f64, f64, f64)>,
     pub(crate) eval_set: Vec<Example>,
@@ -535,6 +536,7 @@ impl<'a> Trainer<'a> {
             model,
             optim,
             step,
+            first_step: step,
             best_eval: state.as_ref().and_then(|s| s.best_eval_token_acc),
             last_eval: None,
             eval_set: config.eval_examples(&run.task),
@@ -562,15 +564,16 @@ impl<'a> Trainer<'a> {
         target_met(self.resolved.config.train.target_accuracy, self.best_eval)
     }
 
+    /// Steps this process trained.
+    pub(crate) fn steps_trained(&self) -> usize {
+        self.step - self.first_step
+    }
+
     /// Writes the final weights and seals the run when it ended (finished or at its target),
-    /// unless it was complete already and this process trained nothing (`steps_trained`).
-    pub(crate) fn complete(
-        &self,
-        outcome: &Outcome,
-        steps_trained: usize,
-    ) -> Result<(), TrainError> {
+    /// unless it was complete already and this process trained nothing.
+    pub(crate) fn complete(&self, outcome: &Outcome) -> Result<(), TrainError> {
         if !matches!(outcome, Outcome::Finished | Outcome::TargetReached)
-            || (steps_trained == 0 && self.dir.is_sealed())
+            || (self.steps_trained() == 0 && self.dir.is_sealed())
         {
             return Ok(());
         }
