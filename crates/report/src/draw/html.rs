@@ -132,7 +132,8 @@ fn heads_table(w: &mut String, heads: &[HeadRecord]) {
     let _ = write!(
         w,
         "<h2>Heads</h2>\n<p>Role: the pattern that gets at least half of the head's attention \
-         on the probe batch, else <em>mixed</em>. Zero, mean, resample: eval token accuracy lost, \
+         on the probe batch, else <em>mixed</em>, with the offsets and tokens that take the largest \
+         shares of its attention beneath (mean share of a query's attention). Zero, mean, resample: eval token accuracy lost, \
          in points, when only this head's output is set to 0, to its mean, or to its output on \
          another sequence (&ndash; where not measured). Copying: sum(&lambda;) / sum(|&lambda;|) of the OV circuit's \
          eigenvalues (1 writes back what the head reads). Ranks: effective rank of the QK and \
