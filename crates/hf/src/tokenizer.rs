@@ -215,6 +215,11 @@ impl WordPieces {
         MASK_PIECES.iter().find_map(|piece| self.id(piece))
     }
 
+    /// The id of the unknown piece (`[UNK]` or `<unk>`), if the vocabulary has one.
+    pub fn unknown_id(&self) -> Option<u32> {
+        UNKNOWN_PIECES.iter().find_map(|piece| self.id(piece))
+    }
+
     /// The piece of `id`.
     pub fn piece(&self, id: u32) -> Option<String> {
         self.tokenizer.id_to_token(id)
@@ -233,7 +238,7 @@ impl WordPieces {
             .tokenizer
             .encode(input, true)
             .map_err(|e| self.encode_error(text, e))?;
-        let unknown_id = UNKNOWN_PIECES.iter().find_map(|piece| self.id(piece));
+        let unknown_id = self.unknown_id();
         // The tokenizer's word ids, numbered again 0, 1, ... in order: a pre-tokenized word
         // that came out as no piece would otherwise leave a gap.
         let (ids, pieces, offsets) = (

@@ -38,6 +38,9 @@ pub struct MeasuredWith {
     pub backend: BackendKind,
     /// What the probe's sequences are.
     pub probe: ProbeSource,
+    /// `--pairs`'s file, the minimal pairs patched beside the task's; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<PairsFileRecord>,
     /// `--probe`, `--prune-tolerance`, `--no-patching`, `--relation-sentences`,
     /// `--relations-masked`, under [`MeasureOptions`]' field names.
     #[serde(flatten)]
@@ -79,6 +82,15 @@ impl Provenance {
     }
 }
 
+/// A pairs file as a report names it: the file as given and the SHA-256 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairsFileRecord {
+    /// The file, as given.
+    pub file: String,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+}
+
 impl MeasuredWith {
     /// The options of `headlab inspect RUN` with no flags, for a run headlab trained (an
     /// imported model's default probe is the shipped treebank instead).
@@ -86,6 +98,7 @@ impl MeasuredWith {
         Self {
             backend: BackendKind::default(),
             probe: ProbeSource::default(),
+            pairs: None,
             options: MeasureOptions::default(),
         }
     }

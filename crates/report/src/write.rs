@@ -19,7 +19,7 @@ use crate::dir::{ACTIVATIONS, RELATION_SENTENCES, ReportDir, WEIGHTS, WriteError
 use crate::error::ReportError;
 use crate::figures;
 use crate::pages;
-use crate::provenance::{MeasuredWith, Provenance};
+use crate::provenance::{MeasuredWith, PairsFileRecord, Provenance};
 
 /// What the report wrote.
 #[derive(Debug, Clone)]
@@ -47,6 +47,10 @@ impl ReportOptions {
         let measured_with = MeasuredWith {
             backend: self.backend,
             probe: loaded.probe_source(),
+            pairs: loaded.own_pairs.as_ref().map(|own| PairsFileRecord {
+                file: own.file.path.display().to_string(),
+                sha256: own.file.sha256.clone(),
+            }),
             options: self.measure,
         };
         Provenance::of(loaded, measured_with)

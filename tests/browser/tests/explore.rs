@@ -222,6 +222,95 @@ async fn an_imported_models_head_panel_shows_its_best_relations() {
     browser.close().await;
 }
 
+/// The patching view of a report written with `--pairs FILE` (issue 66, item 3): "your
+/// pairs" is a choice beside the task's, it draws the residual rows and every head, its notes
+/// name the pairs and the heads most needed, and it lists the pairs as written, by line.
+#[tokio::test(flavor = "current_thread")]
+async fn the_patching_view_shows_your_own_pairs() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_root().join("crates/model/tests/fixtures/bert/three-layers-mlm");
+    let run = tmp.path().join("mlm");
+    run_headlab(
+        "import",
+        &[
+            fixture.as_os_str(),
+            "--out".as_ref(),
+            run.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+    );
+    let pairs = tmp.path().join("agreement.tsv");
+    std::fs::write(
+        &pairs,
+        "the dog near the cats [MASK] .\tthe dogs near the cats [MASK] .\truns\trun\n\
+         the cat [MASK] .\tthe cats [MASK] .\tsleeps\tsleep\n",
+    )
+    .unwrap();
+    run_headlab(
+        "inspect",
+        &[
+            run.as_os_str(),
+            "--pairs".as_ref(),
+            pairs.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+    );
+    browser
+        .open(&run.join("inspect-pairs-agreement/explore.html"))
+        .await;
+    let options = browser
+        .script(
+            "return Array.prototype.map.call(document.querySelectorAll('#pair-kind option'),\
+               function (o) { return o.value + '=' + o.textContent; });",
+            vec![],
+        )
+        .await;
+    let options: Vec<String> = serde_json::from_value(options).unwrap();
+    assert_eq!(options.len(), 2, "{options:?}");
+    assert_eq!(options[0], "answer=answer pairs");
+    assert!(
+        options[1].starts_with("own=your pairs (") && options[1].ends_with("agreement.tsv)"),
+        "{options:?}"
+    );
+    browser.choose("#pair-kind", "own").await;
+    let canvas = "#patching-canvas";
+    assert_eq!(browser.attribute(canvas, "data-kind").await.as_deref(), Some("own"));
+    // Four residual places (3 blocks) and 9 heads; whole heads only for an imported model.
+    assert_eq!(browser.attribute(canvas, "data-rows").await.as_deref(), Some("13"));
+    assert_eq!(browser.attribute(canvas, "data-cols").await.as_deref(), Some("1"));
+    let notes = browser
+        .script(
+            "return Array.prototype.map.call(document.querySelectorAll('#patching-notes p, \
+               #own-pairs li'), function (e) { return e.textContent; });",
+            vec![],
+        )
+        .await;
+    let notes: Vec<String> = serde_json::from_value(notes).unwrap();
+    assert!(notes[0].starts_with("2 pairs of your own; logit difference clean "), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("Most needed (mean-ablated")), "{notes:?}");
+    let listed: Vec<&String> = notes.iter().filter(|n| n.starts_with("line ")).collect();
+    assert_eq!(
+        listed,
+        [
+            "line 1: the dog near the cats [MASK] . (runs) / the dogs near the cats [MASK] . (run)",
+            "line 2: the cat [MASK] . (sleeps) / the cats [MASK] . (sleep)",
+        ],
+        "{notes:?}"
+    );
+    // Back to the task's pairs: the list of yours goes with them.
+    browser.choose("#pair-kind", "answer").await;
+    assert_eq!(browser.attribute(canvas, "data-kind").await.as_deref(), Some("answer"));
+    let listed = browser
+        .script("return document.querySelectorAll('#own-pairs li').length;", vec![])
+        .await;
+    assert_eq!(listed.as_u64(), Some(0));
+    browser.assert_no_errors().await;
+    browser.close().await;
+}
+
 /// The console check itself: a page that throws and logs an error shows both in the browser
 /// log read from chromedriver (so a silent log cannot pass the test above).
 #[tokio::test(flavor = "current_thread")]

@@ -26,6 +26,7 @@ use crate::interventions::pruning::{self, Pruning};
 use crate::interventions::relation_ablation;
 use crate::load::context::MeasureContext;
 use crate::load::loaded_run::LoadedRun;
+use crate::load::own_pairs::OwnPairs;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::reading::{RelationsAbsent, Scoring};
 use crate::measures::agreement::{self, Agreement};
@@ -155,7 +156,15 @@ pub fn measure_in_stages(
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let flags = (options.patching, scored);
-    let later = measure_later(context, (&probe, &layers), flags, &eval_set, stages)?;
+    let own_pairs = loaded.own_pairs.as_ref();
+    let later = measure_later(
+        context,
+        (&probe, &layers),
+        flags,
+        own_pairs,
+        &eval_set,
+        stages,
+    )?;
     Ok(Measured {
         probe,
         weights,
@@ -211,20 +220,21 @@ struct Later {
     relations_over_training: Option<RelationsOverTraining>,
 }
 
-/// The measures after the heads': patching where it is asked for and the output layer is
-/// `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
+/// The measures after the heads': patching (of the task's pairs and `own`, a user's) where
+/// it is asked for and the output layer is `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
 /// divergence, role trajectories and (for a model reading a treebank) relations over the
 /// run's snapshots, with the loss on `held_out` (the run's evaluation set, training's).
 fn measure_later(
     context: MeasureContext,
     (probe, layers): (&Probe, &[LayerProbe]),
     (patching_asked, scored): (bool, bool),
+    own: Option<&OwnPairs>,
     held_out: &dyn Fn() -> Vec<Example>,
     stages: &mut dyn Stages,
 ) -> Result<Later, MeasureError> {
     stages.start("patching");
     let patching = match patching_asked && scored {
-        true => patching(context)?,
+        true => patching(context, own)?,
         false => None,
     };
     stages.start("ceiling and agreement");

@@ -109,19 +109,9 @@ fn mean_head_outputs(chunks: &[Chunk], n_layers: usize) -> Vec<Tensor<2>> {
             let mut sum: Option<Tensor<2>> = None;
             let mut count = 0.0f64;
             for chunk in chunks {
-                let outputs = chunk.head_outputs[layer].clone(); // [batch, seq, heads, d_head]
-                let [batch, seq, heads, d_head] = outputs.dims();
-                // 1 at real positions, 0 at padding: [batch, seq, 1, 1]
-                let real = match &chunk.batch.padding {
-                    Some(padding) => padding.clone().bool_not().float(),
-                    None => Tensor::ones([batch, seq], &outputs.device()),
-                };
-                count += real.clone().sum().into_scalar::<f32>() as f64;
-                let real = real.reshape([batch, seq, 1, 1]);
-                let chunk_sum = (outputs * real)
-                    .sum_dim(0)
-                    .sum_dim(1)
-                    .reshape([heads, d_head]);
+                let outputs = chunk.head_outputs[layer].clone();
+                let (chunk_sum, chunk_count) = real_position_sum(outputs, &chunk.batch.padding);
+                count += chunk_count;
                 sum = Some(match sum {
                     Some(sum) => sum + chunk_sum,
                     None => chunk_sum,
@@ -131,6 +121,27 @@ fn mean_head_outputs(chunks: &[Chunk], n_layers: usize) -> Vec<Tensor<2>> {
                 .div_scalar(count.max(1.0))
         })
         .collect()
+}
+
+/// The sum of `outputs` (`[batch, seq, heads, d_head]`) over the positions `padding` (`true`
+/// at padding, `[batch, seq]`) leaves real, `[heads, d_head]`, and how many positions that is.
+pub(crate) fn real_position_sum(
+    outputs: Tensor<4>,
+    padding: &Option<Tensor<2, Bool>>,
+) -> (Tensor<2>, f64) {
+    let [batch, seq, heads, d_head] = outputs.dims();
+    // 1 at real positions, 0 at padding: [batch, seq]
+    let real = match padding {
+        Some(padding) => padding.clone().bool_not().float(),
+        None => Tensor::ones([batch, seq], &outputs.device()),
+    };
+    let count = real.clone().sum().into_scalar::<f32>() as f64;
+    let real = real.reshape([batch, seq, 1, 1]);
+    let sum = (outputs * real)
+        .sum_dim(0)
+        .sum_dim(1)
+        .reshape([heads, d_head]);
+    (sum, count)
 }
 
 /// Eval token accuracy over the chunks, each run with the patch of head `id`'s layer that

@@ -2,12 +2,17 @@
 //! run the corrupted input of each minimal pair with one head's clean output put back, at
 //! one position or at all of them ([`model::HeadPatch`]), or with the clean residual stream
 //! put back at one position of one place, and measure how much of the clean answer returns
-//! ([`PairPasses`] says how).
+//! ([`PairPasses`] says how). The other way round, each head is also mean-ablated on the
+//! clean inputs (its output at every position replaced by its mean over the clean pass's
+//! real positions, as [`super::ablation`] does on the evaluation set), and the share of the
+//! clean answer's margin lost is measured: a head can restore much and be needed little
+//! (another head stands in for it) or the reverse.
 
 use burn::prelude::*;
 use model::{HeadId, HeadPatch, InputPatch};
 use serde::{Deserialize, Serialize};
 
+use super::ablation::real_position_sum;
 use super::pair_passes::PairPasses;
 
 /// What putting one head's clean output back restores.
@@ -26,6 +31,11 @@ pub struct HeadPatching {
     pub attribution: Option<f64>,
     /// Attribution patching's estimate of `by_position`.
     pub attribution_by_position: Vec<Option<f64>>,
+    /// Share of `LD_clean - LD_corrupted` lost when the head is mean-ablated on the clean
+    /// inputs (1: the clean answer's whole margin goes); null when there is no margin, or in
+    /// a report written before it was measured.
+    #[serde(default)]
+    pub mean_ablation_lost: Option<f64>,
 }
 
 /// What putting the clean residual stream back at one place restores.
@@ -47,6 +57,7 @@ pub(crate) fn head_patching(passes: &PairPasses, by_position: bool) -> Vec<HeadP
         .map(|id| {
             // [pairs, seq, heads, d_head]: the clean pass's outputs of this head's layer.
             let values = passes.clean_cache.layers[id.layer].head_outputs.clone();
+            let mean_ablation_lost = mean_ablation_lost(passes, id, values.clone());
             let patched = |weight: Tensor<4>| {
                 let patch = HeadPatch {
                     values: values.clone(),
@@ -63,9 +74,26 @@ pub(crate) fn head_patching(passes: &PairPasses, by_position: bool) -> Vec<HeadP
                     .collect(),
                 attribution: None,
                 attribution_by_position: Vec::new(),
+                mean_ablation_lost,
             }
         })
         .collect()
+}
+
+/// The share of the clean margin lost with head `id` mean-ablated on the clean inputs;
+/// `values` is its layer's clean head outputs, `[pairs, seq, heads, d_head]`.
+fn mean_ablation_lost(passes: &PairPasses, id: HeadId, values: Tensor<4>) -> Option<f64> {
+    let [.., n_heads, d_head] = values.dims();
+    let (sum, count) = real_position_sum(values, &passes.clean.padding);
+    // [1, 1, heads, d_head]: the same values at every position of every pair.
+    let means = sum
+        .div_scalar(count.max(1.0))
+        .reshape([1, 1, n_heads, d_head]);
+    let patch = HeadPatch {
+        values: means,
+        weight: head_weight(id, None, 1, n_heads, &passes.device),
+    };
+    passes.lost_by(passes.clean.encoder_input().head_patch(id.layer, patch))
 }
 
 /// The clean residual stream put back at one position, at the input of every block and at
@@ -159,6 +187,8 @@ pub(crate) fn head_weight(
 mod tests {
     use tasks::PairKind;
 
+    use run::tensor_file::HostTensor;
+
     use super::*;
     use crate::interventions::pair_passes::testing::recall_model;
     use crate::interventions::patching::patch_pairs;
@@ -184,5 +214,74 @@ mod tests {
         let summed: f64 = embedding.iter().map(|r| r.unwrap()).sum();
         assert!((summed - 1.0).abs() < 1e-4, "{embedding:?}");
         assert_eq!(section.residual.len(), 3);
+    }
+
+    /// Mean ablation against a direct computation: each head's mean output over the clean
+    /// pass's real positions computed on the host (padding left out: every other pair is a
+    /// position shorter), written over that head everywhere in a full replacement of the
+    /// layer's outputs, and the clean margin lost read from that run.
+    #[test]
+    fn mean_ablation_equals_a_host_computed_mean_over_real_positions() {
+        let (model, mut pairs, device) = recall_model(2, PairKind::Answer);
+        // Every other pair one position shorter: a position neither scored nor changed taken
+        // out (the model is random: what the sentence means does not matter here).
+        for pair in pairs.iter_mut().skip(1).step_by(2) {
+            let gone = (0..pair.clean.input.len())
+                .find(|p| *p != pair.position && !pair.changed.contains(p))
+                .unwrap();
+            for example in [&mut pair.clean, &mut pair.corrupted] {
+                example.input.remove(gone);
+                example.target.remove(gone);
+            }
+            let shift = |p: usize| if p > gone { p - 1 } else { p };
+            pair.position = shift(pair.position);
+            pair.changed = pair.changed.iter().map(|&p| shift(p)).collect();
+        }
+        let passes = PairPasses::new(&model, &pairs, &device).unwrap();
+        assert!(passes.clean.padding.is_some(), "the test needs padding");
+        let section = patch_pairs(&model, &pairs, &device, false).unwrap();
+        let lengths: Vec<usize> = pairs.iter().map(|p| p.clean.input.len()).collect();
+        for record in &section.heads {
+            let id = record.id;
+            let outputs = passes.clean_cache.layers[id.layer].head_outputs.clone();
+            let [n, seq, heads, d_head] = outputs.dims();
+            let mut values = HostTensor::of(outputs).values;
+            let at = |i: usize, p: usize, d: usize| ((i * seq + p) * heads + id.head) * d_head + d;
+            let mut mean = vec![0.0f64; d_head];
+            let real: usize = lengths.iter().sum();
+            for (i, &length) in lengths.iter().enumerate() {
+                for p in 0..length {
+                    for (d, m) in mean.iter_mut().enumerate() {
+                        *m += values[at(i, p, d)] as f64 / real as f64;
+                    }
+                }
+            }
+            for i in 0..n {
+                for p in 0..seq {
+                    for (d, m) in mean.iter().enumerate() {
+                        values[at(i, p, d)] = *m as f32;
+                    }
+                }
+            }
+            let patch = HeadPatch {
+                values: Tensor::<1>::from_floats(values.as_slice(), &device)
+                    .reshape([n, seq, heads, d_head]),
+                weight: Tensor::ones([1, 1, heads, 1], &device),
+            };
+            let input = passes.clean.encoder_input().head_patch(id.layer, patch);
+            let ablated = passes.logit_diff(model.forward_input(input));
+            let expected = (passes.clean_ld - ablated) / passes.span();
+            let lost = record.mean_ablation_lost.unwrap();
+            assert!(
+                (lost - expected).abs() < 1e-4,
+                "{id}: {lost} against {expected}"
+            );
+        }
+        let lost: Vec<f64> = section
+            .heads
+            .iter()
+            .flat_map(|h| h.mean_ablation_lost)
+            .collect();
+        assert!(lost.iter().any(|l| l.abs() > 1e-3), "{lost:?}");
     }
 }

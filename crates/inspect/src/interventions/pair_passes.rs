@@ -23,6 +23,8 @@ pub(crate) struct PairPasses<'a> {
     pub corrupted_examples: Vec<Example>,
     /// The corrupted inputs' batch, the run every patch changes.
     pub corrupted: Batch,
+    /// The clean inputs' batch, the run an ablation changes.
+    pub clean: Batch,
     /// Activations of the clean pass.
     pub clean_cache: ActivationCache,
     /// Activations of the corrupted pass.
@@ -55,6 +57,7 @@ impl<'a> PairPasses<'a> {
             corrupted_ld: logit_diff(corrupted_logits, pairs),
             corrupted_examples,
             corrupted,
+            clean: clean_batch,
             clean_cache,
             corrupted_cache,
             device: device.clone(),
@@ -81,6 +84,15 @@ impl<'a> PairPasses<'a> {
     pub fn restored(&self, patched_ld: f64) -> Option<f64> {
         let span = self.span();
         (span.abs() > 1e-9).then(|| (patched_ld - self.corrupted_ld) / span)
+    }
+
+    /// The share of `LD_clean - LD_corrupted` lost in the run `input` gives (a clean input
+    /// with an ablation): `(LD_clean - LD_ablated) / (LD_clean - LD_corrupted)`, 1 when the
+    /// ablation takes the clean answer's whole margin away; `None` when there is none.
+    pub fn lost_by(&self, input: EncoderInput) -> Option<f64> {
+        let span = self.span();
+        let ablated = self.logit_diff(self.model.forward_input(input));
+        (span.abs() > 1e-9).then(|| (self.clean_ld - ablated) / span)
     }
 
     /// The restored fraction of the run `input` gives (a corrupted input with patches).

@@ -1,8 +1,9 @@
-//! `patching.json`: the causal tests on a task's minimal pairs ([`tasks::MinimalPair`]),
-//! one section per kind of pair ([`PairKind`]), each with activation patching of heads and of
-//! the residual stream ([`super::activation_patching`]), path patching
-//! ([`super::path_patching`]) and attribution patching ([`super::attribution_patching`]),
-//! all measured on the same passes ([`PairPasses`]).
+//! `patching.json`: the causal tests on minimal pairs ([`tasks::MinimalPair`]), one section
+//! per kind of the task's pairs ([`PairKind`]) and one for a user's own (`inspect --pairs`,
+//! [`crate::load::own_pairs`]), each with activation patching of heads and of the residual
+//! stream ([`super::activation_patching`]), mean ablation of each head on the clean inputs,
+//! path patching ([`super::path_patching`]) and attribution patching
+//! ([`super::attribution_patching`]), all measured on the same passes ([`PairPasses`]).
 
 use burn::prelude::*;
 use model::Encoder;
@@ -17,6 +18,7 @@ use super::attribution_patching::{AttributionAgreement, attribution_patching};
 use super::pair_passes::PairPasses;
 use super::path_patching::{LayerPathPatching, PathPatching, head_paths, layer_paths};
 use crate::load::context::MeasureContext;
+use crate::load::own_pairs::{OwnPairs, WrittenPair};
 use crate::load::reading::ReadingError;
 
 /// Pairs patched per kind per report.
@@ -26,7 +28,8 @@ pub const PATCHING_PAIRS: usize = 64;
 /// kind of pair draws from its own counter of it.
 const PAIRS_STREAM: u64 = u64::MAX - 3;
 
-/// `patching.json`: one section per kind of minimal pair the task has.
+/// `patching.json`: one section per kind of minimal pair the task has, and one for the
+/// pairs a user wrote.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Patching {
     /// Pairs whose answer token changes ([`PairKind::Answer`]); null when the task has none.
@@ -34,18 +37,53 @@ pub struct Patching {
     /// Pairs whose answer is found elsewhere ([`PairKind::Route`]); null when the task has
     /// none (every task but recall).
     pub route: Option<PairPatching>,
+    /// The pairs of `inspect --pairs FILE` ([`PairPatching::written`] names the file and
+    /// its lines); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own: Option<PairPatching>,
+}
+
+/// Where a section's pairs come from: the task (by kind) or a user's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairSource {
+    /// The task's pairs of one kind.
+    Task(PairKind),
+    /// The pairs of `inspect --pairs FILE`.
+    Own,
+}
+
+impl PairSource {
+    /// The section's key in `patching.json`: `answer`, `route` or `own`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PairSource::Task(kind) => kind.name(),
+            PairSource::Own => "own",
+        }
+    }
 }
 
 impl Patching {
-    /// The sections present, with their kinds, answer first.
-    pub fn sections(&self) -> impl Iterator<Item = (PairKind, &PairPatching)> {
+    /// The sections present, with where their pairs come from: answer, route, own.
+    pub fn sections(&self) -> impl Iterator<Item = (PairSource, &PairPatching)> {
         [
-            (PairKind::Answer, self.answer.as_ref()),
-            (PairKind::Route, self.route.as_ref()),
+            (PairSource::Task(PairKind::Answer), self.answer.as_ref()),
+            (PairSource::Task(PairKind::Route), self.route.as_ref()),
+            (PairSource::Own, self.own.as_ref()),
         ]
         .into_iter()
-        .filter_map(|(kind, section)| section.map(|s| (kind, s)))
+        .filter_map(|(source, section)| section.map(|s| (source, s)))
     }
+}
+
+/// The file a section's pairs were written in (`inspect --pairs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenPairs {
+    /// The file, as given.
+    pub file: String,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+    /// Its pairs as written, in the order of [`PairPatching::inputs`].
+    pub pairs: Vec<WrittenPair>,
 }
 
 /// Every patching result on one set of minimal pairs.
@@ -78,6 +116,9 @@ pub struct PairPatching {
     /// imported model: [`crate::load::piece_pairs::PiecePairs`]); absent for headlab's own models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs_left_out: Option<usize>,
+    /// For the `own` section, the file its pairs were written in; absent for a task's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<WrittenPairs>,
 }
 
 /// One patched pair as the model read it.
@@ -111,7 +152,8 @@ impl From<&MinimalPair> for PairInputs {
     }
 }
 
-/// Patching of every kind of minimal pair the task makes (seeded from the run's seed), read
+/// Patching of every kind of minimal pair the task makes (seeded from the run's seed), and of
+/// `own` pairs a user wrote where given, read
 /// as the model reads them ([`crate::load::reading::Reading::read_pairs`]): every pair for a
 /// model headlab trained; for an imported masked-LM the answer pairs that line up in its
 /// word pieces ([`crate::load::piece_pairs::PiecePairs`]), those left out counted. Where the
@@ -119,8 +161,11 @@ impl From<&MinimalPair> for PairInputs {
 /// out: head-to-head path patching (`paths` empty: one run per sender, receiver and channel
 /// is 6660 passes for 6 layers of 12 heads) and head patching at each position (`by_position`
 /// empty); whole heads, the residual stream by position, layer-to-layer paths and
-/// attribution patching are kept. `None` for a task without pairs, or when none is read.
-pub fn patching(context: MeasureContext) -> Result<Option<Patching>, ReadingError> {
+/// attribution patching are kept. `None` without pairs of either.
+pub fn patching(
+    context: MeasureContext,
+    own: Option<&OwnPairs>,
+) -> Result<Option<Patching>, ReadingError> {
     let MeasureContext {
         model,
         reading,
@@ -146,7 +191,20 @@ pub fn patching(context: MeasureContext) -> Result<Option<Patching>, ReadingErro
     // The answer pairs keep the stream they had before route pairs existed.
     let answer = section(PairKind::Answer, 0)?;
     let route = section(PairKind::Route, 1)?;
-    Ok((answer.is_some() || route.is_some()).then_some(Patching { answer, route }))
+    let own = own.and_then(|own| {
+        let patched = patch_pairs(model, &own.pairs, device, head_detail)?;
+        let written = WrittenPairs {
+            file: own.file.path.display().to_string(),
+            sha256: own.file.sha256.clone(),
+            pairs: own.file.pairs.clone(),
+        };
+        Some(PairPatching {
+            written: Some(written),
+            ..patched
+        })
+    });
+    let any = answer.is_some() || route.is_some() || own.is_some();
+    Ok(any.then_some(Patching { answer, route, own }))
 }
 
 /// Every patching analysis of `model` on `pairs` (path patching head to head, and head
@@ -174,5 +232,6 @@ pub fn patch_pairs(
         heads,
         inputs: pairs.iter().map(PairInputs::from).collect(),
         pairs_left_out: None,
+        written: None,
     })
 }

@@ -15,8 +15,9 @@ use run::{ResolvedRun, RunDir, checkpoint, weights};
 use serde::{Deserialize, Serialize};
 
 use crate::load::inputs::{self, Inputs, InputsError};
+use crate::load::own_pairs::{OwnPairs, PairsFile};
 use crate::load::probe_choice::ProbeChoice;
-use crate::load::reading::Reading;
+use crate::load::reading::{Reading, ReadingError};
 use crate::load::text::ProbeSource;
 
 /// A run ready to be measured.
@@ -44,6 +45,9 @@ pub struct LoadedRun {
     /// The `task.KEY=VALUE` overrides the probe's task was built with
     /// ([`with_task_overrides`]); empty: the run's own task.
     pub task_overrides: Vec<String>,
+    /// A user's own minimal pairs (`inspect --pairs FILE`) as the model reads them
+    /// ([`LoadedRun::with_own_pairs`]); none unless given.
+    pub own_pairs: Option<OwnPairs>,
     /// A shared lock, so no training (from the start or resumed) rewrites the run while it
     /// is read.
     _lock: Option<RunLock>,
@@ -95,8 +99,21 @@ impl LoadedRun {
             device,
             note: None,
             task_overrides: vec![],
+            own_pairs: None,
             _lock: None,
         }
+    }
+
+    /// The run with the minimal pairs of the file at `path` to patch
+    /// ([`crate::load::own_pairs`]), read now, before anything is measured: refused for a
+    /// model that cannot score a masked word ([`Reading::read_own_pairs`]), or by the line
+    /// that does not line up.
+    pub fn with_own_pairs(mut self, path: &Path) -> Result<Self, ReadingError> {
+        let file = PairsFile::read(path)?;
+        let pairs =
+            (self.reading).read_own_pairs(&file, &self.model, &self.resolved, self.dir.root())?;
+        self.own_pairs = Some(OwnPairs { file, pairs });
+        Ok(self)
     }
 
     /// Where the probe comes from: the run's task with its overrides, or a treebank.
@@ -250,6 +267,7 @@ pub fn load_with(
         note,
         reading,
         task_overrides,
+        own_pairs: None,
         _lock: lock,
     })
 }

@@ -8,13 +8,14 @@
 //! runs on ([`context`]) and the run's training snapshots ([`snapshots`]); for models that read
 //! word pieces, word-level attention ([`words`]), sentences as pieces ([`sentences`]: a
 //! treebank's parsed ones, or typed ones, which have no parse, each read by the tokenizer once),
-//! their masked words ([`masked_words`]) and the task's minimal pairs as pieces
-//! ([`piece_pairs`]). Imports nothing else of this crate.
+//! their masked words ([`masked_words`]), the task's minimal pairs as pieces
+//! ([`piece_pairs`]) and a user's own pairs ([`own_pairs`], `inspect --pairs`). Imports nothing else of this crate.
 
 pub mod context;
 pub mod inputs;
 pub mod loaded_run;
 pub mod masked_words;
+pub mod own_pairs;
 pub mod piece_pairs;
 pub mod probe;
 pub mod probe_choice;

@@ -26,6 +26,7 @@ use tasks::conllu::TreebankSentence;
 use tasks::{Example, MinimalPair, PairKind, ParsedSentence, Task};
 
 use crate::load::masked_words::MaskedWords;
+use crate::load::own_pairs::PairsFile;
 use crate::load::piece_pairs::{MaskedWord, PiecePairs, mask_in_pieces};
 use crate::load::probe::{Probe, ProbeSizeError};
 use crate::load::probe_choice::{ProbeChoice, TypedInput};
@@ -100,6 +101,17 @@ pub enum ReadingError {
     TextForTokens {
         /// The run directory.
         run: PathBuf,
+    },
+    /// A pairs file (`inspect --pairs`) that cannot be read or does not line up.
+    #[error(transparent)]
+    OwnPairs(#[from] crate::load::own_pairs::PairsFileError),
+    /// Written pairs for a model that cannot score their masked word.
+    #[error("--pairs needs a model that predicts a masked word: {run} {why}")]
+    PairsNotScored {
+        /// The run directory.
+        run: PathBuf,
+        /// What it is instead.
+        why: String,
     },
     /// Typed sentences that cannot be read.
     #[error(transparent)]
@@ -234,6 +246,14 @@ pub const LEFT_OUT_MASKED_LM: &str = "the Bayes ceiling: it reads the grammar ta
      all-MiniLM-L6-v2's 72: the ranked order is measured), head-to-head path patching (6660 \
      runs for MiniLM's 6 layers of 12 heads: layer to layer is measured) and head patching at each position (one run per \
      head and position: whole heads are measured)";
+
+/// Whether `model` has a prediction head over its pieces: an imported masked LM's (its
+/// prediction transform), or the output layer of a model trained here on text through its
+/// tokenizer (its task's classes are the pieces). An imported base model's output layer is
+/// only its tied embeddings.
+fn predicts_pieces(model: &Encoder, run: &ResolvedRun) -> bool {
+    model.output_transform.is_some() || run.task.tokenizer_json().is_some()
+}
 
 /// Minimal pairs as the model reads them.
 #[derive(Debug, Clone, PartialEq)]
@@ -613,6 +633,33 @@ impl Reading {
         }
     }
 
+    /// The pairs of `file` as the model of `run` (in `dir`) reads them: in its word pieces,
+    /// the masked word its mask piece. Refused for a model that reads its task's tokens, a
+    /// base model (no prediction head) and a tokenizer without a mask piece, each said.
+    pub fn read_own_pairs(
+        &self,
+        file: &PairsFile,
+        model: &Encoder,
+        run: &ResolvedRun,
+        dir: &Path,
+    ) -> Result<Vec<MinimalPair>, ReadingError> {
+        let not_scored = |why: &str| ReadingError::PairsNotScored {
+            run: dir.to_path_buf(),
+            why: why.to_string(),
+        };
+        let Reading::Pieces(pieces) = self else {
+            return Err(not_scored(
+                "reads its task's own tokens, and its task's pairs are patched already                  (patching.json's answer and route sections)",
+            ));
+        };
+        if !predicts_pieces(model, run) {
+            return Err(not_scored(
+                "is a base model (BertModel, RobertaModel, ...), which has no prediction head;                  import the masked LM (BertForMaskedLM, RobertaForMaskedLM, ...)",
+            ));
+        }
+        Ok(file.in_pieces(&pieces.tokenizer, self.mask()?, pieces.max_positions)?)
+    }
+
     /// The masked words a relation's best heads are taken out on: for a model that reads its
     /// task's tokens, `examples` of the task's masked examples drawn from `seed` (sentence
     /// `i` is example `i` unmasked); for an imported masked-LM, every word of the first
@@ -686,13 +733,7 @@ impl Reading {
                 left_out: vec![],
             };
         };
-        // A prediction head over the pieces: an imported masked LM's (its prediction
-        // transform), or the output layer of a model trained here on text through its
-        // tokenizer (its task's classes are the pieces). An imported base model's output
-        // layer is only its tied embeddings.
-        let predicts_pieces =
-            model.output_transform.is_some() || run.task.tokenizer_json().is_some();
-        if !predicts_pieces {
+        if !predicts_pieces(model, run) {
             return not_scored(vec![LEFT_OUT_NO_HEAD.to_string()]);
         }
         let left_out_because = |why: String| {

@@ -24,9 +24,10 @@ pub struct Args {
     #[arg(value_name = "RUN")]
     run_dir: PathBuf,
     /// Report directory. Default: RUN/inspect for the run's own probe and final weights;
-    /// another reading (--text, --text-file, --probe-conllu, --probe-task or --set, or
-    /// --checkpoint) gets a directory of its own beside it, named for it
-    /// (RUN/inspect-text-<hash>, RUN/inspect-en_ewt-ud-dev, RUN/inspect-step-500, ...).
+    /// another reading (--text, --text-file, --probe-conllu, --probe-task or --set,
+    /// --checkpoint, or --pairs) gets a directory of its own beside it, named for it
+    /// (RUN/inspect-text-<hash>, RUN/inspect-en_ewt-ud-dev, RUN/inspect-step-500,
+    /// RUN/inspect-pairs-agreement, ...).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Write over --out's report even when it is another reading's (another probe or other
@@ -52,6 +53,13 @@ pub struct Args {
     /// figures/paths.png).
     #[arg(long)]
     no_patching: bool,
+    /// Patch, ablate and path-patch the model on minimal pairs of your own: a UTF-8 file, one
+    /// pair a line, four tab-separated fields (the clean sentence, the corrupted one, each with
+    /// [MASK] where the answer goes, then the clean answer and the corrupted answer; # starts a
+    /// comment). For a model with a prediction head (an imported masked LM, a text model
+    /// trained here); patching.json's `own` section. The report goes to RUN/inspect-pairs-<FILE>.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_patching")]
+    pairs: Option<PathBuf>,
     /// Write every figure also as SVG (figures/NAME.svg), for papers.
     #[arg(long)]
     svg: bool,
@@ -198,6 +206,11 @@ fn inspect_run(args: Args) -> anyhow::Result<()> {
     if let Some(note) = &loaded.note {
         eprintln!("note: {note}");
     }
+    // Read before anything is measured: a pair that does not line up is refused in a second.
+    let loaded = match &args.pairs {
+        Some(pairs) => loaded.with_own_pairs(pairs)?,
+        None => loaded,
+    };
     let out = match &args.out {
         Some(out) => out.clone(),
         None => default_report_dir(&loaded, args.checkpoint.as_deref()),
@@ -261,6 +274,9 @@ fn default_report_dir(
             parts.push(format!("text-{}", short_hash(&sentences.join("\n"))));
         }
     }
+    if let Some(own) = &loaded.own_pairs {
+        parts.push(format!("pairs-{}", stem(&own.file.path)));
+    }
     let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
     match parts.is_empty() {
         true => loaded.dir.report_dir(),
@@ -282,18 +298,25 @@ fn check_same_reading(
     let Ok(existing) = dir.read_json::<crate::provenance::Provenance>() else {
         return Ok(());
     };
-    let (was, is) = (&existing.measured_with.probe, &reading.measured_with.probe);
-    if existing.weights == reading.weights && was == is {
+    let (was, is) = (&existing.measured_with, &reading.measured_with);
+    if existing.weights == reading.weights && was.probe == is.probe && was.pairs == is.pairs {
         return Ok(());
     }
+    let with_pairs = |with: &crate::provenance::MeasuredWith| {
+        let probe = with.probe.describe("its task");
+        match &with.pairs {
+            Some(pairs) => format!("{probe} with the pairs of {}", pairs.file),
+            None => probe,
+        }
+    };
     anyhow::bail!(
         "{} holds the report of another reading ({} of {}; this one reads {} of {}): give \
          another --out, or leave --out out (each reading gets a directory of its own beside \
          the run's report), or add --replace to write over it",
         out.display(),
-        was.describe("its task"),
+        with_pairs(was),
         existing.weights,
-        is.describe("its task"),
+        with_pairs(is),
         reading.weights,
     )
 }

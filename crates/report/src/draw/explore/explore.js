@@ -8,7 +8,7 @@
 // - the head canvas has data-sequence, data-layer, data-heads ("0,2"), data-hover
 //   ("none", "query 3" or "key 5") and data-lines (lines drawn);
 // - the query/key canvas has data-layer, data-head and data-points;
-// - the patching canvas has data-kind ("answer", "route" or "none"), data-rows and
+// - the patching canvas has data-kind ("answer", "route", "own" or "none"), data-rows and
 //   data-cols (cells drawn);
 // - the colour bars #model-colour-bar and #patching-colour-bar have data-min, data-max and
 //   data-unit;
@@ -495,7 +495,7 @@
   function patchingSections() {
     var sections = [];
     if (data.patching) {
-      ['answer', 'route'].forEach(function (kind) {
+      ['answer', 'route', 'own'].forEach(function (kind) {
         if (data.patching[kind]) { sections.push(kind); }
       });
     }
@@ -508,7 +508,8 @@
     sections.forEach(function (kind) {
       var option = document.createElement('option');
       option.value = kind;
-      option.textContent = kind + ' pairs';
+      option.textContent = kind === 'own' ? 'your pairs (' + data.patching.own.written.file + ')'
+        : kind + ' pairs';
       select.appendChild(option);
     });
     select.addEventListener('change', drawPatching);
@@ -608,9 +609,18 @@
     canvas.setAttribute('data-cols', String(cols));
     canvas.setAttribute('data-cells', String(drawn));
 
-    var lines = [section.pairs + ' ' + kind + ' pairs; logit difference clean ' +
-      section.clean_logit_diff.toFixed(2) + ', corrupted ' +
+    var lines = [section.pairs + ' ' + (kind === 'own' ? 'pairs of your own' : kind + ' pairs') +
+      '; logit difference clean ' + section.clean_logit_diff.toFixed(2) + ', corrupted ' +
       section.corrupted_logit_diff.toFixed(2) + '.'];
+    var needed = section.heads.filter(function (head) {
+      return head.mean_ablation_lost !== null && head.mean_ablation_lost !== undefined;
+    }).sort(function (a, b) { return b.mean_ablation_lost - a.mean_ablation_lost; }).slice(0, 3);
+    if (needed.length) {
+      lines.push('Most needed (mean-ablated on the clean sentences, share of the margin lost): ' +
+        needed.map(function (head) {
+          return 'L' + head.layer + 'H' + head.head + ' ' + format(head.mean_ablation_lost);
+        }).join(', ') + '.');
+    }
     var byLayers = {};
     section.layer_paths.forEach(function (path) {
       var key = 'L' + path.sender_layer + ' \u2192 L' + path.receiver_layer;
@@ -630,6 +640,18 @@
       p.textContent = line;
       notes.appendChild(p);
     });
+    if (section.written) {
+      // The pairs as written, so a cell can be read against its sentences.
+      var list = document.createElement('ol');
+      list.id = 'own-pairs';
+      section.written.pairs.forEach(function (pair) {
+        var item = document.createElement('li');
+        item.textContent = 'line ' + pair.line + ': ' + pair.clean + ' (' + pair.clean_answer +
+          ') / ' + pair.corrupted + ' (' + pair.corrupted_answer + ')';
+        list.appendChild(item);
+      });
+      notes.appendChild(list);
+    }
   }
 
   // ---- all together ---------------------------------------------------------------------
@@ -655,7 +677,7 @@
     hover: function (side, index) {
       setHover(side ? { side: side, index: index } : null);
     },
-    // Shows `kind`'s pairs ('answer' or 'route') in the patching view.
+    // Shows `kind`'s pairs ('answer', 'route' or 'own') in the patching view.
     pairs: function (kind) {
       $('pair-kind').value = kind;
       drawPatching();

@@ -4,9 +4,8 @@
 use std::path::Path;
 
 use model::HeadId;
-use tasks::PairKind;
 
-use inspect::interventions::patching::{PairPatching, Patching};
+use inspect::interventions::patching::{PairPatching, PairSource, Patching};
 use inspect::interventions::path_patching::PathChannel;
 
 use super::canvas::{Area, DrawResult, FONT, FigureError, Heatmap, render, value_range};
@@ -17,7 +16,7 @@ use super::canvas::{Area, DrawResult, FONT, FigureError, Heatmap, render, value_
 /// last column; one colour scale per panel from the smallest value (or 0) to the largest
 /// (or 1).
 pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
-    let sections: Vec<(PairKind, &PairPatching)> = patching.sections().collect();
+    let sections: Vec<(PairSource, &PairPatching)> = patching.sections().collect();
     let first = sections.first().map(|(_, s)| *s);
     let positions = first
         .and_then(|s| s.heads.first())
@@ -173,7 +172,7 @@ fn head_path_panels(
 
 /// The rows of `paths.png`: (kind, section, sender layer, receiver layer), one row of panels
 /// each, in the order of the sections and their layer paths.
-fn path_rows(patching: &Patching) -> Vec<(PairKind, &PairPatching, usize, usize)> {
+fn path_rows(patching: &Patching) -> Vec<(PairSource, &PairPatching, usize, usize)> {
     let mut rows = Vec::new();
     for (kind, section) in patching.sections() {
         let mut layer_pairs: Vec<(usize, usize)> = section
