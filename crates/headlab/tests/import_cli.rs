@@ -129,6 +129,11 @@ fn a_checkpoint_imports_into_a_sealed_run_that_train_refuses() {
             && config.contains("output_transform = true"),
         "{config}"
     );
+    // Issue 66, item 6: it says what it is, and has no [train] it never had.
+    assert!(
+        config.starts_with(run::config::IMPORTED_HEADER) && !config.contains("\n[train]\n"),
+        "{config}"
+    );
 
     // Importing again over it needs --force; with it, the same bytes.
     let weights = std::fs::read(out.join("model.safetensors")).unwrap();
@@ -194,6 +199,14 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
         "ceiling.json written"
     );
 
+    // The page says what the model is: imported, its family, not trained here.
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(
+        page.contains(
+            "(an imported BertForMaskedLM of the bert family, trained elsewhere, not by headlab)"
+        ),
+        "{page}"
+    );
     let heads: Vec<HeadRecord> = dir.read_json().unwrap();
     assert_eq!(heads.len(), 9);
     for head in &heads {

@@ -832,6 +832,7 @@ fn a_256_token_explore_page_renders_and_responds() {
         summary: "256 tokens".into(),
         layers: &layers,
         labels,
+        pieces: None,
         heads: &[],
         weights: Some(vec![vec![weights; heads]; 2]),
         patching: None,

@@ -68,13 +68,24 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
                     &record.sha256[..record.sha256.len().min(12)]
                 )
             });
+    // An import says what it is: its class, its family, and that headlab never trained it
+    // (its config's [task] is only a probe).
     let imported = match &loaded.resolved.config.import {
-        Some(import) if import.shared_layers => format!(
-            " (an imported {}: its layers share one set of weights, so a head's weights are \
-             the same in every layer and its attention is not)",
-            import.architecture
-        ),
-        Some(import) => format!(" (an imported {})", import.architecture),
+        Some(import) => {
+            let family = import.format.strip_prefix("huggingface-");
+            let shared = match import.shared_layers {
+                true => {
+                    ": its layers share one set of weights, so a head's weights are the same \
+                         in every layer and its attention is not"
+                }
+                false => "",
+            };
+            format!(
+                " (an imported {} of the {} family, trained elsewhere, not by headlab{shared})",
+                import.architecture,
+                family.unwrap_or(&import.format)
+            )
+        }
         None => trained_on(loaded),
     };
     // The probe batch is what the head table and the patterns read; relations are scored
@@ -179,6 +190,7 @@ pub fn write_explore(
         summary: summary_line(loaded, probe, measured),
         layers: &measured.layers,
         labels,
+        pieces: probe.piece_patterns(&loaded.model, explore::EXPLORE_SEQUENCES),
         heads: &measured.heads,
         weights: Some(weights),
         patching: measured.patching.as_ref(),

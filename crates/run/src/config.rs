@@ -37,6 +37,33 @@ pub struct RunConfig {
     pub import: Option<ImportRecord>,
 }
 
+/// What an imported run's `config.toml` opens with: what it is, and what its sections are
+/// (a `[task]` it was never trained on, no `[train]`).
+pub const IMPORTED_HEADER: &str = "\
+# An imported checkpoint (headlab import): trained elsewhere, never by headlab, so there is no
+# [train] section. [model] is its architecture as headlab reads it, [import] the checkpoint it
+# came from. [task] is not what it was trained on: only the probe of `inspect --probe-task`
+# (the grammar's sentences); its default probe is the shipped treebank.
+
+";
+
+/// `text` (TOML as `toml` writes it) without the table `[name]` and its subtables.
+fn without_section(text: &str, name: &str) -> String {
+    let (header, prefix) = (format!("[{name}]"), format!("[{name}."));
+    let mut inside = false;
+    let mut kept = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            inside = trimmed == header || trimmed.starts_with(&prefix);
+        }
+        if !inside {
+            kept.push_str(line);
+        }
+    }
+    kept.trim_end().to_string() + "\n"
+}
+
 /// The `[import]` section of an imported run's `config.toml`: the checkpoint it was made
 /// from, with the hashes of the files read, and the sizes the model takes from it (an
 /// imported model's vocabulary and positions are the checkpoint's, not the task's).
@@ -388,9 +415,15 @@ impl RunConfig {
         Self::load(path, &[])
     }
 
-    /// The config as TOML, every default written out.
+    /// The config as TOML, every default written out. An imported checkpoint's says first
+    /// what it is ([`IMPORTED_HEADER`]) and has no `[train]` section: it was never trained
+    /// here (read back, the section takes its defaults, which nothing of an import reads).
     pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).expect("a run config always serializes")
+        let text = toml::to_string_pretty(self).expect("a run config always serializes");
+        match self.import {
+            None => text,
+            Some(_) => format!("{IMPORTED_HEADER}{}", without_section(&text, "train")),
+        }
     }
 
     /// `self` with `overrides` applied (`key.path=value`, as [`RunConfig::load`] takes them);
@@ -968,6 +1001,45 @@ fn did_you_mean(message: &str) -> Option<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 66, item 6: an imported run's config says what it is and has no `[train]`;
+    /// read back, it is the same config.
+    #[test]
+    fn an_imported_config_says_what_it_is_and_has_no_train_section() {
+        let mut config: RunConfig = toml::from_str("[task]\nkind = \"grammar\"\n").unwrap();
+        assert!(config.to_toml().contains("[train]\n"));
+        config.import = Some(ImportRecord {
+            format: "huggingface-bert".into(),
+            architecture: "BertForMaskedLM".into(),
+            source: "/models/bert".into(),
+            config_sha256: "aa".into(),
+            weights_sha256: "bb".into(),
+            tokenizer_sha256: "cc".into(),
+            vocab_size: 60,
+            max_positions: 16,
+            shared_layers: false,
+            parameters: Some(17244),
+        });
+        let text = config.to_toml();
+        assert!(text.starts_with(IMPORTED_HEADER), "{text}");
+        assert!(
+            !text.contains("\n[train") && !text.contains("warmup_steps"),
+            "{text}"
+        );
+        for section in ["[task]\n", "[model]\n", "[import]\n"] {
+            assert!(text.contains(section), "{section}: {text}");
+        }
+        assert!(!text.contains("\n\n\n"), "{text}");
+        let read: RunConfig = toml::from_str(&text).unwrap();
+        assert_eq!(read, config);
+        assert_eq!(
+            without_section(
+                "a = 1\n\n[train]\nb = 2\n\n[train.x]\nc = 3\n\n[z]\nd = 4\n",
+                "train"
+            ),
+            "a = 1\n\n[z]\nd = 4\n"
+        );
+    }
 
     #[test]
     fn a_run_name_is_one_directory_name() {

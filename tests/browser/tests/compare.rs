@@ -252,6 +252,17 @@ async fn compare_page_of_two_seeds_answers_the_controls_and_the_mouse() {
         bar("data-unit").await.as_deref(),
         Some("B \u{2212} A attention probability")
     );
+    // Blue where B is higher, red where it is lower, as every signed value in headlab's
+    // pages and figures (issue 66, item 7).
+    assert_eq!(bar("data-high-rgb").await.as_deref(), Some("33,102,172"));
+    assert_eq!(bar("data-low-rgb").await.as_deref(), Some("178,24,43"));
+    let legend = browser
+        .script(
+            "return document.querySelector('.pos').textContent;",
+            vec![],
+        )
+        .await;
+    assert_eq!(legend.as_str(), Some("blue: B higher"));
 
     browser.assert_no_errors().await;
     browser.close().await;

@@ -37,6 +37,11 @@ async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
         )
         .await;
     assert_eq!(thumbnails, 4, "2 layers x 2 heads in the model view");
+    // A model of a task's tokens has no pieces: no words/pieces choice.
+    assert_eq!(
+        browser.attribute("#unit-control", "hidden").await.as_deref(),
+        Some("true")
+    );
     // Colour bars with their units: attention 0 to 1, patching's restored fraction -1 to 1.
     for (bar, range, unit) in [
         ("#model-colour-bar", ("0", "1"), "attention probability"),
@@ -222,11 +227,14 @@ async fn an_imported_models_head_panel_shows_its_best_relations() {
     browser.close().await;
 }
 
-/// The patching view of a report written with `--pairs FILE` (issue 66, item 3): "your
-/// pairs" is a choice beside the task's, it draws the residual rows and every head, its notes
-/// name the pairs and the heads most needed, and it lists the pairs as written, by line.
+/// An imported masked LM's explore.html (issue 66, items 3 and 4). Words or pieces: the
+/// head view shows the words by default and, chosen, the pieces the model attends between
+/// (`[CLS]` and `[SEP]` included), each row of their attention summing to 1. The patching view
+/// of a report written with `--pairs FILE`: "your pairs" is a choice beside the task's, it
+/// draws the residual rows and every head, its notes name the pairs and the heads most
+/// needed, and it lists the pairs as written, by line.
 #[tokio::test(flavor = "current_thread")]
-async fn the_patching_view_shows_your_own_pairs() {
+async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -261,6 +269,40 @@ async fn the_patching_view_shows_your_own_pairs() {
     browser
         .open(&run.join("inspect-pairs-agreement/explore.html"))
         .await;
+
+    // Words, then pieces.
+    let head = "#head-canvas";
+    assert_eq!(browser.attribute("#unit-control", "hidden").await, None);
+    assert_eq!(browser.attribute(head, "data-unit").await.as_deref(), Some("words"));
+    let sequence = browser
+        .script(
+            "return JSON.parse(document.getElementById('data').textContent).sequences[0];",
+            vec![],
+        )
+        .await;
+    let words = sequence["tokens"].as_array().unwrap().len();
+    let pieces: Vec<String> = serde_json::from_value(sequence["pieces"]["tokens"].clone()).unwrap();
+    assert_eq!(
+        browser.attribute(head, "data-tokens").await,
+        Some(words.to_string())
+    );
+    assert_eq!(pieces.first().map(String::as_str), Some("[CLS]"));
+    assert_eq!(pieces.last().map(String::as_str), Some("[SEP]"));
+    let row: Vec<u64> = serde_json::from_value(sequence["pieces"]["patterns"][0][0].clone()).unwrap();
+    let n = pieces.len();
+    for q in 0..n {
+        let sum: u64 = row[q * n..(q + 1) * n].iter().sum();
+        assert!(sum.abs_diff(1000) <= n as u64, "query {q}: {sum}");
+    }
+    browser.choose("#unit", "pieces").await;
+    assert_eq!(browser.attribute(head, "data-unit").await.as_deref(), Some("pieces"));
+    assert_eq!(browser.attribute(head, "data-tokens").await, Some(n.to_string()));
+    browser.choose("#unit", "words").await;
+    assert_eq!(
+        browser.attribute(head, "data-tokens").await,
+        Some(words.to_string())
+    );
+
     let options = browser
         .script(
             "return Array.prototype.map.call(document.querySelectorAll('#pair-kind option'),\

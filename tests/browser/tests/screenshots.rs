@@ -127,6 +127,21 @@ async fn assert_colour_bar(browser: &Browser, bar: &str, range: (&str, &str), un
         )
         .await;
     assert_eq!(drawn, json!(1), "{bar}'s gradient is drawn");
+    // One convention for signed values on every page (issue 66, item 7; the book's Colours
+    // page): red below 0, white at it, blue above (restores, B higher).
+    if range.0.starts_with('-') {
+        let colours = (
+            attribute("data-low-rgb").await,
+            attribute("data-mid-rgb").await,
+            attribute("data-high-rgb").await,
+        );
+        let rgb = |s: &str| Some(s.to_string());
+        assert_eq!(
+            colours,
+            (rgb("178,24,43"), rgb("255,255,255"), rgb("33,102,172")),
+            "{bar}'s colours"
+        );
+    }
 }
 
 /// index.html: every figure loaded (a decoded image, not a broken one) with a caption, the
@@ -205,16 +220,17 @@ async fn texts(browser: &Browser, selector: &str) -> Vec<String> {
     serde_json::from_value(texts).unwrap()
 }
 
-/// explore's head panel (L1H0) names each measure's unit, and shows the drops in points:
-/// 100 times heads.json's fractions.
+/// explore's head panel (L1H0) names each measure as index.html's head table does ("zero
+/// drop", not `ablation_drop`) with its unit, and shows the drops in points: 100 times
+/// heads.json's fractions.
 async fn assert_measures_in_their_units(browser: &Browser, run: &Path) {
     let names = texts(browser, "#measures th").await;
     for name in [
         "entropy (nats)",
         "confidence (fraction)",
-        "mean_distance (positions)",
-        "ablation_drop (points)",
-        "resample_ablation_drop (points)",
+        "mean distance (positions)",
+        "zero drop (points)",
+        "resample drop (points)",
         "direct_logit_attribution (logits)",
     ] {
         assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
@@ -233,7 +249,7 @@ async fn assert_measures_in_their_units(browser: &Browser, run: &Path) {
             "var rows = document.querySelectorAll('#measures tr');\
              for (var i = 0; i < rows.length; i++) {\
                var th = rows[i].querySelector('th');\
-               if (th && th.textContent === 'resample_ablation_drop (points)') {\
+               if (th && th.textContent === 'resample drop (points)') {\
                  return rows[i].querySelector('td').textContent;\
                }\
              }\

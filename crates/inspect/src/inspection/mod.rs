@@ -26,7 +26,6 @@ use crate::interventions::pruning::{self, Pruning};
 use crate::interventions::relation_ablation;
 use crate::load::context::MeasureContext;
 use crate::load::loaded_run::LoadedRun;
-use crate::load::own_pairs::OwnPairs;
 use crate::load::probe::{LayerProbe, Probe};
 use crate::load::reading::{RelationsAbsent, Scoring};
 use crate::measures::agreement::{self, Agreement};
@@ -110,15 +109,7 @@ pub fn measure_in_stages(
     stages: &mut dyn Stages,
 ) -> Result<Measured, MeasureError> {
     let (config, model) = (&loaded.resolved.config, &loaded.model);
-    let (size, seed) = (options.probe_size, config.seed);
-    stages.start("the probe");
-    let probe = (loaded.reading).probe(&loaded.resolved, (size, seed), 1, &loaded.device)?;
-    let weights = HeadTensorsByLayer::of(model, true);
-    stages.start("circuits");
-    let mut circuits = Circuits::of_model(model, &weights)?;
-    stages.start("attention on the probe");
-    let layers = probe.forward(model);
-    circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
+    let (probe, weights, circuits, layers) = read_probe(loaded, options.probe_size, stages)?;
     let context = MeasureContext::of_run(loaded);
     let eval_set = || config.eval_examples(&loaded.resolved.task);
     let Scoring { eval, left_out } =
@@ -156,12 +147,10 @@ pub fn measure_in_stages(
     summary.left_out = left_out;
     let (pruning, logit_lens) = outputs.map_or((None, None), |o| (Some(o.0), Some(o.1)));
     let flags = (options.patching, scored);
-    let own_pairs = loaded.own_pairs.as_ref();
     let later = measure_later(
-        context,
+        (loaded, context),
         (&probe, &layers),
         flags,
-        own_pairs,
         &eval_set,
         stages,
     )?;
@@ -187,6 +176,26 @@ pub fn measure_in_stages(
         ceiling: later.ceiling,
         agreement: later.agreement,
     })
+}
+
+/// The probe of `size` sequences, the model's head weights, its weight circuits (with the
+/// rollout of the probe's first sequence) and each layer's attention on the probe.
+fn read_probe(
+    loaded: &LoadedRun,
+    size: usize,
+    stages: &mut dyn Stages,
+) -> Result<(Probe, HeadTensorsByLayer, Circuits, Vec<LayerProbe>), MeasureError> {
+    let (resolved, model) = (&loaded.resolved, &loaded.model);
+    stages.start("the probe");
+    let seed = resolved.config.seed;
+    let probe = (loaded.reading).probe(resolved, (size, seed), 1, &loaded.device)?;
+    let weights = HeadTensorsByLayer::of(model, true);
+    stages.start("circuits");
+    let mut circuits = Circuits::of_model(model, &weights)?;
+    stages.start("attention on the probe");
+    let layers = probe.forward(model);
+    circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));
+    Ok((probe, weights, circuits, layers))
 }
 
 /// Why the causal tests on minimal pairs were not measured.
@@ -220,18 +229,19 @@ struct Later {
     relations_over_training: Option<RelationsOverTraining>,
 }
 
-/// The measures after the heads': patching (of the task's pairs and `own`, a user's) where
-/// it is asked for and the output layer is `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
+/// The measures after the heads' of `loaded` (measured in `context`): patching (of the task's
+/// pairs and a user's own, [`LoadedRun::own_pairs`]) where it is asked for and the output
+/// layer is `scored`, the Bayes ceiling, agreement where the output layer is scored, and the
 /// divergence, role trajectories and (for a model reading a treebank) relations over the
 /// run's snapshots, with the loss on `held_out` (the run's evaluation set, training's).
 fn measure_later(
-    context: MeasureContext,
+    (loaded, context): (&LoadedRun, MeasureContext),
     (probe, layers): (&Probe, &[LayerProbe]),
     (patching_asked, scored): (bool, bool),
-    own: Option<&OwnPairs>,
     held_out: &dyn Fn() -> Vec<Example>,
     stages: &mut dyn Stages,
 ) -> Result<Later, MeasureError> {
+    let own = loaded.own_pairs.as_ref();
     stages.start("patching");
     let patching = match patching_asked && scored {
         true => patching(context, own)?,

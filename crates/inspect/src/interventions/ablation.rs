@@ -20,7 +20,7 @@
 use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId, HeadPatch};
 
-use crate::interventions::activation_patching::head_weight;
+use crate::interventions::activation_patching::{head_weight, real_position_sum};
 use crate::load::context::MeasureContext;
 use tasks::Example;
 use tasks::batch::{Accuracy, Batch, EVAL_CHUNK};
@@ -121,27 +121,6 @@ fn mean_head_outputs(chunks: &[Chunk], n_layers: usize) -> Vec<Tensor<2>> {
                 .div_scalar(count.max(1.0))
         })
         .collect()
-}
-
-/// The sum of `outputs` (`[batch, seq, heads, d_head]`) over the positions `padding` (`true`
-/// at padding, `[batch, seq]`) leaves real, `[heads, d_head]`, and how many positions that is.
-pub(crate) fn real_position_sum(
-    outputs: Tensor<4>,
-    padding: &Option<Tensor<2, Bool>>,
-) -> (Tensor<2>, f64) {
-    let [batch, seq, heads, d_head] = outputs.dims();
-    // 1 at real positions, 0 at padding: [batch, seq]
-    let real = match padding {
-        Some(padding) => padding.clone().bool_not().float(),
-        None => Tensor::ones([batch, seq], &outputs.device()),
-    };
-    let count = real.clone().sum().into_scalar::<f32>() as f64;
-    let real = real.reshape([batch, seq, 1, 1]);
-    let sum = (outputs * real)
-        .sum_dim(0)
-        .sum_dim(1)
-        .reshape([heads, d_head]);
-    (sum, count)
 }
 
 /// Eval token accuracy over the chunks, each run with the patch of head `id`'s layer that

@@ -12,7 +12,6 @@ use burn::prelude::*;
 use model::{HeadId, HeadPatch, InputPatch};
 use serde::{Deserialize, Serialize};
 
-use super::ablation::real_position_sum;
 use super::pair_passes::PairPasses;
 
 /// What putting one head's clean output back restores.
@@ -181,6 +180,27 @@ pub(crate) fn head_weight(
         }
     }
     Tensor::<1>::from_floats(weight.as_slice(), device).reshape([1, seq, n_heads, 1])
+}
+
+/// The sum of `outputs` (`[batch, seq, heads, d_head]`) over the positions `padding` (`true`
+/// at padding, `[batch, seq]`) leaves real, `[heads, d_head]`, and how many positions that is.
+pub(crate) fn real_position_sum(
+    outputs: Tensor<4>,
+    padding: &Option<Tensor<2, Bool>>,
+) -> (Tensor<2>, f64) {
+    let [batch, seq, heads, d_head] = outputs.dims();
+    // 1 at real positions, 0 at padding: [batch, seq]
+    let real = match padding {
+        Some(padding) => padding.clone().bool_not().float(),
+        None => Tensor::ones([batch, seq], &outputs.device()),
+    };
+    let count = real.clone().sum().into_scalar::<f32>() as f64;
+    let real = real.reshape([batch, seq, 1, 1]);
+    let sum = (outputs * real)
+        .sum_dim(0)
+        .sum_dim(1)
+        .reshape([heads, d_head]);
+    (sum, count)
 }
 
 #[cfg(test)]

@@ -332,6 +332,60 @@ impl Probe {
     }
 }
 
+/// One sentence's attention between its pieces, as the model computes it, before it is taken
+/// to words: what `explore.html` shows when pieces are chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PiecePatterns {
+    /// The pieces, `[CLS]` and `[SEP]` included.
+    pub pieces: Vec<String>,
+    /// `[layer][head]`, each `[query * n + key]` for the sentence's `n` pieces.
+    pub patterns: Vec<Vec<Vec<f32>>>,
+}
+
+impl Probe {
+    /// The attention between the pieces of the probe's first `count` sentences (fewer when
+    /// it has fewer), one forward pass of them padded together; `None` for a probe of a
+    /// task's tokens, which has no pieces.
+    pub fn piece_patterns(&self, model: &Encoder, count: usize) -> Option<Vec<PiecePatterns>> {
+        let pieces = self.pieces.as_ref()?;
+        let count = count.min(pieces.len());
+        let batch = pieces.batch(0..count, &self.tokens.device()); // [count, longest]
+        let (_, cache) = model.forward_with_cache(batch.encoder_input());
+        // Per layer `[count, heads, longest, longest]`.
+        let layers: Vec<HostTensor> = (cache.layers.into_iter())
+            .map(|layer| HostTensor::of(layer.pattern))
+            .collect();
+        let sentences = (0..count).map(|b| {
+            let n = pieces.encoded[b].ids.len();
+            let patterns = layers
+                .iter()
+                .map(|pattern| {
+                    let [_, heads, longest, _] = pattern.shape[..] else {
+                        unreachable!("attention patterns are 4-D")
+                    };
+                    (0..heads)
+                        .map(|h| {
+                            let start = (b * heads + h) * longest * longest;
+                            // The sentence's own n x n block; its padding keys hold 0.
+                            (0..n)
+                                .flat_map(|q| {
+                                    let row = start + q * longest;
+                                    pattern.values[row..row + n].iter().copied()
+                                })
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect();
+            PiecePatterns {
+                pieces: pieces.encoded[b].pieces.clone(),
+                patterns,
+            }
+        });
+        Some(sentences.collect())
+    }
+}
+
 /// [`Probe::forward`] for sentences of word pieces: the model on the padded pieces, each layer's
 /// pattern taken to words (sum to, mean from) and its input and head outputs to the mean of
 /// each word's pieces.

@@ -33,7 +33,7 @@ pub use crate::draw::embed::script_json;
 use crate::draw::embed::{PAGE_SCRIPT, PAGE_STYLE, escape_html, thousandths};
 use inspect::circuits::linalg::{Matrix, column_norms, orthogonalize_columns};
 use inspect::interventions::patching::Patching;
-use inspect::load::probe::LayerProbe;
+use inspect::load::probe::{LayerProbe, PiecePatterns};
 use inspect::measures::heads::{FIELD_UNITS, HeadRecord};
 
 use crate::draw::units::shown_unit;
@@ -76,6 +76,9 @@ pub struct ExploreData {
     /// "fraction", "nats", "positions", "logits"; the pattern scores' under
     /// `pattern_scores.`.
     pub units: BTreeMap<String, String>,
+    /// What the page calls a field of `heads.json`, where `index.html`'s head table has a
+    /// name for it (`ablation_drop`: "zero drop"); the rest by their field names.
+    pub labels: BTreeMap<String, String>,
     /// Per layer and head, the embedded sequences' queries and keys in 2-D; empty when the
     /// page was built without the heads' weights.
     pub qk: Vec<Vec<QkProjection>>,
@@ -96,6 +99,20 @@ pub struct Sequence {
     /// Token labels (words, or ids for tasks of numbers).
     pub tokens: Vec<String>,
     /// `[layer][head][query * seq + key]`, attention in thousandths (0..=1000).
+    pub patterns: Vec<Vec<Vec<u16>>>,
+    /// For a model that reads word pieces, the same sentence as its pieces with their own
+    /// attention (the page's words/pieces choice); absent for a task's tokens, and for
+    /// sequences past what [`MAX_PATTERN_VALUES`] leaves room for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pieces: Option<PieceSequence>,
+}
+
+/// One embedded sentence as the pieces its model reads.
+#[derive(Debug, Clone, Serialize)]
+pub struct PieceSequence {
+    /// The pieces, `[CLS]` and `[SEP]` included.
+    pub tokens: Vec<String>,
+    /// `[layer][head][query * n + key]` for its `n` pieces, in thousandths.
     pub patterns: Vec<Vec<Vec<u16>>>,
 }
 
@@ -135,6 +152,9 @@ pub struct ExploreInput<'a> {
     pub layers: &'a [LayerProbe],
     /// Token labels of every probe sequence, in probe order.
     pub labels: Vec<Vec<String>>,
+    /// For a model that reads word pieces, the first probe sentences' attention between
+    /// their pieces ([`inspect::load::probe::Probe::piece_patterns`]); `None` otherwise.
+    pub pieces: Option<Vec<PiecePatterns>>,
     /// `heads.json`.
     pub heads: &'a [HeadRecord],
     /// Per layer and head, its query and key weights (`None`: no query/key view).
@@ -160,8 +180,14 @@ pub fn build(input: &ExploreInput) -> ExploreData {
     let n_layers = input.layers.len();
     let (batch, n_heads, seq) = input.layers.first().map_or((0, 0, 0), LayerProbe::dims);
     let count = sequences_to_embed(batch, n_layers * n_heads * seq * seq, MAX_PATTERN_VALUES);
+    let words_values = count * n_layers * n_heads * seq * seq;
+    let room = MAX_PATTERN_VALUES.saturating_sub(words_values);
+    let mut pieces = piece_sequences(input.pieces.as_deref().unwrap_or_default(), count, room);
+    pieces.resize_with(count, || None);
     let sequences = (0..count)
-        .map(|b| Sequence {
+        .zip(pieces)
+        .map(|(b, pieces)| Sequence {
+            pieces,
             probe_index: b,
             tokens: input.labels.get(b).cloned().unwrap_or_default(),
             patterns: input
@@ -209,11 +235,43 @@ pub fn build(input: &ExploreInput) -> ExploreData {
             .chain([PATTERN_SCORES])
             .map(|field| (field.to_string(), shown_unit(field).name().to_string()))
             .collect(),
+        labels: (crate::draw::html::HEAD_COLUMNS.iter())
+            .filter(|(title, field)| !field.is_empty() && !field.contains('.') && title != field)
+            .map(|(title, field)| (field.to_string(), title.to_string()))
+            .collect(),
         qk,
         patching: input.patching.cloned(),
         patching_absent: input.patching_absent.map(String::from),
         shown_relations: input.shown_relations.clone(),
     }
+}
+
+/// The first `count` sentences' pieces for the page, while their patterns take at most `room`
+/// values (what [`MAX_PATTERN_VALUES`] leaves after the words'): those past it are left out,
+/// and the page shows them by words.
+fn piece_sequences(
+    sentences: &[PiecePatterns],
+    count: usize,
+    mut room: usize,
+) -> Vec<Option<PieceSequence>> {
+    sentences
+        .iter()
+        .take(count)
+        .map_while(|sentence| {
+            let values: usize = sentence.patterns.iter().flatten().map(Vec::len).sum();
+            room = room.checked_sub(values)?;
+            Some(Some(PieceSequence {
+                tokens: sentence.pieces.clone(),
+                patterns: (sentence.patterns.iter())
+                    .map(|heads| {
+                        (heads.iter())
+                            .map(|values| values.iter().map(|&p| thousandths(p)).collect())
+                            .collect()
+                    })
+                    .collect(),
+            }))
+        })
+        .collect()
 }
 
 /// `x W + b` for each row of `x` (`[rows, d_model]`), as f64 `[rows, d_head]`.
@@ -435,6 +493,7 @@ mod tests {
             summary: "s".into(),
             layers,
             labels,
+            pieces: None,
             heads,
             weights: Some(vec![vec![weights(), weights()]; layers.len()]),
             patching: None,
@@ -506,6 +565,36 @@ mod tests {
         });
         assert_eq!(data.sequences.len(), EXPLORE_SEQUENCES);
         assert!(data.qk.is_empty());
+    }
+
+    /// Pieces ride beside the words, in thousandths, for the first sentences whose patterns
+    /// fit the room the words leave; the rest are shown by words.
+    #[test]
+    fn pieces_are_embedded_beside_the_words_while_they_fit() {
+        let layers = vec![layer(3, 2)];
+        let sentence = |n: usize| PiecePatterns {
+            pieces: (0..n).map(|i| format!("p{i}")).collect(),
+            // 1 layer, 2 heads; attention 1/n everywhere.
+            patterns: vec![vec![vec![1.0 / n as f32; n * n]; 2]],
+        };
+        let data = build(&ExploreInput {
+            pieces: Some(vec![sentence(4), sentence(5)]),
+            ..input(&layers, &[], vec![])
+        });
+        let first = data.sequences[0].pieces.as_ref().unwrap();
+        assert_eq!(first.tokens, ["p0", "p1", "p2", "p3"]);
+        assert_eq!(first.patterns[0][1], vec![250u16; 16]);
+        assert_eq!(data.sequences[1].pieces.as_ref().unwrap().tokens.len(), 5);
+        assert!(
+            data.sequences[2].pieces.is_none(),
+            "no third sentence of pieces"
+        );
+        // Room for the first only: 2 heads x 16 values, then 2 x 25 more would pass it.
+        let kept = piece_sequences(&[sentence(4), sentence(5)], 2, 40);
+        assert!(kept[0].is_some());
+        assert_eq!(kept.len(), 1);
+        let json = serde_json::to_string(&data.sequences[2]).unwrap();
+        assert!(!json.contains("pieces"), "{json}");
     }
 
     #[test]

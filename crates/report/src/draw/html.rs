@@ -109,8 +109,9 @@ fn page_header(w: &mut String, page: &Page) {
 }
 
 /// The head table's columns: title, and the field of `heads.json` it shows (whose unit the
-/// header names; "" for none).
-const HEAD_COLUMNS: [(&str, &str); 14] = [
+/// header names; "" for none). `explore.html`'s head panel names the fields by the same
+/// titles.
+pub(crate) const HEAD_COLUMNS: [(&str, &str); 14] = [
     ("layer", ""),
     ("head", ""),
     ("role", ""),

@@ -37,13 +37,9 @@
 
   function $(id) { return document.getElementById(id); }
 
-  // -1..1 to blue, white, red (B lower, equal, B higher).
-  function diverging(v) {
-    var t = Math.min(1, Math.abs(v));
-    var end = v >= 0 ? [178, 24, 43] : [33, 102, 172];
-    return [Math.round(255 + (end[0] - 255) * t), Math.round(255 + (end[1] - 255) * t),
-      Math.round(255 + (end[2] - 255) * t)];
-  }
+  // -1..1 to red, white, blue (B lower, equal, B higher): the pages' one convention for
+  // signed values (embed/page.js).
+  var diverging = headlabPage.signedRgb;
 
   // An n x n offscreen canvas, one pixel per query/key pair coloured by colour(i), scaled up
   // later without smoothing (so 256 tokens cost 65536 pixels, not a path per cell).

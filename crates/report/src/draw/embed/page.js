@@ -41,6 +41,17 @@ var headlabPage = (function () {
     });
   }
 
+  // Signed values, -1..1 (clamped): white at 0, blue above (restores, gains, B higher than A),
+  // red below; ColorBrewer's RdBu ends, as the report's figures (figures/canvas.rs's
+  // ColourScale::Signed). One convention for every page: the book's Colours page.
+  var SIGNED_POSITIVE = [33, 102, 172];
+  var SIGNED_NEGATIVE = [178, 24, 43];
+  function signedRgb(v) {
+    var t = Math.min(1, Math.abs(v));
+    var end = v >= 0 ? SIGNED_POSITIVE : SIGNED_NEGATIVE;
+    return end.map(function (c) { return Math.round(255 + (c - 255) * t); });
+  }
+
   // A colour bar in `element`: the scale `colour` (a function of 0..1 to [r, g, b]) drawn
   // left to right, its two ends and middle labelled, and the unit after it. The element's
   // data-min, data-max and data-unit say what it shows, for tests.
@@ -70,8 +81,12 @@ var headlabPage = (function () {
     element.setAttribute('data-min', String(range[0]));
     element.setAttribute('data-max', String(range[1]));
     element.setAttribute('data-unit', unit);
+    // Its colours at the low end, the middle and the high end, for tests and scripts.
+    element.setAttribute('data-low-rgb', colour(0).join(','));
+    element.setAttribute('data-mid-rgb', colour(0.5).join(','));
+    element.setAttribute('data-high-rgb', colour(1).join(','));
   }
 
   return { reportError: reportError, sizeCanvas: sizeCanvas, viridis: viridis,
-    colourBar: colourBar };
+    signedRgb: signedRgb, colourBar: colourBar };
 })();

@@ -34,7 +34,7 @@
   var data;
   // What is shown: probe sequence (index into data.sequences), layer, selected heads and
   // the hovered token in the head view ({side: 'query' | 'key', index} or null).
-  var state = { sequence: 0, layer: 0, heads: [0], hover: null };
+  var state = { sequence: 0, layer: 0, heads: [0], hover: null, unit: 'words' };
   // The head view's geometry, set when it is drawn (for hit-testing the mouse).
   var geometry = null;
 
@@ -74,6 +74,12 @@
   }
 
   // ---- controls -------------------------------------------------------------------------
+
+  // What the model and head views show of `sequence`: its words, or (a model that reads word
+  // pieces, pieces chosen) its pieces with their own attention.
+  function shown(sequence) {
+    return state.unit === 'pieces' && sequence.pieces ? sequence.pieces : sequence;
+  }
 
   function buildControls() {
     var sequence = $('sequence');
@@ -123,6 +129,17 @@
       heads.appendChild(label);
     }
     $('colour').addEventListener('change', drawQueryKey);
+
+    // Words or pieces, for a report whose sequences have both.
+    var unit = $('unit');
+    if (data.sequences[0].pieces) {
+      $('unit-control').hidden = false;
+      unit.addEventListener('change', function () {
+        state.unit = unit.value;
+        state.hover = null;
+        renderAll();
+      });
+    }
   }
 
   function checkedHeads() {
@@ -137,6 +154,7 @@
   function syncControls() {
     $('sequence').value = state.sequence;
     $('layer').value = state.layer;
+    $('unit').value = state.unit;
     for (var h = 0; h < data.n_heads; h++) {
       $('head-' + h).checked = state.heads.indexOf(h) >= 0;
     }
@@ -189,9 +207,10 @@
         $('thumb-' + layer + '-' + head).classList.toggle('selected', selected);
       }
     }
-    if (thumbnailsOf === state.sequence) { return; }
-    thumbnailsOf = state.sequence;
-    var sequence = data.sequences[state.sequence];
+    var shownKey = state.sequence + ' ' + state.unit;
+    if (thumbnailsOf === shownKey) { return; }
+    thumbnailsOf = shownKey;
+    var sequence = shown(data.sequences[state.sequence]);
     var n = sequence.tokens.length;
     // One pixel per query/key pair, scaled up without smoothing.
     var source = document.createElement('canvas');
@@ -225,7 +244,7 @@
 
   function drawHeadView() {
     var canvas = $('head-canvas');
-    var sequence = data.sequences[state.sequence];
+    var sequence = shown(data.sequences[state.sequence]);
     var tokens = sequence.tokens;
     var n = tokens.length;
     // Rows shrink with the sequence; labels are drawn while they stay legible.
@@ -306,6 +325,8 @@
 
     canvas.setAttribute('data-sequence', String(state.sequence));
     canvas.setAttribute('data-layer', String(state.layer));
+    canvas.setAttribute('data-unit', state.unit);
+    canvas.setAttribute('data-tokens', String(n));
     canvas.setAttribute('data-heads', state.heads.join(','));
     canvas.setAttribute('data-hover', hover ? hover.side + ' ' + hover.index : 'none');
     canvas.setAttribute('data-lines', String(lines));
@@ -374,7 +395,9 @@
         // The unit the page shows it in (data.units, from Rust): heads.json keeps fractions,
         // the drops are shown in points, as index.html's head table shows them.
         var unit = data.units[key];
-        var label = unit ? key + ' (' + unit + ')' : key;
+        // index.html's name for the field where it has one ("zero drop"), else the field's.
+        var name = data.labels[key] || key;
+        var label = unit ? name + ' (' + unit + ')' : name;
         // null (a dash): not measured, as an imported model's ablation drop.
         if (unit === 'points' && value !== null) {
           row(label, (100 * value).toFixed(2));
@@ -462,8 +485,9 @@
       context.fill();
     });
     context.globalAlpha = 1;
-    // The hovered token of the head view, ringed.
-    var hover = state.hover;
+    // The hovered token of the head view, ringed (the view is of words: a hovered piece
+    // has no point of its own).
+    var hover = state.unit === 'words' ? state.hover : null;
     if (hover) {
       var points = hover.side === 'query' ? projection.queries : projection.keys;
       var point = points[state.sequence * n + hover.index];
@@ -525,12 +549,9 @@
     });
   }
 
-  // White (0) to blue (1 or more), white to red below 0, as [r, g, b].
-  function restoredRgb(value) {
-    var t = Math.min(1, Math.abs(value));
-    var fade = function (c) { return Math.round(255 + (c - 255) * t); };
-    return value >= 0 ? [fade(31), fade(95), fade(168)] : [fade(214), fade(39), fade(40)];
-  }
+  // White (0) to blue (1 or more), white to red below 0, as [r, g, b]: the pages' one
+  // convention for signed values (embed/page.js).
+  var restoredRgb = headlabPage.signedRgb;
 
   function restoredColour(value) {
     if (value === null || value === undefined) { return '#f4f4f4'; }

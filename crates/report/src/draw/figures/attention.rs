@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::canvas::{FONT, FigureError, Heatmap, render};
+use super::canvas::{ColourScale, FONT, FigureError, Heatmap, render};
 
 /// Inputs of an attention-pattern grid.
 pub struct PatternFigure<'a> {
@@ -48,6 +48,7 @@ pub fn attention_patterns(path: &Path, figure: &PatternFigure) -> Result<(), Fig
                     row_labels: labels.clone(),
                     col_labels: labels.clone(),
                     range: (0.0, 1.0),
+                    scale: ColourScale::More,
                     unit: "attention weight",
                     baseline: None,
                     annotate: false,
@@ -90,6 +91,7 @@ pub fn rollout(
                 row_labels: labels.clone(),
                 col_labels: labels.clone(),
                 range: (0.0, 1.0),
+                scale: ColourScale::More,
                 unit: "rolled-out attention",
                 baseline: None,
                 annotate: false,

@@ -127,6 +127,70 @@ pub(crate) fn viridis(value: f64, lo: f64, hi: f64) -> RGBColor {
     ViridisRGB.get_color(t as f32)
 }
 
+/// How a figure's values turn into colours: one convention for every figure and page (the
+/// book's Colours page, docs/colours.md; `embed/page.js` holds the pages' half).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColourScale {
+    /// Viridis, brighter is more: attention, scores, similarities (yellow: the same).
+    More,
+    /// Viridis reversed, brighter is less: a distance, so that yellow still means "the same"
+    /// beside a similarity.
+    Less,
+    /// Signed values: white at 0, blue above it (restores, gains, B higher than A), red
+    /// below; the range symmetric about 0.
+    Signed,
+}
+
+/// [`ColourScale::Signed`]'s end for +1 (`#2166ac`, ColorBrewer's RdBu).
+pub(crate) const SIGNED_POSITIVE: RGBColor = RGBColor(33, 102, 172);
+/// [`ColourScale::Signed`]'s end for -1 (`#b2182b`).
+pub(crate) const SIGNED_NEGATIVE: RGBColor = RGBColor(178, 24, 43);
+
+impl ColourScale {
+    /// The colour of `value` on a scale from `lo` to `hi` ([`NO_VALUE`] for no number).
+    pub(crate) fn colour(self, value: f64, lo: f64, hi: f64) -> RGBColor {
+        match self {
+            ColourScale::More => viridis(value, lo, hi),
+            ColourScale::Less if value.is_finite() => viridis(hi + lo - value, lo, hi),
+            ColourScale::Less => NO_VALUE,
+            ColourScale::Signed => signed(value, lo.abs().max(hi.abs())),
+        }
+    }
+}
+
+/// `value` on a diverging scale from `-bound` (red) through 0 (white) to `bound` (blue),
+/// clamped; [`NO_VALUE`] for no number.
+fn signed(value: f64, bound: f64) -> RGBColor {
+    if !value.is_finite() {
+        return NO_VALUE;
+    }
+    let t = match bound > 0.0 && bound.is_finite() {
+        true => (value.abs() / bound).min(1.0),
+        false => 0.0,
+    };
+    let end = if value >= 0.0 {
+        SIGNED_POSITIVE
+    } else {
+        SIGNED_NEGATIVE
+    };
+    let fade = |c: u8| (255.0 + (f64::from(c) - 255.0) * t).round() as u8;
+    RGBColor(fade(end.0), fade(end.1), fade(end.2))
+}
+
+/// The range of a [`ColourScale::Signed`] heatmap: symmetric about 0, at least -1 to 1 (a
+/// restored fraction's full scale), wider where a value passes it.
+pub(crate) fn signed_range(
+    rows: usize,
+    cols: usize,
+    value: &dyn Fn(usize, usize) -> f64,
+) -> (f64, f64) {
+    let values = (0..rows).flat_map(|i| (0..cols).map(move |j| value(i, j)));
+    let bound = values
+        .filter(|v| v.is_finite())
+        .fold(1.0f64, |m, v| m.max(v.abs()));
+    (-bound, bound)
+}
+
 /// Width of one character of a 12 px label, rounded up, for sizing label areas.
 pub(crate) const LABEL_CHAR_PX: u32 = 7;
 
@@ -155,6 +219,8 @@ pub(crate) struct Heatmap<'a> {
     pub(crate) row_labels: Vec<String>,
     pub(crate) col_labels: Vec<String>,
     pub(crate) range: (f64, f64),
+    /// How values turn into colours.
+    pub(crate) scale: ColourScale,
     /// What the values are, in a few words (`attention weight`, `cosine`): the bar's label.
     pub(crate) unit: &'a str,
     /// What unrelated heads would score, marked on the bar (a line and its number), so a
@@ -224,7 +290,7 @@ impl Heatmap<'_> {
             let y1 = bottom - (span * f64::from(step) / f64::from(STEPS)) as i32;
             let y0 = bottom - (span * f64::from(step + 1) / f64::from(STEPS)) as i32;
             let t = (f64::from(step) + 0.5) / f64::from(STEPS);
-            let colour = viridis(lo + t * (hi - lo), lo, hi);
+            let colour = self.scale.colour(lo + t * (hi - lo), lo, hi);
             strip.draw(&Rectangle::new([(left, y0), (right, y1)], colour.filled()))?;
         }
         strip.draw(&Rectangle::new(
@@ -333,7 +399,7 @@ impl Heatmap<'_> {
         chart.draw_series(cells.clone().map(|(i, j)| {
             let y = rows - 1 - i as i32;
             let x = j as i32;
-            let color = viridis((self.values)(i, j), lo, hi);
+            let color = self.scale.colour((self.values)(i, j), lo, hi);
             Rectangle::new(
                 [
                     (SegmentValue::Exact(x), SegmentValue::Exact(y)),
@@ -382,17 +448,6 @@ fn excerpt(text: &str, chars: usize) -> String {
             .chain(['…'])
             .collect(),
     }
-}
-
-/// The colour range of a restored-fraction heatmap: from the smallest value (or 0) to the
-/// largest (or 1).
-pub(crate) fn value_range(
-    rows: usize,
-    cols: usize,
-    value: &dyn Fn(usize, usize) -> f64,
-) -> (f64, f64) {
-    let values = (0..rows).flat_map(|i| (0..cols).map(move |j| value(i, j)));
-    values.fold((0.0, 1.0), |(lo, hi), v| (f64::min(lo, v), f64::max(hi, v)))
 }
 
 /// A line chart of `series` (name, points) on `area`, its legend in a strip below the plot
@@ -546,6 +601,7 @@ mod tests {
                 row_labels: vec!["a".into(), "b".into()],
                 col_labels: vec!["c".into(), "d".into()],
                 range: (0.0, 1.0),
+                scale: ColourScale::More,
                 unit: "attention weight",
                 baseline: Some(0.25),
                 annotate: false,
@@ -577,6 +633,27 @@ mod tests {
             top.iter().max() < bottom.iter().min(),
             "the high end is not on top"
         );
+    }
+
+    /// Issue 66, item 7: one convention. Signed values are white at 0, blue above (restores,
+    /// gains, B higher) and red below, symmetric; a distance's scale is viridis reversed, so
+    /// yellow is "the same" beside a similarity's.
+    #[test]
+    fn colour_scales_keep_one_convention() {
+        let signed = ColourScale::Signed;
+        assert_eq!(signed.colour(0.0, -1.0, 1.0), RGBColor(255, 255, 255));
+        assert_eq!(signed.colour(1.0, -1.0, 1.0), SIGNED_POSITIVE);
+        assert_eq!(signed.colour(-1.0, -1.0, 1.0), SIGNED_NEGATIVE);
+        assert_eq!(signed.colour(3.0, -2.0, 2.0), SIGNED_POSITIVE, "clamped");
+        assert_eq!(signed.colour(f64::NAN, -1.0, 1.0), NO_VALUE);
+        // The range is symmetric about 0 and at least -1 to 1: -1e-3 is not its low end.
+        let values = [[-1e-3, 0.4], [0.2, 0.9]];
+        assert_eq!(signed_range(2, 2, &|i, j| values[i][j]), (-1.0, 1.0));
+        assert_eq!(signed_range(1, 2, &|_, j| [1.5, -0.2][j]), (-1.5, 1.5));
+        let (less, more) = (ColourScale::Less, ColourScale::More);
+        assert_eq!(less.colour(0.0, 0.0, 1.0), more.colour(1.0, 0.0, 1.0));
+        assert_eq!(less.colour(1.0, 0.0, 1.0), more.colour(0.0, 0.0, 1.0));
+        assert_eq!(less.colour(f64::NAN, 0.0, 1.0), NO_VALUE);
     }
 
     #[test]

@@ -8,7 +8,9 @@ use model::HeadId;
 use inspect::interventions::patching::{PairPatching, PairSource, Patching};
 use inspect::interventions::path_patching::PathChannel;
 
-use super::canvas::{Area, DrawResult, FONT, FigureError, Heatmap, render, value_range};
+use super::canvas::{
+    Area, ColourScale, DrawResult, FONT, FigureError, Heatmap, render, signed_range,
+};
 
 /// `patching.png`: per kind of minimal pair (one panel each), per head (rows) and position
 /// (columns), the fraction of the clean answer's logit difference restored when the head's
@@ -40,7 +42,7 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
                     };
                     restored.unwrap_or(0.0)
                 };
-                let (lo, hi) = value_range(rows, cols, &value);
+                let (lo, hi) = signed_range(rows, cols, &value);
                 let mut col_labels: Vec<String> = (0..positions).map(|p| p.to_string()).collect();
                 col_labels.push("all".to_string());
                 Heatmap {
@@ -55,6 +57,7 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
                     row_labels: section.heads.iter().map(|h| h.id.to_string()).collect(),
                     col_labels,
                     range: (lo, hi),
+                    scale: ColourScale::Signed,
                     unit: "share restored",
                     baseline: None,
                     annotate: cols <= 32,
@@ -150,7 +153,7 @@ fn head_path_panels(
                 .and_then(|p| p.restored)
                 .unwrap_or(0.0)
         };
-        let range = value_range(n_heads, n_heads, &value);
+        let range = signed_range(n_heads, n_heads, &value);
         Heatmap {
             caption: format!("through {}, L{a} -> L{b}", channel.short().to_uppercase()),
             values: &value,
@@ -159,6 +162,7 @@ fn head_path_panels(
             row_labels: labels.to_vec(),
             col_labels: labels.to_vec(),
             range,
+            scale: ColourScale::Signed,
             unit: "share restored",
             baseline: None,
             annotate: n_heads <= 8,

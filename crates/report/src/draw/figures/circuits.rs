@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use inspect::circuits::{Circuits, HeadCircuits, LayerComposition};
 
-use super::canvas::{FONT, FigureError, Heatmap, render};
+use super::canvas::{ColourScale, FONT, FigureError, Heatmap, render};
 
 /// `composition.png`: per pair of layers (rows), the Q-, K- and V-composition matrices
 /// (columns), the earlier layer's heads down, the later layer's across; one colour scale
@@ -47,6 +47,7 @@ pub fn composition(
                     row_labels: labels.clone(),
                     col_labels: labels.clone(),
                     range,
+                    scale: ColourScale::More,
                     unit: "composition score",
                     baseline: Some(random),
                     annotate: n_heads <= 8,
@@ -127,6 +128,7 @@ pub fn circuits(path: &Path, circuits: &Circuits) -> Result<(), FigureError> {
                 row_labels: layer_labels.clone(),
                 col_labels: head_labels.clone(),
                 range: *range,
+                scale: ColourScale::More,
                 unit: &unit,
                 baseline: None,
                 annotate: n_heads <= 8,

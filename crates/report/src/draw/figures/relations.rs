@@ -4,7 +4,7 @@ use std::path::Path;
 
 use inspect::measures::relations::{HeadRelationScore, Relations};
 
-use super::canvas::{FONT, FigureError, Heatmap, LABEL_CHAR_PX, render};
+use super::canvas::{ColourScale, FONT, FigureError, Heatmap, LABEL_CHAR_PX, render};
 
 /// One direction's score of a head on a relation (a panel of `relations.png`).
 pub(crate) type RelationScore = fn(&HeadRelationScore) -> f64;
@@ -70,6 +70,7 @@ pub fn relations(path: &Path, relations: &Relations) -> Result<(), FigureError> 
                 row_labels: row_labels.clone(),
                 col_labels: heads.clone(),
                 range: (0.0, 1.0),
+                scale: ColourScale::More,
                 unit: "share of arcs found",
                 baseline: None,
                 annotate,

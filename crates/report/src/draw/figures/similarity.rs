@@ -4,10 +4,10 @@ use std::path::Path;
 
 use inspect::measures::similarity::LayerSimilarity;
 
-use super::canvas::{FONT, FigureError, Heatmap, render};
+use super::canvas::{ColourScale, FONT, FigureError, Heatmap, render};
 
-/// A similarity panel: its title, its matrix and the colour scale's range.
-pub(crate) type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64));
+/// A similarity panel: its title, its matrix, the colour scale's range and its direction.
+pub(crate) type Panel<'a> = (&'a str, &'a Vec<Vec<f64>>, (f64, f64), ColourScale);
 
 /// `similarity.png`: per layer (rows), the four head-by-head matrices (columns).
 pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureError> {
@@ -25,13 +25,34 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
             let panels = grid.split_evenly((layers.len(), 4));
             let labels: Vec<String> = (0..n_heads).map(|h| format!("H{h}")).collect();
             for (l, layer) in layers.iter().enumerate() {
+                // Yellow is "the same" in every panel: a distance's scale is reversed.
                 let measures: [Panel; 4] = [
-                    ("QK cosine", &layer.qk_cosine, (-1.0, 1.0)),
-                    ("OV cosine", &layer.ov_cosine, (-1.0, 1.0)),
-                    ("pattern JS distance", &layer.pattern_js, (0.0, 1.0)),
-                    ("output CKA", &layer.output_cka, (0.0, 1.0)),
+                    (
+                        "QK cosine",
+                        &layer.qk_cosine,
+                        (-1.0, 1.0),
+                        ColourScale::More,
+                    ),
+                    (
+                        "OV cosine",
+                        &layer.ov_cosine,
+                        (-1.0, 1.0),
+                        ColourScale::More,
+                    ),
+                    (
+                        "pattern JS distance",
+                        &layer.pattern_js,
+                        (0.0, 1.0),
+                        ColourScale::Less,
+                    ),
+                    (
+                        "output CKA",
+                        &layer.output_cka,
+                        (0.0, 1.0),
+                        ColourScale::More,
+                    ),
                 ];
-                for (m, (name, matrix, range)) in measures.into_iter().enumerate() {
+                for (m, (name, matrix, range, scale)) in measures.into_iter().enumerate() {
                     // The bar's unit: the measure without its object (`cosine`, `CKA`).
                     let unit = name.split_once(' ').map_or(name, |(_, unit)| unit);
                     if matrix.is_empty() {
@@ -45,6 +66,7 @@ pub fn similarity(path: &Path, layers: &[LayerSimilarity]) -> Result<(), FigureE
                         row_labels: labels.clone(),
                         col_labels: labels.clone(),
                         range,
+                        scale,
                         unit,
                         baseline: None,
                         annotate: n_heads <= 8,
