@@ -486,6 +486,15 @@ fn inspect_of_a_checkpoint_without_a_prediction_head_leaves_out_what_needs_one()
     let summary: Summary = dir.read_json().unwrap();
     assert_eq!(summary.eval_token_acc, None);
     assert_eq!(summary.left_out, [LEFT_OUT_NO_HEAD]);
+    // The page says where its output layer comes from (issue 66, item 6).
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(
+        page.contains(
+            "no prediction head: the output layer in its model.safetensors is a copy of its \
+             word embeddings, which nothing scores"
+        ),
+        "{page}"
+    );
 
     // Attention on [CLS] and [SEP], per layer and head, recomputed from activations.safetensors
     // (the probe's word-level patterns, [CLS] first and [SEP] last in every row).

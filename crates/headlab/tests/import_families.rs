@@ -297,6 +297,15 @@ fn compare_matches_two_families_on_the_same_words_and_names_them() {
         "the page names neither family"
     );
     assert_eq!(matching["across_layers"], false, "one grid: layer by layer");
+    // Issue 66, item 6: the probe was cut to the sentences both fit, and that is said, with
+    // each model's own count and the sentences' length, in matching.json and on the page.
+    let cut = matching["probe_cut"].as_str().expect("a probe cut");
+    assert_eq!(
+        cut,
+        "the probe is drawn from the 363 of 2077 treebank sentences every run fits in its \
+         positions (roberta-mlm: 370, xlm-roberta: 435), and its sentences are 2 words long"
+    );
+    assert!(page.contains(cut), "the page does not say the cut");
     compare_across_grids(tmp.path(), &roberta);
 }
 

@@ -294,6 +294,19 @@ fn each_reading_keeps_its_own_report_directory() {
         std::fs::read(treebank.join("manifest.json")).unwrap(),
         manifest
     );
+    // The weight circuits depend on the weights alone: the second reading takes the first's,
+    // says so, and writes the same numbers (its rollout is its own probe's).
+    let note = stderr(&typed);
+    assert!(
+        note.contains("the weight circuits are") && note.contains("inspect'"),
+        "{note}"
+    );
+    let circuits = |dir: &Path| {
+        let mut circuits: inspect::circuits::Circuits = ReportDir::new(dir).read_json().unwrap();
+        circuits.rollout.clear();
+        circuits
+    };
+    assert_eq!(circuits(&beside[0]), circuits(&treebank));
 
     let conllu = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../data/ud-english-ewt/en_ewt-ud-dev.conllu");

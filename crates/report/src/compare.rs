@@ -113,7 +113,8 @@ pub fn write_comparison(
         std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
     }
     let page_path = out.join("compare.html");
-    let page = page_data(runs, &probe, &layers, compared_runs, &measures);
+    let cut = comparison.probe_cut.as_deref();
+    let page = page_data(runs, (&probe, cut), &layers, compared_runs, &measures);
     run::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
         .map_err(write_error(&page_path))?;
     let json_path = out.join("matching.json");
@@ -141,10 +142,11 @@ fn earlier_comparison_wrote(out: &Path, file: &Path) -> bool {
 }
 
 /// `compare.html`'s data: every run's matched heads, their measures and patterns on the first
-/// probe sequences.
+/// probe sequences; where the probe was cut for every run to fit it (`cut`,
+/// [`inspect::compare::ProbeCut`]), the summary says so.
 fn page_data(
     runs: &[LoadedRun],
-    probe: &Probe,
+    (probe, cut): (&Probe, Option<&str>),
     probes: &[Vec<LayerProbe>],
     compared: &[ComparedRun],
     measures: &[Vec<Vec<HeadMeasures>>],
@@ -152,7 +154,10 @@ fn page_data(
     let reference = &runs[0];
     compare_page::build(&ComparePageInput {
         title: format!("{} ({} runs)", reference.resolved.config.name, runs.len()),
-        summary: page_summary(runs, probe, compared),
+        summary: match cut {
+            Some(cut) => format!("{}; {cut}", page_summary(runs, probe, compared)),
+            None => page_summary(runs, probe, compared),
+        },
         runs: compared
             .iter()
             .zip(probes)

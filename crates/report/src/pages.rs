@@ -80,8 +80,16 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
                 }
                 false => "",
             };
+            // A base model's output layer is headlab's, made from its tied embeddings.
+            let head = match loaded.model.output_transform {
+                Some(_) => "",
+                None => {
+                    "; no prediction head: the output layer in its model.safetensors is a \
+                         copy of its word embeddings, which nothing scores"
+                }
+            };
             format!(
-                " (an imported {} of the {} family, trained elsewhere, not by headlab{shared})",
+                " (an imported {} of the {} family, trained elsewhere, not by headlab{shared}{head})",
                 import.architecture,
                 family.unwrap_or(&import.format)
             )

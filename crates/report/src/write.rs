@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use run::BackendKind;
 use run::tensor_file::{HostIds, write_tensors, write_tensors_and_ids};
 
+use inspect::circuits::Circuits;
 use inspect::inspection::summary::SimilarityFile;
 use inspect::inspection::{MeasureOptions, Measured, Stages, measure_in_stages};
 use inspect::load::loaded_run::LoadedRun;
@@ -76,7 +77,15 @@ pub fn write_report_in_stages(
     // Measured before the directory is made: a measure that fails leaves nothing behind,
     // and an earlier report at `out` as it was.
     let provenance = options.provenance(loaded);
-    let mut measured = measure_in_stages(loaded, &options.measure, stages)?;
+    let known = known_circuits(loaded);
+    if let Some((from, _)) = &known {
+        eprintln!(
+            "note: the weight circuits are {}'s (the same weights, read before)",
+            from.display()
+        );
+    }
+    let known = known.map(|(_, circuits)| circuits);
+    let mut measured = measure_in_stages(loaded, &options.measure, known, stages)?;
     // Why relation scores are absent, in words, after what the output layer's scoring left
     // out: `summary.json`, the page and the command line read it there.
     let absent = measured.relations_absent.map(relations_absent);
@@ -106,6 +115,35 @@ pub fn write_report_in_stages(
     files.push(manifest);
 
     Ok(Report { measured, files })
+}
+
+/// The weight circuits of `loaded`'s very weights from a report of another reading of the
+/// same run (a directory `inspect*` of the run, claimed as a report, whole by its manifest,
+/// whose provenance names the same weights file with the same size and SHA-256), with
+/// where they were found; `None` when there is none, for a model made in memory, or when
+/// its `circuits.json` does not read. Circuits depend on the weights alone.
+fn known_circuits(loaded: &LoadedRun) -> Option<(PathBuf, Circuits)> {
+    let weights = &loaded.inputs.weights;
+    let record = loaded.inputs.files.get(weights)?;
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(loaded.dir.root())
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            name.is_some_and(|n| n.starts_with("inspect")) && path.is_dir()
+        })
+        .collect();
+    candidates.sort();
+    candidates.into_iter().find_map(|path| {
+        let dir = ReportDir::new(&path);
+        if !run::out_dir::is_claimed(&path, &crate::dir::REPORT_KIND) || !dir.is_complete() {
+            return None;
+        }
+        let provenance: Provenance = dir.read_json().ok()?;
+        let same = provenance.weights == *weights && provenance.inputs.get(weights) == Some(record);
+        let circuits: Circuits = same.then(|| dir.read_json().ok()).flatten()?;
+        Some((path, circuits))
+    })
 }
 
 /// Why a report has no relation scores though its model reads text, as `summary.json`'s

@@ -75,6 +75,49 @@ pub struct Comparison {
     /// grids, [`match_across_layers`]): a slot's matched heads may sit in other layers.
     #[serde(default)]
     pub across_layers: bool,
+    /// Where the probe had to be cut so every run reads it ([`ProbeCut::describe`]): the
+    /// treebank sentences some run's positions do not hold left out; absent where nothing
+    /// was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_cut: Option<String>,
+}
+
+/// The treebank sentences a comparison leaves out because some run's positions do not hold
+/// them: each run's probe is drawn from the `kept` sentences every run fits, of `sentences`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeCut {
+    /// Sentences every run fits.
+    pub kept: usize,
+    /// Sentences in the treebank.
+    pub sentences: usize,
+    /// Each run that fits fewer than all, with how many it fits alone.
+    pub fits: Vec<(PathBuf, usize)>,
+}
+
+impl ProbeCut {
+    /// The cut in words, for the terminal and the page: `the probe is drawn from the 1204
+    /// of 2077 treebank sentences every run fits in its positions (bert: 1204)`, and
+    /// the length in words of the sentences it read (`words`).
+    pub fn describe(&self, words: usize) -> String {
+        let fits: Vec<String> = (self.fits.iter())
+            .map(|(run, fits)| {
+                // By the run's name, as the comparison's page and table name runs.
+                let name = run.file_name().map_or_else(
+                    || run.display().to_string(),
+                    |name| name.to_string_lossy().into_owned(),
+                );
+                format!("{name}: {fits}")
+            })
+            .collect();
+        format!(
+            "the probe is drawn from the {} of {} treebank sentences every run fits in its \
+             positions ({}), and its sentences are {words} word{} long",
+            self.kept,
+            self.sentences,
+            fits.join(", "),
+            if words == 1 { "" } else { "s" }
+        )
+    }
 }
 
 /// Runs that cannot be compared: the runs at fault and what differs, as data (the report's
@@ -152,8 +195,29 @@ pub enum CompareError {
 /// Loads every run in `dirs` with its final weights, each probed with the sentences every
 /// one of them reads ([`sentences_every_model_fits`]).
 pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
-    let choice = match sentences_every_model_fits(dirs)? {
-        Some(keep) => ProbeChoice::OwnSentences { keep },
+    Ok(load_runs_with_cut(dirs)?.0)
+}
+
+/// [`load_runs`], with where the probe's sentences had to be cut for some run to fit them
+/// (`None` where no run left a sentence out).
+pub fn load_runs_with_cut(
+    dirs: &[PathBuf],
+) -> Result<(Vec<LoadedRun>, Option<ProbeCut>), CompareError> {
+    let fits = sentences_every_model_fits(dirs)?;
+    let cut = fits.as_ref().and_then(|(every, each)| {
+        let fits: Vec<(PathBuf, usize)> = (dirs.iter().zip(each))
+            .filter_map(|(dir, fits)| fits.map(|n| (dir.clone(), n)))
+            .filter(|(_, n)| *n < every.len())
+            .collect();
+        let kept = every.iter().filter(|k| **k).count();
+        (!fits.is_empty()).then_some(ProbeCut {
+            kept,
+            sentences: every.len(),
+            fits,
+        })
+    });
+    let choice = match fits {
+        Some((keep, _)) => ProbeChoice::OwnSentences { keep },
         None => ProbeChoice::Own,
     };
     let load = |dir: &PathBuf| load_with(dir, None, Device::flex(), &choice);
@@ -165,7 +229,7 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
             imported: imported.dir.root().to_path_buf(),
             trained: trained.dir.root().to_path_buf(),
         }),
-        _ => Ok(runs),
+        _ => Ok((runs, cut)),
     }
 }
 
@@ -173,21 +237,28 @@ pub fn load_runs(dirs: &[PathBuf]) -> Result<Vec<LoadedRun>, CompareError> {
 /// `dirs` fits in its positions (a flag per sentence, read before any model is loaded): each
 /// then picks the same probe (the choice depends on the sentences alone), so models of
 /// different tokenizers (and families) are read on the same words and their word-level
-/// attention lines up. `None` where no run reads a treebank, or where their treebanks differ
+/// attention lines up; with how many sentences each run fits alone (`None` for a run that
+/// reads no treebank). `None` where no run reads a treebank, or where their treebanks differ
 /// in length (not one treebank: `probes_of` refuses what does not line up).
-fn sentences_every_model_fits(dirs: &[PathBuf]) -> Result<Option<Vec<bool>>, CompareError> {
+#[allow(clippy::type_complexity)]
+fn sentences_every_model_fits(
+    dirs: &[PathBuf],
+) -> Result<Option<(Vec<bool>, Vec<Option<usize>>)>, CompareError> {
     let mut every: Option<Vec<bool>> = None;
+    let mut each = vec![];
     for dir in dirs {
         let Some(fits) = reading_of(dir, &ProbeChoice::Own)?.treebank_fits() else {
+            each.push(None);
             continue;
         };
+        each.push(Some(fits.iter().filter(|f| **f).count()));
         every = Some(match every {
             Some(all) if all.len() != fits.len() => return Ok(None),
             Some(all) => all.iter().zip(&fits).map(|(a, b)| *a && *b).collect(),
             None => fits,
         });
     }
-    Ok(every)
+    Ok(every.map(|every| (every, each)))
 }
 
 /// The probe of `size` sequences each run reads ([`crate::load::reading::Reading::probe`]),
@@ -339,6 +410,7 @@ pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, Compar
             runs_with_role,
             files: vec![],
             across_layers,
+            probe_cut: None,
         },
         probe,
         layers,

@@ -99,17 +99,24 @@ pub struct Measured {
 /// What the model reads, and so which of its measures can run, is its reading's to say
 /// ([`crate::load::reading::Reading`]).
 pub fn measure(loaded: &LoadedRun, options: &MeasureOptions) -> Result<Measured, MeasureError> {
-    measure_in_stages(loaded, options, &mut ())
+    measure_in_stages(loaded, options, None, &mut ())
 }
 
 /// [`measure`], telling `stages` as each stage starts (what `inspect` shows progress by).
+///
+/// `known_circuits` are the weight circuits of these very weights, measured before (another
+/// reading's `circuits.json`): they depend on the weights alone, so they are taken as they
+/// are (the probe's rollout recomputed) rather than measured again, most of an imported
+/// model's time.
 pub fn measure_in_stages(
     loaded: &LoadedRun,
     options: &MeasureOptions,
+    known_circuits: Option<Circuits>,
     stages: &mut dyn Stages,
 ) -> Result<Measured, MeasureError> {
     let (config, model) = (&loaded.resolved.config, &loaded.model);
-    let (probe, weights, circuits, layers) = read_probe(loaded, options.probe_size, stages)?;
+    let (probe, weights, circuits, layers) =
+        read_probe(loaded, options.probe_size, known_circuits, stages)?;
     let context = MeasureContext::of_run(loaded);
     let eval_set = || config.eval_examples(&loaded.resolved.task);
     let Scoring { eval, left_out } =
@@ -178,11 +185,13 @@ pub fn measure_in_stages(
     })
 }
 
-/// The probe of `size` sequences, the model's head weights, its weight circuits (with the
-/// rollout of the probe's first sequence) and each layer's attention on the probe.
+/// The probe of `size` sequences, the model's head weights, its weight circuits (measured,
+/// or `known_circuits` where given; with the rollout of the probe's first sequence) and each
+/// layer's attention on the probe.
 fn read_probe(
     loaded: &LoadedRun,
     size: usize,
+    known_circuits: Option<Circuits>,
     stages: &mut dyn Stages,
 ) -> Result<(Probe, HeadTensorsByLayer, Circuits, Vec<LayerProbe>), MeasureError> {
     let (resolved, model) = (&loaded.resolved, &loaded.model);
@@ -191,7 +200,10 @@ fn read_probe(
     let probe = (loaded.reading).probe(resolved, (size, seed), 1, &loaded.device)?;
     let weights = HeadTensorsByLayer::of(model, true);
     stages.start("circuits");
-    let mut circuits = Circuits::of_model(model, &weights)?;
+    let mut circuits = match known_circuits {
+        Some(known) => known,
+        None => Circuits::of_model(model, &weights)?,
+    };
     stages.start("attention on the probe");
     let layers = probe.forward(model);
     circuits.rollout = rollout::rollout(&rollout::mean_attention(&layers, 0));

@@ -54,9 +54,17 @@ fn compare_runs(args: Args) -> anyhow::Result<()> {
     run::out_dir::check(&out, &crate::compare::COMPARISON_KIND)?;
     let mut progress = run::progress::StageProgress::on_stderr("compare", args.quiet);
     progress.start("loading the runs");
-    let loaded = inspect::compare::load_runs(&args.runs)?;
+    let (loaded, cut) = inspect::compare::load_runs_with_cut(&args.runs)?;
     progress.start("matching the heads");
-    let compared = inspect::compare::compare(&loaded, args.probe)?;
+    let mut compared = inspect::compare::compare(&loaded, args.probe)?;
+    if let Some(cut) = cut {
+        // A probe of words: [CLS], the words, [SEP].
+        let words = compared.probe.seq_len().saturating_sub(2);
+        let said = cut.describe(words);
+        progress.finish();
+        eprintln!("note: {said}");
+        compared.comparison.probe_cut = Some(said);
+    }
     progress.start("the page and figures");
     let comparison = crate::compare::write_comparison(&loaded, compared, &out, args.svg)?;
     progress.finish();
