@@ -257,10 +257,7 @@ async fn compare_page_of_two_seeds_answers_the_controls_and_the_mouse() {
     assert_eq!(bar("data-high-rgb").await.as_deref(), Some("33,102,172"));
     assert_eq!(bar("data-low-rgb").await.as_deref(), Some("178,24,43"));
     let legend = browser
-        .script(
-            "return document.querySelector('.pos').textContent;",
-            vec![],
-        )
+        .script("return document.querySelector('.pos').textContent;", vec![])
         .await;
     assert_eq!(legend.as_str(), Some("blue: B higher"));
 

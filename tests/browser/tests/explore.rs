@@ -39,7 +39,10 @@ async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
     assert_eq!(thumbnails, 4, "2 layers x 2 heads in the model view");
     // A model of a task's tokens has no pieces: no words/pieces choice.
     assert_eq!(
-        browser.attribute("#unit-control", "hidden").await.as_deref(),
+        browser
+            .attribute("#unit-control", "hidden")
+            .await
+            .as_deref(),
         Some("true")
     );
     // Colour bars with their units: attention 0 to 1, patching's restored fraction -1 to 1.
@@ -273,7 +276,10 @@ async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
     // Words, then pieces.
     let head = "#head-canvas";
     assert_eq!(browser.attribute("#unit-control", "hidden").await, None);
-    assert_eq!(browser.attribute(head, "data-unit").await.as_deref(), Some("words"));
+    assert_eq!(
+        browser.attribute(head, "data-unit").await.as_deref(),
+        Some("words")
+    );
     let sequence = browser
         .script(
             "return JSON.parse(document.getElementById('data').textContent).sequences[0];",
@@ -288,15 +294,22 @@ async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
     );
     assert_eq!(pieces.first().map(String::as_str), Some("[CLS]"));
     assert_eq!(pieces.last().map(String::as_str), Some("[SEP]"));
-    let row: Vec<u64> = serde_json::from_value(sequence["pieces"]["patterns"][0][0].clone()).unwrap();
+    let row: Vec<u64> =
+        serde_json::from_value(sequence["pieces"]["patterns"][0][0].clone()).unwrap();
     let n = pieces.len();
     for q in 0..n {
         let sum: u64 = row[q * n..(q + 1) * n].iter().sum();
         assert!(sum.abs_diff(1000) <= n as u64, "query {q}: {sum}");
     }
     browser.choose("#unit", "pieces").await;
-    assert_eq!(browser.attribute(head, "data-unit").await.as_deref(), Some("pieces"));
-    assert_eq!(browser.attribute(head, "data-tokens").await, Some(n.to_string()));
+    assert_eq!(
+        browser.attribute(head, "data-unit").await.as_deref(),
+        Some("pieces")
+    );
+    assert_eq!(
+        browser.attribute(head, "data-tokens").await,
+        Some(n.to_string())
+    );
     browser.choose("#unit", "words").await;
     assert_eq!(
         browser.attribute(head, "data-tokens").await,
@@ -319,10 +332,19 @@ async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
     );
     browser.choose("#pair-kind", "own").await;
     let canvas = "#patching-canvas";
-    assert_eq!(browser.attribute(canvas, "data-kind").await.as_deref(), Some("own"));
+    assert_eq!(
+        browser.attribute(canvas, "data-kind").await.as_deref(),
+        Some("own")
+    );
     // Four residual places (3 blocks) and 9 heads; whole heads only for an imported model.
-    assert_eq!(browser.attribute(canvas, "data-rows").await.as_deref(), Some("13"));
-    assert_eq!(browser.attribute(canvas, "data-cols").await.as_deref(), Some("1"));
+    assert_eq!(
+        browser.attribute(canvas, "data-rows").await.as_deref(),
+        Some("13")
+    );
+    assert_eq!(
+        browser.attribute(canvas, "data-cols").await.as_deref(),
+        Some("1")
+    );
     let notes = browser
         .script(
             "return Array.prototype.map.call(document.querySelectorAll('#patching-notes p, \
@@ -331,8 +353,16 @@ async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
         )
         .await;
     let notes: Vec<String> = serde_json::from_value(notes).unwrap();
-    assert!(notes[0].starts_with("2 pairs of your own; logit difference clean "), "{notes:?}");
-    assert!(notes.iter().any(|n| n.starts_with("Most needed (mean-ablated")), "{notes:?}");
+    assert!(
+        notes[0].starts_with("2 pairs of your own; logit difference clean "),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("Most needed (mean-ablated")),
+        "{notes:?}"
+    );
     let listed: Vec<&String> = notes.iter().filter(|n| n.starts_with("line ")).collect();
     assert_eq!(
         listed,
@@ -344,9 +374,15 @@ async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
     );
     // Back to the task's pairs: the list of yours goes with them.
     browser.choose("#pair-kind", "answer").await;
-    assert_eq!(browser.attribute(canvas, "data-kind").await.as_deref(), Some("answer"));
+    assert_eq!(
+        browser.attribute(canvas, "data-kind").await.as_deref(),
+        Some("answer")
+    );
     let listed = browser
-        .script("return document.querySelectorAll('#own-pairs li').length;", vec![])
+        .script(
+            "return document.querySelectorAll('#own-pairs li').length;",
+            vec![],
+        )
         .await;
     assert_eq!(listed.as_u64(), Some(0));
     browser.assert_no_errors().await;

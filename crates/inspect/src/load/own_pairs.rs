@@ -26,7 +26,7 @@ use hf::tokenizer::{TokenizerError, WordPieces};
 use serde::{Deserialize, Serialize};
 use tasks::{Example, MinimalPair};
 
-use crate::load::typed::{TypedTextError, read_text_file};
+use crate::load::typed::{TypedTextError, read_small_file, text_lines};
 
 /// How a pair's sentences mark the word to predict, whatever the model's mask piece
 /// (`[MASK]`, `<mask>`).
@@ -108,13 +108,10 @@ impl PairsFile {
     /// The pairs of the file at `path`, each line's fields checked (four, the mask once in
     /// each sentence, one word per answer, two answers that differ).
     pub fn read(path: &Path) -> Result<Self, PairsFileError> {
-        let bytes = run::small_file::read(path, crate::load::typed::MAX_TEXT_FILE_BYTES).map_err(
-            |error| TypedTextError::Read {
-                path: path.to_path_buf(),
-                error: error.to_string(),
-            },
-        )?;
-        let lines = read_text_file(path)?;
+        // Read once: the hash is of the bytes parsed.
+        let bytes = read_small_file(path)?;
+        let sha256 = run::hash::sha256_hex(&bytes);
+        let lines = text_lines(path, bytes)?;
         let pairs = lines
             .into_iter()
             .filter(|(_, text)| !text.starts_with('#'))
@@ -136,7 +133,7 @@ impl PairsFile {
         }
         Ok(Self {
             path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-            sha256: run::hash::sha256_hex(&bytes),
+            sha256,
             pairs,
         })
     }

@@ -111,11 +111,19 @@ pub fn sentences_of(
 /// The sentences of a text file: one a line, UTF-8, blank lines skipped, each with its
 /// 1-based line number.
 pub fn read_text_file(path: &Path) -> Result<Vec<(usize, String)>, TypedTextError> {
-    let bytes =
-        run::small_file::read(path, MAX_TEXT_FILE_BYTES).map_err(|error| TypedTextError::Read {
-            path: path.to_path_buf(),
-            error: error.to_string(),
-        })?;
+    text_lines(path, read_small_file(path)?)
+}
+
+/// The bytes of the text file at `path`, at most [`MAX_TEXT_FILE_BYTES`].
+pub fn read_small_file(path: &Path) -> Result<Vec<u8>, TypedTextError> {
+    run::small_file::read(path, MAX_TEXT_FILE_BYTES).map_err(|error| TypedTextError::Read {
+        path: path.to_path_buf(),
+        error: error.to_string(),
+    })
+}
+
+/// The lines of `bytes`, the text file at `path` ([`read_text_file`]).
+pub fn text_lines(path: &Path, bytes: Vec<u8>) -> Result<Vec<(usize, String)>, TypedTextError> {
     let text = String::from_utf8(bytes).map_err(|error| {
         let byte = error.utf8_error().valid_up_to();
         let line = 1 + error.as_bytes()[..byte]
