@@ -16,6 +16,8 @@
 #                 forward; the PyTorch reference on CUDA (on the CPU with --local)
 #   seeds-small   bench --seeds 1,4,16,64: headlab's seed stack on the GPU against separate
 #                 runs (S = 1) and PyTorch's vmap stack on CUDA
+#   profile       bench --profile: where a step's time goes on the GPU, phase by phase (draw,
+#                 upload, forward, backward, optimizer, loss read), one model and the stack
 #   again-wgpu    a second process training 10 steps: what of the start-up is kept on disk
 #   to-accuracy   headlab on the GPU against PyTorch on CUDA, time to 99% on reverse
 #   train-flex    configs/reverse.toml on flex, for comparison
@@ -195,6 +197,9 @@ step "again-$gpu" "$limit" "$bin/headlab" train configs/reverse.toml --backend "
     --set train.snapshot_every=0 --set train.log_every=1 --quiet
 speed "${sizes[0]}"
 stack "${sizes[0]}"
+# Where a step's time goes, one model and the stack (issue 68's per-step account).
+step profile "$limit" "$bin/headlab" bench --profile --backends "$gpu" --sizes "${sizes[0]}" \
+    --seeds "$seeds" "${budget[@]}" --json "$work/profile.json" --out "$work/profile.md"
 step to-accuracy "$limit" "$bin/headlab" bench --backends "$gpu" "${accuracy_args[@]}" "${stack_impl[@]}" \
     --json "$work/accuracy.json" --out "$work/accuracy.md"
 step train-flex "$limit" "$bin/headlab" train configs/reverse.toml --backend flex \
@@ -338,6 +343,7 @@ report = {
     },
     "bench": {size: load(f"bench-{size}.json") for size in ("small", "large")},
     "seeds": {size: load(f"seeds-{size}.json") for size in ("small", "large")},
+    "profile": load("profile.json"),
     "to_accuracy": load("accuracy.json"),
     "groups": groups,
 }
@@ -403,6 +409,7 @@ for title, step_name in (
     ("Speed, large (bench)", "bench-large"),
     ("Seed stack, small (bench --seeds)", "seeds-small"),
     ("Seed stack, large (bench --seeds)", "seeds-large"),
+    ("Where a step's time goes (bench --profile)", "profile"),
     ("Time to accuracy (bench --to-accuracy)", "to-accuracy"),
 ):
     if step_name not in seconds:

@@ -14,7 +14,7 @@ use crate::accuracy::{self, AccuracyResult};
 use crate::case::{Budget, Case, CaseResult, Implementation, Size, headlab_parameters, run_case};
 use crate::pytorch::TorchDevice;
 use crate::table::{Provenance, markdown, seeds_markdown};
-use crate::{machine, pytorch, rounds};
+use crate::{machine, profile, pytorch, rounds};
 use anyhow::{Context, bail};
 use run::BackendKind;
 
@@ -76,6 +76,13 @@ pub struct Cli {
     /// these seed counts, e.g. `1,4,16,64`, against one model (S = 1): seed-steps per second.
     #[arg(long, value_delimiter = ',', value_name = "S")]
     seeds: Option<Vec<usize>>,
+    /// Instead of the implementations side by side: where a training step of headlab's
+    /// encoder spends its time, phase by phase (batches drawn on the host, upload, forward,
+    /// backward, optimizer, the loss read back), the device synchronised after each, beside
+    /// the same step unsynchronised; for each of --sizes on each of --backends (and each
+    /// --seeds count), --min-steps steps after --warmup, in this process.
+    #[arg(long, conflicts_with_all = ["to_accuracy", "implementations"])]
+    profile: bool,
     /// Also write the table to this markdown file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -142,6 +149,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let backend = *cli.backends.first().context("--backends is empty")?;
+    if cli.profile {
+        return run_profile(&cli);
+    }
     if cli.accuracy_child {
         let target = cli
             .to_accuracy
@@ -285,6 +295,37 @@ fn run_speed(
         eprintln!("error: {failures} case(s) failed; their cells show a dash");
         return Ok(ExitCode::FAILURE);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--profile`: every size x backend x seed count profiled in this process, in turn, and the
+/// table of where their steps' time goes ([`profile::profile_markdown`]).
+fn run_profile(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let seed_counts = cli.seeds.clone().unwrap_or_else(|| vec![1]);
+    let mut profiles = Vec::new();
+    for &size in &cli.sizes {
+        for &backend in &cli.backends {
+            for &seeds in &seed_counts {
+                let case = Case {
+                    size,
+                    backend,
+                    implementation: Implementation::Headlab,
+                    shards: 1,
+                    seeds,
+                };
+                eprint!("{} on {} x{seeds}: ", size.name(), backend.name());
+                let profile = profile::profile_case(case, cli.warmup, cli.min_steps)?;
+                eprintln!(
+                    "{:.2} ms a step, {:.2} ms synchronised phase by phase",
+                    profile.plain_step_ms, profile.synced_step_ms
+                );
+                profiles.push(profile);
+            }
+        }
+    }
+    let table = profile::profile_markdown(&profiles);
+    println!("{table}");
+    write_outputs(cli, &table, &profiles)?;
     Ok(ExitCode::SUCCESS)
 }
 

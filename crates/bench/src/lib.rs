@@ -11,12 +11,14 @@
 //! The map: [`case`] (one case and its measurement), [`reference`](mod@reference) (Burn's built-in encoder
 //! at the same sizes), [`pytorch`] (the PyTorch reference), [`accuracy`] (time to a token
 //! accuracy), [`machine`] (what it ran on: CPU, threads, peak memory), [`rounds`] (repeats,
-//! medians), [`table`] (the markdown table), [`cli`] (the command).
+//! medians), [`table`] (the markdown table), [`profile`] (where a step's time goes, phase by
+//! phase: `--profile`), [`cli`] (the command).
 
 pub mod accuracy;
 pub mod case;
 pub mod cli;
 pub mod machine;
+pub mod profile;
 pub mod pytorch;
 pub mod reference;
 pub mod rounds;

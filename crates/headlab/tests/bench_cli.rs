@@ -350,6 +350,53 @@ fn the_reference_script_shows_its_help_without_torch() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("invalid choice"));
 }
 
+/// `--profile` (issue 68's per-step account): a row per case with every phase's
+/// milliseconds and share, the synchronised step the phases' sum, the plain step beside it;
+/// the JSON has the same figures. Not with `--to-accuracy`.
+#[test]
+fn profile_accounts_for_a_step_phase_by_phase() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("profile.json");
+    let mut args = SMALL.to_vec();
+    args.extend([
+        "--profile",
+        "--seeds",
+        "1,2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let output = bench(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "| case | draw (host) | upload | forward | backward | optimizer | read the loss | \
+             synced step | plain step |"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| small on flex |"), "{stdout}");
+    assert!(stdout.contains("| small on flex x2 seeds |"), "{stdout}");
+    let profiles: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(profiles.len(), 2);
+    for profile in &profiles {
+        let phases: Vec<f64> = (profile["phases_ms"].as_array().unwrap().iter())
+            .map(|p| p.as_f64().unwrap())
+            .collect();
+        assert_eq!(phases.len(), 6);
+        let synced = profile["synced_step_ms"].as_f64().unwrap();
+        assert!(
+            (phases.iter().sum::<f64>() - synced).abs() < 1e-6,
+            "{profile}"
+        );
+        assert!(profile["plain_step_ms"].as_f64().unwrap() > 0.0);
+    }
+    let refused = bench(&["--profile", "--to-accuracy", "0.9"]);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
 /// `--seeds`: headlab's seed stack at each seed count beside one model, seed-steps per
 /// second in the table, Burn's encoder left out (it has no seed stack).
 #[test]

@@ -937,7 +937,17 @@ pub(crate) fn take_exclusive_lock(root: &Path, program: &str) -> Result<RunLock,
         .truncate(false)
         .open(&path)
         .map_err(failed("open", &path))?;
-    match file.try_lock() {
+    // A lock this process let go of can be held an instant longer by a child another thread
+    // is starting (between fork and exec it shares the open file): tried 5 times, 20 ms apart.
+    let mut tries = 0;
+    let locked = loop {
+        match file.try_lock() {
+            Err(fs::TryLockError::WouldBlock) if tries < 5 => tries += 1,
+            result => break result,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    match locked {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => return Err(LockRefused::Held(holder(&path))),
         Err(fs::TryLockError::Error(error)) => return Err(failed("lock", &path)(error)),
