@@ -498,14 +498,17 @@ fn run_to_accuracy(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--out` and `--json`.
+/// `--out` and `--json`, each written whole or not at all (a temporary name, then renamed),
+/// so an interrupted benchmark never leaves half a table where the last one was.
 fn write_outputs<T: serde::Serialize>(cli: &Cli, table: &str, results: &T) -> anyhow::Result<()> {
     if let Some(path) = &cli.out {
-        std::fs::write(path, table).with_context(|| format!("writing {}", path.display()))?;
+        run::atomic::write_atomic(path, table.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &cli.json {
         let json = serde_json::to_string_pretty(results)?;
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        run::atomic::write_atomic(path, json.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

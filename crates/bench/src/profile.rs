@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 
 use burn::optim::GradientsParams;
 use burn::prelude::*;
-use model::{Encoder, SeedStack, StackInput};
+use model::{Encoder, SeedStack};
 use run::ResolvedRun;
 use serde::{Deserialize, Serialize};
 use tasks::Example;
-use tasks::batch::{Batch, masked_cross_entropy_sum, training_examples, weighted_log_likelihood};
-use train::group::{clip_per_seed, stack_gradients, stack_optimizer};
+use tasks::batch::{Batch, masked_cross_entropy_sum, training_examples};
+use train::group::{clip_per_seed, stack_gradients, stack_loss, stack_optimizer};
 use train::step::{StepGradients, scored_positions, step_gradients};
 
 use crate::case::{Case, resolve};
@@ -187,29 +187,13 @@ fn profile_stack(
         let all: Vec<Example> = examples.iter().flatten().cloned().collect();
         let batch = Batch::new(&all, device); // [seeds * batch, seq]
         clock.lap(1, device)?;
-        let [rows, seq] = batch.tokens.dims();
-        let input = StackInput {
-            tokens: batch.tokens.reshape([count, rows / count, seq]),
-            pad: batch.padding,
-            dropout: None,
-        };
-        let logits = stack.forward(input); // [seeds, batch, seq, classes]
-        let classes = logits.dims()[3];
         let scored: Vec<f32> = (examples.iter())
             .map(|e| scored_positions(e) as f32)
             .collect();
         let scored = Tensor::<1>::from_floats(scored.as_slice(), device);
+        let parts: Vec<&[Example]> = examples.iter().map(Vec::as_slice).collect();
         // Each seed's mean loss, `[seeds]`, as `train --seeds` computes it.
-        let loss = weighted_log_likelihood(
-            logits.reshape([rows, seq, classes]),
-            batch.targets,
-            batch.weights,
-        )
-        .reshape([count, rows / count * seq])
-        .sum_dim(1)
-        .reshape([count])
-        .neg()
-            / scored;
+        let loss = stack_loss(&stack, &run.task, &parts, batch, None, scored, device);
         clock.lap(2, device)?;
         let grads = GradientsParams::from_grads(loss.clone().sum().backward(), &stack);
         clock.lap(3, device)?;

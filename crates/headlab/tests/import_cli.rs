@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use inspect::inspection::summary::Summary;
-use inspect::load::reading::{LEFT_OUT_MASKED_LM, LEFT_OUT_NO_HEAD};
+use inspect::load::reading::{LEFT_OUT_NO_HEAD, left_out_reading_pieces};
 use inspect::measures::heads::HeadRecord;
 use report::dir::{ReportContents, ReportDir};
 use run::manifest::{Depth, Verdict};
@@ -185,7 +185,8 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     let output = import_and_inspect(&fixture("three-layers-mlm"), &out, "8");
     let text = stdout(&output);
     assert!(
-        text.contains(&format!("left out: {LEFT_OUT_MASKED_LM}")) && !text.contains("not scored"),
+        text.contains(&format!("left out: {}", left_out_reading_pieces(9)))
+            && !text.contains("not scored"),
         "{text}"
     );
 
@@ -234,7 +235,7 @@ fn inspect_scores_an_imported_masked_lm_on_the_masked_words_of_its_probe() {
     // The accuracy is the model's on the probe's sentences, each word masked alone, counted
     // here one sentence at a time, unpadded.
     let summary: Summary = dir.read_json().unwrap();
-    assert_eq!(summary.left_out, [LEFT_OUT_MASKED_LM]);
+    assert_eq!(summary.left_out, [left_out_reading_pieces(9)]);
     let counted = masked_words_scored(&out, 8);
     assert!(counted.scored > 8, "{} pieces scored", counted.scored);
     let accuracy = counted.right as f64 / counted.scored as f64;

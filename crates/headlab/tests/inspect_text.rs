@@ -26,6 +26,10 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// `inspect RUN ARGS... --out OUT`, quiet.
 fn inspect(run: &Path, args: &[&str], out: &Path) -> Output {
     let mut all: Vec<&Path> = vec![run];
@@ -262,15 +266,26 @@ fn each_reading_keeps_its_own_report_directory() {
     let manifest = std::fs::read(treebank.join("manifest.json")).unwrap();
     assert!(treebank.join("relations.json").is_file());
     // Issue 66, item 6: the header says how many sentences relations were scored on, beside
-    // the probe batch's sequences, each where it applies.
+    // the probe batch's sentences and their length, each where it applies; the terminal
+    // says the same.
     let relations: inspect::measures::relations::Relations =
         ReportDir::new(&treebank).read_json().unwrap();
-    let page = std::fs::read_to_string(treebank.join("index.html")).unwrap();
-    let scored = format!("relations scored on {} sentences", relations.sentences);
-    assert!(
-        page.contains(&scored) && page.contains("sequences (the head table"),
-        "{scored}"
+    let activations = std::fs::read(treebank.join("activations.safetensors")).unwrap();
+    let activations = safetensors::SafeTensors::deserialize(&activations).unwrap();
+    let tokens = activations.tensor("tokens").unwrap();
+    let &[batch, seq] = tokens.shape() else {
+        panic!("tokens is not [batch, seq]");
+    };
+    let said = format!(
+        "probe batch {batch} sentences of {} words (the head table, the patterns and \
+         explore.html), relations scored on {} sentences ({} arcs)",
+        seq - 2,
+        relations.sentences,
+        relations.arcs
     );
+    let page = std::fs::read_to_string(treebank.join("index.html")).unwrap();
+    assert!(page.contains(&said), "{said}");
+    assert!(stdout(&own).contains(&said), "{}", stdout(&own));
 
     let typed = quiet(&["--text", "the dog sees the cat."]);
     assert!(typed.status.success(), "{}", stderr(&typed));

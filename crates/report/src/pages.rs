@@ -12,6 +12,7 @@ use crate::draw::{figures, html};
 use inspect::inspection::{Measured, PatchingAbsent};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::Probe;
+use inspect::measures::relations::Relations;
 
 /// `index.html`: the summary line, head table, figures, the run's config and the files.
 pub fn write_page(
@@ -96,27 +97,42 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
         }
         None => trained_on(loaded),
     };
-    // The probe batch is what the head table and the patterns read; relations are scored
-    // on sentences of their own, often many more: each count is said where it applies.
-    let relations = measured.relations.as_ref().map_or_else(String::new, |r| {
-        format!(
-            ", relations scored on {} sentences ({} arcs)",
-            r.sentences, r.arcs
-        )
-    });
     format!(
         "{}, {} layers x {} heads{imported} ({} layout), weights {}{sha256}, eval token \
-         accuracy {}, probe batch {} sequences (the head table, the patterns and \
-         explore.html){relations}{}",
+         accuracy {}, {}{}",
         measured.summary.probe.describe(loaded.resolved.task.name()),
         model.n_layers(),
         model.n_heads(),
         measured.summary.head_layout,
         loaded.weights.display(),
         accuracy,
-        probe.examples.len(),
+        probe_read(probe, measured.relations.as_ref()),
         position_note(&loaded.resolved.config.model),
     )
+}
+
+/// What the report read, for the page's summary and the terminal: the probe batch (what
+/// the head table, the patterns and explore.html read: `64 sentences of 12 words`, or a
+/// task's `64 sequences of 10 tokens`) and the sentences relations are scored on, often
+/// many more: each count is said where it applies.
+pub fn probe_read(probe: &Probe, relations: Option<&Relations>) -> String {
+    let size = probe.examples.len();
+    // A probe of words holds `[CLS]` and `[SEP]` around each sentence's words.
+    let plural = if size == 1 { "" } else { "s" };
+    let batch = match &probe.pieces {
+        Some(_) => format!(
+            "{size} sentence{plural} of {} words",
+            probe.seq_len().saturating_sub(2)
+        ),
+        None => format!("{size} sequence{plural} of {} tokens", probe.seq_len()),
+    };
+    let relations = relations.map_or_else(String::new, |r| {
+        format!(
+            ", relations scored on {} sentences ({} arcs)",
+            r.sentences, r.arcs
+        )
+    });
+    format!("probe batch {batch} (the head table, the patterns and explore.html){relations}")
 }
 
 /// What a model trained here on text was trained on: the corpus, the tokenizer's pieces and

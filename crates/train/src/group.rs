@@ -42,8 +42,8 @@ use run::config::ResolvedRun;
 use run::dir::RunLock;
 use run::metrics::MetricsRecord;
 use run::stop::StopSignal;
-use tasks::Example;
 use tasks::batch::{Batch, mix_seed, training_examples, weighted_log_likelihood};
+use tasks::{Example, Task};
 
 /// Where and how to run a group.
 #[derive(Debug, Clone)]
@@ -460,7 +460,7 @@ pub fn stack_gradients(
             .flat_map(|e| e[range.clone()].iter().cloned())
             .collect();
         let batch = Batch::new(&all, device); // [seeds * shard, seq]
-        let [rows, seq] = batch.tokens.dims();
+        let seq = batch.tokens.dims()[1];
         let dropout = masks.as_ref().map(|masks| {
             (0..config.model.n_layers)
                 .map(|layer| {
@@ -472,35 +472,61 @@ pub fn stack_gradients(
                 })
                 .collect()
         });
-        let input = StackInput {
-            tokens: batch.tokens.reshape([count, rows / count, seq]),
-            pad: batch.padding,
-            dropout,
-        };
         let parts: Vec<&[Example]> = examples.iter().map(|e| &e[range.clone()]).collect();
-        let at_scored = run
-            .task
-            .scores_masked_positions_only()
-            .then(|| stacked_scored_rows(&parts, seq, device))
-            .flatten();
-        if let Some(scored_rows) = at_scored {
-            let logits = stack.forward_at(input, scored_rows.rows.clone()); // [seeds, n, classes]
-            return scored_likelihood(logits, &scored_rows).neg() / scored.clone();
-        }
-        let logits = stack.forward(input); // [seeds, shard, seq, classes]
-        let classes = logits.dims()[3];
-        let likelihood = weighted_log_likelihood(
-            logits.reshape([rows, seq, classes]),
-            batch.targets,
-            batch.weights,
-        ); // [seeds * shard, seq]
-        likelihood
-            .reshape([count, rows / count * seq])
-            .sum_dim(1)
-            .reshape([count])
-            .neg()
-            / scored.clone()
+        stack_loss(
+            stack,
+            &run.task,
+            &parts,
+            batch,
+            dropout,
+            scored.clone(),
+            device,
+        )
     })
+}
+
+/// Each seed's mean loss over its scored positions, `[seeds]`, for `batch`: the seeds'
+/// `parts` stacked seed-major (`[seeds * part, seq]`), `scored` each part's scored position
+/// count. A task scored at masked positions only puts the output layer at those alone
+/// ([`SeedStack::forward_at`]). The one loss of `train --seeds`, which `headlab bench
+/// --profile` times.
+pub fn stack_loss(
+    stack: &SeedStack,
+    task: &Task,
+    parts: &[&[Example]],
+    batch: Batch,
+    dropout: Option<Vec<LayerDropout>>,
+    scored: Tensor<1>,
+    device: &Device,
+) -> Tensor<1> {
+    let count = parts.len();
+    let [rows, seq] = batch.tokens.dims();
+    let input = StackInput {
+        tokens: batch.tokens.reshape([count, rows / count, seq]),
+        pad: batch.padding,
+        dropout,
+    };
+    let at_scored = task
+        .scores_masked_positions_only()
+        .then(|| stacked_scored_rows(parts, seq, device))
+        .flatten();
+    if let Some(scored_rows) = at_scored {
+        let logits = stack.forward_at(input, scored_rows.rows.clone()); // [seeds, n, classes]
+        return scored_likelihood(logits, &scored_rows).neg() / scored;
+    }
+    let logits = stack.forward(input); // [seeds, part, seq, classes]
+    let classes = logits.dims()[3];
+    let likelihood = weighted_log_likelihood(
+        logits.reshape([rows, seq, classes]),
+        batch.targets,
+        batch.weights,
+    ); // [seeds * part, seq]
+    likelihood
+        .reshape([count, rows / count * seq])
+        .sum_dim(1)
+        .reshape([count])
+        .neg()
+        / scored
 }
 
 /// Each seed's scored positions in its part of a stacked batch, for the output layer at

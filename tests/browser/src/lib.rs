@@ -143,6 +143,26 @@ pub fn train(dir: &Path, name: &str, config: &str, overrides: &[&str]) -> PathBu
     run
 }
 
+/// The checkpoint fixture `crates/model/tests/fixtures/NAME` (`bert/three-layers-mlm`,
+/// `families/roberta-mlm`, ...).
+pub fn fixture(name: &str) -> PathBuf {
+    repo_root().join("crates/model/tests/fixtures").join(name)
+}
+
+/// Imports the checkpoint directory `checkpoint` into `run` and returns `run`.
+pub fn import(checkpoint: &Path, run: &Path) -> PathBuf {
+    run_headlab(
+        "import",
+        &[
+            checkpoint.as_os_str(),
+            "--out".as_ref(),
+            run.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+    );
+    run.to_path_buf()
+}
+
 /// Runs `inspect` on a run and returns the path of its `explore.html`.
 pub fn inspect(run: &Path) -> PathBuf {
     run_headlab("inspect", &[run.as_os_str()]);

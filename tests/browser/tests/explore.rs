@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use headlab_browser_tests::explore::{self, HeadView, expected_lines, head_view};
-use headlab_browser_tests::{Browser, TINY_REVERSE, inspect, repo_root, run_headlab, train};
+use headlab_browser_tests::{Browser, TINY_REVERSE, fixture, import, inspect, run_headlab, train};
 
 #[tokio::test(flavor = "current_thread")]
 async fn explore_page_of_a_trained_run_answers_the_controls_and_the_mouse() {
@@ -164,16 +164,9 @@ async fn an_imported_models_head_panel_shows_its_best_relations() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let fixture = repo_root().join("crates/model/tests/fixtures/families/roberta-mlm");
-    let run = tmp.path().join("roberta");
-    run_headlab(
-        "import",
-        &[
-            fixture.as_os_str(),
-            "--out".as_ref(),
-            run.as_os_str(),
-            "--quiet".as_ref(),
-        ],
+    let run = import(
+        &fixture("families/roberta-mlm"),
+        &tmp.path().join("roberta"),
     );
     let page = inspect(&run);
     browser.open(&page).await;
@@ -242,17 +235,7 @@ async fn an_imported_masked_lm_shows_pieces_and_your_own_pairs() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let fixture = repo_root().join("crates/model/tests/fixtures/bert/three-layers-mlm");
-    let run = tmp.path().join("mlm");
-    run_headlab(
-        "import",
-        &[
-            fixture.as_os_str(),
-            "--out".as_ref(),
-            run.as_os_str(),
-            "--quiet".as_ref(),
-        ],
-    );
+    let run = import(&fixture("bert/three-layers-mlm"), &tmp.path().join("mlm"));
     let pairs = tmp.path().join("agreement.tsv");
     std::fs::write(
         &pairs,

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use headlab_browser_tests::explore::{self, head_view};
-use headlab_browser_tests::{Browser, compare, repo_root, run_headlab};
+use headlab_browser_tests::{Browser, compare, import, repo_root, run_headlab};
 use serde_json::{Value, json};
 
 /// The quick start's config, trained from the repository as the README says, seed `seed`.
@@ -425,16 +425,7 @@ async fn the_books_picture_of_an_imported_model() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let shots = Shots::new();
-    let run = tmp.path().join("all-MiniLM-L6-v2");
-    run_headlab(
-        "import",
-        &[
-            minilm.as_os_str(),
-            "--out".as_ref(),
-            run.as_os_str(),
-            "--quiet".as_ref(),
-        ],
-    );
+    let run = import(&minilm, &tmp.path().join("all-MiniLM-L6-v2"));
     // A reading of typed text goes beside the run's own report unless --out says where.
     let report = run.join("inspect-typed");
     run_headlab(

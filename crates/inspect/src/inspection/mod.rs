@@ -93,7 +93,7 @@ pub struct Measured {
 /// prunes, and follows the heads through the run's snapshots. An imported model's output
 /// layer is scored on the probe's masked words where it has a prediction head; what its
 /// report leaves out is said in `summary.left_out`
-/// ([`crate::load::reading::LEFT_OUT_NO_HEAD`], [`crate::load::reading::LEFT_OUT_MASKED_LM`]),
+/// ([`crate::load::reading::LEFT_OUT_NO_HEAD`], [`crate::load::reading::left_out_reading_pieces`]),
 /// but for why relation scores are absent, which is data ([`Measured::relations_absent`]) for
 /// the report to word.
 /// What the model reads, and so which of its measures can run, is its reading's to say

@@ -239,13 +239,20 @@ pub const LEFT_OUT_NO_HEAD: &str = "eval accuracy, ablation drops (zero, mean, r
      tests on minimal pairs (patching): they score the output layer on masked words, and a base model (BertModel, RobertaModel, ...) has no \
      prediction head (a masked LM, BertForMaskedLM, RobertaForMaskedLM, ..., has)";
 
-/// What the report of an imported masked-LM checkpoint leaves out, and why.
-pub const LEFT_OUT_MASKED_LM: &str = "the Bayes ceiling: it reads the grammar task's own \
-     output classes, and the model predicts word pieces; \
-     greedy pruning (H (H + 1) / 2 passes over the masked words for H heads, 2628 for \
-     all-MiniLM-L6-v2's 72: the ranked order is measured), head-to-head path patching (6660 \
-     runs for MiniLM's 6 layers of 12 heads: layer to layer is measured) and head patching at each position (one run per \
-     head and position: whole heads are measured)";
+/// What the report of a masked LM read through its word pieces (an imported checkpoint or
+/// a text model trained here) leaves out, and why, with the passes it would cost for its
+/// `heads` (all layers').
+pub fn left_out_reading_pieces(heads: usize) -> String {
+    format!(
+        "the Bayes ceiling: it reads a task's own output classes, and this model predicts \
+         word pieces; greedy pruning ({} passes over the masked words for its {heads} heads, \
+         H (H + 1) / 2; 2628 for all-MiniLM-L6-v2's 72: the ranked order is measured), \
+         head-to-head path patching (layer to layer is measured) and head patching at each \
+         position (whole heads are measured), which cost a pass per pair of heads or per \
+         head and position",
+        heads * (heads + 1) / 2
+    )
+}
 
 /// Whether `model` has a prediction head over its pieces: an imported masked LM's (its
 /// prediction transform), or the output layer of a model trained here on text through its
@@ -736,11 +743,12 @@ impl Reading {
         if !predicts_pieces(model, run) {
             return not_scored(vec![LEFT_OUT_NO_HEAD.to_string()]);
         }
+        let heads = model.n_heads() * model.blocks.len();
         let left_out_because = |why: String| {
             let what = LEFT_OUT_NO_HEAD.split(": they").next().unwrap_or_default();
             vec![
                 format!("{what}, patching and agreement: {why}"),
-                LEFT_OUT_MASKED_LM.to_string(),
+                left_out_reading_pieces(heads),
             ]
         };
         let Some(mask) = reading.mask else {
@@ -757,7 +765,7 @@ impl Reading {
         }
         Scoring {
             eval: Some(masked.examples),
-            left_out: vec![LEFT_OUT_MASKED_LM.to_string()],
+            left_out: vec![left_out_reading_pieces(heads)],
         }
     }
 }

@@ -338,6 +338,11 @@ fn print_report(
         run_dir.display(),
         loaded.weights.display(),
     );
+    let measured = &report.measured;
+    println!(
+        "{}",
+        crate::pages::probe_read(&measured.probe, measured.relations.as_ref())
+    );
     println!("{}", crate::write::table(report));
     for file in &report.files {
         println!("wrote {}", file.display());

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::SegmentedCoord;
-use plotters::coord::types::RangedCoordi32;
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontStyle, FontTransform, register_font};
@@ -232,12 +231,55 @@ pub(crate) struct Heatmap<'a> {
     pub(crate) y_desc: &'a str,
 }
 
-/// The chart a [`Heatmap`] draws on: one segment per cell across and down.
-pub(crate) type HeatmapChart<'a, 'b> = ChartContext<
-    'a,
-    FigureBackend<'b>,
-    Cartesian2d<SegmentedCoord<RangedCoordi32>, SegmentedCoord<RangedCoordi32>>,
->;
+/// The chart a [`Heatmap`] draws on: cell `j` spans `j..j + 1` across (row `i` spans
+/// `rows - 1 - i..rows - i` down), its label at its centre. Continuous rather than plotters'
+/// segmented coordinates, which put a one-cell axis at a point (a one-column heatmap drew
+/// no cells).
+pub(crate) type HeatmapChart<'a, 'b> =
+    ChartContext<'a, FigureBackend<'b>, Cartesian2d<CellAxis, CellAxis>>;
+
+/// A heatmap's axis: `0..cells`, cell `c` spanning `c..c + 1`, a key point (where a label
+/// goes) at each cell's centre.
+#[derive(Clone, Copy)]
+pub(crate) struct CellAxis {
+    cells: usize,
+}
+
+fn cell_axis(cells: usize) -> CellAxis {
+    CellAxis {
+        cells: cells.max(1),
+    }
+}
+
+impl Ranged for CellAxis {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let share = value / self.cells as f64;
+        limit.0 + (f64::from(limit.1 - limit.0) * share).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        (0..self.cells).map(|c| c as f64 + 0.5).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.cells as f64
+    }
+}
+
+/// Labels come from the heatmap's own formatters; this one is never shown.
+impl ValueFormatter<f64> for CellAxis {
+    fn format(value: &f64) -> String {
+        value.to_string()
+    }
+}
+
+/// The cell whose centre is `centre`, as [`cell_axis`] places it.
+fn cell_at(centre: f64) -> usize {
+    (centre - 0.5).round().max(0.0) as usize
+}
 
 /// How a heatmap's labels are laid out.
 pub(crate) struct LabelLayout {
@@ -258,7 +300,6 @@ impl Heatmap<'_> {
         let width = area.dim_in_pixel().0;
         let (area, bar) = area.split_horizontally(width.saturating_sub(COLOUR_BAR_PX));
         let area = &area;
-        let (rows, cols) = (self.rows as i32, self.cols as i32);
         let layout = self.label_layout(area);
         self.draw_colour_bar(&bar, layout.x_area)?;
         let mut chart = ChartBuilder::on(area)
@@ -266,11 +307,7 @@ impl Heatmap<'_> {
             .margin(6)
             .x_label_area_size(layout.x_area)
             .y_label_area_size(layout.y_area)
-            // A segmented `0..n` has n + 1 segments; `0..n - 1` has one per cell.
-            .build_cartesian_2d(
-                (0..cols - 1).into_segmented(),
-                (0..rows - 1).into_segmented(),
-            )?;
+            .build_cartesian_2d(cell_axis(self.cols), cell_axis(self.rows))?;
         self.draw_axes(&mut chart, layout.rotate)?;
         self.draw_cells(&mut chart)
     }
@@ -352,13 +389,14 @@ impl Heatmap<'_> {
     /// The axes: a label per row and column (the column labels turned when `rotate`) and
     /// the axis descriptions; no mesh.
     fn draw_axes(&self, chart: &mut HeatmapChart, rotate: bool) -> DrawResult {
-        let rows = self.rows as i32;
-        let label = |labels: &[String], v: &SegmentValue<i32>, flip: bool| match v {
-            SegmentValue::CenterOf(i) => {
-                let i = if flip { rows - 1 - i } else { *i };
-                labels.get(i as usize).cloned().unwrap_or_default()
-            }
-            _ => String::new(),
+        let label = |labels: &[String], v: &f64, flip: bool| {
+            let cell = cell_at(*v);
+            let i = if flip {
+                self.rows.checked_sub(cell + 1)
+            } else {
+                Some(cell)
+            };
+            i.and_then(|i| labels.get(i)).cloned().unwrap_or_default()
         };
         chart
             .configure_mesh()
@@ -393,32 +431,26 @@ impl Heatmap<'_> {
     /// Every cell filled with its value's colour, row 0 at the top, and its value written in
     /// it when `annotate`.
     fn draw_cells(&self, chart: &mut HeatmapChart) -> DrawResult {
-        let rows = self.rows as i32;
+        let rows = self.rows as f64;
         let (lo, hi) = self.range;
         let cells = (0..self.rows).flat_map(|i| (0..self.cols).map(move |j| (i, j)));
         chart.draw_series(cells.clone().map(|(i, j)| {
-            let y = rows - 1 - i as i32;
-            let x = j as i32;
+            // Row 0 at the top.
+            let (x, y) = (j as f64, rows - 1.0 - i as f64);
             let color = self.scale.colour((self.values)(i, j), lo, hi);
-            Rectangle::new(
-                [
-                    (SegmentValue::Exact(x), SegmentValue::Exact(y)),
-                    (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1)),
-                ],
-                color.filled(),
-            )
+            Rectangle::new([(x, y), (x + 1.0, y + 1.0)], color.filled())
         }))?;
         if self.annotate {
             chart.draw_series(cells.map(|(i, j)| {
                 let value = (self.values)(i, j);
-                let dark = (value - lo) / (hi - lo) < 0.6;
+                // White on a dark cell, black on a light one, whatever the scale.
+                let RGBColor(r, g, b) = self.scale.colour(value, lo, hi);
+                let dark =
+                    0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b) < 140.0;
                 let style = TextStyle::from((FONT, 12).into_font())
                     .color(if dark { &WHITE } else { &BLACK })
                     .pos(Pos::new(HPos::Center, VPos::Center));
-                let at = (
-                    SegmentValue::CenterOf(j as i32),
-                    SegmentValue::CenterOf(rows - 1 - i as i32),
-                );
+                let at = (j as f64 + 0.5, rows - 0.5 - i as f64);
                 Text::new(format!("{value:.2}"), at, style)
             }))?;
         }
@@ -611,11 +643,7 @@ mod tests {
             .draw(area)
         })
         .unwrap();
-        let decoder =
-            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
-        let mut reader = decoder.read_info().unwrap();
-        let mut rgb = vec![0; reader.output_buffer_size().unwrap()];
-        reader.next_frame(&mut rgb).unwrap();
+        let rgb = read_rgb(&path);
         let rows_with = |colour: RGBColor| -> Vec<u32> {
             (0..height)
                 .filter(|&y| {
@@ -633,6 +661,74 @@ mod tests {
             top.iter().max() < bottom.iter().min(),
             "the high end is not on top"
         );
+    }
+
+    /// A PNG's pixels, 3 bytes each, row by row.
+    fn read_rgb(path: &Path) -> Vec<u8> {
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut rgb = vec![0; reader.output_buffer_size().unwrap()];
+        reader.next_frame(&mut rgb).unwrap();
+        rgb
+    }
+
+    /// A heatmap of one column (a layer's patching of an imported model, one head of one
+    /// layer) fills its cells: plotters' segmented axis once put a one-cell axis at a point,
+    /// and the figure was empty. Row 0 is on top, and the cells fill most of the plot.
+    #[test]
+    fn a_heatmap_of_one_column_or_one_cell_draws_its_cells() {
+        let dir = tempfile::tempdir().unwrap();
+        let (width, height) = (300u32, 240u32);
+        let colours = [0.0, 0.5, 1.0].map(|v| viridis(v, 0.0, 1.0));
+        for rows in [1usize, 3] {
+            let path = dir.path().join(format!("map-{rows}.png"));
+            render(&path, (width, height), |area| {
+                Heatmap {
+                    caption: "one column".into(),
+                    values: &|i, _| [0.0, 0.5, 1.0][i],
+                    rows,
+                    cols: 1,
+                    row_labels: (0..rows).map(|i| format!("L{i}")).collect(),
+                    col_labels: vec!["H0".into()],
+                    range: (0.0, 1.0),
+                    scale: ColourScale::More,
+                    unit: "share",
+                    baseline: None,
+                    annotate: false,
+                    x_desc: "head",
+                    y_desc: "layer",
+                }
+                .draw(area)
+            })
+            .unwrap();
+            let rgb = read_rgb(&path);
+            // Pixels of `colour` left of the colour bar, as (count, mean row).
+            let cells_of = |colour: RGBColor| {
+                let at: Vec<u32> = (0..height)
+                    .flat_map(|y| (0..width - COLOUR_BAR_PX).map(move |x| (x, y)))
+                    .filter(|&(x, y)| {
+                        let at = 3 * (y * width + x) as usize;
+                        rgb[at..at + 3] == [colour.0, colour.1, colour.2]
+                    })
+                    .map(|(_, y)| y)
+                    .collect();
+                let mean = at.iter().map(|&y| f64::from(y)).sum::<f64>() / at.len().max(1) as f64;
+                (at.len(), mean)
+            };
+            let drawn: Vec<(usize, f64)> = colours[..rows].iter().map(|&c| cells_of(c)).collect();
+            let plot = (width - COLOUR_BAR_PX) as usize * height as usize;
+            let filled: usize = drawn.iter().map(|d| d.0).sum();
+            assert!(
+                filled > plot / 4,
+                "{rows} row(s): the cells fill {filled} of {plot} pixels"
+            );
+            assert!(drawn.iter().all(|d| d.0 > 0), "{rows} row(s): {drawn:?}");
+            assert!(
+                drawn.windows(2).all(|w| w[0].1 < w[1].1),
+                "row 0 is not on top: {drawn:?}"
+            );
+        }
     }
 
     /// Issue 66, item 7: one convention. Signed values are white at 0, blue above (restores,

@@ -12,6 +12,15 @@ use super::canvas::{
     Area, ColourScale, DrawResult, FONT, FigureError, Heatmap, render, signed_range,
 };
 
+/// A section's pairs in a caption: `12 answer pairs`, `1 pair of yours`.
+fn pairs_named(source: PairSource, pairs: usize) -> String {
+    let plural = if pairs == 1 { "" } else { "s" };
+    match source {
+        PairSource::Own => format!("{pairs} pair{plural} of yours"),
+        PairSource::Task(kind) => format!("{pairs} {} pair{plural}", kind.name()),
+    }
+}
+
 /// `patching.png`: per kind of minimal pair (one panel each), per head (rows) and position
 /// (columns), the fraction of the clean answer's logit difference restored when the head's
 /// clean output is put back at that position, with the whole head (every position) as the
@@ -47,9 +56,8 @@ pub fn patching(path: &Path, patching: &Patching) -> Result<(), FigureError> {
                 col_labels.push("all".to_string());
                 Heatmap {
                     caption: format!(
-                        "Restored logit difference, clean head output patched in ({} {} pairs)",
-                        section.pairs,
-                        kind.name()
+                        "Restored logit difference, clean head output patched in ({})",
+                        pairs_named(*kind, section.pairs)
                     ),
                     values: &value,
                     rows,
@@ -108,8 +116,8 @@ pub fn paths(path: &Path, patching: &Patching) -> Result<(), FigureError> {
                     .collect();
                 heading.titled(
                     &format!(
-                        "{} pairs, all of L{a} -> all of L{b}: {}",
-                        kind.name(),
+                        "{}, all of L{a} -> all of L{b}: {}",
+                        pairs_named(*kind, section.pairs),
                         layer_level.join(", ")
                     ),
                     (FONT, 13),
