@@ -19,6 +19,8 @@
 #   profile       bench --profile: where a step's time goes on the GPU, phase by phase (draw,
 #                 upload, forward, backward, optimizer, loss read), one model and the stack
 #   again-wgpu    a second process training 10 steps: what of the start-up is kept on disk
+#   first-step    scripts/bench/first-step.sh: a process's first step with CubeCL's kernel
+#                 cache cold (a new environment) and warm (the same one again)
 #   to-accuracy   headlab on the GPU against PyTorch on CUDA, time to 99% on reverse
 #   train-flex    configs/reverse.toml on flex, for comparison
 #   inspect       the GPU run (inspect computes on the CPU)
@@ -195,6 +197,11 @@ step "train-$gpu" "$limit" "$bin/headlab" train configs/reverse.toml --backend "
 step "again-$gpu" "$limit" "$bin/headlab" train configs/reverse.toml --backend "$gpu" \
     --out "$work/reverse-again" --set train.steps=10 --set train.eval_every=10 \
     --set train.snapshot_every=0 --set train.log_every=1 --quiet
+# The same, cold against warm, in environments of its own (one repeat in the short form).
+first_step_repeats=2
+if [ "$quick" -eq 1 ]; then first_step_repeats=1; fi
+step first-step "$limit" bash -c 'HEADLAB="$1" scripts/bench/first-step.sh "$2" "$3" >"$4"' _ \
+    "$bin/headlab" "$gpu" "$first_step_repeats" "$work/first-step.md"
 speed "${sizes[0]}"
 stack "${sizes[0]}"
 # Where a step's time goes, one model and the stack (issue 68's per-step account).
@@ -410,6 +417,7 @@ for title, step_name in (
     ("Seed stack, small (bench --seeds)", "seeds-small"),
     ("Seed stack, large (bench --seeds)", "seeds-large"),
     ("Where a step's time goes (bench --profile)", "profile"),
+    ("A process's first step, the kernel cache cold and warm (scripts/bench/first-step.sh)", "first-step"),
     ("Time to accuracy (bench --to-accuracy)", "to-accuracy"),
 ):
     if step_name not in seconds:
