@@ -2,7 +2,7 @@
 # Experiment 9, syntax from scratch (docs/experiment-9-syntax.md): masked LMs trained here on
 # English, read on the treebank at every snapshot of their training.
 #
-#   scripts/experiments/experiment-9.sh [pilot] [seeds] [tables]    (default: all three)
+#   scripts/experiments/experiment-9.sh [pilot] [seeds] [compare] [tables]  (default: all)
 #
 # pilot   configs/experiments/syntax-pilot.toml: one seed, ten times configs/text.toml's steps
 #         (about 3.5 hours of training on this project's 2-core machine, then 10 minutes of
@@ -11,13 +11,18 @@
 # seeds   configs/sweeps/syntax.toml: configs/text.toml over 16 seeds, `headlab sweep run`
 #         (about 26 minutes a seed on 2 cores, 7 hours in all; rerunning finishes an
 #         interrupted sweep), into runs/syntax.
+# compare `headlab compare` of the seeds' final models (runs/syntax-compare/seeds: do the
+#         syntax heads sit in the same layer in every seed?) and of each seed against
+#         all-MiniLM-L6-v2 where runs/minilm holds its import (headlab import
+#         sentence-transformers/all-MiniLM-L6-v2 --out runs/minilm), into
+#         runs/syntax-compare/minilm-SEED: which of MiniLM's heads does each head match?
 # tables  scripts/experiments/experiment9_table.py: each set of runs collected into
 #         docs/experiments/syntax-pilot.json and docs/experiments/syntax.json (the data every
 #         number of the chapter is computed from), then rendered into their .md tables and
 #         -onsets.png figures, intervals from `headlab sweep stats`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ "$#" -eq 0 ]; then set -- pilot seeds tables; fi
+if [ "$#" -eq 0 ]; then set -- pilot seeds compare tables; fi
 cargo build --release -p headlab --quiet
 headlab="${CARGO_TARGET_DIR:-target}/release/headlab"
 machine="$(nproc)-core $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
@@ -36,6 +41,16 @@ for stage in "$@"; do
         seeds)
             "$headlab" sweep run configs/sweeps/syntax.toml --out runs/syntax
             ;;
+        compare)
+            seeds=(runs/syntax/text-s*)
+            "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds --quiet
+            if [ -d runs/minilm ]; then
+                for seed in "${seeds[@]}"; do
+                    "$headlab" compare "$seed" runs/minilm --quiet \
+                        --out "runs/syntax-compare/minilm-$(basename "$seed")"
+                done
+            fi
+            ;;
         tables)
             export HEADLAB="$headlab"
             for set in syntax-pilot syntax; do
@@ -49,7 +64,7 @@ for stage in "$@"; do
             done
             ;;
         *)
-            echo "experiment-9: unknown stage $stage (pilot, seeds or tables)" >&2
+            echo "experiment-9: unknown stage $stage (pilot, seeds, compare or tables)" >&2
             exit 2
             ;;
     esac

@@ -286,3 +286,82 @@ fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
     assert_eq!(summary["probe"]["kind"], "typed_text", "{summary}");
     assert_eq!(summary["probe"]["sentences"][0], "The people expect peace.");
 }
+
+/// Issue 65, item 5: two seeds of one text config are compared (each run holds its own copy
+/// of the tokenizer, which is no other task), and beside an imported masked LM of another
+/// grid, every head matched across its layers; a text model beside a toy task's run is
+/// refused, saying which reads what.
+#[test]
+fn text_runs_are_compared_with_each_other_and_with_an_imported_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_text_corpus(&tmp.path().join("corpus.jsonl"));
+    let config = write_config(tmp.path(), "corpus.jsonl", 5);
+    let out = tmp.path().join("text-s{seed}");
+    assert_success(&run_train(&[
+        config.to_str().unwrap(),
+        "--seeds",
+        "0-1",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let (seed_0, seed_1) = (tmp.path().join("text-s0"), tmp.path().join("text-s1"));
+    let headlab = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(HEADLAB)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let imported = tmp.path().join("mlm");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/fixtures/bert/three-layers-mlm");
+    assert_success(&headlab(&[
+        "import".as_ref(),
+        fixture.as_os_str(),
+        "--out".as_ref(),
+        imported.as_os_str(),
+        "--quiet".as_ref(),
+    ]));
+    let compared = tmp.path().join("compared");
+    assert_success(&headlab(&[
+        "compare".as_ref(),
+        seed_0.as_os_str(),
+        seed_1.as_os_str(),
+        imported.as_os_str(),
+        "--probe".as_ref(),
+        "16".as_ref(),
+        "--out".as_ref(),
+        compared.as_os_str(),
+        "--quiet".as_ref(),
+    ]));
+    let matching: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(compared.join("matching.json")).unwrap()).unwrap();
+    assert_eq!(matching["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(matching["across_layers"], true, "{matching}");
+    // The reference matched to itself: every head its own partner, similarity 1.
+    for layer in matching["runs"][0]["layers"].as_array().unwrap() {
+        for similarity in layer["similarity"].as_array().unwrap() {
+            assert!((similarity.as_f64().unwrap() - 1.0).abs() < 1e-9, "{layer}");
+        }
+    }
+
+    let toy = tmp.path().join("toy");
+    assert_success(&run_train(&[
+        common::TINY,
+        "--set",
+        "train.steps=5",
+        "--out",
+        toy.to_str().unwrap(),
+    ]));
+    let refused = headlab(&["compare".as_ref(), seed_0.as_os_str(), toy.as_os_str()]);
+    assert!(!refused.status.success());
+    let err = stderr(&refused);
+    assert!(
+        err.contains(&format!(
+            "{} reads text (word pieces: an imported model or a text model trained here) and \
+             {} its task's tokens",
+            seed_0.display(),
+            toy.display()
+        )) && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -128,18 +128,19 @@ pub enum CompareError {
     /// matches final weights).
     #[error(transparent)]
     Run(#[from] RunError),
-    /// An imported model among headlab's own: they read different inputs (word pieces and
-    /// the task's tokens).
+    /// A model that reads text among models that read their task's tokens: they read
+    /// different inputs (words, as word pieces, and a toy task's tokens).
     #[error(
-        "{imported} is an imported model (headlab import) and {trained} one headlab trained: \
-         compare matches imported models with imported ones (on the same sentences as words) \
-         and trained runs with trained ones (on their task's tokens)"
+        "{text} reads text (word pieces: an imported model or a text model trained here) and \
+         {tokens} its task's tokens: compare matches models that read text with each other \
+         (on the same sentences as words) and models of a toy task with each other (on its \
+         tokens)"
     )]
     Imported {
-        /// The imported run.
-        imported: PathBuf,
-        /// A trained run.
-        trained: PathBuf,
+        /// A run that reads text.
+        text: PathBuf,
+        /// A run that reads its task's tokens.
+        tokens: PathBuf,
     },
     /// Imported models whose tokenizers kept different sentences (one too long for a
     /// model's positions).
@@ -222,12 +223,12 @@ pub fn load_runs_with_cut(
     };
     let load = |dir: &PathBuf| load_with(dir, None, Device::flex(), &choice);
     let runs = dirs.iter().map(load).collect::<Result<Vec<_>, _>>()?;
-    let imported = runs.iter().find(|r| r.reading.reads_text());
-    let trained = runs.iter().find(|r| !r.reading.reads_text());
-    match (imported, trained) {
-        (Some(imported), Some(trained)) => Err(CompareError::Imported {
-            imported: imported.dir.root().to_path_buf(),
-            trained: trained.dir.root().to_path_buf(),
+    let text = runs.iter().find(|r| r.reading.reads_text());
+    let tokens = runs.iter().find(|r| !r.reading.reads_text());
+    match (text, tokens) {
+        (Some(text), Some(tokens)) => Err(CompareError::Imported {
+            text: text.dir.root().to_path_buf(),
+            tokens: tokens.dir.root().to_path_buf(),
         }),
         _ => Ok((runs, cut)),
     }
@@ -294,8 +295,12 @@ fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), Comp
         reference_value: a,
         other_value: b,
     };
+    // Models that read text are probed with the same sentences as words, whatever they
+    // were trained on: two seeds of a text config (each run holds its own copy of the
+    // tokenizer), a text model trained here beside an imported one.
+    let both_read_text = reference.reading.reads_text() && other.reading.reads_text();
     let (a, b) = (&reference.resolved.config.task, &other.resolved.config.task);
-    if a != b {
+    if a != b && !both_read_text {
         let (a, b) = task_difference(a, b);
         return Err(mismatch("tasks", format!("is {a}"), format!("is {b}")));
     }
@@ -313,7 +318,7 @@ fn check_comparable(reference: &LoadedRun, other: &LoadedRun) -> Result<(), Comp
     }
     // Imported models of different grids are matched across layers; trained runs of one
     // config (seeds) have one grid, and another grid is another experiment.
-    if !(reference.reading.reads_text() && other.reading.reads_text()) {
+    if !both_read_text {
         return Err(mismatch("model shapes", grid(reference), grid(other)));
     }
     let heads = |run: &LoadedRun| run.model.n_layers() * run.model.n_heads();
