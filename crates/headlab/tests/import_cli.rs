@@ -603,7 +603,12 @@ fn compare_matches_imported_models_on_the_same_words_and_refuses_a_mix() {
     assert_eq!(output.status.code(), Some(1));
     let error = stderr(&output);
     assert!(
-        error.contains("is an imported model") && error.contains("one headlab trained"),
+        error.contains(&format!(
+            "{} reads text (word pieces: an imported model or a text model trained here) and \
+             {} its task's tokens",
+            a.display(),
+            trained.display()
+        )),
         "{error}"
     );
 }
