@@ -803,6 +803,7 @@ fn long_layer(batch: usize, heads: usize, seq: usize) -> inspect::load::probe::L
             values: vec![0.0; batch * seq * heads * 4],
             shape: vec![batch, seq, heads, 4],
         },
+        lengths: vec![seq; batch],
     }
 }
 

@@ -161,15 +161,22 @@ fn draw_norms(path: &Path, loaded: &LoadedRun, measured: &Measured) -> Result<()
 
 /// `attention.png`: every head's pattern on probe sequence 0, captioned with its role.
 fn draw_attention(path: &Path, probe: &Probe, measured: &Measured) -> Result<(), FigureError> {
-    // The probe's own length: a task whose sentences vary draws its probe of one length.
+    // Sequence 0's own `len x len` block: its first `len` rows of `seq` keys, each cut to
+    // its `len` keys (typed sentences of several lengths are padded to the longest).
     let seq = probe.seq_len();
+    let len = probe.examples.first().map_or(0, |e| e.input.len());
     let first_sequence: Vec<Vec<Vec<f32>>> = measured
         .layers
         .iter()
         .map(|layer| {
             let (_, n_heads, _) = layer.dims();
             (0..n_heads)
-                .map(|h| layer.head_pattern(h)[..seq * seq].to_vec())
+                .map(|h| {
+                    let rows = layer.head_pattern(h);
+                    (0..len)
+                        .flat_map(|q| rows[q * seq..q * seq + len].iter().copied())
+                        .collect()
+                })
                 .collect()
         })
         .collect();

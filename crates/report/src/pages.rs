@@ -119,12 +119,23 @@ pub fn probe_read(probe: &Probe, relations: Option<&Relations>) -> String {
     let size = probe.examples.len();
     // A probe of words holds `[CLS]` and `[SEP]` around each sentence's words.
     let plural = if size == 1 { "" } else { "s" };
-    let batch = match &probe.pieces {
-        Some(_) => format!(
-            "{size} sentence{plural} of {} words",
-            probe.seq_len().saturating_sub(2)
+    // Typed sentences may differ in length: `of 3 to 9 words`.
+    let lengths = probe.lengths();
+    let (shortest, longest) = (
+        lengths.iter().copied().min().unwrap_or(0),
+        lengths.iter().copied().max().unwrap_or(0),
+    );
+    let span = |less: usize| match shortest == longest {
+        true => format!("{}", longest.saturating_sub(less)),
+        false => format!(
+            "{} to {}",
+            shortest.saturating_sub(less),
+            longest.saturating_sub(less)
         ),
-        None => format!("{size} sequence{plural} of {} tokens", probe.seq_len()),
+    };
+    let batch = match &probe.pieces {
+        Some(_) => format!("{size} sentence{plural} of {} words", span(2)),
+        None => format!("{size} sequence{plural} of {} tokens", span(0)),
     };
     let relations = relations.map_or_else(String::new, |r| {
         format!(

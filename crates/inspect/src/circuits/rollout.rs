@@ -39,13 +39,15 @@ pub fn rollout(mean_attention: &[Vec<Vec<f64>>]) -> Vec<Vec<Vec<f64>>> {
 }
 
 /// Each layer's attention on probe sequence `sequence`, averaged over its heads,
-/// `[layer][query][key]`.
+/// `[layer][query][key]` over the sequence's own positions (a shorter sentence's padding
+/// left out).
 pub fn mean_attention(layers: &[LayerProbe], sequence: usize) -> Vec<Vec<Vec<f64>>> {
     layers
         .iter()
         .map(|layer| {
             let (_, n_heads, seq) = layer.dims();
-            let mut mean = vec![vec![0.0; seq]; seq];
+            let len = layer.lengths[sequence];
+            let mut mean = vec![vec![0.0; len]; len];
             for h in 0..n_heads {
                 let start = (sequence * n_heads + h) * seq * seq;
                 let pattern = &layer.pattern.values[start..start + seq * seq];
@@ -123,6 +125,7 @@ mod tests {
                 shape: vec![2, 2, 2, 1],
                 values: vec![0.0; 8],
             },
+            lengths: vec![2, 2],
         };
         assert_eq!(mean_attention(&[layer], 1), vec![vec![vec![0.5, 0.5]; 2]]);
     }

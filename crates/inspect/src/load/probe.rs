@@ -2,13 +2,18 @@
 //! layer's attention does on it, copied to the host for measuring. Its size is checked
 //! against the run before anything is allocated ([`Probe::check_size`]).
 //!
-//! Every probe sequence has one length. The measures average over the probe's query rows
-//! and read `[seq, seq]` patterns without a mask, so padding would count as queries and
-//! keys. For tasks whose examples vary in length (`grammar`), [`Probe::of_tokens`] draws
+//! A drawn probe holds sequences of one length, so that its positions line up across
+//! sequences (a position's mean attention, a role's offset). For tasks whose examples vary
+//! in length (`grammar`), [`Probe::of_tokens`] draws
 //! [`CANDIDATES_PER_SEQUENCE`] times the size asked for, takes the most common length (ties:
 //! the longer) and keeps the first `size` sequences of that length, in drawing order. For
 //! tasks of one length that is the first `size` drawn, as before: generators draw
 //! sequentially from the seed, so a longer draw starts with the shorter one.
+//!
+//! Typed sentences are the user's own and are all read, whatever their lengths: the
+//! shorter are padded to the longest, each layer's [`LayerProbe::lengths`] says which
+//! positions are real, and every measure reads those only (a padded position is no query
+//! and no key).
 //!
 //! A probe is made by the model's reading ([`crate::load::reading::Reading::probe`]), which
 //! checks its size and picks the task's tokens or word pieces.
@@ -26,6 +31,10 @@ use tasks::{Example, Task};
 
 use crate::load::sentences::{ParsedPieces, PieceProbeError, PieceSentences, ProbeSentences};
 use crate::load::words::{WordSpans, word_patterns};
+
+/// The name of the id that pads a probe of words of several lengths (typed sentences) in
+/// its `tokens` and `activations.safetensors`.
+pub const PAD_NAME: &str = "[PAD]";
 
 /// Stream of the probe batch, apart from training batches and the evaluation set.
 const PROBE_STREAM: u64 = u64::MAX - 1;
@@ -146,11 +155,13 @@ impl Probe {
     /// The probe of a model that reads word pieces: `size` of `task`'s parsed sentences,
     /// or of `sentences` when given (a treebank's or typed ones, read by `tokenizer` when its
     /// reading was chosen), with one number of words (the most common, ties the longer, as
-    /// [`Probe::of_tokens`] picks; for given sentences, among those that fit `max_positions`
-    /// pieces and are at least the median length, [`typical_sentences`]) as
-    /// [`PieceSentences`] (fewer when some are over `max_positions` pieces). Its examples are
-    /// word-level: the sentences' word ids ([`PieceSentences::names`]), with `[CLS]` and
-    /// `[SEP]` as the two ids after them, named so in `token_names`.
+    /// [`Probe::of_tokens`] picks; for a treebank's sentences, among those that fit
+    /// `max_positions` pieces and are at least the median length, [`typical_sentences`];
+    /// typed sentences are the first `size`, whatever their lengths) as [`PieceSentences`]
+    /// (fewer when some are over `max_positions` pieces). Its examples are word-level: the
+    /// sentences' word ids ([`PieceSentences::names`]), with `[CLS]` and `[SEP]` as the two
+    /// ids after them, named so in `token_names` (and [`PAD_NAME`] after them where typed
+    /// sentences differ in length).
     pub(crate) fn of_pieces(
         task: &Task,
         sentences: Option<&ProbeSentences>,
@@ -187,9 +198,23 @@ impl Probe {
                 }
             })
             .collect();
-        let tokens = Batch::new(&examples, device).tokens;
         let mut token_names = pieces.names.clone();
         token_names.extend(pieces.special_names());
+        // Sentences of several lengths (typed text) are padded to the longest with an id of
+        // their own, named `[PAD]`, so no word stands for the padding.
+        let longest = examples.iter().map(|e| e.input.len()).max().unwrap_or(0);
+        let pad = (examples.iter().any(|e| e.input.len() < longest)).then(|| {
+            token_names.push(PAD_NAME.to_string());
+            vocab + 2
+        });
+        let padded: Vec<i64> = examples
+            .iter()
+            .flat_map(|e| {
+                let pad = i64::from(pad.unwrap_or(0));
+                (0..longest).map(move |i| e.input.get(i).map_or(pad, |&t| i64::from(t)))
+            })
+            .collect();
+        let tokens = Tensor::from_data(TensorData::new(padded, [examples.len(), longest]), device);
         Ok(Self {
             examples,
             tokens,
@@ -243,9 +268,19 @@ impl Probe {
         }
     }
 
-    /// The probe's sequence length.
+    /// The probe's sequence length: the longest sequence's (a probe of typed sentences may
+    /// hold several lengths; every other probe holds one).
     pub fn seq_len(&self) -> usize {
-        self.examples.first().map_or(0, |e| e.input.len())
+        self.examples
+            .iter()
+            .map(|e| e.input.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Each sequence's length (the real positions of [`LayerProbe::lengths`]).
+    pub fn lengths(&self) -> Vec<usize> {
+        self.examples.iter().map(|e| e.input.len()).collect()
     }
 
     /// The most sequences a probe of `run` may hold when `runs` runs of its shape are probed
@@ -305,12 +340,23 @@ impl Probe {
         self.examples.is_empty()
     }
 
-    /// Input tokens, row-major `[batch * seq]`.
+    /// Input tokens, row-major `[batch * seq]`, a shorter sequence padded with the
+    /// [`PAD_NAME`] id (a probe of typed sentences of several lengths).
     pub fn token_ids(&self) -> Vec<u32> {
+        let seq = self.seq_len();
+        let pad = self.pad_id().unwrap_or(0);
         self.examples
             .iter()
-            .flat_map(|e| e.input.iter().copied())
+            .flat_map(|e| (0..seq).map(move |i| e.input.get(i).copied().unwrap_or(pad)))
             .collect()
+    }
+
+    /// The id that pads a probe of several lengths, named [`PAD_NAME`]; `None` for a probe
+    /// of one length.
+    pub fn pad_id(&self) -> Option<u32> {
+        let names = self.token_names.as_ref()?;
+        (self.pieces.is_some() && names.last().map(String::as_str) == Some(PAD_NAME))
+            .then(|| names.len() as u32 - 1)
     }
 
     /// Runs `model` on the probe and returns each layer's attention on the host; for a
@@ -323,10 +369,14 @@ impl Probe {
         cache
             .layers
             .into_iter()
-            .map(|layer| LayerProbe {
-                attn_input: HostTensor::of(layer.attn_input),
-                pattern: HostTensor::of(layer.pattern),
-                head_outputs: HostTensor::of(layer.head_outputs),
+            .map(|layer| {
+                let pattern = HostTensor::of(layer.pattern);
+                LayerProbe {
+                    attn_input: HostTensor::of(layer.attn_input),
+                    lengths: vec![pattern.shape[2]; pattern.shape[0]],
+                    pattern,
+                    head_outputs: HostTensor::of(layer.head_outputs),
+                }
             })
             .collect()
     }
@@ -393,7 +443,8 @@ fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) 
     let batch = pieces.batch(0..pieces.len(), device); // [batch, pieces], padding masked
     let (_, cache) = model.forward_with_cache(batch.encoder_input());
     let spans = &pieces.spans;
-    let len = spans.first().map_or(0, WordSpans::len);
+    // Sentences of several lengths (typed text) are padded to the longest.
+    let len = spans.iter().map(WordSpans::len).max().unwrap_or(0);
     // `[batch, seq, ...]` per piece to `[batch, len, ...]` per word.
     let pool = |tensor: HostTensor| {
         let (batch, seq) = (tensor.shape[0], tensor.shape[1]);
@@ -401,7 +452,9 @@ fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) 
         let values: Vec<f32> = (0..batch)
             .flat_map(|b| {
                 let rows = &tensor.values[b * seq * width..(b + 1) * seq * width];
-                spans[b].mean_rows(rows, width)
+                let mut words = spans[b].mean_rows(rows, width);
+                words.resize(len * width, 0.0); // a shorter sentence's padding
+                words
             })
             .collect();
         let mut shape = tensor.shape.clone();
@@ -415,6 +468,7 @@ fn forward_on_pieces(model: &Encoder, pieces: &PieceSentences, device: &Device) 
             attn_input: pool(HostTensor::of(layer.attn_input)),
             pattern: word_patterns(&HostTensor::of(layer.pattern), spans),
             head_outputs: pool(HostTensor::of(layer.head_outputs)),
+            lengths: spans.iter().map(WordSpans::len).collect(),
         })
         .collect()
 }
@@ -441,17 +495,23 @@ fn given_pieces(
     let typical_words: Vec<usize> = typical.iter().map(|&i| words[i]).collect();
     let chosen = of_most_common_length(&typical_words, size).map(|j| offered[typical[j]]);
     match sentences {
+        // Typed sentences are the user's own: every one is read, whatever its length (the
+        // first `size`), padded to the longest.
+        ProbeSentences::Typed(typed) => {
+            let chosen: Vec<_> = offered
+                .iter()
+                .take(size)
+                .map(|&i| typed.sentences[i].clone())
+                .collect();
+            let pieces = PieceSentences::of_typed(&chosen, tokenizer, max_positions)?;
+            let punctuation = vec![vec![]; pieces.len()];
+            Ok((pieces, punctuation))
+        }
         ProbeSentences::Treebank(trees) => {
             let chosen = chosen.map(|i| trees[i].clone()).collect();
             let parsed = ParsedPieces::of_treebank(chosen, tokenizer, max_positions)?;
             let punctuation = parsed.trees.iter().map(punctuation_of).collect();
             Ok((parsed.pieces, punctuation))
-        }
-        ProbeSentences::Typed(typed) => {
-            let chosen: Vec<_> = chosen.map(|i| typed.sentences[i].clone()).collect();
-            let pieces = PieceSentences::of_typed(&chosen, tokenizer, max_positions)?;
-            let punctuation = vec![vec![]; pieces.len()];
-            Ok((pieces, punctuation))
         }
     }
 }
@@ -525,7 +585,11 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     }
 }
 
-/// One layer's attention on the probe batch.
+/// One layer's attention on the probe batch. A probe of sentences of several lengths (typed
+/// text) is padded to the longest: sequence `b` holds `lengths[b]` real positions, and its
+/// rows and keys past them are zeros. [`LayerProbe::head_pattern`] and
+/// [`LayerProbe::head_output`] give the real positions only, so a mean over their rows is a
+/// mean over real queries.
 #[derive(Debug, Clone)]
 pub struct LayerProbe {
     /// What enters the attention, `[batch, seq, d_model]`.
@@ -534,6 +598,8 @@ pub struct LayerProbe {
     pub pattern: HostTensor,
     /// Per-head outputs, `[batch, seq, heads, d_head]`.
     pub head_outputs: HostTensor,
+    /// Each sequence's real positions (`seq` for every one of a probe of one length).
+    pub lengths: Vec<usize>,
 }
 
 impl LayerProbe {
@@ -559,10 +625,11 @@ impl LayerProbe {
                 shape: vec![1, heads, seq, seq],
             },
             head_outputs: zeros(vec![1, seq, heads, 2]),
+            lengths: vec![seq],
         }
     }
 
-    /// `(batch, heads, seq)`.
+    /// `(batch, heads, seq)`, `seq` the longest sequence's length.
     pub fn dims(&self) -> (usize, usize, usize) {
         let [batch, heads, seq, _] = self.pattern.shape[..] else {
             unreachable!("patterns are 4-D")
@@ -570,28 +637,51 @@ impl LayerProbe {
         (batch, heads, seq)
     }
 
-    /// Head `h`'s attention rows, `[batch * seq (queries), seq (keys)]` row-major.
+    /// Real positions over all sequences: the rows of [`LayerProbe::head_pattern`].
+    pub fn rows(&self) -> usize {
+        self.lengths.iter().sum()
+    }
+
+    /// Head `h`'s attention rows at every real query, sequence by sequence, `[rows, seq
+    /// (keys)]` row-major (a shorter sequence's keys past its end hold 0).
     pub fn head_pattern(&self, h: usize) -> Vec<f32> {
-        let (batch, heads, seq) = self.dims();
-        (0..batch)
-            .flat_map(|b| {
+        let (_, heads, seq) = self.dims();
+        (self.lengths.iter().enumerate())
+            .flat_map(|(b, &len)| {
                 let start = (b * heads + h) * seq * seq;
-                self.pattern.values[start..start + seq * seq]
+                self.pattern.values[start..start + len * seq]
                     .iter()
                     .copied()
             })
             .collect()
     }
 
-    /// Head `h`'s outputs, `[batch * seq, d_head]` row-major.
+    /// Head `h`'s outputs at every real position, sequence by sequence, `[rows, d_head]`
+    /// row-major.
     pub fn head_output(&self, h: usize) -> Vec<f32> {
-        let [batch, seq, heads, d_head] = self.head_outputs.shape[..] else {
+        let [_, seq, heads, d_head] = self.head_outputs.shape[..] else {
             unreachable!("head outputs are 4-D")
         };
-        (0..batch * seq)
+        (self.lengths.iter().enumerate())
+            .flat_map(|(b, &len)| b * seq..b * seq + len)
             .flat_map(|row| {
                 let start = (row * heads + h) * d_head;
                 self.head_outputs.values[start..start + d_head]
+                    .iter()
+                    .copied()
+            })
+            .collect()
+    }
+
+    /// What enters the attention at every real position, sequence by sequence, `[rows,
+    /// d_model]` row-major.
+    pub fn real_inputs(&self) -> Vec<f32> {
+        let [_, seq, d_model] = self.attn_input.shape[..] else {
+            unreachable!("attention inputs are 3-D")
+        };
+        (self.lengths.iter().enumerate())
+            .flat_map(|(b, &len)| {
+                self.attn_input.values[b * seq * d_model..(b * seq + len) * d_model]
                     .iter()
                     .copied()
             })

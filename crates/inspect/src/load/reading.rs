@@ -116,16 +116,6 @@ pub enum ReadingError {
     /// Typed sentences that cannot be read.
     #[error(transparent)]
     Typed(#[from] crate::load::typed::TypedTextError),
-    /// Typed sentences of different lengths.
-    #[error(
-        "the typed sentences have {} words: a probe holds sentences of one length in words \
-         (its measures average over the same positions)",
-        in_words(.lengths)
-    )]
-    TypedLengths {
-        /// Their lengths in words, each once, ascending (two or more).
-        lengths: Vec<usize>,
-    },
     /// A typed sentence longer than the model's positions.
     #[error(
         "{sentence} is {pieces} word pieces as {tokenizer} reads it, [CLS] and [SEP] included; \
@@ -167,15 +157,6 @@ pub enum ReadingError {
         /// Why.
         error: std::io::Error,
     },
-}
-
-/// `[6, 9, 12]` as "6, 9 and 12".
-fn in_words(lengths: &[usize]) -> String {
-    let lengths: Vec<String> = lengths.iter().map(usize::to_string).collect();
-    match lengths.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => lengths.concat(),
-    }
 }
 
 /// `trees` (read from `path`) as `tokenizer` reads their words, the first word it reads as no
@@ -314,22 +295,15 @@ fn treebank_file(
 
 /// Sentences the user typed (`input`: each with the name a message gives it, and the file
 /// they were read from, for the report), their words the tokenizer's own
-/// ([`crate::load::typed`]), and where they came from as the report names it: refused for
-/// sentences of different lengths in words, and for a sentence over the model's
-/// `max_positions` in pieces.
+/// ([`crate::load::typed`]), and where they came from as the report names it: refused for a
+/// sentence over the model's `max_positions` in pieces. Sentences of several lengths are
+/// read together, padded to the longest ([`crate::load::probe::LayerProbe::lengths`]).
 fn typed_text(
     input: &TypedInput,
     tokenizer: &WordPieces,
     max_positions: usize,
 ) -> Result<(TypedSentences, ProbeSource), ReadingError> {
     let typed = crate::load::typed::sentences_of(input, tokenizer)?;
-    let lengths: std::collections::BTreeSet<usize> =
-        typed.sentences.iter().map(|s| s.words.len()).collect();
-    if lengths.len() > 1 {
-        return Err(ReadingError::TypedLengths {
-            lengths: lengths.into_iter().collect(),
-        });
-    }
     for (sentence, name) in typed.sentences.iter().zip(&input.names) {
         let pieces = sentence.encoded.ids.len();
         if pieces > max_positions {
@@ -973,13 +947,6 @@ mod tests {
         let kept = Reading::chosen(&run, Some(tokenizer), &choice, Path::new("bert")).unwrap();
         assert_eq!(kept.treebank_fits().map(|f| f.len()), Some(2));
         assert_eq!(kept.probe_source(&[]), ProbeSource::shipped());
-    }
-
-    #[test]
-    fn lengths_are_said_in_words() {
-        assert_eq!(in_words(&[6, 9]), "6 and 9");
-        assert_eq!(in_words(&[3, 5, 12]), "3, 5 and 12");
-        assert_eq!(in_words(&[4]), "4");
     }
 
     #[test]

@@ -166,35 +166,10 @@ pub fn measure_heads(
     circuits: &Circuits,
     relations: Option<&Relations>,
 ) -> (Vec<HeadRecord>, Option<f64>) {
-    let MeasureContext {
-        task,
-        model,
-        device,
-        ..
-    } = context;
+    let MeasureContext { task, model, .. } = context;
     let n_heads = model.n_heads();
     let tokens = probe.token_ids();
-    let outputs = eval.map(|eval| {
-        let (_, base) = evaluate(model, eval, device, None);
-        // A probe of words scores nothing; its masked words (the eval set) are scored instead.
-        let attributed = probe.scorable_examples().unwrap_or(eval);
-        let attribution = mean_direct_attribution(model, attributed, device);
-        let importance = gradient_importance(model, eval, device);
-        let drops: Vec<f64> = (0..model.n_layers() * n_heads)
-            .map(|flat| {
-                let id = HeadId::new(flat / n_heads, flat % n_heads);
-                let mask = model.head_mask_keeping(|other| other != id, device);
-                let (_, ablated) = evaluate(model, eval, device, Some(mask));
-                base.token_accuracy() - ablated.token_accuracy()
-            })
-            .collect();
-        OutputMeasures {
-            accuracy: base.token_accuracy(),
-            drops,
-            attribution,
-            importance,
-        }
-    });
+    let outputs = eval.map(|eval| output_measures(context, probe, eval));
     let targets: Vec<Vec<Vec<usize>>> = probe
         .examples
         .iter()
@@ -232,11 +207,44 @@ pub fn measure_heads(
                 relation_scores: relations.map(|r| r.head_scores(HeadId::new(l, h))),
                 mean_ablation_drop: None,
                 resample_ablation_drop: None,
-                attends_to: Some(attends_to(&layer.pattern, h, &tokens, names)),
+                attends_to: Some(attends_to(
+                    &layer.pattern,
+                    &layer.lengths,
+                    h,
+                    &tokens,
+                    names,
+                )),
             });
         }
     }
     (heads, outputs.map(|o| o.accuracy))
+}
+
+/// What the output layer says of every head on `eval`: the accuracy with all heads on, each
+/// head's zero-ablation drop, its direct logit attribution (on the probe where it can be
+/// scored as it is, else on `eval`) and its gradient importance.
+fn output_measures(context: MeasureContext, probe: &Probe, eval: &[Example]) -> OutputMeasures {
+    let MeasureContext { model, device, .. } = context;
+    let n_heads = model.n_heads();
+    let (_, base) = evaluate(model, eval, device, None);
+    // A probe of words scores nothing; its masked words (the eval set) are scored instead.
+    let attributed = probe.scorable_examples().unwrap_or(eval);
+    let attribution = mean_direct_attribution(model, attributed, device);
+    let importance = gradient_importance(model, eval, device);
+    let drops: Vec<f64> = (0..model.n_layers() * n_heads)
+        .map(|flat| {
+            let id = HeadId::new(flat / n_heads, flat % n_heads);
+            let mask = model.head_mask_keeping(|other| other != id, device);
+            let (_, ablated) = evaluate(model, eval, device, Some(mask));
+            base.token_accuracy() - ablated.token_accuracy()
+        })
+        .collect();
+    OutputMeasures {
+        accuracy: base.token_accuracy(),
+        drops,
+        attribution,
+        importance,
+    }
 }
 
 /// One head's pattern measures on the probe, as `heads.json` names them: part of each
@@ -268,14 +276,14 @@ pub fn measure_layer(
     targets: &[Vec<Vec<usize>>],
 ) -> Vec<HeadMeasures> {
     let patterns = scored_patterns(task);
-    let (batch, n_heads, seq) = layer.dims();
+    let (_, n_heads, seq) = layer.dims();
     (0..n_heads)
         .map(|h| {
             let probs = layer.head_pattern(h);
             let head = HeadPattern {
                 probs: &probs,
                 tokens,
-                batch,
+                lengths: &layer.lengths,
                 seq,
             };
             let (pattern_scores, role) = scores_and_role(&head, &patterns);
@@ -300,14 +308,14 @@ pub fn head_roles(
     tokens: &[u32],
 ) -> Vec<(BTreeMap<String, f64>, String)> {
     let patterns = scored_patterns(task);
-    let (batch, n_heads, seq) = layer.dims();
+    let (_, n_heads, seq) = layer.dims();
     (0..n_heads)
         .map(|h| {
             let probs = layer.head_pattern(h);
             let head = HeadPattern {
                 probs: &probs,
                 tokens,
-                batch,
+                lengths: &layer.lengths,
                 seq,
             };
             scores_and_role(&head, &patterns)

@@ -55,41 +55,45 @@ pub fn value_norms(x: &[f32], v: &HostTensor, v_bias: &[f32], o: &HostTensor) ->
 }
 
 /// Every query/key pair of one head as `(alpha_ij, alpha_ij ||f(x_j)||)`, from its
-/// attention rows `probs` (`[batch * seq, seq]`, row-major) and the norms `norms` of what
-/// each key position carries (`[batch * seq]`); in `probs`' order.
+/// attention rows `probs` at the real queries (`[rows, seq]` row-major, sequence `b` holding
+/// `lengths[b]` rows: [`LayerProbe::head_pattern`]) and the norms `norms` of what each key
+/// position carries (`[batch * seq]`); in `probs`' order, each query over its own sequence's
+/// keys (a shorter sequence's padding is no key).
 pub fn weight_norm_pairs(
     probs: &[f32],
     norms: &[f64],
-    batch: usize,
+    lengths: &[usize],
     seq: usize,
 ) -> Vec<(f64, f64)> {
-    assert_eq!(
-        probs.len(),
-        batch * seq * seq,
-        "probs is [batch * seq, seq]"
-    );
-    assert_eq!(norms.len(), batch * seq, "norms is [batch * seq]");
-    probs
-        .iter()
-        .enumerate()
-        .map(|(index, &alpha)| {
-            let (row, j) = (index / seq, index % seq);
-            let b = row / seq;
-            let alpha = alpha as f64;
-            (alpha, alpha * norms[b * seq + j])
-        })
-        .collect()
+    let rows: usize = lengths.iter().sum();
+    assert_eq!(probs.len(), rows * seq, "probs is [rows, seq]");
+    assert_eq!(norms.len(), lengths.len() * seq, "norms is [batch * seq]");
+    let mut rows = probs.chunks(seq.max(1));
+    let mut pairs = Vec::with_capacity(probs.len());
+    for (b, &len) in lengths.iter().enumerate() {
+        for row in rows.by_ref().take(len) {
+            for (j, &alpha) in row[..len].iter().enumerate() {
+                let alpha = alpha as f64;
+                pairs.push((alpha, alpha * norms[b * seq + j]));
+            }
+        }
+    }
+    pairs
 }
 
-/// The scores of one head from its attention rows `probs` (`[batch * seq, seq]`, row-major)
-/// and the norms `norms` of what each key position carries (`[batch * seq]`).
-pub fn norm_scores(probs: &[f32], norms: &[f64], batch: usize, seq: usize) -> NormScores {
-    let (weights, weighted): (Vec<f64>, Vec<f64>) = weight_norm_pairs(probs, norms, batch, seq)
+/// The scores of one head from its attention rows `probs` at the real queries and the
+/// norms `norms` of what each key position carries, as [`weight_norm_pairs`] reads them;
+/// the mean norm over the real positions.
+pub fn norm_scores(probs: &[f32], norms: &[f64], lengths: &[usize], seq: usize) -> NormScores {
+    let (weights, weighted): (Vec<f64>, Vec<f64>) = weight_norm_pairs(probs, norms, lengths, seq)
         .into_iter()
         .unzip();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let real: Vec<f64> = (lengths.iter().enumerate())
+        .flat_map(|(b, &len)| norms[b * seq..b * seq + len].iter().copied())
+        .collect();
     NormScores {
-        mean_value_norm: mean(norms),
+        mean_value_norm: mean(&real),
         mean_weighted_norm: mean(&weighted),
         norm_weight_correlation: pearson(&weights, &weighted),
     }
@@ -97,11 +101,11 @@ pub fn norm_scores(probs: &[f32], norms: &[f64], batch: usize, seq: usize) -> No
 
 /// The scores of head `h` of `layer` on the probe, with that head's `weights`.
 pub fn head_norm_scores(layer: &LayerProbe, h: usize, weights: &HeadWeights) -> NormScores {
-    let (batch, _, seq) = layer.dims();
+    let (_, _, seq) = layer.dims();
     norm_scores(
         &layer.head_pattern(h),
         &head_value_norms(layer, weights),
-        batch,
+        &layer.lengths,
         seq,
     )
 }
@@ -113,11 +117,11 @@ pub fn head_weight_norm_pairs(
     h: usize,
     weights: &HeadWeights,
 ) -> Vec<(f64, f64)> {
-    let (batch, _, seq) = layer.dims();
+    let (_, _, seq) = layer.dims();
     weight_norm_pairs(
         &layer.head_pattern(h),
         &head_value_norms(layer, weights),
-        batch,
+        &layer.lengths,
         seq,
     )
 }
@@ -152,7 +156,7 @@ mod tests {
             &host([1, 2], vec![1.0, 1.0]),
         );
         assert_eq!(norms, vec![0.0; 3]);
-        let scores = norm_scores(&[1.0 / 3.0; 9], &norms, 1, 3);
+        let scores = norm_scores(&[1.0 / 3.0; 9], &norms, &[3], 3);
         assert_eq!(scores.mean_weighted_norm, 0.0);
         assert_eq!(scores.mean_value_norm, 0.0);
         assert_eq!(scores.norm_weight_correlation, None, "nothing varies");
@@ -169,7 +173,7 @@ mod tests {
             &host([1, 2], vec![1.0, 1.0]),
         );
         let probs = [0.25, 0.75, 0.5, 0.5, 1.0, 0.0, 0.1, 0.9];
-        let pairs = weight_norm_pairs(&probs, &norms, 2, 2);
+        let pairs = weight_norm_pairs(&probs, &norms, &[2, 2], 2);
         let weights: Vec<f64> = pairs.iter().map(|p| p.0).collect();
         let expected: Vec<f64> = probs.iter().map(|&p| p as f64).collect();
         assert_eq!(
@@ -184,7 +188,7 @@ mod tests {
         // Norms of keys 0 and 1: 10 and 0 in sequence 0, 2 and 4 in sequence 1.
         let norms = [10.0, 0.0, 2.0, 4.0];
         let probs = [0.2, 0.8, 1.0, 0.0, 0.5, 0.5, 0.25, 0.75];
-        let pairs = weight_norm_pairs(&probs, &norms, 2, 2);
+        let pairs = weight_norm_pairs(&probs, &norms, &[2, 2], 2);
         let expected = [
             (0.2, 2.0),
             (0.8, 0.0),
@@ -204,6 +208,27 @@ mod tests {
         }
     }
 
+    /// A sequence shorter than the batch's (typed sentences of several lengths): its one
+    /// query reads its own key only, and its padding is neither a query nor a key.
+    #[test]
+    fn a_shorter_sequence_has_only_its_own_queries_and_keys() {
+        // Sequence 1 is one position long; its second position (norm 99) is padding.
+        let norms = [10.0, 0.0, 2.0, 99.0];
+        let probs = [0.2, 0.8, 1.0, 0.0, 1.0, 0.0];
+        let pairs = weight_norm_pairs(&probs, &norms, &[2, 1], 2);
+        let expected = [(0.2, 2.0), (0.8, 0.0), (1.0, 10.0), (0.0, 0.0), (1.0, 2.0)];
+        assert_eq!(pairs.len(), expected.len(), "{pairs:?}");
+        for (got, want) in pairs.iter().zip(expected) {
+            assert!((got.0 - want.0).abs() < 1e-6 && (got.1 - want.1).abs() < 1e-6);
+        }
+        let scores = norm_scores(&probs, &norms, &[2, 1], 2);
+        assert!(
+            (scores.mean_value_norm - 4.0).abs() < 1e-12,
+            "the padding's 99 counted"
+        );
+        assert!((scores.mean_weighted_norm - 14.0 / 5.0).abs() < 1e-6);
+    }
+
     #[test]
     fn values_and_weights_give_the_hand_computed_norms() {
         // d_model 2, d_head 1: v reads x_0, bias 1, o writes (3, 4): ||f(x)|| = 5 |x_0 + 1|.
@@ -214,7 +239,7 @@ mod tests {
         assert_eq!(norms, vec![10.0, 0.0]);
         // Both queries put 0.8 on key 1, which writes nothing, and 0.2 on key 0.
         let probs = [0.2, 0.8, 0.2, 0.8];
-        let scores = norm_scores(&probs, &norms, 1, 2);
+        let scores = norm_scores(&probs, &norms, &[2], 2);
         assert!((scores.mean_value_norm - 5.0).abs() < 1e-12);
         // alpha ||f||: 2, 0, 2, 0.
         assert!((scores.mean_weighted_norm - 1.0).abs() < 1e-6);

@@ -8,36 +8,42 @@
 
 use tasks::AttentionPattern;
 
-/// One head's attention on a probe batch: `probs[b][q][k]`, flattened row-major,
-/// `[batch, seq, seq]`, with the tokens of each sequence.
+/// One head's attention on a probe batch: each sequence's real query rows, in order, each
+/// row `seq` keys long (a sequence shorter than `seq` has zeros past its end), with the
+/// tokens of each sequence. A probe of one length has `lengths` all `seq`.
 #[derive(Debug, Clone, Copy)]
 pub struct HeadPattern<'a> {
-    /// `[batch * seq * seq]` probabilities; each `seq`-long row sums to 1.
+    /// `[rows * seq]` probabilities, `rows` the sum of `lengths`; each row sums to 1.
     pub probs: &'a [f32],
-    /// `[batch * seq]` token ids.
+    /// `[batch * seq]` token ids, each sequence padded to `seq`.
     pub tokens: &'a [u32],
-    /// Sequences in the batch.
-    pub batch: usize,
-    /// Sequence length.
+    /// Each sequence's positions, at most `seq` ([`crate::load::probe::LayerProbe::lengths`]).
+    pub lengths: &'a [usize],
+    /// The longest sequence's length: the rows' width.
     pub seq: usize,
 }
 
-impl HeadPattern<'_> {
-    /// The attention row of query `q` in sequence `b`.
-    fn row(&self, b: usize, q: usize) -> &[f32] {
-        let start = (b * self.seq + q) * self.seq;
-        &self.probs[start..start + self.seq]
+impl<'a> HeadPattern<'a> {
+    /// Every real query, in order: its sequence `b`, its position `q` and its row.
+    fn queries(self) -> impl Iterator<Item = (usize, usize, &'a [f32])> + 'a {
+        let positions =
+            (self.lengths.iter().enumerate()).flat_map(|(b, &len)| (0..len).map(move |q| (b, q)));
+        (positions.zip(self.probs.chunks(self.seq.max(1)))).map(|((b, q), row)| (b, q, row))
     }
 
-    /// Mean over all queries of `f(row, b, q)`.
+    /// Sequence `b`'s own tokens, without its padding.
+    fn tokens_of(&self, b: usize) -> &'a [u32] {
+        &self.tokens[b * self.seq..b * self.seq + self.lengths[b]]
+    }
+
+    /// Mean over all real queries of `f(row, b, q)`.
     fn mean_over_queries(&self, f: impl Fn(&[f32], usize, usize) -> f64) -> f64 {
-        let mut total = 0.0;
-        for b in 0..self.batch {
-            for q in 0..self.seq {
-                total += f(self.row(b, q), b, q);
-            }
+        let (mut total, mut queries) = (0.0, 0usize);
+        for (b, q, row) in self.queries() {
+            total += f(row, b, q);
+            queries += 1;
         }
-        total / (self.batch * self.seq).max(1) as f64
+        total / queries.max(1) as f64
     }
 
     /// Mean entropy of the attention rows, in nats: 0 for a head that always looks at one
@@ -67,20 +73,17 @@ impl HeadPattern<'_> {
     }
 
     /// Mean attention mass on the positions `pattern` names, over the queries for which it
-    /// names any (a previous-token pattern says nothing about position 0).
+    /// names any (a previous-token pattern says nothing about position 0). Positions are
+    /// each sequence's own (an anti-diagonal of a shorter sentence is its own).
     pub fn pattern_score(&self, pattern: AttentionPattern) -> f64 {
         let (mut total, mut queries) = (0.0, 0usize);
-        for b in 0..self.batch {
-            let tokens = &self.tokens[b * self.seq..(b + 1) * self.seq];
-            for q in 0..self.seq {
-                let targets = pattern.targets(tokens, q);
-                if targets.is_empty() {
-                    continue;
-                }
-                let row = self.row(b, q);
-                total += targets.iter().map(|&k| row[k] as f64).sum::<f64>();
-                queries += 1;
+        for (b, q, row) in self.queries() {
+            let targets = pattern.targets(self.tokens_of(b), q);
+            if targets.is_empty() {
+                continue;
             }
+            total += targets.iter().map(|&k| row[k] as f64).sum::<f64>();
+            queries += 1;
         }
         if queries == 0 {
             0.0
@@ -97,19 +100,16 @@ impl HeadPattern<'_> {
 pub fn task_target_score(head: &HeadPattern, targets: &[Vec<Vec<usize>>]) -> Option<f64> {
     assert_eq!(
         targets.len(),
-        head.batch,
+        head.lengths.len(),
         "task targets: expected one list per probe sequence"
     );
     let (mut total, mut queries) = (0.0, 0usize);
-    for (b, sequence) in targets.iter().enumerate() {
-        for (q, keys) in sequence.iter().enumerate().take(head.seq) {
-            if keys.is_empty() {
-                continue;
-            }
-            let row = head.row(b, q);
-            total += keys.iter().map(|&k| row[k] as f64).sum::<f64>();
-            queries += 1;
-        }
+    for (b, q, row) in head.queries() {
+        let Some(keys) = targets[b].get(q).filter(|keys| !keys.is_empty()) else {
+            continue;
+        };
+        total += keys.iter().map(|&k| row[k] as f64).sum::<f64>();
+        queries += 1;
     }
     (queries > 0).then(|| total / queries as f64)
 }
@@ -135,7 +135,7 @@ mod tests {
         let head = HeadPattern {
             probs: &probs,
             tokens: &tokens,
-            batch: 1,
+            lengths: &[4],
             seq: 4,
         };
         assert!((head.pattern_score(AttentionPattern::PreviousToken) - 1.0).abs() < 1e-12);
@@ -156,7 +156,7 @@ mod tests {
         let head = HeadPattern {
             probs: &probs,
             tokens: &tokens,
-            batch: 1,
+            lengths: &[seq],
             seq,
         };
         assert!((head.entropy() - (seq as f64).ln()).abs() < 1e-6);
@@ -185,7 +185,7 @@ mod tests {
         let head = HeadPattern {
             probs: &probs,
             tokens: &tokens,
-            batch: 1,
+            lengths: &[seq],
             seq,
         };
         let score = task_target_score(&head, &[targets]).unwrap();
@@ -200,7 +200,7 @@ mod tests {
         let head = HeadPattern {
             probs: &probs,
             tokens: &tokens,
-            batch: 2,
+            lengths: &[seq, seq],
             seq,
         };
         // One target per query: 1/seq.
@@ -215,6 +215,74 @@ mod tests {
         assert!((score - 0.35).abs() < 1e-6, "{score}");
     }
 
+    /// Sequences of several lengths (typed sentences): each measure is the mean over the
+    /// real queries of all of them, each scored on its own positions, as if every sequence
+    /// were measured alone and their rows pooled; the padding is no query.
+    #[test]
+    fn sequences_of_several_lengths_are_measured_on_their_own_rows() {
+        let long = previous_token_head(); // 4 x 4
+        let (seq, short) = (4, 2);
+        // The short sequence: uniform over its 2 positions, its keys past 2 zero.
+        let mut probs = long.clone();
+        for _ in 0..short {
+            probs.extend([0.5f32, 0.5, 0.0, 0.0]);
+        }
+        let tokens = [3, 1, 3, 2, 7, 8, 0, 0];
+        let head = HeadPattern {
+            probs: &probs,
+            tokens: &tokens,
+            lengths: &[seq, short],
+            seq,
+        };
+        // Each alone.
+        let alone_long = HeadPattern {
+            probs: &long,
+            tokens: &tokens[..4],
+            lengths: &[seq],
+            seq,
+        };
+        let short_probs = [0.5f32, 0.5, 0.5, 0.5];
+        let alone_short = HeadPattern {
+            probs: &short_probs,
+            tokens: &tokens[4..6],
+            lengths: &[short],
+            seq: short,
+        };
+        // Pooled over 4 + 2 rows.
+        let check = |name: &str, together: f64, long: f64, short: f64| {
+            let expected = (4.0 * long + 2.0 * short) / 6.0;
+            assert!(
+                (together - expected).abs() < 1e-9,
+                "{name}: {together} against {expected}"
+            );
+        };
+        check(
+            "entropy",
+            head.entropy(),
+            alone_long.entropy(),
+            alone_short.entropy(),
+        );
+        check(
+            "confidence",
+            head.confidence(),
+            alone_long.confidence(),
+            alone_short.confidence(),
+        );
+        check(
+            "mean distance",
+            head.mean_distance(),
+            alone_long.mean_distance(),
+            alone_short.mean_distance(),
+        );
+        // Entropy by hand: the long rows 0, the short ones ln 2.
+        assert!((head.entropy() - 2.0 * 2f64.ln() / 6.0).abs() < 1e-9);
+        // The anti-diagonal of the short sentence is its own: query 0 on key 1, 1 on 0.
+        let anti = head.pattern_score(AttentionPattern::AntiDiagonal);
+        let expected =
+            (alone_long.pattern_score(AttentionPattern::AntiDiagonal) * 4.0 + 0.5 * 2.0) / 6.0;
+        assert!((anti - expected).abs() < 1e-9, "{anti} against {expected}");
+    }
+
     #[test]
     fn no_targets_give_no_score() {
         let probs = vec![0.5f32; 4];
@@ -222,7 +290,7 @@ mod tests {
         let head = HeadPattern {
             probs: &probs,
             tokens: &tokens,
-            batch: 1,
+            lengths: &[2],
             seq: 2,
         };
         assert_eq!(task_target_score(&head, &[vec![vec![], vec![]]]), None);

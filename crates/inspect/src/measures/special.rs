@@ -43,9 +43,10 @@ pub fn probe_special_attention(
     Some(special_attention(layers, &punctuation))
 }
 
-/// Every layer's attention on the first and the last position of `layers` (word-level
-/// patterns `[batch, heads, len, len]`, `[CLS]` first and `[SEP]` last), and on the
-/// positions `punctuation[b]` of each sentence `b` where any sentence has some.
+/// Every layer's attention on the first and the last position of each sentence of `layers`
+/// (word-level patterns `[batch, heads, len, len]`, `[CLS]` first and `[SEP]` at the
+/// sentence's last real position), and on the positions `punctuation[b]` of each sentence
+/// `b` where any sentence has some; a mean over the real queries.
 pub fn special_attention(
     layers: &[LayerProbe],
     punctuation: &[Vec<usize>],
@@ -55,15 +56,17 @@ pub fn special_attention(
         .iter()
         .enumerate()
         .map(|(layer, probe)| {
-            let (batch, heads, len) = probe.dims();
+            let (_, heads, len) = probe.dims();
             let values = &probe.pattern.values;
-            let rows = (batch * len).max(1) as f64;
-            // Head `h`'s mean attention on the keys `keys(b)` of each sentence `b`.
+            let lengths = &probe.lengths;
+            let rows = probe.rows().max(1) as f64;
+            // Head `h`'s mean attention on the keys `keys(b)` of each sentence `b`, over
+            // the real queries (a shorter sentence's padding is no query).
             let mean_on = |h: usize, keys: &dyn Fn(usize) -> Vec<usize>| {
-                let sum: f64 = (0..batch)
-                    .flat_map(|b| {
+                let sum: f64 = (lengths.iter().enumerate())
+                    .flat_map(|(b, &real)| {
                         let keys = keys(b);
-                        (0..len).map(move |q| {
+                        (0..real).map(move |q| {
                             let row = ((b * heads + h) * len + q) * len;
                             keys.iter().map(|&k| values[row + k] as f64).sum::<f64>()
                         })
@@ -72,8 +75,9 @@ pub fn special_attention(
                 sum / rows
             };
             let heads_cls: Vec<f64> = (0..heads).map(|h| mean_on(h, &|_| vec![0])).collect();
-            let last = len.saturating_sub(1);
-            let heads_sep: Vec<f64> = (0..heads).map(|h| mean_on(h, &|_| vec![last])).collect();
+            // Each sentence's own `[SEP]`, its last real position.
+            let sep = |b: usize| vec![lengths[b].saturating_sub(1)];
+            let heads_sep: Vec<f64> = (0..heads).map(|h| mean_on(h, &sep)).collect();
             let heads_punct: Option<Vec<f64>> = has_punctuation.then(|| {
                 let keys = |b: usize| punctuation.get(b).cloned().unwrap_or_default();
                 (0..heads).map(|h| mean_on(h, &keys)).collect()
@@ -94,7 +98,43 @@ pub fn special_attention(
 
 #[cfg(test)]
 mod tests {
+    use run::tensor_file::HostTensor;
+
     use super::*;
+
+    /// Sentences of two lengths: each sentence's own `[SEP]` is its last real position,
+    /// and the padded rows are no queries.
+    #[test]
+    fn a_shorter_sentence_has_its_own_sep_and_no_padded_queries() {
+        // One head; sentence 0 of 3 positions rests on its [SEP] (2), sentence 1 of 2 on
+        // its [SEP] (1); the padded row of sentence 1 rests on [CLS] and must not count.
+        let (len, mut values) = (3, vec![0.0f32; 2 * 3 * 3]);
+        for q in 0..3 {
+            values[q * len + 2] = 1.0;
+        }
+        for q in 0..2 {
+            values[len * len + q * len + 1] = 1.0;
+        }
+        values[len * len + 2 * len] = 1.0; // sentence 1's padded row
+        let zeros = |shape: Vec<usize>| HostTensor {
+            values: vec![0.0; shape.iter().product()],
+            shape,
+        };
+        let layer = LayerProbe {
+            attn_input: zeros(vec![2, len, 2]),
+            pattern: HostTensor {
+                values,
+                shape: vec![2, 1, len, len],
+            },
+            head_outputs: zeros(vec![2, len, 1, 2]),
+            lengths: vec![3, 2],
+        };
+        let [special] = &special_attention(&[layer], &[])[..] else {
+            panic!("one layer")
+        };
+        assert_eq!(special.heads_sep, [1.0]);
+        assert_eq!(special.heads_cls, [0.0]);
+    }
 
     #[test]
     fn heads_that_rest_on_cls_or_sep_score_one_there() {

@@ -64,12 +64,14 @@ impl AttendsTo {
     }
 }
 
-/// Head `head`'s strongest targets in `pattern` (`[batch, heads, seq, seq]`, one layer),
+/// Head `head`'s strongest targets in `pattern` (`[batch, heads, seq, seq]`, one layer;
+/// sequence `b` holds `lengths[b]` real positions, its padding neither a query nor a key),
 /// `tokens` the probe's token ids row-major (`[batch * seq]`) and `names` their names by id
 /// (an id without one is named by its number). Ties: the smaller `|offset|`, then the
 /// smaller offset; tokens by name.
 pub fn attends_to(
     pattern: &HostTensor,
+    lengths: &[usize],
     head: usize,
     tokens: &[u32],
     names: Option<&[String]>,
@@ -78,18 +80,19 @@ pub fn attends_to(
         panic!("strongest: a pattern is [batch, heads, seq, seq]")
     };
     assert!(seq == seq_k && head < heads && tokens.len() == batch * seq);
+    assert!(lengths.len() == batch && lengths.iter().all(|&len| len <= seq));
     let mut by_offset: BTreeMap<i64, f64> = BTreeMap::new();
     let mut by_token: BTreeMap<u32, f64> = BTreeMap::new();
-    for b in 0..batch {
-        for q in 0..seq {
+    for (b, &len) in lengths.iter().enumerate() {
+        for q in 0..len {
             let row = ((b * heads + head) * seq + q) * seq;
-            for (k, &p) in pattern.values[row..row + seq].iter().enumerate() {
+            for (k, &p) in pattern.values[row..row + len].iter().enumerate() {
                 *by_offset.entry(k as i64 - q as i64).or_default() += p as f64;
                 *by_token.entry(tokens[b * seq + k]).or_default() += p as f64;
             }
         }
     }
-    let queries = (batch * seq).max(1) as f64;
+    let queries = lengths.iter().sum::<usize>().max(1) as f64;
     let mut offsets: Vec<OffsetShare> = by_offset
         .into_iter()
         .map(|(offset, mass)| OffsetShare {
@@ -158,7 +161,7 @@ mod tests {
     fn shares_are_the_mean_fraction_of_a_querys_attention() {
         let (pattern, tokens) = probe();
         let names: Vec<String> = ["[CLS]", "dog", "."].map(String::from).to_vec();
-        let head0 = attends_to(&pattern, 0, &tokens, Some(&names));
+        let head0 = attends_to(&pattern, &[4, 4], 0, &tokens, Some(&names));
         assert_eq!(head0.offsets[0].offset, -1);
         assert!((head0.offsets[0].share - 0.625).abs() < 1e-9);
         assert_eq!(head0.offsets[1].offset, 0);
@@ -173,7 +176,7 @@ mod tests {
             (total - 1.0).abs() < 1e-9,
             "three token ids share everything"
         );
-        let head1 = attends_to(&pattern, 1, &tokens, None);
+        let head1 = attends_to(&pattern, &[4, 4], 1, &tokens, None);
         // Even attention: offset 0 takes 1/4 of every query; ties go to the nearest.
         assert_eq!(head1.offsets[0].offset, 0);
         assert!((head1.offsets[0].share - 0.25).abs() < 1e-9);

@@ -123,10 +123,6 @@ fn reading(error: &ReadingError, command: Command) -> Option<String> {
             if from_file { "--text-file" } else { "--text" },
             run.display()
         )),
-        ReadingError::TypedLengths { .. } => Some(format!(
-            "{error}, so give sentences of one length, or inspect them one at a time (--out DIR \
-             for each)"
-        )),
         ReadingError::Size(error) => Some(probe_size(error)),
         ReadingError::Typed(error) => typed_text(error, command),
         ReadingError::Pieces(PieceProbeError::NoMaskPiece { tokenizer }) => match command {

@@ -379,6 +379,7 @@ mod tests {
                 shape: vec![batch, heads, seq, seq],
             },
             head_outputs: zeros(vec![batch, seq, heads, 2]),
+            lengths: vec![seq; batch],
         }
     }
 

@@ -194,11 +194,16 @@ pub fn build(input: &ExploreInput) -> ExploreData {
                 .layers
                 .iter()
                 .map(|layer| {
+                    // The sentence's own `len x len` block (a shorter one's padding left out).
+                    let len = layer.lengths[b];
                     (0..n_heads)
                         .map(|h| {
                             let start = (b * n_heads + h) * seq * seq;
-                            layer.pattern.values[start..start + seq * seq]
-                                .iter()
+                            (0..len)
+                                .flat_map(|q| {
+                                    let row = start + q * seq;
+                                    layer.pattern.values[row..row + len].iter()
+                                })
                                 .map(|&p| thousandths(p))
                                 .collect()
                         })
@@ -289,17 +294,18 @@ fn project(x: &[f32], rows: usize, d_model: usize, w: &[f32], b: &[f32]) -> Matr
     out
 }
 
-/// A head's queries and keys on the first `count` probe sequences, in 2-D. As in
+/// A head's queries and keys on the real positions of the first `count` probe sequences,
+/// in order, in 2-D. As in
 /// AttentionViz (Yeh et al. 2023), the keys are first translated so their mean is the
 /// queries' mean, and both are scaled so their mean norms match (queries by `s`, keys by
 /// `1 / s`); the head's attention is unchanged by either (a translation of the keys adds one
 /// constant per query row before the softmax). Then one PCA of both together.
 pub fn project_queries_keys(layer: &LayerProbe, count: usize, w: &QkWeights) -> QkProjection {
-    let [_, seq, d_model] = layer.attn_input.shape[..] else {
-        unreachable!("attention inputs are 3-D")
-    };
-    let rows = count * seq;
-    let x = &layer.attn_input.values[..rows * d_model];
+    let d_model = layer.attn_input.shape[2];
+    // The real positions of the first `count` sequences, in order.
+    let rows: usize = layer.lengths[..count].iter().sum();
+    let inputs = layer.real_inputs();
+    let x = &inputs[..rows * d_model];
     let mut q = project(x, rows, d_model, &w.q, &w.q_bias);
     let mut k = project(x, rows, d_model, &w.k, &w.k_bias);
     let d_head = q.cols();
@@ -470,6 +476,7 @@ mod tests {
                 values: vec![0.0; batch * seq * heads * 2],
                 shape: vec![batch, seq, heads, 2],
             },
+            lengths: vec![seq; batch],
         }
     }
 

@@ -454,15 +454,21 @@
       return;
     }
     var projection = data.qk[state.layer][head];
-    var n = data.sequences[0].tokens.length;
+    // The points are every sequence's positions in order; sequences may differ in length
+    // (typed sentences), so each point is found by the sequences' starts.
+    var starts = [];
+    var total = 0;
+    data.sequences.forEach(function (s) { starts.push(total); total += s.tokens.length; });
     var byToken = $('colour').value === 'token';
     var margin = 20;
     var scale = (size - 2 * margin) / 2;
     function px(p) { return [margin + (p[0] + 1) * scale, margin + (1 - p[1]) * scale]; }
     function colour(i) {
-      var s = Math.floor(i / n);
-      var position = i % n;
-      return byToken ? tokenColour(data.sequences[s].tokens[position]) : positionColour(position, n);
+      var s = 0;
+      while (s + 1 < starts.length && starts[s + 1] <= i) { s += 1; }
+      var tokens = data.sequences[s].tokens;
+      var position = i - starts[s];
+      return byToken ? tokenColour(tokens[position]) : positionColour(position, tokens.length);
     }
     context.strokeStyle = '#eee';
     context.beginPath();
@@ -490,7 +496,7 @@
     var hover = state.unit === 'words' ? state.hover : null;
     if (hover) {
       var points = hover.side === 'query' ? projection.queries : projection.keys;
-      var point = points[state.sequence * n + hover.index];
+      var point = points[starts[state.sequence] + hover.index];
       if (point) {
         var xy = px(point);
         context.strokeStyle = '#000';
