@@ -361,12 +361,16 @@ fn each_reading_keeps_its_own_report_directory() {
     let &[batch, seq] = tokens.shape() else {
         panic!("tokens is not [batch, seq]");
     };
+    // The fixture's 16 positions hold few of the treebank's sentences: the cut is said.
+    assert!(relations.too_long > 0, "no sentence over 16 positions");
     let said = format!(
         "probe batch {batch} sentences of {} words (the head table, the patterns and \
-         explore.html), relations scored on {} sentences ({} arcs)",
+         explore.html), relations scored on {} sentences ({} arcs; {} more left out, over \
+         the model's positions)",
         seq - 2,
         relations.sentences,
-        relations.arcs
+        relations.arcs,
+        relations.too_long
     );
     let page = std::fs::read_to_string(treebank.join("index.html")).unwrap();
     assert!(page.contains(&said), "{said}");

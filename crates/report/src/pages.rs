@@ -138,8 +138,12 @@ pub fn probe_read(probe: &Probe, relations: Option<&Relations>) -> String {
         None => format!("{size} sequence{plural} of {} tokens", span(0)),
     };
     let relations = relations.map_or_else(String::new, |r| {
+        let cut = match r.too_long {
+            0 => String::new(),
+            n => format!("; {n} more left out, over the model's positions"),
+        };
         format!(
-            ", relations scored on {} sentences ({} arcs)",
+            ", relations scored on {} sentences ({} arcs{cut})",
             r.sentences, r.arcs
         )
     });

@@ -416,6 +416,7 @@ mod tests {
             resample_drop_elsewhere: None,
         };
         Relations {
+            too_long: 0,
             sentences: 10,
             arcs: 20,
             relations: vec![RelationScores {

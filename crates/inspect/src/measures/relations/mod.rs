@@ -201,6 +201,14 @@ pub struct Relations {
     /// sentences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub masking: Option<RelationMasking>,
+    /// Sentences of the treebank left out because the model's positions cannot hold their
+    /// pieces (a probe cut, said on the terminal and the page); absent when none was.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub too_long: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 /// Which words a head's most-attended word is taken over.
@@ -666,6 +674,7 @@ impl RelationHits {
             arcs: self.total_arcs,
             relations,
             masking: None,
+            too_long: 0,
         }
     }
 
@@ -763,6 +772,9 @@ pub fn measure_relations(
     let mut relations = counted.finish().scores();
     relations.set_clark_rule(excluded.finish().best_heads());
     relations.masking = masking;
+    if let ReadSentences::Pieces(read) = &sentences {
+        relations.too_long = read.pieces.too_long;
+    }
     Ok(Some((relations, sentences)))
 }
 
