@@ -43,7 +43,10 @@ for stage in "$@"; do
             ;;
         compare)
             seeds=(runs/syntax/text-s*)
-            "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds --quiet
+            # 16 runs' probes share compare's 1 GiB bound: a smaller probe than the default
+            # 64 (compare names the largest accepted when one is too large).
+            "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds --quiet \
+                --probe "${COMPARE_PROBE:-16}"
             if [ -d runs/minilm ]; then
                 for seed in "${seeds[@]}"; do
                     "$headlab" compare "$seed" runs/minilm --quiet \

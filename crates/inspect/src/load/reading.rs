@@ -757,6 +757,15 @@ fn task_trees(task: &Task, sentences: &[ParsedSentence]) -> Vec<TreebankSentence
 }
 
 impl ReadSentences {
+    /// Sentences left out because the model's positions cannot hold their pieces; none for
+    /// a task's tokens.
+    pub fn too_long(&self) -> usize {
+        match self {
+            ReadSentences::Pieces(read) => read.pieces.too_long,
+            ReadSentences::Tokens { .. } => 0,
+        }
+    }
+
     /// The sentences, as trees of named words.
     pub fn trees(&self) -> &[TreebankSentence] {
         match self {

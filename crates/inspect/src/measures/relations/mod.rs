@@ -772,9 +772,7 @@ pub fn measure_relations(
     let mut relations = counted.finish().scores();
     relations.set_clark_rule(excluded.finish().best_heads());
     relations.masking = masking;
-    if let ReadSentences::Pieces(read) = &sentences {
-        relations.too_long = read.pieces.too_long;
-    }
+    relations.too_long = sentences.too_long();
     Ok(Some((relations, sentences)))
 }
 
