@@ -4,65 +4,114 @@
 #
 #   scripts/experiments/experiment-9.sh [pilot] [seeds] [compare] [tables]  (default: all)
 #
-# pilot   configs/experiments/syntax-pilot.toml: one seed, ten times configs/text.toml's steps
-#         (about 3.5 hours of training on this project's 2-core machine, then 10 minutes of
-#         inspect), into runs/syntax-pilot/syntax-pilot. Rerunning continues an interrupted
-#         run (train --resume) and inspects it once it is finished.
-# seeds   configs/sweeps/syntax.toml: configs/text.toml over 16 seeds, `headlab sweep run`
-#         (about 26 minutes a seed on 2 cores, 7 hours in all; rerunning finishes an
-#         interrupted sweep), into runs/syntax.
-# compare `headlab compare` of the seeds' final models (runs/syntax-compare/seeds: do the
-#         syntax heads sit in the same layer in every seed?) and of each seed against
-#         all-MiniLM-L6-v2 where runs/minilm holds its import (headlab import
-#         sentence-transformers/all-MiniLM-L6-v2 --out runs/minilm), into
-#         runs/syntax-compare/minilm-SEED: which of MiniLM's heads does each head match?
-# tables  scripts/experiments/experiment9_table.py: each set of runs collected into
-#         docs/experiments/syntax-pilot.json and docs/experiments/syntax.json (the data every
-#         number of the chapter is computed from), then rendered into their .md tables and
-#         -onsets.png figures, intervals from `headlab sweep stats`.
+# Runs do not outlive a session on this project's machines, so each run's numbers are kept
+# as it finishes: scripts/experiments/experiment9_table.py collect writes one record per run,
+# docs/experiments/syntax-pilot/RUN.json and docs/experiments/syntax/RUN.json, which are
+# committed; a stage skips every run whose record is there.
+#
+# pilot   configs/experiments/syntax-pilot.toml: one seed, four times configs/text.toml's
+#         steps, with snapshots ten a decade (about an hour of training on this project's
+#         2-core machine, then about 10 minutes of inspect), into runs/syntax-pilot/syntax-pilot,
+#         its report's relation figures copied to docs/experiments/syntax-pilot-*.png.
+#         Rerunning continues an interrupted run (train --resume).
+# seeds   configs/text.toml over seeds 0 to 15 (configs/sweeps/syntax.toml gives the same runs
+#         as one sweep): each seed whose record is missing trained, inspected and recorded in
+#         turn, into runs/syntax/text-sSEED (about 26 minutes a seed on 2 cores). SEEDS=N
+#         stops after N new seeds, so a session can add what its time allows.
+#         Each run is compared with all-MiniLM-L6-v2 before it is recorded, where setup.sh
+#         fetched it (imported once into runs/minilm): which of MiniLM's heads does each of
+#         its heads match (runs/syntax-compare/minilm-RUN, kept in the record)?
+# compare `headlab compare` of the seeds at hand (runs/syntax-compare/seeds: do the syntax
+#         heads sit in the same layer in every seed?); the records say each seed's layers.
+# tables  experiment9_table.py render: docs/experiments/syntax-pilot.md and syntax.md (the
+#         chapter's tables) and their -onsets.png figures, from the records alone, intervals
+#         from `headlab sweep stats`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$#" -eq 0 ]; then set -- pilot seeds compare tables; fi
-cargo build --release -p headlab --quiet
-headlab="${CARGO_TARGET_DIR:-target}/release/headlab"
+# HEADLAB names a headlab binary to use instead of building one here.
+if [ -z "${HEADLAB:-}" ]; then
+    cargo build --release -p headlab --quiet
+fi
+headlab="${HEADLAB:-${CARGO_TARGET_DIR:-target}/release/headlab}"
 machine="$(nproc)-core $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+
+# all-MiniLM-L6-v2 imported once (setup.sh fetches it), for each run's comparison with it.
+minilm_checkpoint="${HEADLAB_MINILM_DIR:-$HOME/.cache/headlab/all-MiniLM-L6-v2}"
+if [ ! -f runs/minilm/run.json ] && [ -f "$minilm_checkpoint/model.safetensors" ]; then
+    "$headlab" import "$minilm_checkpoint" --out runs/minilm >/dev/null
+fi
+
+# record RUN DIR: RUN compared with MiniLM (where it is imported), then its numbers kept in
+# DIR/RUN-NAME.json (experiment9_table.py collect), before anything else can lose them.
+record() {
+    if [ -f runs/minilm/run.json ]; then
+        "$headlab" compare "$1" runs/minilm --quiet \
+            --out "runs/syntax-compare/minilm-$(basename "$1")"
+    fi
+    python3 scripts/experiments/experiment9_table.py collect "$1" "$2" \
+        --compared runs/syntax-compare --note "$1, trained $(date +%F) on $machine"
+}
 
 for stage in "$@"; do
     case "$stage" in
         pilot)
             pilot=runs/syntax-pilot/syntax-pilot
+            if [ -f "docs/experiments/syntax-pilot/syntax-pilot.json" ]; then
+                echo "experiment-9: the pilot is recorded (docs/experiments/syntax-pilot/)"
+                continue
+            fi
             if [ -f "$pilot/run.json" ]; then
                 "$headlab" train "$pilot" --resume
             else
                 "$headlab" train configs/experiments/syntax-pilot.toml --out "$pilot"
             fi
             "$headlab" inspect "$pilot" --quiet
+            record "$pilot" docs/experiments/syntax-pilot
+            # Its report's two relation figures, for the chapter (one seed: no table sums it).
+            for figure in relations-over-training relations; do
+                cp "$pilot/inspect/figures/$figure.png" "docs/experiments/syntax-pilot-$figure.png"
+            done
             ;;
         seeds)
-            "$headlab" sweep run configs/sweeps/syntax.toml --out runs/syntax
+            new=0
+            for seed in $(seq 0 15); do
+                run="runs/syntax/text-s$seed"
+                [ -f "docs/experiments/syntax/text-s$seed.json" ] && continue
+                if [ -n "${SEEDS:-}" ] && [ "$new" -ge "$SEEDS" ]; then break; fi
+                if [ -f "$run/run.json" ]; then
+                    "$headlab" train "$run" --resume
+                else
+                    "$headlab" train configs/text.toml --set "seed=$seed" --out "$run"
+                fi
+                "$headlab" inspect "$run" --quiet
+                record "$run" docs/experiments/syntax
+                new=$((new + 1))
+            done
+            echo "experiment-9: $(ls docs/experiments/syntax/*.json 2>/dev/null | wc -l) of 16 seeds recorded"
             ;;
         compare)
+            # Only the runs at hand: the seeds trained in this session (each seed's comparison
+            # with MiniLM is already in its record).
             seeds=(runs/syntax/text-s*)
+            if [ ! -d "${seeds[0]}" ]; then
+                echo "experiment-9: no seed at hand in runs/syntax to compare" >&2
+                continue
+            fi
             # 16 runs' probes share compare's 1 GiB bound: a smaller probe than the default
             # 64 (compare names the largest accepted when one is too large).
             "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds --quiet \
                 --probe "${COMPARE_PROBE:-16}"
-            if [ -d runs/minilm ]; then
-                for seed in "${seeds[@]}"; do
-                    "$headlab" compare "$seed" runs/minilm --quiet \
-                        --out "runs/syntax-compare/minilm-$(basename "$seed")"
-                done
-            fi
             ;;
         tables)
             export HEADLAB="$headlab"
+            if ! python3 -c 'import matplotlib' 2>/dev/null; then
+                echo "experiment-9: the figures need matplotlib (pip install matplotlib)" >&2
+                exit 1
+            fi
             for set in syntax-pilot syntax; do
-                if [ -d "runs/$set" ]; then
-                    python3 scripts/experiments/experiment9_table.py collect "runs/$set" \
-                        "docs/experiments/$set.json" --note "runs/$set of $(date +%F), $machine"
-                fi
-                if [ -f "docs/experiments/$set.json" ]; then
-                    python3 scripts/experiments/experiment9_table.py render "docs/experiments/$set.json"
+                if [ -d "docs/experiments/$set" ]; then
+                    python3 scripts/experiments/experiment9_table.py render "docs/experiments/$set"
                 fi
             done
             ;;

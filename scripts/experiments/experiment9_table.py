@@ -4,26 +4,33 @@ to track syntax, when, and in how many seeds (docs/experiment-9-syntax.md).
 
 Two steps, so every number of the chapter recomputes from data kept in the repository:
 
-  python3 scripts/experiments/experiment9_table.py collect RUNS_DIR OUT.json [--note TEXT]
-  python3 scripts/experiments/experiment9_table.py render OUT.json
+  python3 scripts/experiments/experiment9_table.py collect RUNS RECORDS_DIR [--note TEXT]
+      [--compared DIR]
+  python3 scripts/experiments/experiment9_table.py render RECORDS_DIR
 
-`collect` reads every run directory under RUNS_DIR (a sweep's output: each run with
-metrics.jsonl, inspect/relations-over-training.json and inspect/relations.json) into one
-compact JSON: per seed its curves at every snapshot (the syntactic and positional figures,
-the replication's syntactic figure, the held-out loss), its onsets, each counted label at the
-last snapshot (head, score, offset score; the replication's), its relation ablation (the
-final model's relations.json), and per scored sentence the hits and arcs of the syntactic and
-positional figures and of each label (the tables the Multi-Bootstrap resamples).
+`collect` reads one inspected run, or every inspected run under a directory of runs (each
+with config.toml, inspect/relations-over-training.json and inspect/relations.json), into one
+compact record per run, RECORDS_DIR/RUN.json: its curves at every snapshot (the syntactic
+and positional figures, the replication's syntactic figure, the held-out loss), its onsets,
+each counted label at the last snapshot (head, score, offset score; the replication's), its
+relation ablation (the final model's relations.json), and per scored sentence the hits and
+arcs of the syntactic and positional figures and of each label (the tables the
+Multi-Bootstrap resamples). With --compared, where DIR/minilm-RUN/matching.json holds
+`headlab compare RUN runs/minilm`, the record keeps each head's matched MiniLM head and their
+pattern similarity. A record is written as soon as its run is inspected: runs do not
+outlive a session on this project's machines, the records are committed, and the seeds of a
+set are trained over several sessions.
 
-`render` writes the chapter's tables (OUT.md beside OUT.json) and figure (OUT-onsets.png)
-from that JSON alone, with every interval from `headlab sweep stats` (headlab_stats.py): means
-over seeds with Student's t intervals, shares of seeds with Wilson intervals, and the
-Multi-Bootstrap (seeds and sentences resampled together) for the headline figures.
+`render` writes the chapter's tables (RECORDS_DIR.md) and figure (RECORDS_DIR-onsets.png)
+from the records alone, after checking that they are seeds of one config read the same way,
+with every interval from `headlab sweep stats` (headlab_stats.py): means over seeds with
+Student's t intervals, shares of seeds with Wilson intervals, and the Multi-Bootstrap (seeds
+and sentences resampled together) for the headline figures.
 """
 
+import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 from headlab_stats import intervals, multi_bootstraps, shares, show, show_bootstrap, show_share
@@ -104,25 +111,86 @@ def collect_run(run: Path) -> dict:
     }
 
 
-def collect(runs_dir: Path, out: Path, note: str) -> None:
-    runs = sorted(
-        (p for p in runs_dir.iterdir() if (p / "inspect" / "relations-over-training.json").is_file()),
+def inspected(path: Path) -> list:
+    """`path` itself when it is an inspected run, else the inspected runs under it."""
+    if (path / "inspect" / "relations-over-training.json").is_file():
+        return [path]
+    if not path.is_dir():
+        raise SystemExit(f"experiment9: {path} is neither an inspected run nor a directory of runs")
+    return sorted(
+        (p for p in path.iterdir() if (p / "inspect" / "relations-over-training.json").is_file()),
         key=lambda p: p.name,
     )
-    if not runs:
-        raise SystemExit(f"experiment9: no inspected text run under {runs_dir}")
-    seeds = [collect_run(run) for run in runs]
-    first = read_json(runs[0] / "inspect" / "relations-over-training.json")
-    data = {
-        "source": note,
-        "chosen_on": first["chosen_on"],
-        "scored_sentences": first["scored_sentences"],
-        "min_arcs": MIN_ARCS,
-        "config": (runs[0] / "config.toml").read_text(),
-        "seeds": seeds,
+
+
+def minilm_match(matching: Path) -> list:
+    """Per layer of the text run (compare's reference), per head: the MiniLM head matched to
+    it (`L2H7`) and their pattern similarity, from `headlab compare RUN MINILM`'s
+    matching.json."""
+    minilm = read_json(matching)["runs"][1]
+    return [
+        [
+            {"head": f"L{partner_layer}H{partner}", "similarity": similarity}
+            for partner, partner_layer, similarity in zip(
+                layer["partner"], layer["partner_layer"] or [layer["layer"]] * len(layer["partner"]),
+                layer["similarity"],
+            )
+        ]
+        for layer in minilm["layers"]
+    ]
+
+
+def collect(runs: Path, records: Path, note: str, compared: Path | None) -> None:
+    found = inspected(runs)
+    if not found:
+        raise SystemExit(f"experiment9: no inspected text run under {runs}")
+    records.mkdir(parents=True, exist_ok=True)
+    for run in found:
+        over = read_json(run / "inspect" / "relations-over-training.json")
+        record = {
+            "source": note,
+            "chosen_on": over["chosen_on"],
+            "scored_sentences": over["scored_sentences"],
+            "min_arcs": MIN_ARCS,
+            "config": (run / "config.toml").read_text(),
+            **collect_run(run),
+        }
+        matching = compared / f"minilm-{run.name}" / "matching.json" if compared else None
+        if matching and matching.is_file():
+            record["minilm"] = minilm_match(matching)
+        out = records / f"{run.name}.json"
+        # Written whole, then renamed: a record is never half there.
+        partial = out.with_suffix(".json.partial")
+        partial.write_text(json.dumps(record, indent=None, separators=(",", ":")) + "\n")
+        partial.replace(out)
+        print(f"experiment9: {run} into {out}")
+
+
+def without_seed(config: str) -> str:
+    return "\n".join(line for line in config.splitlines() if not line.startswith("seed ="))
+
+
+def load(records: Path) -> dict:
+    """Every record in `records`, checked to be seeds of one config read one way."""
+    paths = sorted(records.glob("*.json"))
+    if not paths:
+        raise SystemExit(f"experiment9: no record in {records} (experiment9_table.py collect)")
+    seeds = [read_json(path) for path in paths]
+    for key in ["chosen_on", "scored_sentences", "min_arcs"]:
+        values = {json.dumps(s[key]) for s in seeds}
+        if len(values) > 1:
+            raise SystemExit(f"experiment9: the records in {records} differ in {key}: {sorted(values)}")
+    if len({without_seed(s["config"]) for s in seeds}) > 1:
+        raise SystemExit(f"experiment9: the records in {records} are not seeds of one config")
+    numbers = [s["seed"] for s in seeds]
+    if len(set(numbers)) < len(numbers):
+        raise SystemExit(f"experiment9: a seed is recorded twice in {records}: {sorted(numbers)}")
+    return {
+        "sources": sorted({s["source"] for s in seeds}),
+        "chosen_on": seeds[0]["chosen_on"],
+        "scored_sentences": seeds[0]["scored_sentences"],
+        "seeds": sorted(seeds, key=lambda s: s["seed"]),
     }
-    out.write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n")
-    print(f"experiment9: {len(seeds)} seeds into {out}")
 
 
 def log_onsets(seeds: list, key: str) -> list:
@@ -230,6 +298,51 @@ def ablation_rows(seeds: list) -> list:
     return rows
 
 
+# Experiment 8's reading of all-MiniLM-L6-v2 on EWT test: each label's best head there.
+MINILM_RELATIONS = Path(__file__).resolve().parents[2] / "docs/experiments/minilm/ewt-test/relations.json"
+
+
+def minilm_rows(seeds: list) -> list:
+    """Per counted label, the MiniLM head each seed's best head for it is matched to
+    (compare's matching, on the pattern similarity of the two heads), against MiniLM's own
+    best head for the label in that direction (experiment 8)."""
+    with_match = [s for s in seeds if s.get("minilm")]
+    if not with_match or not MINILM_RELATIONS.is_file():
+        return []
+    best = {
+        r["relation"]: {
+            direction: f"L{b['layer']}H{b['head']}" for direction, b in r["best"].items() if b
+        }
+        for r in read_json(MINILM_RELATIONS)["relations"]
+    }
+    rows = []
+    names = sorted(
+        {name for s in with_match for name in s["labels"]},
+        key=lambda name: -max(s["labels"].get(name, {}).get("arcs", 0) for s in with_match),
+    )
+    for name in names:
+        matched, similarities, same = [], [], 0
+        for s in with_match:
+            label = s["labels"].get(name)
+            if not label:
+                continue
+            layer, head = (int(x) for x in label["head"][1:].split("H"))
+            partner = s["minilm"][layer][head]
+            matched.append(partner["head"])
+            similarities.append(partner["similarity"])
+            same += partner["head"] == best.get(name, {}).get(label["direction"])
+        if not matched:
+            continue
+        common = max(set(matched), key=matched.count)
+        mean = sum(similarities) / len(similarities)
+        ours = ", ".join(sorted(set(best.get(name, {}).values()))) or "-"
+        rows.append(
+            f"| {name} | {len(matched)} | {common} ({matched.count(common)}) | {mean:.2f} | "
+            f"{ours} | {same} |"
+        )
+    return rows
+
+
 def figure(seeds: list, out: Path) -> None:
     import matplotlib
 
@@ -257,8 +370,8 @@ def figure(seeds: list, out: Path) -> None:
     plt.close(fig)
 
 
-def render(path: Path) -> None:
-    data = read_json(path)
+def render(records: Path) -> None:
+    data = load(records)
     seeds = data["seeds"]
     onsets = intervals(
         {
@@ -277,8 +390,9 @@ def render(path: Path) -> None:
     lines = [
         "# Experiment 9 data: syntax from scratch",
         "",
-        f"Written by `scripts/experiments/experiment9_table.py render {path}` from {path.name} "
-        f"({data['source']}). {len(seeds)} seeds, trained to step "
+        f"Written by `scripts/experiments/experiment9_table.py render {records}` from the "
+        f"records in {records.name}/ ({'; '.join(data['sources'])}). {len(seeds)} seed"
+        f"{'' if len(seeds) == 1 else 's'} ({', '.join(str(s['seed']) for s in seeds)}), trained to step "
         f"{', '.join(str(s) for s in last_steps)}; heads and offsets chosen on "
         f"{data['chosen_on']}, scored on {data['scored_sentences']} sentences of EWT test "
         "(and, the replication, the other way round).",
@@ -354,21 +468,46 @@ def render(path: Path) -> None:
         "| --- | ---: | --- | --- | --- |",
     ]
     lines += ablation_rows(seeds)
-    lines += ["", f"![The figures and the held-out loss over training]({path.stem}-onsets.png)", ""]
-    out = path.with_suffix(".md")
+    minilm = minilm_rows(seeds)
+    if minilm:
+        lines += [
+            "",
+            "## Against all-MiniLM-L6-v2",
+            "",
+            "Each seed's best head for a label (its direction) matched to a MiniLM head by "
+            "`headlab compare` (the most similar attention pattern on the same treebank "
+            "sentences, matched across layers): the MiniLM head most seeds' heads match, with "
+            "how many, their mean pattern similarity, MiniLM's own best heads for the label "
+            "(experiment 8, EWT test, both directions) and in how many seeds the match is "
+            "MiniLM's best head in the same direction.",
+            "",
+            "| label | seeds | matched MiniLM head (seeds) | mean similarity | MiniLM's best heads | "
+            "seeds matching it |",
+            "| --- | ---: | --- | ---: | --- | ---: |",
+        ]
+        lines += minilm
+    lines += ["", f"![The figures and the held-out loss over training]({records.name}-onsets.png)", ""]
+    out = records.with_name(records.name + ".md")
     out.write_text("\n".join(lines))
-    figure(seeds, path.with_name(path.stem + "-onsets.png"))
+    figure(seeds, records.with_name(records.name + "-onsets.png"))
     print(f"experiment9: wrote {out}")
 
 
 def main() -> None:
-    if len(sys.argv) >= 4 and sys.argv[1] == "collect":
-        note = sys.argv[5] if len(sys.argv) >= 6 and sys.argv[4] == "--note" else "runs"
-        collect(Path(sys.argv[2]), Path(sys.argv[3]), note)
-    elif len(sys.argv) == 3 and sys.argv[1] == "render":
-        render(Path(sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    steps = parser.add_subparsers(dest="step", required=True)
+    collecting = steps.add_parser("collect", help="one record per inspected run")
+    collecting.add_argument("runs", type=Path, help="an inspected run, or a directory of runs")
+    collecting.add_argument("records", type=Path, help="the directory of records")
+    collecting.add_argument("--note", default="runs", help="where and when the runs were trained")
+    collecting.add_argument("--compared", type=Path, help="a directory of minilm-RUN comparisons")
+    rendering = steps.add_parser("render", help="the tables and figure from the records")
+    rendering.add_argument("records", type=Path, help="the directory of records")
+    args = parser.parse_args()
+    if args.step == "collect":
+        collect(args.runs, args.records, args.note, args.compared)
     else:
-        raise SystemExit(__doc__)
+        render(args.records)
 
 
 if __name__ == "__main__":

@@ -603,12 +603,7 @@ fn compare_matches_imported_models_on_the_same_words_and_refuses_a_mix() {
     assert_eq!(output.status.code(), Some(1));
     let error = stderr(&output);
     assert!(
-        error.contains(&format!(
-            "{} reads text (word pieces: an imported model or a text model trained here) and \
-             {} its task's tokens",
-            a.display(),
-            trained.display()
-        )),
+        error.contains(&headlab::text_beside_tokens(&a, &trained)),
         "{error}"
     );
 }

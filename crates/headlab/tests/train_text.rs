@@ -10,6 +10,8 @@ use std::process::Output;
 
 #[path = "common/train.rs"]
 mod common;
+#[path = "common/headlab.rs"]
+mod headlab;
 use common::{HEADLAB, final_tensors, run_train, write_text_corpus};
 
 /// A config training a tiny masked LM on `corpus` (in `dir`) for `steps` steps.
@@ -356,12 +358,7 @@ fn text_runs_are_compared_with_each_other_and_with_an_imported_model() {
     assert!(!refused.status.success());
     let err = stderr(&refused);
     assert!(
-        err.contains(&format!(
-            "{} reads text (word pieces: an imported model or a text model trained here) and \
-             {} its task's tokens",
-            seed_0.display(),
-            toy.display()
-        )) && !err.contains("panicked"),
+        err.contains(&headlab::text_beside_tokens(&seed_0, &toy)) && !err.contains("panicked"),
         "{err}"
     );
 }

@@ -117,7 +117,6 @@ fn summary_line(loaded: &LoadedRun, probe: &Probe, measured: &Measured) -> Strin
 /// many more: each count is said where it applies.
 pub fn probe_read(probe: &Probe, relations: Option<&Relations>) -> String {
     let size = probe.examples.len();
-    // A probe of words holds `[CLS]` and `[SEP]` around each sentence's words.
     let plural = if size == 1 { "" } else { "s" };
     // Typed sentences may differ in length: `of 3 to 9 words`.
     let lengths = probe.lengths();
@@ -134,6 +133,7 @@ pub fn probe_read(probe: &Probe, relations: Option<&Relations>) -> String {
         ),
     };
     let batch = match &probe.pieces {
+        // A probe of words holds `[CLS]` and `[SEP]` around each sentence's words.
         Some(_) => format!("{size} sentence{plural} of {} words", span(2)),
         None => format!("{size} sequence{plural} of {} tokens", span(0)),
     };

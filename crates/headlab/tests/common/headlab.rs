@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The `headlab` binary.
@@ -20,4 +21,15 @@ pub fn run<S: AsRef<OsStr>>(subcommand: &str, args: &[S]) -> Output {
     command(subcommand, args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {HEADLAB} {subcommand}: {e}"))
+}
+
+/// What `headlab compare` says when asked to compare `text`, a model that reads text, with
+/// `tokens`, a run on a task's tokens.
+pub fn text_beside_tokens(text: &Path, tokens: &Path) -> String {
+    format!(
+        "{} reads text (word pieces: an imported model or a text model trained here) and {} \
+         its task's tokens",
+        text.display(),
+        tokens.display()
+    )
 }

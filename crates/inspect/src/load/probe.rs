@@ -36,6 +36,16 @@ use crate::load::words::{WordSpans, word_patterns};
 /// its `tokens` and `activations.safetensors`.
 pub const PAD_NAME: &str = "[PAD]";
 
+/// `examples`' inputs row-major `[batch * seq]` at the longest one's length, the shorter
+/// padded with `pad` (0 where none is given: then every example has one length).
+fn padded_ids(examples: &[Example], pad: Option<u32>) -> impl Iterator<Item = u32> + '_ {
+    let longest = examples.iter().map(|e| e.input.len()).max().unwrap_or(0);
+    let pad = pad.unwrap_or(0);
+    examples
+        .iter()
+        .flat_map(move |e| (0..longest).map(move |i| e.input.get(i).copied().unwrap_or(pad)))
+}
+
 /// Stream of the probe batch, apart from training batches and the evaluation set.
 const PROBE_STREAM: u64 = u64::MAX - 1;
 
@@ -122,6 +132,8 @@ pub struct Probe {
     /// For a probe of words, each sentence's punctuation at its word-level positions
     /// ([`Probe::punctuation`]); empty for a probe of a task's tokens.
     punctuation: Vec<Vec<usize>>,
+    /// The id that pads the shorter sequences ([`Probe::pad_id`]).
+    pad: Option<u32>,
 }
 
 impl Probe {
@@ -149,6 +161,7 @@ impl Probe {
             token_names: task.token_names(),
             pieces: None,
             punctuation: vec![],
+            pad: None,
         }
     }
 
@@ -207,20 +220,15 @@ impl Probe {
             token_names.push(PAD_NAME.to_string());
             vocab + 2
         });
-        let padded: Vec<i64> = examples
-            .iter()
-            .flat_map(|e| {
-                let pad = i64::from(pad.unwrap_or(0));
-                (0..longest).map(move |i| e.input.get(i).map_or(pad, |&t| i64::from(t)))
-            })
-            .collect();
-        let tokens = Tensor::from_data(TensorData::new(padded, [examples.len(), longest]), device);
+        let ids: Vec<i64> = padded_ids(&examples, pad).map(i64::from).collect();
+        let tokens = Tensor::from_data(TensorData::new(ids, [examples.len(), longest]), device);
         Ok(Self {
             examples,
             tokens,
             token_names: Some(token_names),
             pieces: Some(pieces),
             punctuation,
+            pad,
         })
     }
 
@@ -343,20 +351,13 @@ impl Probe {
     /// Input tokens, row-major `[batch * seq]`, a shorter sequence padded with the
     /// [`PAD_NAME`] id (a probe of typed sentences of several lengths).
     pub fn token_ids(&self) -> Vec<u32> {
-        let seq = self.seq_len();
-        let pad = self.pad_id().unwrap_or(0);
-        self.examples
-            .iter()
-            .flat_map(|e| (0..seq).map(move |i| e.input.get(i).copied().unwrap_or(pad)))
-            .collect()
+        padded_ids(&self.examples, self.pad).collect()
     }
 
     /// The id that pads a probe of several lengths, named [`PAD_NAME`]; `None` for a probe
     /// of one length.
     pub fn pad_id(&self) -> Option<u32> {
-        let names = self.token_names.as_ref()?;
-        (self.pieces.is_some() && names.last().map(String::as_str) == Some(PAD_NAME))
-            .then(|| names.len() as u32 - 1)
+        self.pad
     }
 
     /// Runs `model` on the probe and returns each layer's attention on the host; for a
