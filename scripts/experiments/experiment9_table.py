@@ -6,7 +6,7 @@ Two steps, so every number of the chapter recomputes from data kept in the repos
 
   python3 scripts/experiments/experiment9_table.py collect RUNS RECORDS_DIR [--note TEXT]
       [--compared DIR]
-  python3 scripts/experiments/experiment9_table.py render RECORDS_DIR
+  python3 scripts/experiments/experiment9_table.py render RECORDS_DIR [--no-figure]
 
 `collect` reads one inspected run, or every inspected run under a directory of runs (each
 with config.toml, inspect/relations-over-training.json and inspect/relations.json), into one
@@ -370,7 +370,7 @@ def figure(seeds: list, out: Path) -> None:
     plt.close(fig)
 
 
-def render(records: Path) -> None:
+def render(records: Path, draw: bool = True) -> None:
     data = load(records)
     seeds = data["seeds"]
     onsets = intervals(
@@ -489,7 +489,8 @@ def render(records: Path) -> None:
     lines += ["", f"![The figures and the held-out loss over training]({records.name}-onsets.png)", ""]
     out = records.with_name(records.name + ".md")
     out.write_text("\n".join(lines))
-    figure(seeds, records.with_name(records.name + "-onsets.png"))
+    if draw:
+        figure(seeds, records.with_name(records.name + "-onsets.png"))
     print(f"experiment9: wrote {out}")
 
 
@@ -503,11 +504,14 @@ def main() -> None:
     collecting.add_argument("--compared", type=Path, help="a directory of minilm-RUN comparisons")
     rendering = steps.add_parser("render", help="the tables and figure from the records")
     rendering.add_argument("records", type=Path, help="the directory of records")
+    rendering.add_argument(
+        "--no-figure", action="store_true", help="the tables only (the figure needs matplotlib)"
+    )
     args = parser.parse_args()
     if args.step == "collect":
         collect(args.runs, args.records, args.note, args.compared)
     else:
-        render(args.records)
+        render(args.records, draw=not args.no_figure)
 
 
 if __name__ == "__main__":

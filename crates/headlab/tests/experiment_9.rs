@@ -1,0 +1,161 @@
+//! Experiment 9's table script (`scripts/experiments/experiment9_table.py`) on tiny text
+//! runs, as `scripts/experiments/experiment-9.sh` uses it: each inspected run kept as one
+//! record the moment it is read (runs do not outlive a session on this project's machines),
+//! the chapter's tables rendered from the records alone, and records that are not seeds of
+//! one config refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[path = "common/train.rs"]
+mod common;
+use common::{HEADLAB, run_train, write_text_corpus};
+
+use serde_json::Value;
+
+fn table_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/experiments/experiment9_table.py")
+}
+
+/// `python3 experiment9_table.py ARGS`, with `sweep stats` from this build's binary.
+fn table(args: &[&Path]) -> Output {
+    Command::new("python3")
+        .arg(table_script())
+        .args(args)
+        .env("HEADLAB", HEADLAB)
+        .output()
+        .expect("python3 runs the table script")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Two seeds of a tiny text config, trained and inspected (relations over training).
+fn two_inspected_seeds(dir: &Path) -> PathBuf {
+    write_text_corpus(&dir.join("corpus.jsonl"));
+    let config = dir.join("text.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
+             corpus = \"{}\"\nvocab_size = 150\nseq_len = 48\n\n[model]\nd_model = 16\n\
+             n_layers = 2\nn_heads = 2\nd_ff = 32\n\n[train]\nsteps = 10\nbatch_size = 8\n\
+             eval_every = 5\neval_size = 16\ncheckpoint_every = 5\nsnapshot_every = 5\n",
+            dir.join("corpus.jsonl").display()
+        ),
+    )
+    .unwrap();
+    let runs = dir.join("runs");
+    let out = runs.join("text-s{seed}");
+    let trained = run_train(&[
+        config.as_os_str(),
+        "--seeds".as_ref(),
+        "0-1".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(trained.status.success(), "{}", stderr(&trained));
+    for seed in ["text-s0", "text-s1"] {
+        let inspected = Command::new(HEADLAB)
+            .arg("inspect")
+            .arg(runs.join(seed))
+            .args(["--probe", "16", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(inspected.status.success(), "{}", stderr(&inspected));
+    }
+    runs
+}
+
+#[test]
+fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = two_inspected_seeds(tmp.path());
+    let records = tmp.path().join("records");
+
+    // One run at a time, as experiment-9.sh records each seed when it is inspected.
+    for seed in ["text-s0", "text-s1"] {
+        let collected = table(&[
+            "collect".as_ref(),
+            &runs.join(seed),
+            &records,
+            "--note".as_ref(),
+            "a test".as_ref(),
+        ]);
+        assert!(collected.status.success(), "{}", stderr(&collected));
+    }
+    for (seed, name) in [(0, "text-s0"), (1, "text-s1")] {
+        let record = read_json(&records.join(format!("{name}.json")));
+        let over = read_json(&runs.join(name).join("inspect/relations-over-training.json"));
+        assert_eq!(record["seed"], seed);
+        assert_eq!(record["source"], "a test");
+        // Every snapshot's figures and held-out loss, as inspect measured them.
+        let steps = over["steps"].as_array().unwrap();
+        let curves = record["curves"].as_array().unwrap();
+        assert_eq!(curves.len(), steps.len());
+        for (curve, step) in curves.iter().zip(steps) {
+            assert_eq!(curve["step"], step["step"]);
+            assert_eq!(curve["syntactic"], step["syntactic"]);
+            assert_eq!(curve["held_out_loss"], step["held_out_loss"]);
+        }
+        assert_eq!(curves.last().unwrap()["step"], 10);
+        // The counts per sentence the Multi-Bootstrap resamples add up to the last figure.
+        let sum = |key: &str| -> f64 {
+            record["sentences"][key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .sum()
+        };
+        let last = curves.last().unwrap()["syntactic"].as_f64().unwrap();
+        assert!(
+            (sum("syntactic_hits") / sum("arcs") - last).abs() < 1e-9,
+            "{} / {} against {last}",
+            sum("syntactic_hits"),
+            sum("arcs")
+        );
+    }
+
+    let rendered = table(&["render".as_ref(), &records, "--no-figure".as_ref()]);
+    assert!(rendered.status.success(), "{}", stderr(&rendered));
+    let tables = std::fs::read_to_string(tmp.path().join("records.md")).unwrap();
+    assert!(
+        tables.contains("2 seeds (0, 1), trained to step 10"),
+        "{tables}"
+    );
+    assert!(tables.contains("| syntactic |"), "{tables}");
+
+    // A seed recorded twice, and a record of another config, are refused, naming the folder.
+    std::fs::copy(records.join("text-s0.json"), records.join("again.json")).unwrap();
+    let refused = table(&["render".as_ref(), &records, "--no-figure".as_ref()]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("a seed is recorded twice"),
+        "{}",
+        stderr(&refused)
+    );
+    let mut other = read_json(&records.join("again.json"));
+    other["seed"] = 7.into();
+    other["config"] = other["config"]
+        .as_str()
+        .unwrap()
+        .replace("d_ff = 32", "d_ff = 64")
+        .into();
+    std::fs::write(records.join("again.json"), other.to_string()).unwrap();
+    let refused = table(&["render".as_ref(), &records, "--no-figure".as_ref()]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains(&format!(
+            "the records in {} are not seeds of one config",
+            records.display()
+        )),
+        "{}",
+        stderr(&refused)
+    );
+}
