@@ -14,10 +14,11 @@
 #         2-core machine, then about 10 minutes of inspect), into runs/syntax-pilot/syntax-pilot,
 #         its report's relation figures copied to docs/experiments/syntax-pilot-*.png.
 #         Rerunning continues an interrupted run (train --resume).
-# seeds   configs/text.toml over seeds 0 to 15 (configs/sweeps/syntax.toml gives the same runs
-#         as one sweep): each seed whose record is missing trained, inspected and recorded in
-#         turn, into runs/syntax/text-sSEED (about 26 minutes a seed on 2 cores). SEEDS=N
-#         stops after N new seeds, so a session can add what its time allows.
+# seeds   the pilot's config over seeds 0 to 15 (configs/sweeps/syntax.toml gives the same runs
+#         as one sweep), seed 0 being the pilot: each seed whose record is missing trained,
+#         inspected and recorded in turn, into runs/syntax/syntax-pilot-sSEED (about 70
+#         minutes a seed on 2 cores). SEEDS=N stops after N new seeds, so a session can add
+#         what its time allows.
 #         Each run is compared with all-MiniLM-L6-v2 before it is recorded, where setup.sh
 #         fetched it (imported once into runs/minilm): which of MiniLM's heads does each of
 #         its heads match (runs/syntax-compare/minilm-RUN, kept in the record)?
@@ -76,13 +77,21 @@ for stage in "$@"; do
         seeds)
             new=0
             for seed in $(seq 0 15); do
-                run="runs/syntax/text-s$seed"
-                [ -f "docs/experiments/syntax/text-s$seed.json" ] && continue
+                name="syntax-pilot-s$seed"
+                run="runs/syntax/$name"
+                [ -f "docs/experiments/syntax/$name.json" ] && continue
+                # Seed 0 is the pilot: the same config and seed give the same numbers on a
+                # CPU backend, so its record is the pilot's.
+                if [ "$seed" -eq 0 ] && [ -f docs/experiments/syntax-pilot/syntax-pilot.json ]; then
+                    mkdir -p docs/experiments/syntax
+                    cp docs/experiments/syntax-pilot/syntax-pilot.json "docs/experiments/syntax/$name.json"
+                    continue
+                fi
                 if [ -n "${SEEDS:-}" ] && [ "$new" -ge "$SEEDS" ]; then break; fi
                 if [ -f "$run/run.json" ]; then
                     "$headlab" train "$run" --resume
                 else
-                    "$headlab" train configs/text.toml --set "seed=$seed" --out "$run"
+                    "$headlab" train configs/experiments/syntax-pilot.toml --set "seed=$seed" --out "$run"
                 fi
                 "$headlab" inspect "$run" --quiet
                 record "$run" docs/experiments/syntax
@@ -93,7 +102,7 @@ for stage in "$@"; do
         compare)
             # Only the runs at hand: the seeds trained in this session (each seed's comparison
             # with MiniLM is already in its record).
-            seeds=(runs/syntax/text-s*)
+            seeds=(runs/syntax/syntax-pilot-s*)
             if [ ! -d "${seeds[0]}" ]; then
                 echo "experiment-9: no seed at hand in runs/syntax to compare" >&2
                 continue

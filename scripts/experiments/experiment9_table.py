@@ -44,6 +44,15 @@ def read_json(path: Path):
     return json.loads(path.read_text())
 
 
+def beating(step: dict) -> list:
+    """The counted labels whose head beats their offset at one snapshot."""
+    return sorted(
+        label["relation"]
+        for label in step["labels"]
+        if label["arcs"] >= MIN_ARCS and label["score"] > label["offset_score"]
+    )
+
+
 def collect_run(run: Path) -> dict:
     over = read_json(run / "inspect" / "relations-over-training.json")
     relations = read_json(run / "inspect" / "relations.json")
@@ -97,6 +106,9 @@ def collect_run(run: Path) -> dict:
                 "replicated": r["syntactic"],
                 "held_out_loss": s.get("held_out_loss"),
                 "labels_beating_offset": s["labels_beating_offset"],
+                # Which: on test, and on dev (the replication).
+                "beating_test": beating(s),
+                "beating_dev": beating(r),
             }
             for s, r in zip(steps, over["replication"])
         ],
@@ -311,11 +323,23 @@ def rule_rows(seeds: list) -> list:
 
 
 def ablation_rows(seeds: list) -> list:
-    """For det, case and obj: each seed's best dependent-to-head head (the final model's,
-    relations.json) resample-ablated: accuracy lost on the label's masked words and on every
-    other masked word, in points, mean ± t interval over seeds, and their difference."""
+    """For det, case and obj, and every label that has appeared in some seed: each seed's best
+    dependent-to-head head (the final model's, relations.json) resample-ablated: accuracy
+    lost on the label's masked words and on every other masked word, in points, mean ± t
+    interval over seeds, and their difference."""
     rows, groups = [], {}
-    for name in ["det", "case", "obj"]:
+    appeared = sorted(
+        {
+            name
+            for s in seeds
+            for name, label in s["labels"].items()
+            if label["score"] > label["offset_score"]
+            and (label["dev_score"] or 0) > (label["dev_offset_score"] or 0)
+        }
+        - {"det", "case", "obj"}
+    )
+    labels = ["det", "case", "obj"] + appeared
+    for name in labels:
         drops = [
             s["labels"][name]["resample_ablation"].get("dependent_to_head")
             for s in seeds
@@ -330,7 +354,7 @@ def ablation_rows(seeds: list) -> list:
     if not groups:
         return rows
     estimates = intervals(groups)
-    for name in ["det", "case", "obj"]:
+    for name in labels:
         if f"{name} on" not in estimates:
             continue
         rows.append(
@@ -349,11 +373,17 @@ def curve_rows(seeds: list) -> list:
         if not all(step in a for a in at):
             continue
         mean = lambda key: sum(a[step][key] for a in at) / len(at)
+        both = {}
+        for a in at:
+            for name in set(a[step].get("beating_test", [])) & set(a[step].get("beating_dev", [])):
+                both[name] = both.get(name, 0) + 1
+        shown_both = ", ".join(f"{name} {n}" for name, n in sorted(both.items())) or "-"
         loss = [a[step]["held_out_loss"] for a in at if a[step]["held_out_loss"] is not None]
         shown_loss = f"{sum(loss) / len(loss):.3f}" if loss else "-"
         rows.append(
             f"| {step:,} | {mean('syntactic'):.3f} | {mean('replicated'):.3f} | "
-            f"{mean('positional'):.3f} | {shown_loss} | {mean('labels_beating_offset'):.1f} |"
+            f"{mean('positional'):.3f} | {shown_loss} | {mean('labels_beating_offset'):.1f} | "
+            f"{shown_both} |"
         )
     return rows
 
@@ -472,11 +502,12 @@ def render(records: Path, draw: bool = True) -> None:
         "",
         "At every snapshot, the mean over seeds: the syntactic figure (heads chosen on dev, "
         "scored on test), its replication (chosen on test, scored on dev), the positional "
-        "figure (offsets), the held-out masked-LM loss (nats) and the labels whose head beats "
-        "their offset on test.",
+        "figure (offsets), the held-out masked-LM loss (nats), the labels whose head beats "
+        "their offset on test, and which labels' heads beat their offsets on test and on dev "
+        "at once (with how many seeds).",
         "",
-        "| step | syntactic | replication | positional | held-out loss | labels beating their offset |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| step | syntactic | replication | positional | held-out loss | labels beating their offset (test) | beating on test and dev (seeds) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     lines += curve_rows(seeds)
     lines += [
@@ -547,7 +578,8 @@ def render(records: Path, draw: bool = True) -> None:
         "",
         "## Are the heads needed?",
         "",
-        "Each seed's best dependent-to-head head of the final model (relations.json, chosen on "
+        "For det, case and obj, and every label that has appeared in some seed: each seed's "
+        "best dependent-to-head head of the final model (relations.json, chosen on "
         "the scored sentences) resample-ablated: eval accuracy lost on the masked words that "
         "are the label's dependents, and on every other masked word, in points (mean ± t "
         "interval over seeds). A head that finds its relation but whose ablation costs its "
