@@ -102,6 +102,12 @@ fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
             assert_eq!(curve["step"], step["step"]);
             assert_eq!(curve["syntactic"], step["syntactic"]);
             assert_eq!(curve["held_out_loss"], step["held_out_loss"]);
+            // The labels named as beating their offsets are the ones inspect counted.
+            assert_eq!(
+                curve["beating_test"].as_array().unwrap().len() as u64,
+                step["labels_beating_offset"].as_u64().unwrap(),
+                "{curve}"
+            );
         }
         assert_eq!(curves.last().unwrap()["step"], 10);
         // The counts per sentence the Multi-Bootstrap resamples add up to the last figure.

@@ -256,13 +256,29 @@ fn a_second_writer_is_refused_and_the_first_run_finishes_whole() {
     let dir = tmp.path().join("run");
     let first = start_long_run(&dir, &[]);
     let pid = first.id().to_string();
+    // Paused while the others try, so it cannot finish first on a fast machine (it did:
+    // the third writer then found a finished run, not one in use).
+    let signal = |signal: &str| {
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success(), "kill {signal} {pid}");
+    };
+    signal("-STOP");
     let out = path_str(&dir);
-    for args in [
+    let attempts: Vec<(Vec<&str>, Output)> = [
         vec![TINY, "--out", out, "--quiet"],
         vec![TINY, "--out", out, "--quiet", "--force", "--set", "seed=5"],
         vec![TINY, "--out", out, "--quiet", "--resume"],
-    ] {
+    ]
+    .into_iter()
+    .map(|args| {
         let output = train(&args);
+        (args, output)
+    })
+    .collect();
+    // Let it go on before anything is asserted, so a failed assertion leaves no stopped
+    // process behind.
+    signal("-CONT");
+    for (args, output) in attempts {
         let err = refused(&output);
         assert!(
             err.contains("is in use by") && err.contains(&format!("process {pid} (train)")),
