@@ -49,7 +49,7 @@ def beating(step: dict) -> list:
     return sorted(
         label["relation"]
         for label in step["labels"]
-        if label["arcs"] >= MIN_ARCS and label["score"] > label["offset_score"]
+        if label["arcs"] >= MIN_ARCS and beats_on_test(label)
     )
 
 
@@ -98,6 +98,9 @@ def collect_run(run: Path) -> dict:
     return {
         "seed": seed,
         "run": run.name,
+        "chosen_on": over["chosen_on"],
+        "scored_sentences": over["scored_sentences"],
+        "config": config,
         "curves": [
             {
                 "step": s["step"],
@@ -161,15 +164,7 @@ def collect(runs: Path, records: Path, note: str, compared: Path | None) -> None
         raise SystemExit(f"experiment9: no inspected text run under {runs}")
     records.mkdir(parents=True, exist_ok=True)
     for run in found:
-        over = read_json(run / "inspect" / "relations-over-training.json")
-        record = {
-            "source": note,
-            "chosen_on": over["chosen_on"],
-            "scored_sentences": over["scored_sentences"],
-            "min_arcs": MIN_ARCS,
-            "config": (run / "config.toml").read_text(),
-            **collect_run(run),
-        }
+        record = {"source": note, "min_arcs": MIN_ARCS, **collect_run(run)}
         matching = compared / f"minilm-{run.name}" / "matching.json" if compared else None
         if matching and matching.is_file():
             record["minilm"] = minilm_match(matching)
@@ -242,24 +237,36 @@ def headline(seeds: list) -> list:
     return rows
 
 
-def label_rows(seeds: list) -> list:
-    names = sorted(
+def label_names(seeds: list) -> list:
+    """Every label counted in some seed, most arcs first."""
+    return sorted(
         {name for s in seeds for name in s["labels"]},
         key=lambda name: -max(s["labels"].get(name, {}).get("arcs", 0) for s in seeds),
     )
+
+
+def beats_on_test(label: dict) -> bool:
+    return label["score"] > label["offset_score"]
+
+
+def beats_on_dev(label: dict) -> bool:
+    return (label["dev_score"] or 0) > (label["dev_offset_score"] or 0)
+
+
+def has_appeared(label: dict) -> bool:
+    """The chapter's rule: the dev-chosen head beats its offset on test and the test-chosen
+    head beats its offset on dev."""
+    return beats_on_test(label) and beats_on_dev(label)
+
+
+def label_rows(seeds: list) -> list:
+    names = label_names(seeds)
     counts, tables = {}, {}
     for name in names:
         present = [s for s in seeds if name in s["labels"]]
-        test = sum(s["labels"][name]["score"] > s["labels"][name]["offset_score"] for s in present)
-        dev = sum(
-            (s["labels"][name]["dev_score"] or 0) > (s["labels"][name]["dev_offset_score"] or 0)
-            for s in present
-        )
-        both = sum(
-            s["labels"][name]["score"] > s["labels"][name]["offset_score"]
-            and (s["labels"][name]["dev_score"] or 0) > (s["labels"][name]["dev_offset_score"] or 0)
-            for s in present
-        )
+        test = sum(beats_on_test(s["labels"][name]) for s in present)
+        dev = sum(beats_on_dev(s["labels"][name]) for s in present)
+        both = sum(has_appeared(s["labels"][name]) for s in present)
         counts[f"{name} test"] = (test, len(present))
         counts[f"{name} dev"] = (dev, len(present))
         counts[f"{name} both"] = (both, len(present))
@@ -294,10 +301,7 @@ def rule_rows(seeds: list) -> list:
     rule (a word's attention to itself counted) and by Clark et al.'s (left out: a word's
     attention renormalised over the other words), mean ± t interval over seeds, in percent,
     with Clark et al.'s BERT-base figure where they report the label."""
-    names = sorted(
-        {name for s in seeds for name in s["labels"]},
-        key=lambda name: -max(s["labels"].get(name, {}).get("arcs", 0) for s in seeds),
-    )
+    names = label_names(seeds)
     groups = {}
     for name in names:
         for rule in ["headlab_rule", "clark_rule"]:
@@ -333,8 +337,7 @@ def ablation_rows(seeds: list) -> list:
             name
             for s in seeds
             for name, label in s["labels"].items()
-            if label["score"] > label["offset_score"]
-            and (label["dev_score"] or 0) > (label["dev_offset_score"] or 0)
+            if has_appeared(label)
         }
         - {"det", "case", "obj"}
     )
@@ -406,10 +409,7 @@ def minilm_rows(seeds: list) -> list:
         for r in read_json(MINILM_RELATIONS)["relations"]
     }
     rows = []
-    names = sorted(
-        {name for s in with_match for name in s["labels"]},
-        key=lambda name: -max(s["labels"].get(name, {}).get("arcs", 0) for s in with_match),
-    )
+    names = label_names(with_match)
     for name in names:
         matched, similarities, same = [], [], 0
         for s in with_match:

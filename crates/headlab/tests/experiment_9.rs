@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 #[path = "common/train.rs"]
 mod common;
-use common::{HEADLAB, run_train, write_text_corpus};
+use common::{HEADLAB, run_train, write_text_config, write_text_corpus};
 
 use serde_json::Value;
 
@@ -38,18 +38,7 @@ fn read_json(path: &Path) -> Value {
 /// Two seeds of a tiny text config, trained and inspected (relations over training).
 fn two_inspected_seeds(dir: &Path) -> PathBuf {
     write_text_corpus(&dir.join("corpus.jsonl"));
-    let config = dir.join("text.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
-             corpus = \"{}\"\nvocab_size = 150\nseq_len = 48\n\n[model]\nd_model = 16\n\
-             n_layers = 2\nn_heads = 2\nd_ff = 32\n\n[train]\nsteps = 10\nbatch_size = 8\n\
-             eval_every = 5\neval_size = 16\ncheckpoint_every = 5\nsnapshot_every = 5\n",
-            dir.join("corpus.jsonl").display()
-        ),
-    )
-    .unwrap();
+    let config = write_text_config(dir, "corpus.jsonl", 10);
     let runs = dir.join("runs");
     let out = runs.join("text-s{seed}");
     let trained = run_train(&[

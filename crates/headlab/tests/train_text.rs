@@ -5,32 +5,14 @@
 //! as an imported model is, through its own tokenizer: on the shipped treebank (relations)
 //! and on typed text.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 #[path = "common/train.rs"]
 mod common;
 #[path = "common/headlab.rs"]
 mod headlab;
-use common::{HEADLAB, final_tensors, run_train, write_text_corpus};
-
-/// A config training a tiny masked LM on `corpus` (in `dir`) for `steps` steps.
-fn write_config(dir: &Path, corpus: &str, steps: usize) -> PathBuf {
-    let path = dir.join("text.toml");
-    let corpus = dir.join(corpus);
-    let corpus = corpus.display();
-    std::fs::write(
-        &path,
-        format!(
-            "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
-             corpus = \"{corpus}\"\nvocab_size = 150\nseq_len = 48\n\n[model]\nd_model = 16\n\
-             n_layers = 2\nn_heads = 2\nd_ff = 32\n\n[train]\nsteps = {steps}\nbatch_size = 8\n\
-             eval_every = 5\neval_size = 16\ncheckpoint_every = 5\nsnapshot_every = 5\n"
-        ),
-    )
-    .unwrap();
-    path
-}
+use common::{HEADLAB, final_tensors, run_train, write_text_config, write_text_corpus};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -46,7 +28,7 @@ fn assert_success(output: &Output) {
 fn a_text_run_writes_its_tokenizer_and_resumes_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     write_text_corpus(&tmp.path().join("corpus.jsonl"));
-    let config = write_config(tmp.path(), "corpus.jsonl", 10);
+    let config = write_text_config(tmp.path(), "corpus.jsonl", 10);
     let config = config.to_str().unwrap();
     let whole = tmp.path().join("whole");
     assert_success(&run_train(&[config, "--out", whole.to_str().unwrap()]));
@@ -92,7 +74,7 @@ fn a_corpus_changed_under_a_run_is_refused_on_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus.jsonl");
     write_text_corpus(&corpus);
-    let config = write_config(tmp.path(), "corpus.jsonl", 10);
+    let config = write_text_config(tmp.path(), "corpus.jsonl", 10);
     let run = tmp.path().join("run");
     let (config, run) = (config.to_str().unwrap(), run.to_str().unwrap());
     assert_success(&run_train(&[config, "--out", run, "--stop-at", "5"]));
@@ -120,7 +102,7 @@ fn bad_corpora_and_sizes_are_refused_naming_the_file_or_key() {
     .unwrap();
     std::fs::write(tmp.path().join("short.jsonl"), "{\"text\": \"one\"}\n").unwrap();
     std::fs::write(tmp.path().join("no-mask.json"), "{\"version\": \"1.0\"}").unwrap();
-    let config = write_config(tmp.path(), "corpus.jsonl", 10);
+    let config = write_text_config(tmp.path(), "corpus.jsonl", 10);
     for (sets, says) in [
         (vec!["missing.jsonl"], "cannot read task.corpus"),
         (
@@ -178,7 +160,7 @@ fn bad_corpora_and_sizes_are_refused_naming_the_file_or_key() {
 fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
     let tmp = tempfile::tempdir().unwrap();
     write_text_corpus(&tmp.path().join("corpus.jsonl"));
-    let config = write_config(tmp.path(), "corpus.jsonl", 5);
+    let config = write_text_config(tmp.path(), "corpus.jsonl", 5);
     let run = tmp.path().join("run");
     let run_arg = run.to_str().unwrap();
     assert_success(&run_train(&[config.to_str().unwrap(), "--out", run_arg]));
@@ -297,7 +279,7 @@ fn a_text_run_is_inspected_on_the_treebank_and_on_typed_text() {
 fn text_runs_are_compared_with_each_other_and_with_an_imported_model() {
     let tmp = tempfile::tempdir().unwrap();
     write_text_corpus(&tmp.path().join("corpus.jsonl"));
-    let config = write_config(tmp.path(), "corpus.jsonl", 5);
+    let config = write_text_config(tmp.path(), "corpus.jsonl", 5);
     let out = tmp.path().join("text-s{seed}");
     assert_success(&run_train(&[
         config.to_str().unwrap(),

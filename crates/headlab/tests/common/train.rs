@@ -78,3 +78,21 @@ pub fn write_text_corpus(path: &Path) {
         .collect();
     std::fs::write(path, text).unwrap();
 }
+
+/// A config training a tiny masked LM on `corpus` (in `dir`) for `steps` steps.
+pub fn write_text_config(dir: &Path, corpus: &str, steps: usize) -> PathBuf {
+    let path = dir.join("text.toml");
+    let corpus = dir.join(corpus);
+    let corpus = corpus.display();
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"text\"\nseed = 0\nbackend = \"flex\"\n\n[task]\nkind = \"text\"\n\
+             corpus = \"{corpus}\"\nvocab_size = 150\nseq_len = 48\n\n[model]\nd_model = 16\n\
+             n_layers = 2\nn_heads = 2\nd_ff = 32\n\n[train]\nsteps = {steps}\nbatch_size = 8\n\
+             eval_every = 5\neval_size = 16\ncheckpoint_every = 5\nsnapshot_every = 5\n"
+        ),
+    )
+    .unwrap();
+    path
+}
