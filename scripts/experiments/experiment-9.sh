@@ -4,7 +4,7 @@
 #
 #   scripts/experiments/experiment-9.sh [pilot] [seeds] [compare] [tables]  (default: all)
 #
-# Runs do not outlive a session on this project's machines, so each run's numbers are kept
+# Runs need not outlive a session on this project's machines, so each run's numbers are kept
 # as it finishes: scripts/experiments/experiment9_table.py collect writes one record per run,
 # docs/experiments/syntax-pilot/RUN.json and docs/experiments/syntax/RUN.json, which are
 # committed; a stage skips every run whose record is there.
@@ -22,8 +22,9 @@
 #         Each run is compared with all-MiniLM-L6-v2 before it is recorded, where setup.sh
 #         fetched it (imported once into runs/minilm): which of MiniLM's heads does each of
 #         its heads match (runs/syntax-compare/minilm-RUN, kept in the record)?
-# compare `headlab compare` of the seeds at hand (runs/syntax-compare/seeds: do the syntax
-#         heads sit in the same layer in every seed?); the records say each seed's layers.
+# compare `headlab compare` of the recorded seeds at hand, the pilot as seed 0 where it is
+#         here (runs/syntax-compare/seeds: do the syntax heads sit in the same layer in every
+#         seed?); the records say each seed's layers.
 # tables  experiment9_table.py render: docs/experiments/syntax-pilot.md and syntax.md (the
 #         chapter's tables) and their -onsets.png figures, from the records alone, intervals
 #         from `headlab sweep stats`.
@@ -100,11 +101,16 @@ for stage in "$@"; do
             echo "experiment-9: $(ls docs/experiments/syntax/*.json 2>/dev/null | wc -l) of 16 seeds recorded"
             ;;
         compare)
-            # Only the runs at hand: the seeds trained in this session (each seed's comparison
-            # with MiniLM is already in its record).
-            seeds=(runs/syntax/syntax-pilot-s*)
-            if [ ! -d "${seeds[0]}" ]; then
-                echo "experiment-9: no seed at hand in runs/syntax to compare" >&2
+            # Only the recorded runs at hand (trained and inspected on this machine; a seed
+            # still training is left out), the pilot first as seed 0 where it is here. Each
+            # seed's comparison with MiniLM is already in its record.
+            seeds=()
+            for run in runs/syntax-pilot/syntax-pilot runs/syntax/syntax-pilot-s*; do
+                record="docs/experiments/$(basename "$(dirname "$run")")/$(basename "$run").json"
+                [ -f "$run/run.json" ] && [ -f "$record" ] && seeds+=("$run")
+            done
+            if [ "${#seeds[@]}" -lt 2 ]; then
+                echo "experiment-9: fewer than two seeds at hand in runs/ to compare" >&2
                 continue
             fi
             # 16 runs' probes share compare's 1 GiB bound: a smaller probe than the default

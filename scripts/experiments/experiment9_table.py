@@ -91,6 +91,21 @@ def collect_run(run: Path) -> dict:
                 key: [best.get("resample_drop_on_relation"), best.get("resample_drop_elsewhere")]
                 for key, best in ablation.items()
             },
+            # Absent from a record of a run inspected before relations.json measured the
+            # loss (2026-11-30): render leaves such a seed out of the loss columns.
+            "resample_loss_rise": {
+                key: [
+                    best.get("resample_loss_rise_on_relation"),
+                    best.get("resample_loss_rise_elsewhere"),
+                ]
+                for key, best in ablation.items()
+                if best.get("resample_loss_rise_on_relation") is not None
+            },
+            "ablation_words": {
+                key: best.get("words_on_relation")
+                for key, best in ablation.items()
+                if best.get("words_on_relation") is not None
+            },
         }
     sentences = over["last_step_sentences"]
     n = over["scored_sentences"]
@@ -328,9 +343,10 @@ def rule_rows(seeds: list) -> list:
 
 def ablation_rows(seeds: list) -> list:
     """For det, case and obj, and every label that has appeared in some seed: each seed's best
-    dependent-to-head head (the final model's, relations.json) resample-ablated: accuracy
-    lost on the label's masked words and on every other masked word, in points, mean ± t
-    interval over seeds, and their difference."""
+    head of the final model (relations.json) in the direction its label's head reads,
+    resample-ablated: accuracy lost on the label's masked words and on every other masked
+    word, in points, and the masked-LM loss gained on each, in nats, mean ± t interval over
+    seeds, and their differences."""
     rows, groups = [], {}
     appeared = sorted(
         {
@@ -342,29 +358,55 @@ def ablation_rows(seeds: list) -> list:
         - {"det", "case", "obj"}
     )
     labels = ["det", "case", "obj"] + appeared
+
+    def pairs(name: str, key: str) -> list:
+        """Per seed with the label: [on its words, elsewhere] of `key` in its direction."""
+        found = []
+        for s in seeds:
+            label = s["labels"].get(name)
+            if not label:
+                continue
+            pair = (label.get(key) or {}).get(label["direction"])
+            if pair and pair[0] is not None and pair[1] is not None:
+                found.append(pair)
+        return found
+
     for name in labels:
-        drops = [
-            s["labels"][name]["resample_ablation"].get("dependent_to_head")
+        for key, scale in [("resample_ablation", 100), ("resample_loss_rise", 1)]:
+            for on, elsewhere in pairs(name, key):
+                groups.setdefault(f"{name} {key} on", []).append(scale * on)
+                groups.setdefault(f"{name} {key} elsewhere", []).append(scale * elsewhere)
+                groups.setdefault(f"{name} {key} difference", []).append(
+                    scale * (on - elsewhere)
+                )
+        words = [
+            s["labels"][name]["ablation_words"][s["labels"][name]["direction"]]
             for s in seeds
-            if name in s["labels"]
+            if s["labels"].get(name, {}).get("ablation_words", {}).get(
+                s["labels"][name]["direction"]
+            )
         ]
-        drops = [d for d in drops if d and d[0] is not None and d[1] is not None]
-        if not drops:
-            continue
-        groups[f"{name} on"] = [100 * d[0] for d in drops]
-        groups[f"{name} elsewhere"] = [100 * d[1] for d in drops]
-        groups[f"{name} difference"] = [100 * (d[0] - d[1]) for d in drops]
+        if words:
+            groups[f"{name} words"] = words
     if not groups:
         return rows
     estimates = intervals(groups)
     for name in labels:
-        if f"{name} on" not in estimates:
+        accuracy = [estimates.get(f"{name} resample_ablation {part}") for part in PARTS]
+        loss = [estimates.get(f"{name} resample_loss_rise {part}") for part in PARTS]
+        if not accuracy[0] and not loss[0]:
             continue
-        rows.append(
-            f"| {name} | {estimates[name + ' on']['n']} | {show(estimates[name + ' on'], 2)} | "
-            f"{show(estimates[name + ' elsewhere'], 2)} | {show(estimates[name + ' difference'], 2)} |"
-        )
+        seeds_with = (accuracy[0] or loss[0])["n"]
+        words = estimates.get(f"{name} words")
+        cells = [show(e, 2) if e else "-" for e in accuracy] + [
+            show(e, 3) if e else "-" for e in loss
+        ]
+        words = f"{words['mean']:.0f}" if words else "-"
+        rows.append(f"| {name} | {seeds_with} | {words} | " + " | ".join(cells) + " |")
     return rows
+
+
+PARTS = ["on", "elsewhere", "difference"]
 
 
 def curve_rows(seeds: list) -> list:
@@ -543,7 +585,7 @@ def render(records: Path, draw: bool = True) -> None:
         lines += [
             "",
             f"The syntactic onset minus the loss's steepest fall, in decades of steps: "
-            f"{show(lag, 2)} ({lag['n']} seeds).",
+            f"{show(lag, 2)} ({lag['n']} seed{'' if lag['n'] == 1 else 's'}).",
         ]
     lines += [
         "",
@@ -579,14 +621,18 @@ def render(records: Path, draw: bool = True) -> None:
         "## Are the heads needed?",
         "",
         "For det, case and obj, and every label that has appeared in some seed: each seed's "
-        "best dependent-to-head head of the final model (relations.json, chosen on "
-        "the scored sentences) resample-ablated: eval accuracy lost on the masked words that "
-        "are the label's dependents, and on every other masked word, in points (mean ± t "
-        "interval over seeds). A head that finds its relation but whose ablation costs its "
-        "label's words no more than other words is found, not needed.",
+        "best head of the final model (relations.json, chosen on the scored sentences) in "
+        "the direction its label's head reads, resample-ablated. On the masked words that "
+        "are the label's dependents (each word of the first scored sentences masked alone; "
+        "`words`: how many, mean over seeds) and on every other masked word: the accuracy "
+        "lost, in points, and the masked-LM loss gained, in nats per word (mean ± t interval "
+        "over seeds; a seed inspected before the loss was measured has no loss). A head "
+        "that finds its relation but whose ablation costs its label's words no more than "
+        "other words is found, not needed.",
         "",
-        "| label | seeds | lost on its words | lost elsewhere | difference |",
-        "| --- | ---: | --- | --- | --- |",
+        "| label | seeds | words | accuracy lost on its words | elsewhere | difference "
+        "| loss gained on its words | elsewhere | difference |",
+        "| --- | ---: | ---: | --- | --- | --- | --- | --- | --- |",
     ]
     lines += ablation_rows(seeds)
     minilm = minilm_rows(seeds)

@@ -108,6 +108,47 @@ fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
                 .map(|v| v.as_f64().unwrap())
                 .sum()
         };
+        // Each label's resample ablation, accuracy and loss, as the final model's
+        // relations.json measured it in both directions.
+        let relations = read_json(&runs.join(name).join("inspect/relations.json"));
+        let mut ablations = 0;
+        for (label, recorded) in record["labels"].as_object().unwrap() {
+            let Some(relation) = relations["relations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["relation"] == *label)
+            else {
+                continue;
+            };
+            for direction in ["dependent_to_head", "head_to_dependent"] {
+                let best = &relation["best"][direction];
+                let pair = |on: &str, elsewhere: &str| {
+                    Value::from(vec![best[on].clone(), best[elsewhere].clone()])
+                };
+                assert_eq!(
+                    recorded["resample_ablation"][direction],
+                    pair("resample_drop_on_relation", "resample_drop_elsewhere"),
+                    "{label} {direction}"
+                );
+                if best["resample_loss_rise_on_relation"].is_f64() {
+                    assert_eq!(
+                        recorded["resample_loss_rise"][direction],
+                        pair(
+                            "resample_loss_rise_on_relation",
+                            "resample_loss_rise_elsewhere"
+                        ),
+                        "{label} {direction}"
+                    );
+                    assert_eq!(
+                        recorded["ablation_words"][direction],
+                        best["words_on_relation"]
+                    );
+                    ablations += 1;
+                }
+            }
+        }
+        assert!(ablations > 0, "some label's ablation is recorded: {record}");
         let last = curves.last().unwrap()["syntactic"].as_f64().unwrap();
         assert!(
             (sum("syntactic_hits") / sum("arcs") - last).abs() < 1e-9,
@@ -125,6 +166,18 @@ fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
         "{tables}"
     );
     assert!(tables.contains("| syntactic |"), "{tables}");
+    // det's ablation row (nine columns: label, seeds, words, three of accuracy, three of
+    // loss) has its words counted and its loss measured in both seeds.
+    let det = tables
+        .lines()
+        .find(|line| line.starts_with("| det | 2 |") && line.split('|').count() == 11)
+        .unwrap_or_else(|| panic!("det's ablation over 2 seeds: {tables}"));
+    let cells: Vec<&str> = det.split('|').map(str::trim).collect();
+    assert!(cells[3].parse::<f64>().unwrap() > 0.0, "det's words: {det}");
+    assert!(
+        cells[7] != "-" && cells[9] != "-",
+        "det's loss columns: {det}"
+    );
 
     // A seed recorded twice, and a record of another config, are refused, naming the folder.
     std::fs::copy(records.join("text-s0.json"), records.join("again.json")).unwrap();

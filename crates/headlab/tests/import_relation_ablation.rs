@@ -1,5 +1,6 @@
 //! Relation ablation of an imported masked-LM: each relation's best head zeroed, the
-//! accuracy lost on masked words of that relation and elsewhere, against a count done here:
+//! accuracy lost and the loss gained on masked words of that relation and elsewhere, against
+//! a count done here (the loss from a log-sum-exp over the vocabulary in f64):
 //! the report's own relation sentences (`relation-sentences.conllu`) read by the model's
 //! tokenizer, each word masked alone in all its pieces, one sentence at a time, unpadded,
 //! each masked word counted under its label and, for a subject or object with another noun
@@ -44,14 +45,14 @@ fn labels(tree: &tasks::conllu::TreebankSentence, w: usize) -> Vec<String> {
     labels
 }
 
-/// Per masked piece of the first sentences (each word masked alone): its word's labels and
-/// whether the model, with `head` zeroed or not, predicts it.
+/// Per masked piece of the first sentences (each word masked alone): its word's labels,
+/// whether the model, with `head` zeroed or not, predicts it, and its cross-entropy.
 fn answers(
     model: &model::Encoder,
     tokenizer: &hf::tokenizer::WordPieces,
     trees: &[tasks::conllu::TreebankSentence],
     head: Option<HeadId>,
-) -> Vec<(Vec<String>, bool)> {
+) -> Vec<(Vec<String>, bool, f64)> {
     let device = Device::flex();
     let mask = tokenizer.id("[MASK]").unwrap();
     let mut found = vec![];
@@ -72,13 +73,24 @@ fn answers(
                 input = input.head_mask(model.head_mask_keeping(|h| h != id, &device));
             }
             let logits = model.forward_input(input); // [1, len, vocab]
+            let [_, _, vocab] = logits.dims();
             let predicted = logits
+                .clone()
                 .argmax(2)
                 .into_data()
                 .try_into_vec_as::<i64>()
                 .unwrap();
+            let logits = logits.into_data().try_into_vec_as::<f32>().unwrap();
             for p in pieces {
-                found.push((labels(tree, w), predicted[p] as u32 == encoded.ids[p]));
+                let row: Vec<f64> = logits[p * vocab..(p + 1) * vocab]
+                    .iter()
+                    .map(|&l| f64::from(l))
+                    .collect();
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let log_sum_exp = max + row.iter().map(|l| (l - max).exp()).sum::<f64>().ln();
+                let loss = log_sum_exp - row[encoded.ids[p] as usize];
+                let right = predicted[p] as u32 == encoded.ids[p];
+                found.push((labels(tree, w), right, loss));
             }
         }
     }
@@ -131,18 +143,49 @@ fn an_imported_masked_lm_loses_what_a_count_without_the_head_loses() {
         let name = relation.relation.as_str();
         let best = relation.best.dependent_to_head;
         let without = answers(&model, &tokenizer, &trees, Some(best.id));
-        let drop = |on: &dyn Fn(&[String]) -> bool| {
-            let (mut lost, mut n) = (0.0, 0);
-            for ((label, right), (_, still)) in all_on.iter().zip(&without) {
+        // (accuracy lost, loss gained), each a mean over the words `on` passes.
+        let change = |on: &dyn Fn(&[String]) -> bool| {
+            let (mut lost, mut gained, mut n) = (0.0, 0.0, 0);
+            for ((label, right, loss), (_, still, loss_without)) in all_on.iter().zip(&without) {
                 if on(label) {
                     lost += f64::from(u8::from(*right)) - f64::from(u8::from(*still));
+                    gained += loss_without - loss;
                     n += 1;
                 }
             }
-            (n > 0).then(|| lost / n as f64)
+            (n > 0).then(|| (lost / n as f64, gained / n as f64, n))
         };
         let has = |labels: &[String]| labels.iter().any(|l| l == name);
-        let (on, elsewhere) = (drop(&has), drop(&|l| !has(l)));
+        let (on_change, elsewhere_change) = (change(&has), change(&|l| !has(l)));
+        let (on, elsewhere) = (on_change.map(|c| c.0), elsewhere_change.map(|c| c.0));
+        // Padding and batching move a loss by float noise; a rise is tens of millinats.
+        let near = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => (a - b).abs() < 1e-4 * (1.0 + b.abs()),
+            (a, b) => a == b,
+        };
+        for (measured, counted) in [
+            (best.loss_rise_on_relation, on_change),
+            (best.loss_rise_elsewhere, elsewhere_change),
+        ] {
+            let counted = counted.map(|c| c.1);
+            assert!(
+                near(measured, counted),
+                "{name}: loss rise {measured:?} vs {counted:?}"
+            );
+        }
+        assert_eq!(
+            best.words_on_relation,
+            Some(on_change.map_or(0, |c| c.2)),
+            "{name}"
+        );
+        assert!(
+            best.resample_loss_rise_on_relation.is_some() == on.is_some()
+                && best
+                    .resample_loss_rise_on_relation
+                    .is_none_or(f64::is_finite),
+            "{name}: {:?}",
+            best.resample_loss_rise_on_relation
+        );
         let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) => (a - b).abs() < 1e-9,
             (a, b) => a == b,

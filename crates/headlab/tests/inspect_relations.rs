@@ -197,6 +197,20 @@ fn check_relations(report: &Path) {
                     .unwrap_or_else(|| panic!("{key}: {best}"));
                 assert!((-1.0..=1.0).contains(&drop), "{key}: {best}");
             }
+            // The loss moves with it, both ways, and is finite; the words it is over are
+            // counted.
+            for key in [
+                "loss_rise_on_relation",
+                "loss_rise_elsewhere",
+                "resample_loss_rise_on_relation",
+                "resample_loss_rise_elsewhere",
+            ] {
+                let rise = best[key]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{key}: {best}"));
+                assert!(rise.is_finite(), "{key}: {best}");
+            }
+            assert!(best["words_on_relation"].as_u64().unwrap() > 0, "{best}");
             let score = fraction(&best["score"]);
             let baseline = relation["baseline"]["score"].as_f64().unwrap();
             assert_eq!(best["beats_baseline"], score > baseline, "{relation}");

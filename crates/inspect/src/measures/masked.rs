@@ -3,10 +3,11 @@
 //! (`interventions::relation_ablation`) both count.
 
 use burn::prelude::*;
+use burn::tensor::activation::log_softmax;
 use model::{Encoder, EncoderInput, HeadId};
 use run::tensor_file::HostTensor;
 use tasks::Example;
-use tasks::batch::Batch;
+use tasks::batch::{Batch, scored_rows};
 
 /// Sequences per forward pass.
 const BATCH: usize = 64;
@@ -45,18 +46,55 @@ pub fn right_answers_with(
     device: &Device,
     intervene: impl Fn(&Batch, EncoderInput) -> EncoderInput,
 ) -> Vec<bool> {
-    let mut right = Vec::new();
+    answers_with(model, examples, device, intervene)
+        .into_iter()
+        .map(|answer| answer.right)
+        .collect()
+}
+
+/// The model's answer on one masked word.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaskedAnswer {
+    /// Its most probable class is the target.
+    pub right: bool,
+    /// Its cross-entropy in nats: minus the log-probability of the target.
+    pub loss: f64,
+}
+
+/// Per masked word (in the order of [`masked_targets`]): whether `model` predicts it and
+/// its loss, with each batch's input changed by `intervene` as in [`right_answers_with`].
+/// Only the masked positions' logits are normalised, so a large vocabulary costs one row
+/// per masked word, not one per position.
+pub fn answers_with(
+    model: &Encoder,
+    examples: &[Example],
+    device: &Device,
+    intervene: impl Fn(&Batch, EncoderInput) -> EncoderInput,
+) -> Vec<MaskedAnswer> {
+    let mut answers = Vec::new();
     for chunk in examples.chunks(BATCH) {
+        // [scored] each: the flat `batch * seq` row of every masked word, in the order of
+        // `masked_targets`, and its target.
+        let (rows, targets) = scored_rows(chunk, device);
+        if rows.dims()[0] == 0 {
+            continue;
+        }
         let batch = Batch::new(chunk, device);
         let input = intervene(&batch, batch.encoder_input());
-        // [batch, seq]: the most probable class at every position.
-        let predicted = model.forward_input(input).argmax(2).squeeze_dim::<2>(2);
-        let [_, seq] = predicted.dims();
-        let predicted = HostTensor::of(predicted.float()).values;
-        right.extend(
-            masked_targets(chunk)
-                .map(|(b, position, target)| predicted[b * seq + position] as u32 == target),
-        );
+        let logits = model.forward_input(input); // [batch, seq, classes]
+        let [sequences, seq, classes] = logits.dims();
+        let scored = logits.reshape([sequences * seq, classes]).select(0, rows); // [scored, classes]
+        let predicted = HostTensor::of(scored.clone().argmax(1).float()).values; // [scored, 1]
+        let targets = targets.unsqueeze_dim::<2>(1); // [scored, 1]
+        let log_likelihood = log_softmax(scored, 1).gather(1, targets.clone()); // [scored, 1]
+        let log_likelihood = HostTensor::of(log_likelihood).values;
+        let targets = HostTensor::of(targets.float()).values;
+        answers.extend(predicted.iter().zip(&targets).zip(&log_likelihood).map(
+            |((&predicted, &target), &log_likelihood)| MaskedAnswer {
+                right: predicted == target,
+                loss: -f64::from(log_likelihood),
+            },
+        ));
     }
-    right
+    answers
 }

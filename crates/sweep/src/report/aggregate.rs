@@ -414,6 +414,11 @@ mod tests {
             drop_elsewhere: None,
             resample_drop_on_relation: Some(0.2),
             resample_drop_elsewhere: None,
+            loss_rise_on_relation: None,
+            loss_rise_elsewhere: None,
+            resample_loss_rise_on_relation: None,
+            resample_loss_rise_elsewhere: None,
+            words_on_relation: None,
         };
         Relations {
             too_long: 0,

@@ -134,6 +134,25 @@ pub struct BestHead {
     /// `drop_elsewhere` with the head resample-ablated.
     #[serde(default)]
     pub resample_drop_elsewhere: Option<f64>,
+    /// The masked-LM loss gained (nats per word, mean) on the masked words that are this
+    /// relation's dependents when this head is zeroed: every word's loss moves where the
+    /// accuracy moves a word at a time; null in a file written before it existed
+    /// (2026-11-30), or with no such masked word.
+    #[serde(default)]
+    pub loss_rise_on_relation: Option<f64>,
+    /// The same on every other masked word.
+    #[serde(default)]
+    pub loss_rise_elsewhere: Option<f64>,
+    /// `loss_rise_on_relation` with the head resample-ablated.
+    #[serde(default)]
+    pub resample_loss_rise_on_relation: Option<f64>,
+    /// `loss_rise_elsewhere` with the head resample-ablated.
+    #[serde(default)]
+    pub resample_loss_rise_elsewhere: Option<f64>,
+    /// How many masked words the drops and rises on the relation are over (null where they
+    /// were not measured).
+    #[serde(default)]
+    pub words_on_relation: Option<usize>,
 }
 
 /// The best head of a relation in each direction.
@@ -841,6 +860,11 @@ fn best_head(
             drop_elsewhere: None,
             resample_drop_on_relation: None,
             resample_drop_elsewhere: None,
+            loss_rise_on_relation: None,
+            loss_rise_elsewhere: None,
+            resample_loss_rise_on_relation: None,
+            resample_loss_rise_elsewhere: None,
+            words_on_relation: None,
         },
         |h| BestHead {
             id: h.id,
@@ -850,6 +874,11 @@ fn best_head(
             drop_elsewhere: None,
             resample_drop_on_relation: None,
             resample_drop_elsewhere: None,
+            loss_rise_on_relation: None,
+            loss_rise_elsewhere: None,
+            resample_loss_rise_on_relation: None,
+            resample_loss_rise_elsewhere: None,
+            words_on_relation: None,
         },
     )
 }
