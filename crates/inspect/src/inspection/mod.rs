@@ -119,10 +119,13 @@ pub fn measure_in_stages(
         read_probe(loaded, options.probe_size, known_circuits, stages)?;
     let context = MeasureContext::of_run(loaded);
     let eval_set = || config.eval_examples(&loaded.resolved.task);
-    let Scoring { eval, left_out } =
-        loaded
-            .reading
-            .scoring(model, &loaded.resolved, &probe, eval_set);
+    let Scoring {
+        eval,
+        sentence_of,
+        left_out,
+    } = loaded
+        .reading
+        .scoring(model, &loaded.resolved, &probe, eval_set);
     // The measures that read the output layer run where it is scored.
     let scored = eval.is_some();
     stages.start("relations");
@@ -140,7 +143,7 @@ pub fn measure_in_stages(
     stages.start("ablations, pruning and the logit lens");
     let outputs = eval
         .as_deref()
-        .map(|eval| measure_outputs(context, eval, &mut heads, options));
+        .map(|eval| measure_outputs(context, (eval, &sentence_of), &mut heads, options));
     let mut summary = summarise(
         loaded,
         &heads,
@@ -314,15 +317,16 @@ fn measure_relations(
     Ok((Some(relations), sentences.trees().to_vec()))
 }
 
-/// The measures that score the output layer on `eval`: mean and resample ablation drops
-/// (into `heads`), pruning and the logit lens.
+/// The measures that score the output layer on `eval` (with each example's sentence, as
+/// [`Scoring::sentence_of`]): mean and resample ablation drops (into `heads`), pruning and
+/// the logit lens.
 fn measure_outputs(
     context: MeasureContext,
-    eval: &[Example],
+    (eval, sentence_of): (&[Example], &[usize]),
     heads: &mut [HeadRecord],
     options: &MeasureOptions,
 ) -> (Pruning, LogitLens) {
-    let drops = ablation_drops(context, eval);
+    let drops = ablation_drops(context, eval, sentence_of);
     for (head, (mean, resample)) in heads.iter_mut().zip(drops.mean.iter().zip(&drops.resample)) {
         head.mean_ablation_drop = Some(*mean);
         head.resample_ablation_drop = Some(*resample);

@@ -9,10 +9,13 @@
 //!   contribution (the bias it gives every position); only what depends on the input goes
 //!   (Wang et al. 2022 use it for the IOI circuit).
 //! - **resample**: the head's output on each sequence replaced by its output on another
-//!   sequence of the same evaluation chunk (sequence i gets sequence i + 1's, the last the
-//!   first's), position by position. Its outputs keep their exact distribution; only their
-//!   link to this input goes (the resampling ablation of causal scrubbing, Chan et al.
-//!   2022). Where the other sequence is shorter, its padding positions' outputs stand in.
+//!   sentence of the same evaluation chunk (sequence i gets sequence i + 1's, the last the
+//!   first's; for a model that reads pieces, whose examples are each probe sentence with one
+//!   word masked, the next example of another sentence: the same sentence with another word
+//!   masked has seen the word this example hides), position by position. Its outputs keep
+//!   their exact distribution; only their link to this input goes (the resampling ablation
+//!   of causal scrubbing, Chan et al. 2022). Where the other sequence is shorter, its padding
+//!   positions' outputs stand in.
 //!
 //! A head whose zero drop is large but mean drop small writes a constant the model relies
 //! on, not information about the input.
@@ -21,6 +24,7 @@ use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId, HeadPatch};
 
 use crate::interventions::activation_patching::{head_weight, real_position_sum};
+use crate::interventions::relation_ablation::donors;
 use crate::load::context::MeasureContext;
 use tasks::Example;
 use tasks::batch::{Accuracy, Batch, EVAL_CHUNK};
@@ -37,23 +41,32 @@ pub struct AblationDrops {
 /// One evaluation chunk with every layer's head outputs on it.
 struct Chunk<'a> {
     examples: &'a [Example],
+    /// For each sequence, the sequence of the chunk whose head outputs resampling gives it
+    /// ([`donors`]).
+    donors: Vec<usize>,
     batch: Batch,
     /// Per layer `[batch, seq, n_heads, d_head]`.
     head_outputs: Vec<Tensor<4>>,
 }
 
 /// Mean and resample ablation of every head of the context's model on `eval` (its
-/// inference copy, as `tasks::evaluate` runs it).
-pub fn ablation_drops(context: MeasureContext, eval: &[Example]) -> AblationDrops {
+/// inference copy, as `tasks::evaluate` runs it), each example's sentence in `sentence_of`.
+pub fn ablation_drops(
+    context: MeasureContext,
+    eval: &[Example],
+    sentence_of: &[usize],
+) -> AblationDrops {
     let MeasureContext { model, device, .. } = context;
     let chunks: Vec<Chunk> = eval
         .chunks(EVAL_CHUNK)
-        .map(|examples| {
+        .zip(sentence_of.chunks(EVAL_CHUNK))
+        .map(|(examples, sentence_of)| {
             let batch = Batch::new(examples, device);
             let (_, cache) = model.forward_with_cache(batch.encoder_input());
             let head_outputs = cache.layers.into_iter().map(|l| l.head_outputs).collect();
             Chunk {
                 examples,
+                donors: donors(sentence_of),
                 batch,
                 head_outputs,
             }
@@ -77,7 +90,8 @@ pub fn ablation_drops(context: MeasureContext, eval: &[Example]) -> AblationDrop
             weight: weight.clone(),
         });
         let resample = accuracy(model, id, &chunks, |chunk| HeadPatch {
-            values: rolled(chunk.head_outputs[id.layer].clone()),
+            // [batch, seq, n_heads, d_head]: each sequence's from its donor.
+            values: resampled(chunk.head_outputs[id.layer].clone(), &chunk.donors),
             weight: weight.clone(),
         });
         drops.mean.push(base - mean);
@@ -86,19 +100,13 @@ pub fn ablation_drops(context: MeasureContext, eval: &[Example]) -> AblationDrop
     drops
 }
 
-/// `[batch, ...]` with sequence i taking sequence i + 1's values (the last the first's).
-pub(crate) fn rolled(values: Tensor<4>) -> Tensor<4> {
-    let [batch, ..] = values.dims();
-    if batch < 2 {
-        return values;
-    }
-    Tensor::cat(
-        vec![
-            values.clone().narrow(0, 1, batch - 1),
-            values.narrow(0, 0, 1),
-        ],
-        0,
-    )
+/// `[batch, ...]` with each sequence taking its donor's values (`donors[i]`, one per
+/// sequence, as [`donors`] gives them).
+pub(crate) fn resampled(values: Tensor<4>, donors: &[usize]) -> Tensor<4> {
+    let device = values.device();
+    let n = donors.len();
+    let donors: Vec<i64> = donors.iter().map(|&d| d as i64).collect();
+    values.select(0, Tensor::from_data(TensorData::new(donors, [n]), &device))
 }
 
 /// Per layer, every head's mean output over the real positions of every chunk,
@@ -170,9 +178,21 @@ mod tests {
     fn resampling_gives_each_sequence_the_next_ones_outputs() {
         let device = Device::flex();
         let t = Tensor::<1>::from_floats([0.0, 1.0, 2.0], &device).reshape([3, 1, 1, 1]);
-        assert_eq!(values(rolled(t)), [1.0, 2.0, 0.0]);
+        assert_eq!(values(resampled(t, &donors(&[0, 1, 2]))), [1.0, 2.0, 0.0]);
         let single = Tensor::<1>::from_floats([7.0], &device).reshape([1, 1, 1, 1]);
-        assert_eq!(values(rolled(single)), [7.0], "one sequence keeps its own");
+        let kept = resampled(single, &donors(&[0]));
+        assert_eq!(values(kept), [7.0], "one sequence keeps its own");
+    }
+
+    #[test]
+    fn a_sequence_takes_its_outputs_from_another_sentence_not_its_own_with_another_word_masked() {
+        let device = Device::flex();
+        let t = Tensor::<1>::from_floats([0.0, 1.0, 2.0, 3.0], &device).reshape([4, 1, 1, 1]);
+        // Sequences 0 and 1 are one sentence, 2 and 3 another.
+        assert_eq!(
+            values(resampled(t, &donors(&[5, 5, 8, 8]))),
+            [2.0, 2.0, 0.0, 0.0]
+        );
     }
 
     #[test]
@@ -196,6 +216,7 @@ mod tests {
         let outputs = Tensor::<1>::from_floats(outputs.as_slice(), &device).reshape([2, 3, 2, 1]);
         let chunk = Chunk {
             examples: &examples,
+            donors: vec![1, 0],
             batch,
             head_outputs: vec![outputs],
         };

@@ -14,14 +14,15 @@
 //! alone in all its pieces (as its other output-side measures), each masked piece counted
 //! under its word's categories.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, VecDeque};
 
 use burn::prelude::*;
 use model::{Encoder, HeadId, HeadPatch};
 use tasks::Example;
 use tasks::batch::mix_seed;
 
-use crate::interventions::ablation::rolled;
+use crate::interventions::ablation::resampled;
 use crate::interventions::activation_patching::head_weight;
 use crate::load::context::MeasureContext;
 use crate::load::reading::{ReadSentences, ReadingError};
@@ -68,14 +69,92 @@ pub fn add_relation_ablation(
     );
     let words =
         reading.masked_relation_words(task, sentences, draw, RELATION_ABLATION_SENTENCES)?;
-    // Per masked position, in the order of `masked_targets`: its word's categories.
-    let categories: Vec<Vec<&str>> = words
-        .targets
+    // Per example: its sentence, and its masked positions' words' categories (in the order
+    // of `masked_targets`).
+    let (mut sentence_of, mut categories) = (vec![], vec![]);
+    let mut at = 0;
+    for (e, example) in words.examples.iter().enumerate() {
+        let masked = example.target.iter().filter(|t| t.is_some()).count();
+        let targets = &words.targets[at..at + masked];
+        at += masked;
+        // An example with nothing masked is never scored: a sentence of its own.
+        sentence_of.push(targets.first().map_or(usize::MAX - e, |&(s, _)| s));
+        let of_example: Vec<Vec<&str>> = targets
+            .iter()
+            .map(|&(s, w)| word_categories(&words.trees[s], w))
+            .collect();
+        categories.push(of_example);
+    }
+    // An imported masked-LM's examples are its sentences with each word masked alone, a
+    // sentence's examples side by side; resampling takes a head's output from a neighbour,
+    // which must be another sentence, not the same one with its neighbouring word masked
+    // (that output has seen the word the example hides). So the examples are interleaved.
+    let order = interleaved(&sentence_of);
+    let examples: Vec<Example> = order.iter().map(|&e| words.examples[e].clone()).collect();
+    let sentence_of: Vec<usize> = order.iter().map(|&e| sentence_of[e]).collect();
+    let categories: Vec<Vec<&str>> = order
         .iter()
-        .map(|&(s, w)| word_categories(&words.trees[s], w))
+        .flat_map(|&e| categories[e].iter().cloned())
         .collect();
-    fill_drops(relations, model, &words.examples, &categories, device);
+    fill_drops(
+        relations,
+        model,
+        &examples,
+        &categories,
+        &sentence_of,
+        device,
+    );
     Ok(())
+}
+
+/// Example indices in an order where neighbours come from different sentences wherever that
+/// can be: at each step, the next example of the sentence with the most examples left, other
+/// than the sentence just taken (ties: the sentence whose next example comes first).
+/// Examples of one sentence keep their order, and examples that are each their own sentence
+/// (a task's) keep theirs.
+pub fn interleaved(sentence_of: &[usize]) -> Vec<usize> {
+    let mut left: BTreeMap<usize, VecDeque<usize>> = BTreeMap::new();
+    for (e, &sentence) in sentence_of.iter().enumerate() {
+        left.entry(sentence).or_default().push_back(e);
+    }
+    let mut order = Vec::with_capacity(sentence_of.len());
+    let mut last = None;
+    while !left.is_empty() {
+        // The sentence with the most examples left, ties to the one whose next example
+        // comes first: examples that are each their own sentence keep their order.
+        let most = |skip: Option<usize>| {
+            left.iter()
+                .filter(|(sentence, _)| Some(**sentence) != skip)
+                .max_by_key(|(_, examples)| (examples.len(), Reverse(examples[0])))
+                .map(|(&sentence, _)| sentence)
+        };
+        let sentence = most(last)
+            .or_else(|| most(None))
+            .expect("a sentence is left");
+        let examples = left.get_mut(&sentence).expect("listed");
+        order.push(examples.pop_front().expect("not empty"));
+        if examples.is_empty() {
+            left.remove(&sentence);
+        }
+        last = Some(sentence);
+    }
+    order
+}
+
+/// For each example of a batch, the example of the same batch whose head output resampling
+/// gives it: the next one, cyclically, from another sentence (the next one at all where the
+/// whole batch is one sentence). With every example its own sentence, as a task's masked
+/// examples are, each takes the next's and the last the first's.
+pub fn donors(sentence_of: &[usize]) -> Vec<usize> {
+    let n = sentence_of.len();
+    (0..n)
+        .map(|i| {
+            (1..n)
+                .map(|k| (i + k) % n)
+                .find(|&j| sentence_of[j] != sentence_of[i])
+                .unwrap_or((i + 1) % n)
+        })
+        .collect()
 }
 
 /// Fills every best head's drops in `relations` from `model`'s answers on `examples`, with
@@ -86,9 +165,10 @@ fn fill_drops<S: AsRef<str>>(
     model: &Encoder,
     examples: &[Example],
     masked: &[Vec<S>],
+    sentence_of: &[usize],
     device: &Device,
 ) {
-    let all_on = answers_with(model, examples, device, |_, input| input);
+    let all_on = answers_with(model, examples, device, |_, _, input| input);
     let mut ablated: BTreeMap<HeadAblation, Vec<MaskedAnswer>> = BTreeMap::new();
     for relation in &mut relations.relations {
         let name = relation.relation.as_str();
@@ -100,9 +180,9 @@ fn fill_drops<S: AsRef<str>>(
             let id = best.id;
             best.words_on_relation = Some(masked.iter().filter(|word| has(word)).count());
             let mut changes = |ablation: HeadAblation| {
-                let without = ablated
-                    .entry(ablation)
-                    .or_insert_with(|| answers_without(model, examples, ablation, device));
+                let without = ablated.entry(ablation).or_insert_with(|| {
+                    answers_without(model, examples, sentence_of, ablation, device)
+                });
                 let on_relation = Change::over(&all_on, without, masked, |r| has(r));
                 let elsewhere = Change::over(&all_on, without, masked, |r| !has(r));
                 (on_relation, elsewhere)
@@ -174,21 +254,89 @@ enum HeadAblation {
 }
 
 /// Per masked word (in the order of [`crate::measures::masked::masked_targets`]): `model`'s
-/// answer without the head `ablation` takes out.
+/// answer without the head `ablation` takes out, each example's sentence in `sentence_of`
+/// (resampling takes a head's output from another sentence: [`donors`]).
 fn answers_without(
     model: &Encoder,
     examples: &[Example],
+    sentence_of: &[usize],
     ablation: HeadAblation,
     device: &Device,
 ) -> Vec<MaskedAnswer> {
-    answers_with(model, examples, device, |batch, input| match ablation {
-        HeadAblation::Zero(id) => input.head_mask(model.head_mask_keeping(|h| h != id, device)),
-        HeadAblation::Resample(id) => {
-            let (_, cache) = model.forward_with_cache(batch.encoder_input());
-            // [batch, seq, heads, d_head]: the head's outputs, one sentence over.
-            let values = rolled(cache.layers[id.layer].head_outputs.clone());
-            let weight = head_weight(id, None, 1, model.n_heads(), device);
-            input.head_patch(id.layer, HeadPatch { values, weight })
+    answers_with(
+        model,
+        examples,
+        device,
+        |first, batch, input| match ablation {
+            HeadAblation::Zero(id) => input.head_mask(model.head_mask_keeping(|h| h != id, device)),
+            HeadAblation::Resample(id) => {
+                let [sequences, _] = batch.tokens.dims();
+                let donors = donors(&sentence_of[first..first + sequences]);
+                let (_, cache) = model.forward_with_cache(batch.encoder_input());
+                // [batch, seq, heads, d_head]: the head's outputs, each from its donor sentence.
+                let values = resampled(cache.layers[id.layer].head_outputs.clone(), &donors);
+                let weight = head_weight(id, None, 1, model.n_heads(), device);
+                input.head_patch(id.layer, HeadPatch { values, weight })
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_example_its_own_sentence_takes_the_next_one_as_resampling_always_did() {
+        assert_eq!(donors(&[7, 8, 9]), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn a_donor_is_from_another_sentence_wherever_the_batch_has_one() {
+        assert_eq!(donors(&[0, 0, 1, 1]), vec![2, 2, 0, 0]);
+        assert_eq!(donors(&[3, 4, 4, 4]), vec![1, 0, 0, 0]);
+        // A batch of one sentence has no other to take from.
+        assert_eq!(donors(&[5, 5]), vec![1, 0]);
+    }
+
+    #[test]
+    fn interleaving_by_hand() {
+        // Sentence 0 has three examples, 1 two, 2 one: the fullest other sentence each time,
+        // ties to the one whose next example comes first.
+        assert_eq!(interleaved(&[0, 0, 0, 1, 1, 2]), vec![0, 3, 1, 4, 2, 5]);
+        assert_eq!(interleaved(&[2, 2, 1, 0]), vec![0, 2, 1, 3]);
+        // Every example its own sentence, whatever the ids: the order is kept.
+        assert_eq!(interleaved(&[9, 3, usize::MAX, 4]), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn interleaved_sentences_never_sit_side_by_side_and_keep_their_word_order() {
+        // Sentences of 1 to 17 words, as the treebank's examples come: sentence by sentence.
+        let sentence_of: Vec<usize> = (0..40)
+            .flat_map(|s| std::iter::repeat_n(s, 1 + (s * 7) % 17))
+            .collect();
+        let order = interleaved(&sentence_of);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..sentence_of.len()).collect::<Vec<_>>());
+        for pair in order.windows(2) {
+            assert_ne!(sentence_of[pair[0]], sentence_of[pair[1]], "{pair:?}");
         }
-    })
+        for sentence in 0..40 {
+            let own: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&e| sentence_of[e] == sentence)
+                .collect();
+            assert!(own.windows(2).all(|w| w[0] < w[1]), "{own:?}");
+        }
+        // So every batch's donors, however the examples are cut into batches, are from
+        // another sentence.
+        for batch in order.chunks(64) {
+            let of: Vec<usize> = batch.iter().map(|&e| sentence_of[e]).collect();
+            for (i, d) in donors(&of).into_iter().enumerate() {
+                assert_ne!(of[i], of[d]);
+            }
+        }
+    }
 }

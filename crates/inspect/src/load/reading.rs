@@ -210,6 +210,11 @@ fn encoded_shipped(
 pub struct Scoring {
     /// The examples the output layer is scored on; none where it is not.
     pub eval: Option<Vec<Example>>,
+    /// Per example of `eval`, its sentence: a task's examples are each their own; a model
+    /// that reads pieces has one example per word of each probe sentence, side by side.
+    /// Resampling a head takes its output from another sentence
+    /// ([`crate::interventions::relation_ablation::donors`]).
+    pub sentence_of: Vec<usize>,
     /// What the report leaves out, each with why.
     pub left_out: Vec<String>,
 }
@@ -706,11 +711,14 @@ impl Reading {
     ) -> Scoring {
         let not_scored = |left_out: Vec<String>| Scoring {
             eval: None,
+            sentence_of: vec![],
             left_out,
         };
         let (Reading::Pieces(reading), Some(pieces)) = (self, &probe.pieces) else {
+            let eval = eval();
             return Scoring {
-                eval: Some(eval()),
+                sentence_of: (0..eval.len()).collect(),
+                eval: Some(eval),
                 left_out: vec![],
             };
         };
@@ -738,6 +746,11 @@ impl Reading {
             return not_scored(left_out_because(why));
         }
         Scoring {
+            sentence_of: masked
+                .masked
+                .iter()
+                .map(|&(sentence, _)| sentence)
+                .collect(),
             eval: Some(masked.examples),
             left_out: vec![left_out_reading_pieces(heads)],
         }

@@ -32,19 +32,20 @@ pub fn right_answers(
     zeroed: Option<HeadId>,
     device: &Device,
 ) -> Vec<bool> {
-    right_answers_with(model, examples, device, |_, input| match zeroed {
+    right_answers_with(model, examples, device, |_, _, input| match zeroed {
         Some(id) => input.head_mask(model.head_mask_keeping(|h| h != id, device)),
         None => input,
     })
 }
 
-/// [`right_answers`] with each batch's input changed by `intervene` (given the batch and
-/// its plain input) before the forward pass: how an intervention on a head is counted.
+/// [`right_answers`] with each batch's input changed by `intervene` (given the index of the
+/// batch's first example, the batch and its plain input) before the forward pass: how an
+/// intervention on a head is counted.
 pub fn right_answers_with(
     model: &Encoder,
     examples: &[Example],
     device: &Device,
-    intervene: impl Fn(&Batch, EncoderInput) -> EncoderInput,
+    intervene: impl Fn(usize, &Batch, EncoderInput) -> EncoderInput,
 ) -> Vec<bool> {
     answers_with(model, examples, device, intervene)
         .into_iter()
@@ -69,10 +70,10 @@ pub fn answers_with(
     model: &Encoder,
     examples: &[Example],
     device: &Device,
-    intervene: impl Fn(&Batch, EncoderInput) -> EncoderInput,
+    intervene: impl Fn(usize, &Batch, EncoderInput) -> EncoderInput,
 ) -> Vec<MaskedAnswer> {
     let mut answers = Vec::new();
-    for chunk in examples.chunks(BATCH) {
+    for (c, chunk) in examples.chunks(BATCH).enumerate() {
         // [scored] each: the flat `batch * seq` row of every masked word, in the order of
         // `masked_targets`, and its target.
         let (rows, targets) = scored_rows(chunk, device);
@@ -80,7 +81,7 @@ pub fn answers_with(
             continue;
         }
         let batch = Batch::new(chunk, device);
-        let input = intervene(&batch, batch.encoder_input());
+        let input = intervene(c * BATCH, &batch, batch.encoder_input());
         let logits = model.forward_input(input); // [batch, seq, classes]
         let [sequences, seq, classes] = logits.dims();
         let scored = logits.reshape([sequences * seq, classes]).select(0, rows); // [scored, classes]
