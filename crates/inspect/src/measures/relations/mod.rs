@@ -149,8 +149,9 @@ pub struct BestHead {
     /// `loss_rise_elsewhere` with the head resample-ablated.
     #[serde(default)]
     pub resample_loss_rise_elsewhere: Option<f64>,
-    /// How many masked words the drops and rises on the relation are over (null where they
-    /// were not measured).
+    /// How many masked positions the drops and rises on the relation are over: words, or
+    /// for a model that reads pieces every piece of a masked word (null where they were not
+    /// measured).
     #[serde(default)]
     pub words_on_relation: Option<usize>,
 }
