@@ -23,8 +23,9 @@
 #         fetched it (imported once into runs/minilm): which of MiniLM's heads does each of
 #         its heads match (runs/syntax-compare/minilm-RUN, kept in the record)?
 # compare `headlab compare` of the recorded seeds at hand, the pilot as seed 0 where it is
-#         here (runs/syntax-compare/seeds: do the syntax heads sit in the same layer in every
-#         seed?); the records say each seed's layers.
+#         here (runs/syntax-compare/seeds, its slot table in docs/experiments/syntax-compare.txt:
+#         do the syntax heads sit in the same layer in every seed?); the records say each
+#         seed's layers.
 # tables  experiment9_table.py render: docs/experiments/syntax-pilot.md and syntax.md (the
 #         chapter's tables) and their -onsets.png figures, from the records alone, intervals
 #         from `headlab sweep stats`.
@@ -115,8 +116,9 @@ for stage in "$@"; do
             fi
             # 16 runs' probes share compare's 1 GiB bound: a smaller probe than the default
             # 64 (compare names the largest accepted when one is too large).
+            # Its slot table is kept beside the records (the runs may not outlive the session).
             "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds --quiet \
-                --probe "${COMPARE_PROBE:-16}"
+                --probe "${COMPARE_PROBE:-16}" | tee docs/experiments/syntax-compare.txt
             ;;
         tables)
             export HEADLAB="$headlab"
