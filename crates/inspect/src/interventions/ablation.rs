@@ -24,7 +24,6 @@ use burn::prelude::*;
 use model::{Encoder, EncoderInput, HeadId, HeadPatch};
 
 use crate::interventions::activation_patching::{head_weight, real_position_sum};
-use crate::interventions::relation_ablation::donors;
 use crate::load::context::MeasureContext;
 use tasks::Example;
 use tasks::batch::{Accuracy, Batch, EVAL_CHUNK};
@@ -100,6 +99,22 @@ pub fn ablation_drops(
     drops
 }
 
+/// For each example of a batch, the example of the same batch whose head output resampling
+/// gives it: the next one, cyclically, from another sentence (the next one at all where the
+/// whole batch is one sentence). With every example its own sentence, as a task's masked
+/// examples are, each takes the next's and the last the first's.
+pub fn donors(sentence_of: &[usize]) -> Vec<usize> {
+    let n = sentence_of.len();
+    (0..n)
+        .map(|i| {
+            (1..n)
+                .map(|k| (i + k) % n)
+                .find(|&j| sentence_of[j] != sentence_of[i])
+                .unwrap_or((i + 1) % n)
+        })
+        .collect()
+}
+
 /// `[batch, ...]` with each sequence taking its donor's values (`donors[i]`, one per
 /// sequence, as [`donors`] gives them).
 pub(crate) fn resampled(values: Tensor<4>, donors: &[usize]) -> Tensor<4> {
@@ -172,6 +187,19 @@ mod tests {
 
     fn values(t: Tensor<4>) -> Vec<f32> {
         t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn every_example_its_own_sentence_takes_the_next_one_as_resampling_always_did() {
+        assert_eq!(donors(&[7, 8, 9]), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn a_donor_is_from_another_sentence_wherever_the_batch_has_one() {
+        assert_eq!(donors(&[0, 0, 1, 1]), vec![2, 2, 0, 0]);
+        assert_eq!(donors(&[3, 4, 4, 4]), vec![1, 0, 0, 0]);
+        // A batch of one sentence has no other to take from.
+        assert_eq!(donors(&[5, 5]), vec![1, 0]);
     }
 
     #[test]

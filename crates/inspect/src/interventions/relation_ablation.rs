@@ -22,7 +22,7 @@ use model::{Encoder, HeadId, HeadPatch};
 use tasks::Example;
 use tasks::batch::mix_seed;
 
-use crate::interventions::ablation::resampled;
+use crate::interventions::ablation::{donors, resampled};
 use crate::interventions::activation_patching::head_weight;
 use crate::load::context::MeasureContext;
 use crate::load::reading::{ReadSentences, ReadingError};
@@ -139,22 +139,6 @@ pub fn interleaved(sentence_of: &[usize]) -> Vec<usize> {
         last = Some(sentence);
     }
     order
-}
-
-/// For each example of a batch, the example of the same batch whose head output resampling
-/// gives it: the next one, cyclically, from another sentence (the next one at all where the
-/// whole batch is one sentence). With every example its own sentence, as a task's masked
-/// examples are, each takes the next's and the last the first's.
-pub fn donors(sentence_of: &[usize]) -> Vec<usize> {
-    let n = sentence_of.len();
-    (0..n)
-        .map(|i| {
-            (1..n)
-                .map(|k| (i + k) % n)
-                .find(|&j| sentence_of[j] != sentence_of[i])
-                .unwrap_or((i + 1) % n)
-        })
-        .collect()
 }
 
 /// Fills every best head's drops in `relations` from `model`'s answers on `examples`, with
@@ -285,19 +269,6 @@ fn answers_without(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_example_its_own_sentence_takes_the_next_one_as_resampling_always_did() {
-        assert_eq!(donors(&[7, 8, 9]), vec![1, 2, 0]);
-    }
-
-    #[test]
-    fn a_donor_is_from_another_sentence_wherever_the_batch_has_one() {
-        assert_eq!(donors(&[0, 0, 1, 1]), vec![2, 2, 0, 0]);
-        assert_eq!(donors(&[3, 4, 4, 4]), vec![1, 0, 0, 0]);
-        // A batch of one sentence has no other to take from.
-        assert_eq!(donors(&[5, 5]), vec![1, 0]);
-    }
 
     #[test]
     fn interleaving_by_hand() {

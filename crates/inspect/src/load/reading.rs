@@ -213,7 +213,7 @@ pub struct Scoring {
     /// Per example of `eval`, its sentence: a task's examples are each their own; a model
     /// that reads pieces has one example per word of each probe sentence, side by side.
     /// Resampling a head takes its output from another sentence
-    /// ([`crate::interventions::relation_ablation::donors`]).
+    /// ([`crate::interventions::ablation::donors`]).
     pub sentence_of: Vec<usize>,
     /// What the report leaves out, each with why.
     pub left_out: Vec<String>,
