@@ -85,7 +85,7 @@ pub fn add_relation_ablation(
             .collect();
         categories.push(of_example);
     }
-    // An imported masked-LM's examples are its sentences with each word masked alone, a
+    // A model that reads pieces has its sentences with each word masked alone, a
     // sentence's examples side by side; resampling takes a head's output from a neighbour,
     // which must be another sentence, not the same one with its neighbouring word masked
     // (that output has seen the word the example hides). So the examples are interleaved.
@@ -162,7 +162,6 @@ fn fill_drops<S: AsRef<str>>(
             &mut relation.best.head_to_dependent,
         ] {
             let id = best.id;
-            best.words_on_relation = Some(masked.iter().filter(|word| has(word)).count());
             let mut changes = |ablation: HeadAblation| {
                 let without = ablated.entry(ablation).or_insert_with(|| {
                     answers_without(model, examples, sentence_of, ablation, device)
@@ -172,6 +171,7 @@ fn fill_drops<S: AsRef<str>>(
                 (on_relation, elsewhere)
             };
             let (on, elsewhere) = changes(HeadAblation::Zero(id));
+            best.words_on_relation = Some(on.words);
             (best.drop_on_relation, best.drop_elsewhere) = (on.accuracy(), elsewhere.accuracy());
             (best.loss_rise_on_relation, best.loss_rise_elsewhere) = (on.loss(), elsewhere.loss());
             let (on, elsewhere) = changes(HeadAblation::Resample(id));
@@ -232,8 +232,8 @@ impl Change {
 enum HeadAblation {
     /// Its output set to 0.
     Zero(HeadId),
-    /// Its output on each sentence replaced by its output on the next sentence of the
-    /// same batch (the last takes the first's), as [`super::ablation`] resamples.
+    /// Its output on each sentence replaced by its output on another sentence of the same
+    /// batch ([`donors`]), as [`super::ablation`] resamples.
     Resample(HeadId),
 }
 

@@ -86,13 +86,13 @@ pub fn answers_with(
         let [sequences, seq, classes] = logits.dims();
         let scored = logits.reshape([sequences * seq, classes]).select(0, rows); // [scored, classes]
         let predicted = HostTensor::of(scored.clone().argmax(1).float()).values; // [scored, 1]
-        let targets = targets.unsqueeze_dim::<2>(1); // [scored, 1]
-        let log_likelihood = log_softmax(scored, 1).gather(1, targets.clone()); // [scored, 1]
+        let log_likelihood = log_softmax(scored, 1).gather(1, targets.unsqueeze_dim::<2>(1)); // [scored, 1]
         let log_likelihood = HostTensor::of(log_likelihood).values;
-        let targets = HostTensor::of(targets.float()).values;
-        answers.extend(predicted.iter().zip(&targets).zip(&log_likelihood).map(
-            |((&predicted, &target), &log_likelihood)| MaskedAnswer {
-                right: predicted == target,
+        // The targets are on the host already, in the same order.
+        let targets = masked_targets(chunk).map(|(_, _, target)| target);
+        answers.extend(predicted.iter().zip(targets).zip(&log_likelihood).map(
+            |((&predicted, target), &log_likelihood)| MaskedAnswer {
+                right: predicted as u32 == target,
                 loss: -f64::from(log_likelihood),
             },
         ));
