@@ -323,6 +323,11 @@ mod tests {
                     drop_elsewhere: None,
                     resample_drop_on_relation: None,
                     resample_drop_elsewhere: None,
+                    loss_rise_on_relation: None,
+                    loss_rise_elsewhere: None,
+                    resample_loss_rise_on_relation: None,
+                    resample_loss_rise_elsewhere: None,
+                    resample_loss_rise_difference: None,
                     of: 16,
                     best_layers: BTreeMap::new(),
                 })

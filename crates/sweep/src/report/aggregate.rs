@@ -72,6 +72,21 @@ pub struct RelationAcrossSeeds {
     pub resample_drop_on_relation: Option<EstimateJson>,
     /// `drop_elsewhere` with the best head resample-ablated.
     pub resample_drop_elsewhere: Option<EstimateJson>,
+    /// The masked-LM loss gained (nats per masked word) on the relation's masked dependents
+    /// when the best head is zeroed, over seeds (null for reports of runs inspected before
+    /// 2026-11-30): every word's loss moves where the accuracy moves a word at a time.
+    pub loss_rise_on_relation: Option<EstimateJson>,
+    /// The same on every other masked word.
+    pub loss_rise_elsewhere: Option<EstimateJson>,
+    /// `loss_rise_on_relation` with the best head resample-ablated.
+    pub resample_loss_rise_on_relation: Option<EstimateJson>,
+    /// `loss_rise_elsewhere` with the best head resample-ablated.
+    pub resample_loss_rise_elsewhere: Option<EstimateJson>,
+    /// Per seed, `resample_loss_rise_on_relation` minus `resample_loss_rise_elsewhere`, over
+    /// the seeds that have both: whether the relation's words need the head more than other
+    /// words do. Paired within each seed, so its interval is narrower than the two rises'
+    /// intervals side by side suggest when the seeds differ in how much any word needs it.
+    pub resample_loss_rise_difference: Option<EstimateJson>,
     /// Seeds counted.
     pub of: usize,
     /// Layer -> seeds whose best head sits in it.
@@ -372,6 +387,19 @@ fn relations_across_seeds(
                 resample_drop_elsewhere: estimate(
                     best.iter().filter_map(|b| b.resample_drop_elsewhere),
                 ),
+                loss_rise_on_relation: estimate(
+                    best.iter().filter_map(|b| b.loss_rise_on_relation),
+                ),
+                loss_rise_elsewhere: estimate(best.iter().filter_map(|b| b.loss_rise_elsewhere)),
+                resample_loss_rise_on_relation: estimate(
+                    best.iter().filter_map(|b| b.resample_loss_rise_on_relation),
+                ),
+                resample_loss_rise_elsewhere: estimate(
+                    best.iter().filter_map(|b| b.resample_loss_rise_elsewhere),
+                ),
+                resample_loss_rise_difference: estimate(best.iter().filter_map(|b| {
+                    Some(b.resample_loss_rise_on_relation? - b.resample_loss_rise_elsewhere?)
+                })),
                 of: seeds.len(),
                 best_layers,
             });
@@ -399,11 +427,13 @@ mod tests {
     use super::*;
 
     /// One seed's `relations.json` with a single relation: its best head in each direction
-    /// (layer, score) and the baseline's score.
+    /// (layer, score), the baseline's score, and both best heads' resample-ablated loss rises
+    /// (on the relation's words, elsewhere; `None`, as in a file written before they existed).
     fn relations(
         dependent_to_head: (usize, f64),
         head_to_dependent: (usize, f64),
         baseline: f64,
+        resample_loss_rises: Option<(f64, f64)>,
     ) -> Relations {
         use inspect::measures::relations::{Baseline, RelationScores};
         let best = |(layer, score): (usize, f64)| BestHead {
@@ -416,8 +446,8 @@ mod tests {
             resample_drop_elsewhere: None,
             loss_rise_on_relation: None,
             loss_rise_elsewhere: None,
-            resample_loss_rise_on_relation: None,
-            resample_loss_rise_elsewhere: None,
+            resample_loss_rise_on_relation: resample_loss_rises.map(|(on, _)| on),
+            resample_loss_rise_elsewhere: resample_loss_rises.map(|(_, elsewhere)| elsewhere),
             words_on_relation: None,
         };
         Relations {
@@ -447,11 +477,11 @@ mod tests {
     #[test]
     fn relations_count_the_seeds_whose_best_head_beats_the_offset() {
         let seeds = [
-            relations((1, 0.9), (0, 0.2), 0.7),
-            relations((1, 0.8), (0, 0.3), 0.7),
-            relations((0, 0.6), (2, 0.1), 0.7),
+            relations((1, 0.9), (0, 0.2), 0.7, Some((0.5, 0.1))),
+            relations((1, 0.8), (0, 0.3), 0.7, Some((0.3, 0.2))),
+            relations((0, 0.6), (2, 0.1), 0.7, None),
         ];
-        let untrained = [relations((0, 0.2), (0, 0.1), 0.7)];
+        let untrained = [relations((0, 0.2), (0, 0.1), 0.7, None)];
         let trained: Vec<&Relations> = seeds.iter().collect();
         let summary = relations_across_seeds(&trained, &untrained);
         assert_eq!(summary.len(), 2, "one row per direction");
@@ -471,6 +501,19 @@ mod tests {
         assert!((forward.untrained_best_score.as_ref().unwrap().mean - 0.2).abs() < 1e-12);
         assert!((forward.drop_on_relation.as_ref().unwrap().mean - 0.1).abs() < 1e-12);
         assert!(forward.drop_elsewhere.is_none());
+        // The loss rises over the two seeds that have them, and their difference paired
+        // within each seed: 0.4 and 0.1, so a mean of 0.25 and a t interval with one degree
+        // of freedom, 12.706 x 0.212 / sqrt(2) = 1.906.
+        let rise = |e: &Option<EstimateJson>| e.as_ref().map(|e| (e.n, e.mean));
+        let (n, on) = rise(&forward.resample_loss_rise_on_relation).unwrap();
+        assert!(n == 2 && (on - 0.4).abs() < 1e-12);
+        let (n, elsewhere) = rise(&forward.resample_loss_rise_elsewhere).unwrap();
+        assert!(n == 2 && (elsewhere - 0.15).abs() < 1e-12);
+        let difference = forward.resample_loss_rise_difference.as_ref().unwrap();
+        assert_eq!(difference.n, 2);
+        assert!((difference.mean - 0.25).abs() < 1e-12);
+        assert!((difference.ci95.unwrap() - 1.906).abs() < 1e-3);
+        assert!(forward.loss_rise_on_relation.is_none());
         let backward = &summary[1];
         assert_eq!(backward.direction, "head_to_dependent");
         assert_eq!(backward.beats_baseline, 0);

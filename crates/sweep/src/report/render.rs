@@ -347,7 +347,9 @@ fn slots_markdown(md: &mut String, point: &PointReport) {
     }
 }
 
-/// The "Syntax heads across seeds" section, when any grid point has relation scores.
+/// The "Syntax heads across seeds" section, when any grid point has relation scores: per
+/// grid point, one table of what the best heads find and, where they were ablated, one of
+/// what they are needed for (two tables of nine columns rather than one of seventeen).
 fn relations_markdown(md: &mut String, report: &SweepReport) {
     if report.points.iter().all(|p| p.relations.is_empty()) {
         return;
@@ -359,28 +361,33 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
          seed's best head (Clark et al. 2019): its score with the 95% interval over seeds, the \
          best fixed offset's score, in how many seeds the best head beats that offset (with \
          its 95% Wilson interval, and the same count on untrained models of the same seeds), \
-         the untrained models' best head's score, the layers the best heads sit in, and what \
-         zeroing the best head costs in eval token accuracy on masked words that are the \
-         relation's dependents against every other masked word, and the same with the head \
-         resample-ablated (its output taken from another sentence).\n"
+         the untrained models' best head's score, and the layers the best heads sit in. Then, \
+         where the best heads were ablated, what taking each out costs on masked words that \
+         are the relation's dependents against every other masked word: eval token accuracy \
+         lost when it is zeroed and when it is resample-ablated (its output taken from \
+         another sentence), and the masked-LM loss gained when it is resample-ablated (nats \
+         per masked word), with that gain's difference, dependents minus elsewhere, taken \
+         within each seed and then over seeds. A difference whose interval excludes zero says \
+         the relation's words need the head more than other words do; a head that finds a \
+         relation but costs its words no more is found but not needed.\n"
     );
+    let direction_of = |direction: &str| match direction {
+        "dependent_to_head" => "dep -> head",
+        _ => "head -> dep",
+    };
+    let show =
+        |e: &Option<EstimateJson>, digits| e.as_ref().map_or("-".to_string(), |e| e.show(digits));
     for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
         let _ = writeln!(
             md,
             "### {}\n\n| relation | direction | best head (fraction of arcs) | offset baseline \
              (fraction of arcs) | beats it | 95% interval (% of seeds) | untrained beats it | \
-             untrained best head (fraction of arcs) | best head's layer | zeroed: drop on \
-             dependents (fraction) | zeroed: drop elsewhere (fraction) | resampled: drop on \
-             dependents (fraction) | resampled: drop elsewhere (fraction) |\n\
-             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+             untrained best head (fraction of arcs) | best head's layer |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             point.point
         );
         for r in &point.relations {
             let (low, high) = wilson(r.beats_baseline, r.of);
-            let direction = match r.direction {
-                "dependent_to_head" => "dep -> head",
-                _ => "head -> dep",
-            };
             let untrained = r
                 .untrained_beats_baseline
                 .map_or("-".to_string(), |k| format!("{k} of {}", r.of));
@@ -389,13 +396,11 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
                 .iter()
                 .map(|(layer, seeds)| format!("L{layer}: {seeds}"))
                 .collect();
-            let show = |e: &Option<EstimateJson>, digits| {
-                e.as_ref().map_or("-".to_string(), |e| e.show(digits))
-            };
             let _ = writeln!(
                 md,
-                "| {} | {direction} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} | {} |",
                 r.relation,
+                direction_of(r.direction),
                 r.best_score.show(2),
                 r.baseline.show(2),
                 r.baseline_offset,
@@ -405,10 +410,36 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
                 high * 100.0,
                 show(&r.untrained_best_score, 2),
                 layers.join(", "),
+            );
+        }
+        let ablated: Vec<_> = point
+            .relations
+            .iter()
+            .filter(|r| r.drop_on_relation.is_some() || r.resample_loss_rise_on_relation.is_some())
+            .collect();
+        if !ablated.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n| relation | direction | zeroed: accuracy lost on dependents | zeroed: \
+                 elsewhere | resampled: accuracy lost on dependents | resampled: elsewhere | \
+                 resampled: loss gained on dependents (nats) | resampled: elsewhere (nats) | \
+                 resampled: loss gained, dependents minus elsewhere (nats) |\n\
+                 | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+            );
+        }
+        for r in ablated {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.relation,
+                direction_of(r.direction),
                 show(&r.drop_on_relation, 3),
                 show(&r.drop_elsewhere, 3),
                 show(&r.resample_drop_on_relation, 3),
                 show(&r.resample_drop_elsewhere, 3),
+                show(&r.resample_loss_rise_on_relation, 3),
+                show(&r.resample_loss_rise_elsewhere, 3),
+                show(&r.resample_loss_rise_difference, 3),
             );
         }
         let _ = writeln!(md);
@@ -423,6 +454,85 @@ pub fn slug(point: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::aggregate::RelationAcrossSeeds;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn relations_get_a_table_of_what_heads_find_and_one_of_what_they_are_needed_for() {
+        let estimate = |mean, ci95| EstimateJson { n: 2, mean, ci95 };
+        let relation = |name: &str, ablated: bool| RelationAcrossSeeds {
+            relation: name.to_string(),
+            direction: "head_to_dependent",
+            best_score: estimate(0.61, Some(0.04)),
+            baseline: estimate(0.53, Some(0.01)),
+            baseline_offset: 1,
+            beats_baseline: 1,
+            untrained_beats_baseline: None,
+            untrained_best_score: None,
+            drop_on_relation: ablated.then(|| estimate(0.03, Some(0.02))),
+            drop_elsewhere: ablated.then(|| estimate(0.006, Some(0.001))),
+            resample_drop_on_relation: None,
+            resample_drop_elsewhere: None,
+            loss_rise_on_relation: None,
+            loss_rise_elsewhere: None,
+            resample_loss_rise_on_relation: ablated.then(|| estimate(0.4, Some(0.3))),
+            resample_loss_rise_elsewhere: ablated.then(|| estimate(0.15, Some(0.1))),
+            resample_loss_rise_difference: ablated.then(|| estimate(0.25, Some(1.906))),
+            of: 2,
+            best_layers: BTreeMap::from([(1, 2)]),
+        };
+        let report = SweepReport {
+            sweep: "syntax".to_string(),
+            grid_keys: Vec::new(),
+            runs: Vec::new(),
+            points: vec![PointReport {
+                point: "syntax-pilot".to_string(),
+                runs: 2,
+                planned: 16,
+                estimates: BTreeMap::new(),
+                reached_99: 0,
+                roles: Vec::new(),
+                slots: Vec::new(),
+                matching_note: None,
+                relations: vec![relation("aux", true), relation("obj", false)],
+            }],
+            files: Vec::new(),
+            dir: std::path::PathBuf::new(),
+        };
+        let mut md = String::new();
+        relations_markdown(&mut md, &report);
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| ---"))
+            .collect();
+        // Each table: a header, then its rows; both relations are found, only aux ablated.
+        assert!(
+            rows[0].starts_with("| relation | direction | best head"),
+            "{md}"
+        );
+        assert_eq!(
+            rows[1],
+            "| aux | head -> dep | 0.61 ± 0.04 | 0.53 ± 0.01 (+1) | 1 of 2 | 9% to 91% | - | - | L1: 2 |"
+        );
+        assert!(rows[2].starts_with("| obj | head -> dep |"), "{md}");
+        assert!(
+            rows[3].starts_with("| relation | direction | zeroed"),
+            "{md}"
+        );
+        assert_eq!(
+            rows[4],
+            "| aux | head -> dep | 0.030 ± 0.020 | 0.006 ± 0.001 | - | - | 0.400 ± 0.300 | 0.150 ± 0.100 | 0.250 ± 1.906 |"
+        );
+        assert_eq!(
+            rows.len(),
+            5,
+            "obj was not ablated: no row of its own\n{md}"
+        );
+        assert!(
+            rows.iter().all(|row| row.matches(" | ").count() == 8),
+            "{md}"
+        );
+    }
 
     #[test]
     fn csv_fields_with_commas_or_quotes_are_quoted() {
