@@ -837,4 +837,50 @@ fn a_sweep_of_text_models_trains_groups_and_inspects_them_on_the_treebank() {
     assert!(report.status.success(), "{}", text(&report));
     let rows = read_csv(&out.join("_sweep/report/sweep.csv"));
     assert_eq!(rows.len(), 4, "a header and three runs: {rows:?}");
+    // The syntax heads across seeds carry each seed's relation ablation: the loss gained on
+    // the relation's words minus elsewhere, paired within each seed, is the mean over the
+    // seeds of what each run's own relations.json says.
+    let read_json = |path: &Path| -> serde_json::Value {
+        serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+    };
+    let runs: Vec<serde_json::Value> = (0..3)
+        .map(|seed| read_json(&out.join(format!("text-s{seed}/inspect/relations.json"))))
+        .collect();
+    let report_json = read_json(&out.join("_sweep/report/report.json"));
+    let mut ablated = 0;
+    for across in report_json["points"][0]["relations"].as_array().unwrap() {
+        let direction = across["direction"].as_str().unwrap();
+        let differences: Vec<f64> = runs
+            .iter()
+            .filter_map(|run| {
+                let relation = run["relations"]
+                    .as_array()?
+                    .iter()
+                    .find(|r| r["relation"] == across["relation"])?;
+                let best = &relation["best"][direction];
+                Some(
+                    best["resample_loss_rise_on_relation"].as_f64()?
+                        - best["resample_loss_rise_elsewhere"].as_f64()?,
+                )
+            })
+            .collect();
+        let difference = &across["resample_loss_rise_difference"];
+        if differences.is_empty() {
+            assert!(difference.is_null(), "{across}");
+            continue;
+        }
+        let mean = differences.iter().sum::<f64>() / differences.len() as f64;
+        assert_eq!(difference["n"], differences.len(), "{across}");
+        assert!(
+            (difference["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+            "{across}"
+        );
+        ablated += 1;
+    }
+    assert!(ablated > 0, "no relation's best heads were ablated");
+    let markdown = fs::read_to_string(out.join("_sweep/report/report.md")).unwrap();
+    assert!(
+        markdown.contains("resampled: loss gained, dependents minus elsewhere (nats)"),
+        "{markdown}"
+    );
 }
