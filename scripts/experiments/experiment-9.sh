@@ -27,8 +27,8 @@
 #         do the syntax heads sit in the same layer in every seed?); the records say each
 #         seed's layers.
 # tables  experiment9_table.py render: docs/experiments/syntax-pilot.md and syntax.md (the
-#         chapter's tables) and their -onsets.png figures, from the records alone, intervals
-#         from `headlab sweep stats`.
+#         chapter's tables) and their -onsets.png and -labels.png figures, from the records
+#         alone, intervals from `headlab sweep stats`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$#" -eq 0 ]; then set -- pilot seeds compare tables; fi

@@ -17,15 +17,16 @@ relation ablation (the final model's relations.json), and per scored sentence th
 arcs of the syntactic and positional figures and of each label (the tables the
 Multi-Bootstrap resamples). With --compared, where DIR/minilm-RUN/matching.json holds
 `headlab compare RUN runs/minilm`, the record keeps each head's matched MiniLM head and their
-pattern similarity. A record is written as soon as its run is inspected: runs do not
+pattern similarity. A record is written as soon as its run is inspected: runs need not
 outlive a session on this project's machines, the records are committed, and the seeds of a
 set are trained over several sessions.
 
-`render` writes the chapter's tables (RECORDS_DIR.md) and figure (RECORDS_DIR-onsets.png)
-from the records alone, after checking that they are seeds of one config read the same way,
-with every interval from `headlab sweep stats` (headlab_stats.py): means over seeds with
-Student's t intervals, shares of seeds with Wilson intervals, and the Multi-Bootstrap (seeds
-and sentences resampled together) for the headline figures.
+`render` writes the chapter's tables (RECORDS_DIR.md) and figures (RECORDS_DIR-onsets.png and
+RECORDS_DIR-labels.png) from the records alone, after checking that they are seeds of one
+config read the same way, with every interval from `headlab sweep stats`
+(headlab_stats.py): means over seeds with Student's t intervals, shares of seeds with Wilson
+intervals, and the Multi-Bootstrap (seeds and sentences resampled together) for the
+headline figures.
 """
 
 import argparse
@@ -502,6 +503,47 @@ def figure(seeds: list, out: Path) -> None:
     plt.close(fig)
 
 
+def label_figure(seeds: list, out: Path) -> None:
+    """Per counted label (most arcs first, top down), each seed's best head at the last
+    snapshot (chosen on EWT dev, scored on test) against its best offset: the figure of the
+    best heads per label at the end that a reader looks at first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = label_names(seeds)
+    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.38 * len(names)))
+    for row, name in enumerate(names):
+        present = [s["labels"][name] for s in seeds if name in s["labels"]]
+        # Seeds spread a little around their label's row, in seed order.
+        spread = [row + 0.5 * (k - (len(present) - 1) / 2) / max(len(present), 2) for k in range(len(present))]
+        for y, label in zip(spread, present):
+            ax.plot([label["offset_score"]] * 2, [y - 0.08, y + 0.08], color="tab:gray", lw=1.5)
+            appeared = has_appeared(label)
+            ax.plot(
+                label["score"],
+                y,
+                "o",
+                ms=5,
+                color="tab:blue",
+                markerfacecolor="tab:blue" if appeared else "white",
+            )
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("fraction of the label's arcs found (chosen on EWT dev, scored on EWT test)")
+    ax.set_title(
+        f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} at the last snapshot: each seed's best head (circle; "
+        "filled where the label has appeared)\nagainst its best fixed offset (grey bar)",
+        fontsize=9,
+    )
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def render(records: Path, draw: bool = True) -> None:
     data = load(records)
     seeds = data["seeds"]
@@ -653,11 +695,18 @@ def render(records: Path, draw: bool = True) -> None:
             "| --- | ---: | --- | ---: | --- | ---: |",
         ]
         lines += minilm
-    lines += ["", f"![The figures and the held-out loss over training]({records.name}-onsets.png)", ""]
+    lines += [
+        "",
+        f"![The figures and the held-out loss over training]({records.name}-onsets.png)",
+        "",
+        f"![Each label's best head against its offset, per seed]({records.name}-labels.png)",
+        "",
+    ]
     out = records.with_name(records.name + ".md")
     out.write_text("\n".join(lines))
     if draw:
         figure(seeds, records.with_name(records.name + "-onsets.png"))
+        label_figure(seeds, records.with_name(records.name + "-labels.png"))
     print(f"experiment9: wrote {out}")
 
 
