@@ -371,78 +371,99 @@ fn relations_markdown(md: &mut String, report: &SweepReport) {
          the relation's words need the head more than other words do; a head that finds a \
          relation but costs its words no more is found but not needed.\n"
     );
-    let direction_of = |direction: &str| match direction {
+    for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
+        let _ = writeln!(md, "### {}\n", point.point);
+        relations_found_table(md, point);
+        relations_needed_table(md, point);
+        let _ = writeln!(md);
+    }
+}
+
+/// `dep -> head` or `head -> dep`.
+fn direction_of(direction: &str) -> &'static str {
+    match direction {
         "dependent_to_head" => "dep -> head",
         _ => "head -> dep",
-    };
-    let show =
-        |e: &Option<EstimateJson>, digits| e.as_ref().map_or("-".to_string(), |e| e.show(digits));
-    for point in report.points.iter().filter(|p| !p.relations.is_empty()) {
+    }
+}
+
+/// An estimate with `digits` decimals, `-` where there is none.
+fn show_estimate(estimate: &Option<EstimateJson>, digits: usize) -> String {
+    estimate
+        .as_ref()
+        .map_or("-".to_string(), |e| e.show(digits))
+}
+
+/// What each relation's best heads find, against the offset and untrained models.
+fn relations_found_table(md: &mut String, point: &PointReport) {
+    let _ = writeln!(
+        md,
+        "| relation | direction | best head (fraction of arcs) | offset baseline (fraction of \
+         arcs) | beats it | 95% interval (% of seeds) | untrained beats it | untrained best \
+         head (fraction of arcs) | best head's layer |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for r in &point.relations {
+        let (low, high) = wilson(r.beats_baseline, r.of);
+        let untrained = r
+            .untrained_beats_baseline
+            .map_or("-".to_string(), |k| format!("{k} of {}", r.of));
+        let layers: Vec<String> = r
+            .best_layers
+            .iter()
+            .map(|(layer, seeds)| format!("L{layer}: {seeds}"))
+            .collect();
         let _ = writeln!(
             md,
-            "### {}\n\n| relation | direction | best head (fraction of arcs) | offset baseline \
-             (fraction of arcs) | beats it | 95% interval (% of seeds) | untrained beats it | \
-             untrained best head (fraction of arcs) | best head's layer |\n\
-             | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-            point.point
+            "| {} | {} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} | {} |",
+            r.relation,
+            direction_of(r.direction),
+            r.best_score.show(2),
+            r.baseline.show(2),
+            r.baseline_offset,
+            r.beats_baseline,
+            r.of,
+            low * 100.0,
+            high * 100.0,
+            show_estimate(&r.untrained_best_score, 2),
+            layers.join(", "),
         );
-        for r in &point.relations {
-            let (low, high) = wilson(r.beats_baseline, r.of);
-            let untrained = r
-                .untrained_beats_baseline
-                .map_or("-".to_string(), |k| format!("{k} of {}", r.of));
-            let layers: Vec<String> = r
-                .best_layers
-                .iter()
-                .map(|(layer, seeds)| format!("L{layer}: {seeds}"))
-                .collect();
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} ({:+}) | {} of {} | {:.0}% to {:.0}% | {untrained} | {} | {} |",
-                r.relation,
-                direction_of(r.direction),
-                r.best_score.show(2),
-                r.baseline.show(2),
-                r.baseline_offset,
-                r.beats_baseline,
-                r.of,
-                low * 100.0,
-                high * 100.0,
-                show(&r.untrained_best_score, 2),
-                layers.join(", "),
-            );
-        }
-        let ablated: Vec<_> = point
-            .relations
-            .iter()
-            .filter(|r| r.drop_on_relation.is_some() || r.resample_loss_rise_on_relation.is_some())
-            .collect();
-        if !ablated.is_empty() {
-            let _ = writeln!(
-                md,
-                "\n| relation | direction | zeroed: accuracy lost on dependents | zeroed: \
-                 elsewhere | resampled: accuracy lost on dependents | resampled: elsewhere | \
-                 resampled: loss gained on dependents (nats) | resampled: elsewhere (nats) | \
-                 resampled: loss gained, dependents minus elsewhere (nats) |\n\
-                 | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-            );
-        }
-        for r in ablated {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.relation,
-                direction_of(r.direction),
-                show(&r.drop_on_relation, 3),
-                show(&r.drop_elsewhere, 3),
-                show(&r.resample_drop_on_relation, 3),
-                show(&r.resample_drop_elsewhere, 3),
-                show(&r.resample_loss_rise_on_relation, 3),
-                show(&r.resample_loss_rise_elsewhere, 3),
-                show(&r.resample_loss_rise_difference, 3),
-            );
-        }
-        let _ = writeln!(md);
+    }
+}
+
+/// What the best heads are needed for, for the relations whose best heads were ablated
+/// (nothing when none was).
+fn relations_needed_table(md: &mut String, point: &PointReport) {
+    let ablated: Vec<_> = point
+        .relations
+        .iter()
+        .filter(|r| r.drop_on_relation.is_some() || r.resample_loss_rise_on_relation.is_some())
+        .collect();
+    if ablated.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n| relation | direction | zeroed: accuracy lost on dependents | zeroed: elsewhere | \
+         resampled: accuracy lost on dependents | resampled: elsewhere | resampled: loss \
+         gained on dependents (nats) | resampled: elsewhere (nats) | resampled: loss gained, \
+         dependents minus elsewhere (nats) |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for r in ablated {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.relation,
+            direction_of(r.direction),
+            show_estimate(&r.drop_on_relation, 3),
+            show_estimate(&r.drop_elsewhere, 3),
+            show_estimate(&r.resample_drop_on_relation, 3),
+            show_estimate(&r.resample_drop_elsewhere, 3),
+            show_estimate(&r.resample_loss_rise_on_relation, 3),
+            show_estimate(&r.resample_loss_rise_elsewhere, 3),
+            show_estimate(&r.resample_loss_rise_difference, 3),
+        );
     }
 }
 
