@@ -269,10 +269,7 @@ fn estimates_markdown(md: &mut String, report: &SweepReport) {
             point.point, point.runs, point.planned, point.reached_99, point.runs
         );
         for number in &columns {
-            let cell = point
-                .estimates
-                .get(number.key)
-                .map_or("-".to_string(), |e| e.show(number.decimals));
+            let cell = show_estimate(point.estimates.get(number.key), number.decimals);
             let _ = write!(line, " {cell} |");
         }
         let _ = writeln!(md, "{line}");
@@ -328,10 +325,7 @@ fn slots_markdown(md: &mut String, point: &PointReport) {
         let cells: String = columns
             .iter()
             .map(|n| {
-                let cell = slot
-                    .numbers
-                    .get(n.key)
-                    .map_or("-".to_string(), |e| e.show(n.decimals));
+                let cell = show_estimate(slot.numbers.get(n.key), n.decimals);
                 format!(" {cell} |")
             })
             .collect();
@@ -388,10 +382,8 @@ fn direction_of(direction: &str) -> &'static str {
 }
 
 /// An estimate with `digits` decimals, `-` where there is none.
-fn show_estimate(estimate: &Option<EstimateJson>, digits: usize) -> String {
-    estimate
-        .as_ref()
-        .map_or("-".to_string(), |e| e.show(digits))
+fn show_estimate(estimate: Option<&EstimateJson>, digits: usize) -> String {
+    estimate.map_or("-".to_string(), |e| e.show(digits))
 }
 
 /// What each relation's best heads find, against the offset and untrained models.
@@ -425,7 +417,7 @@ fn relations_found_table(md: &mut String, point: &PointReport) {
             r.of,
             low * 100.0,
             high * 100.0,
-            show_estimate(&r.untrained_best_score, 2),
+            show_estimate(r.untrained_best_score.as_ref(), 2),
             layers.join(", "),
         );
     }
@@ -456,13 +448,13 @@ fn relations_needed_table(md: &mut String, point: &PointReport) {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.relation,
             direction_of(r.direction),
-            show_estimate(&r.drop_on_relation, 3),
-            show_estimate(&r.drop_elsewhere, 3),
-            show_estimate(&r.resample_drop_on_relation, 3),
-            show_estimate(&r.resample_drop_elsewhere, 3),
-            show_estimate(&r.resample_loss_rise_on_relation, 3),
-            show_estimate(&r.resample_loss_rise_elsewhere, 3),
-            show_estimate(&r.resample_loss_rise_difference, 3),
+            show_estimate(r.drop_on_relation.as_ref(), 3),
+            show_estimate(r.drop_elsewhere.as_ref(), 3),
+            show_estimate(r.resample_drop_on_relation.as_ref(), 3),
+            show_estimate(r.resample_drop_elsewhere.as_ref(), 3),
+            show_estimate(r.resample_loss_rise_on_relation.as_ref(), 3),
+            show_estimate(r.resample_loss_rise_elsewhere.as_ref(), 3),
+            show_estimate(r.resample_loss_rise_difference.as_ref(), 3),
         );
     }
 }
