@@ -25,7 +25,9 @@
 # compare `headlab compare` of the recorded seeds at hand, the pilot as seed 0 where it is
 #         here (runs/syntax-compare/seeds, its slot table in docs/experiments/syntax-compare.txt:
 #         do the syntax heads sit in the same layer in every seed?); the records say each
-#         seed's layers.
+#         seed's layers. Then the same seeds with --across-layers (runs/syntax-compare/
+#         seeds-across, docs/experiments/syntax-compare-across.txt): is a head one seed grew
+#         in another layer matched to the first seed's?
 # tables  experiment9_table.py render: docs/experiments/syntax-pilot.md and syntax.md (the
 #         chapter's tables) and their -onsets.png and -labels.png figures, from the records
 #         alone, intervals from `headlab sweep stats`.
@@ -119,6 +121,11 @@ for stage in "$@"; do
             # Its slot table is kept beside the records (the runs may not outlive the session).
             "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds --quiet \
                 --probe "${COMPARE_PROBE:-16}" | tee docs/experiments/syntax-compare.txt
+            # The same seeds matched over the whole model: a role one seed grew in another
+            # layer than the first seed is matched to it here, not in the table above.
+            "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds-across --quiet \
+                --probe "${COMPARE_PROBE:-16}" --across-layers \
+                | tee docs/experiments/syntax-compare-across.txt
             ;;
         tables)
             export HEADLAB="$headlab"

@@ -468,3 +468,84 @@ fn compare_writes_a_page_that_loads_in_chromium() {
     let driven = attribute(body, "data-driven"); // set by the driving script
     assert_eq!(driven, "1;2;4;2;1;0;0;1;no slot 7");
 }
+
+/// `--across-layers`: runs of one grid matched over the whole model, one to one, on the same
+/// probe as layer by layer, so its best assignment can only do as well or better.
+#[test]
+fn seeds_are_matched_across_layers_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (seed_3, seed_4) = (tmp.path().join("seed-3"), tmp.path().join("seed-4"));
+    common::train_run(Path::new(TINY), &["model.n_layers=2"], &seed_3);
+    common::train_run(Path::new(TINY), &["model.n_layers=2", "seed=4"], &seed_4);
+    let matched = |out: &Path, flags: &[&str]| -> (serde_json::Value, String) {
+        let mut args = vec![seed_3.as_path(), seed_4.as_path(), Path::new("--out"), out];
+        args.extend(flags.iter().map(Path::new));
+        let output = compare(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        let json = std::fs::read(out.join("matching.json")).unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        (serde_json::from_slice(&json).unwrap(), stdout)
+    };
+    let (by_layer, by_layer_table) = matched(&tmp.path().join("by-layer"), &["--quiet"]);
+    let across_out = tmp.path().join("across");
+    let (across, across_table) = matched(&across_out, &["--across-layers", "--quiet"]);
+    assert_eq!(by_layer["across_layers"], false);
+    assert_eq!(across["across_layers"], true);
+    assert!(!by_layer_table.contains("matched across layers"));
+    assert!(
+        across_table.contains("matched across layers: a slot's matched head may sit"),
+        "{across_table}"
+    );
+    let page = std::fs::read_to_string(across_out.join("compare.html")).unwrap();
+    assert!(
+        page.contains(
+            "each of the first run's heads matched to the most similar head of any layer"
+        )
+    );
+
+    let numbers =
+        |value: &serde_json::Value| -> Vec<f64> { serde_json::from_value(value.clone()).unwrap() };
+    let indices = |value: &serde_json::Value| -> Vec<usize> {
+        serde_json::from_value(value.clone()).unwrap()
+    };
+    // The reference matched to itself across layers: every head similarity 1.
+    for layer in across["runs"][0]["layers"].as_array().unwrap() {
+        for s in numbers(&layer["similarity"]) {
+            assert!((s - 1.0).abs() < 1e-9, "{layer}");
+        }
+    }
+    let (mut summed_by_layer, mut summed_across) = (0.0, 0.0);
+    let mut partners = std::collections::BTreeSet::new();
+    for l in 0..2 {
+        let own = &by_layer["runs"][1]["layers"][l];
+        let other = &across["runs"][1]["layers"][l];
+        // One probe: the layer's own block of the whole-model matrix is the by-layer matrix.
+        let (own_matrix, matrix): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (
+            serde_json::from_value(own["matrix"].clone()).unwrap(),
+            serde_json::from_value(other["matrix"].clone()).unwrap(),
+        );
+        for h in 0..2 {
+            assert_eq!(matrix[h].len(), 4, "every head of the other run");
+            for b in 0..2 {
+                assert!((matrix[h][l * 2 + b] - own_matrix[h][b]).abs() < 1e-9);
+            }
+        }
+        let own_layers = indices(&own["partner_layer"]);
+        assert!(own_layers.iter().all(|&p| p == l), "{own}");
+        let (heads, layers) = (indices(&other["partner"]), indices(&other["partner_layer"]));
+        let similarity = numbers(&other["similarity"]);
+        for h in 0..2 {
+            let column = layers[h] * 2 + heads[h];
+            assert_eq!(similarity[h], matrix[h][column]);
+            partners.insert(column);
+        }
+        summed_by_layer += numbers(&own["similarity"]).iter().sum::<f64>();
+        summed_across += similarity.iter().sum::<f64>();
+    }
+    assert_eq!(partners.len(), 4, "one to one over the whole model");
+    assert!(
+        summed_across >= summed_by_layer - 1e-9,
+        "{summed_across} < {summed_by_layer}"
+    );
+}

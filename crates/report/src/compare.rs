@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inspect::compare::{CompareError, Compared, ComparedRun, Comparison, Slot};
+use inspect::compare::{CompareError, Compared, ComparedRun, Comparison, Matching, Slot};
 use inspect::load::loaded_run::LoadedRun;
 use inspect::load::probe::{LayerProbe, Probe};
 use inspect::measures::heads::HeadMeasures;
@@ -70,15 +70,16 @@ fn earlier_files(out: &Path) -> Option<Vec<String>> {
 }
 
 /// Matches the heads of every run in `runs` to those of `runs[0]` on a probe of
-/// `probe_size` sequences ([`inspect::compare::compare`]) and writes the comparison into
-/// `out` ([`write_comparison`]).
+/// `probe_size` sequences, layer by layer where the grids allow
+/// ([`inspect::compare::compare`]), and writes the comparison into `out`
+/// ([`write_comparison`]).
 pub fn compare(
     runs: &[LoadedRun],
     out: &Path,
     probe_size: usize,
     svg: bool,
 ) -> Result<Comparison, CompareOutputError> {
-    let compared = inspect::compare::compare(runs, probe_size)?;
+    let compared = inspect::compare::compare(runs, probe_size, Matching::ByLayer)?;
     write_comparison(runs, compared, out, svg)
 }
 
@@ -113,8 +114,7 @@ pub fn write_comparison(
         std::fs::remove_file(&svg_path).map_err(write_error(&svg_path))?;
     }
     let page_path = out.join("compare.html");
-    let cut = comparison.probe_cut.as_deref();
-    let page = page_data(runs, (&probe, cut), &layers, compared_runs, &measures);
+    let page = page_data(runs, &probe, &layers, &comparison, &measures);
     run::atomic::write_atomic(&page_path, compare_page::render(&page).as_bytes())
         .map_err(write_error(&page_path))?;
     let json_path = out.join("matching.json");
@@ -142,23 +142,25 @@ fn earlier_comparison_wrote(out: &Path, file: &Path) -> bool {
 }
 
 /// `compare.html`'s data: every run's matched heads, their measures and patterns on the first
-/// probe sequences; where the probe was cut for every run to fit it (`cut`,
-/// [`inspect::compare::ProbeCut`]), the summary says so.
+/// probe sequences; where the probe was cut for every run to fit it
+/// ([`inspect::compare::ProbeCut`]), the summary says so.
 fn page_data(
     runs: &[LoadedRun],
-    (probe, cut): (&Probe, Option<&str>),
+    probe: &Probe,
     probes: &[Vec<LayerProbe>],
-    compared: &[ComparedRun],
+    comparison: &Comparison,
     measures: &[Vec<Vec<HeadMeasures>>],
 ) -> compare_page::CompareData {
     let reference = &runs[0];
+    let summary = page_summary(runs, probe, comparison);
     compare_page::build(&ComparePageInput {
         title: format!("{} ({} runs)", reference.resolved.config.name, runs.len()),
-        summary: match cut {
-            Some(cut) => format!("{}; {cut}", page_summary(runs, probe, compared)),
-            None => page_summary(runs, probe, compared),
+        summary: match &comparison.probe_cut {
+            Some(cut) => format!("{summary}; {cut}"),
+            None => summary,
         },
-        runs: compared
+        runs: comparison
+            .runs
             .iter()
             .zip(probes)
             .zip(measures)
@@ -185,7 +187,7 @@ fn page_data(
 
 /// The page's summary line: the task and grid, and how heads were matched; for imported
 /// models, which each is and its tokenizer (a comparison across families says which).
-fn page_summary(runs: &[LoadedRun], probe: &Probe, compared: &[ComparedRun]) -> String {
+fn page_summary(runs: &[LoadedRun], probe: &Probe, comparison: &Comparison) -> String {
     let reference = &runs[0];
     let grid_of = |run: &LoadedRun| (run.model.n_layers(), run.model.n_heads());
     let (n_layers, n_heads) = grid_of(reference);
@@ -195,8 +197,7 @@ fn page_summary(runs: &[LoadedRun], probe: &Probe, compared: &[ComparedRun]) -> 
         plural(n_layers),
         plural(n_heads)
     );
-    let models: Vec<String> = compared
-        .iter()
+    let models: Vec<String> = (comparison.runs.iter())
         .zip(runs)
         .filter_map(|(run, loaded)| {
             let imported = run.imported.as_ref()?;
@@ -209,12 +210,11 @@ fn page_summary(runs: &[LoadedRun], probe: &Probe, compared: &[ComparedRun]) -> 
         })
         .collect();
     if !models.is_empty() {
-        let across = runs.iter().any(|run| grid_of(run) != grid_of(reference));
-        let how = match across {
+        let how = match comparison.across_layers {
             true => {
                 "each of the first model's heads matched to the most similar head of any \
-                     layer of the others (models of different grids), one to one, by \
-                     word-level attention-pattern similarity"
+                     layer of the others, one to one, by word-level attention-pattern \
+                     similarity"
             }
             false => {
                 "heads matched to the first model's by word-level attention-pattern \
@@ -228,9 +228,15 @@ fn page_summary(runs: &[LoadedRun], probe: &Probe, compared: &[ComparedRun]) -> 
             models.join(", ")
         );
     }
+    let how = match comparison.across_layers {
+        true => {
+            "each of the first run's heads matched to the most similar head of any layer, one to one"
+        }
+        false => "heads matched to the first run's layer by layer",
+    };
     format!(
-        "task {}, {grid}; heads matched to the first run's by attention-pattern similarity on \
-         a probe batch of {} sequences drawn with its seed ({})",
+        "task {}, {grid}; {how}, by attention-pattern similarity on a probe batch of {} \
+         sequences drawn with its seed ({})",
         reference.resolved.task.name(),
         probe.examples.len(),
         reference.resolved.config.seed,
@@ -343,6 +349,13 @@ pub fn table(comparison: &Comparison) -> String {
             "layer {layer}: runs with a head of each role: {}",
             counts.join(", ")
         ));
+    }
+    if comparison.across_layers {
+        lines.push(
+            "matched across layers: a slot's matched head may sit in another layer than the \
+             slot's"
+                .to_string(),
+        );
     }
     lines.join("\n")
 }

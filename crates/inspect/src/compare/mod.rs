@@ -71,8 +71,9 @@ pub struct Comparison {
     pub runs_with_role: Vec<BTreeMap<String, usize>>,
     /// Files written.
     pub files: Vec<PathBuf>,
-    /// Whether some run's heads were matched across layers (imported models of different
-    /// grids, [`match_across_layers`]): a slot's matched heads may sit in other layers.
+    /// Whether some run's heads were matched across layers ([`match_across_layers`]: runs of
+    /// different grids, or every run with [`Matching::AcrossLayers`]): a slot's matched
+    /// heads may sit in other layers.
     #[serde(default)]
     pub across_layers: bool,
     /// Where the probe had to be cut so every run reads it ([`ProbeCut::describe`]): the
@@ -373,9 +374,26 @@ fn task_difference(a: &TaskConfig, b: &TaskConfig) -> (String, String) {
     (describe(a, &keys_a, &keys_b), describe(b, &keys_b, &keys_a))
 }
 
+/// How [`compare`] pairs each run's heads with the reference's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Matching {
+    /// Layer by layer for runs of the reference's grid (heads of a layer are
+    /// interchangeable, layers are not); across layers for runs of another grid, which have
+    /// no layer to pair with.
+    #[default]
+    ByLayer,
+    /// Across layers for every run, one to one over the whole model
+    /// ([`match_across_layers`]): whether runs of one grid grew a role in different layers.
+    AcrossLayers,
+}
+
 /// Matches the heads of every run in `runs` to those of `runs[0]` on a probe of
-/// `probe_size` sequences: what `compare` writes (`report::compare`).
-pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, CompareError> {
+/// `probe_size` sequences, as `matching` says: what `compare` writes (`report::compare`).
+pub fn compare(
+    runs: &[LoadedRun],
+    probe_size: usize,
+    matching: Matching,
+) -> Result<Compared, CompareError> {
     let reference = runs.first().expect("at least one run to compare");
     for other in &runs[1..] {
         check_comparable(reference, other)?;
@@ -388,13 +406,14 @@ pub fn compare(runs: &[LoadedRun], probe_size: usize) -> Result<Compared, Compar
         .collect();
     let probe = run_probes.into_iter().next().expect("a probe per run");
     let measures = measure_heads(&reference.resolved.task, &probe, &layers);
-    let across_layers = runs.iter().any(|run| !same_grid(reference, run));
+    let by_layer = |run: &LoadedRun| matching == Matching::ByLayer && same_grid(reference, run);
+    let across_layers = !runs.iter().all(by_layer);
     let compared: Vec<ComparedRun> = runs
         .iter()
         .zip(&layers)
         .zip(&measures)
         .map(|((run, own), measures)| {
-            let matches = match same_grid(reference, run) {
+            let matches = match by_layer(run) {
                 true => match_layers(&layers[0], own),
                 false => match_across_layers(&layers[0], own),
             };

@@ -12,9 +12,10 @@ use crate::cli::messages::{self, Command};
 ///
 /// The runs must share the task and the model shape. Every run is probed on the first run's probe
 /// sequences; per layer, its heads are paired with the first run's by the permutation that
-/// maximises attention-pattern similarity (Hungarian algorithm). Prints one row per head of the
-/// first run with the matched head's role in every run, and writes matching.json,
-/// matched-attention.png and the interactive compare.html into --out.
+/// maximises attention-pattern similarity (Hungarian algorithm); with --across-layers, over the
+/// whole model. Prints one row per head of the first run with the matched head's role in every
+/// run, and writes matching.json, matched-attention.png and the interactive compare.html into
+/// --out.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Run directories written by `train`; the first is the reference.
@@ -30,6 +31,11 @@ pub struct Args {
     #[arg(long, default_value_t = 64, allow_negative_numbers = true,
           value_parser = inspect::load::probe::parse_size)]
     probe: usize,
+    /// Match each head of the first run to the most similar head of any layer of the others, one
+    /// to one over the whole model, not layer by layer: whether seeds grew a role in different
+    /// layers. Models of different grids are always matched so.
+    #[arg(long)]
+    across_layers: bool,
     /// Write matched-attention also as SVG (matched-attention.svg), for papers.
     #[arg(long)]
     svg: bool,
@@ -56,7 +62,11 @@ fn compare_runs(args: Args) -> anyhow::Result<()> {
     progress.start("loading the runs");
     let (loaded, cut) = inspect::compare::load_runs_with_cut(&args.runs)?;
     progress.start("matching the heads");
-    let mut compared = inspect::compare::compare(&loaded, args.probe)?;
+    let matching = match args.across_layers {
+        true => inspect::compare::Matching::AcrossLayers,
+        false => inspect::compare::Matching::ByLayer,
+    };
+    let mut compared = inspect::compare::compare(&loaded, args.probe, matching)?;
     if let Some(cut) = cut {
         // A probe of words: [CLS], the words, [SEP].
         let words = compared.probe.seq_len().saturating_sub(2);

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use inspect::compare::null::untrained_null;
-use inspect::compare::{Comparison, Slot};
+use inspect::compare::{Comparison, Matching, Slot};
 use inspect::load::probe::Probe;
 use inspect::measures::relations::{BestHead, BestHeads, Relations};
 use model::HeadId;
@@ -305,7 +305,8 @@ pub fn match_seeds(out: &SweepOut, runs: &[&PlannedRun], dir: &Path) -> Result<M
     let probe_size = Probe::max_size(&reference.resolved, loaded.len()).clamp(1, MATCH_PROBE);
     // Measured by inspect: the matching, and the null on the same probe (untrained models,
     // each seeded as its run was); written by report as `compare` writes it.
-    let compared = inspect::compare::compare(&loaded, probe_size).map_err(|e| e.to_string())?;
+    let compared = inspect::compare::compare(&loaded, probe_size, Matching::ByLayer)
+        .map_err(|e| e.to_string())?;
     let null = untrained_null(&loaded, &compared.probe).map_err(|e| e.to_string())?;
     let comparison = report::compare::write_comparison(&loaded, compared, dir, false)
         .map_err(|e| e.to_string())?;
