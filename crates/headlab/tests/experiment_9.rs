@@ -223,7 +223,7 @@ fn figures_are_drawn(records: &Path) {
         .output()
         .is_ok_and(|output| output.status.success());
     if !has_matplotlib {
-        let why = "python3 has no matplotlib (scripts/setup/setup.sh installs python3-matplotlib)";
+        let why = "python3 has no matplotlib (scripts/setup/setup.sh installs it)";
         testkit::skip_unless_required("figures_are_drawn", "HEADLAB_REQUIRE_MATPLOTLIB", why);
         return;
     }
