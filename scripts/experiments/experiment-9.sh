@@ -26,8 +26,9 @@
 #         here (runs/syntax-compare/seeds, its slot table in docs/experiments/syntax-compare.txt:
 #         do the syntax heads sit in the same layer in every seed?); the records say each
 #         seed's layers. Then the same seeds with --across-layers (runs/syntax-compare/
-#         seeds-across, docs/experiments/syntax-compare-across.txt): is a head one seed grew
-#         in another layer matched to the first seed's?
+#         seeds-across, docs/experiments/syntax-compare-across.txt, and kept as
+#         syntax-compare-across.json for the tables): is a head one seed grew in another layer
+#         matched to the first seed's?
 # tables  experiment9_table.py render: docs/experiments/syntax-pilot.md and syntax.md (the
 #         chapter's tables) and their -onsets.png and -labels.png figures, from the records
 #         alone, intervals from `headlab sweep stats`.
@@ -126,6 +127,8 @@ for stage in "$@"; do
             "$headlab" compare "${seeds[@]}" --out runs/syntax-compare/seeds-across --quiet \
                 --probe "${COMPARE_PROBE:-16}" --across-layers \
                 | tee docs/experiments/syntax-compare-across.txt
+            python3 scripts/experiments/experiment9_table.py keep-matching \
+                runs/syntax-compare/seeds-across/matching.json docs/experiments/syntax
             ;;
         tables)
             export HEADLAB="$headlab"

@@ -2,11 +2,12 @@
 """Experiment 9, syntax from scratch: which heads of masked LMs trained here on English come
 to track syntax, when, and in how many seeds (docs/experiment-9-syntax.md).
 
-Two steps, so every number of the chapter recomputes from data kept in the repository:
+In steps, so every number of the chapter recomputes from data kept in the repository:
 
   python3 scripts/experiments/experiment9_table.py collect RUNS RECORDS_DIR [--note TEXT]
       [--compared DIR]
   python3 scripts/experiments/experiment9_table.py render RECORDS_DIR [--no-figure]
+  python3 scripts/experiments/experiment9_table.py keep-matching MATCHING_JSON RECORDS_DIR
 
 `collect` reads one inspected run, or every inspected run under a directory of runs (each
 with config.toml, inspect/relations-over-training.json and inspect/relations.json), into one
@@ -21,8 +22,13 @@ pattern similarity. A record is written as soon as its run is inspected: runs ne
 outlive a session on this project's machines, the records are committed, and the seeds of a
 set are trained over several sessions.
 
+`keep-matching` keeps `headlab compare --across-layers` of the seeds (its matching.json) beside
+the records, as RECORDS_DIR-compare-across.json: per run, per head of the first run, its
+matched head and its similarity to every head of the run.
+
 `render` writes the chapter's tables (RECORDS_DIR.md) and figures (RECORDS_DIR-onsets.png and
-RECORDS_DIR-labels.png) from the records alone, after checking that they are seeds of one
+RECORDS_DIR-labels.png) from the records alone (and RECORDS_DIR-compare-across.json where it is
+kept), after checking that they are seeds of one
 config read the same way, with every interval from `headlab sweep stats`
 (headlab_stats.py): means over seeds with Student's t intervals, shares of seeds with Wilson
 intervals, and the Multi-Bootstrap (seeds and sentences resampled together) for the
@@ -172,6 +178,37 @@ def minilm_match(matching: Path) -> list:
         ]
         for layer in minilm["layers"]
     ]
+
+
+def keep_matching(matching: Path, records: Path) -> None:
+    """`headlab compare --across-layers` of the seeds kept beside the records (the runs need
+    not outlive the session): per run, per head of the first run (layer-major), the head
+    matched to it, their similarity, and its similarity to every head of the run
+    (layer-major)."""
+    compared = read_json(matching)
+    if not compared.get("across_layers"):
+        raise SystemExit(
+            f"experiment9: {matching} was not matched across layers (headlab compare --across-layers)"
+        )
+    heads = len(compared["runs"][0]["layers"][0]["partner"])
+    runs = []
+    for run in compared["runs"]:
+        slots = [
+            {
+                "partner": f"L{layer['partner_layer'][h]}H{layer['partner'][h]}",
+                "similarity": round(layer["similarity"][h], 4),
+                "row": [round(x, 4) for x in row],
+            }
+            for layer in run["layers"]
+            for h, row in enumerate(layer["matrix"])
+        ]
+        runs.append({"run": Path(run["dir"]).name, "seed": run["seed"], "slots": slots})
+    kept = {"heads_per_layer": heads, "probe_size": compared["probe_size"], "runs": runs}
+    out = records.with_name(records.name + "-compare-across.json")
+    partial = out.with_suffix(".json.partial")
+    partial.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
+    partial.replace(out)
+    print(f"experiment9: {matching} into {out}")
 
 
 def collect(runs: Path, records: Path, note: str, compared: Path | None) -> None:
@@ -438,6 +475,58 @@ def curve_rows(seeds: list) -> list:
 MINILM_RELATIONS = Path(__file__).resolve().parents[2] / "docs/experiments/minilm/ewt-test/relations.json"
 
 
+def head_index(name: str, heads: int) -> int:
+    """`L1H2` as its layer-major index in a model of `heads` heads a layer."""
+    layer, head = (int(x) for x in name[1:].split("H"))
+    return layer * heads + head
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def across_rows(seeds: list, kept: dict) -> list:
+    """Per label that has appeared in some seed: the first run's best head for it, and each
+    other seed's best head placed among that seed's heads by its pattern similarity to the
+    first run's (1st: the most similar of them all), with whether the one-to-one matching
+    across layers paired the two."""
+    heads = kept["heads_per_layer"]
+    by_seed = {s["seed"]: s for s in seeds}
+    reference, others = kept["runs"][0], [r for r in kept["runs"][1:] if r["seed"] in by_seed]
+    if reference["seed"] not in by_seed or not others:
+        return []
+    rows = []
+    for name in label_names(seeds):
+        if not any(has_appeared(s["labels"][name]) for s in seeds if name in s["labels"]):
+            continue
+        ours = by_seed[reference["seed"]]["labels"].get(name)
+        if not ours:
+            continue
+        cells, ranks, paired = [], [], 0
+        for run in others:
+            label = by_seed[run["seed"]]["labels"].get(name)
+            if not label:
+                continue
+            slot = run["slots"][head_index(ours["head"], heads)]
+            row, best = slot["row"], head_index(label["head"], heads)
+            rank = 1 + sum(x > row[best] for x in row)
+            is_partner = slot["partner"] == label["head"]
+            paired += is_partner
+            ranks.append(rank)
+            cells.append(
+                f"{run['seed']}: {label['head']} ({ordinal(rank)}, {row[best]:.2f}"
+                f"{', paired' if is_partner else ''})"
+            )
+        if not cells:
+            continue
+        mean_rank = sum(ranks) / len(ranks)
+        rows.append(
+            f"| {name} | {ours['head']} | {'; '.join(cells)} | {mean_rank:.1f} | "
+            f"{paired} of {len(cells)} |"
+        )
+    return rows
+
+
 def minilm_rows(seeds: list) -> list:
     """Per counted label, the MiniLM head each seed's best head for it is matched to
     (compare's matching, on the pattern similarity of the two heads), against MiniLM's own
@@ -695,6 +784,29 @@ def render(records: Path, draw: bool = True) -> None:
             "| --- | ---: | --- | ---: | --- | ---: |",
         ]
         lines += minilm
+    kept_path = records.with_name(records.name + "-compare-across.json")
+    kept = read_json(kept_path) if kept_path.is_file() else None
+    across = across_rows(seeds, kept) if kept else []
+    if across:
+        first, compared = kept["runs"][0]["seed"], len(kept["runs"])
+        lines += [
+            "",
+            "## Across seeds, across layers",
+            "",
+            f"Per label that has appeared in some seed: seed {first}'s best head for it, and "
+            "each other seed's best head, placed among that seed's heads by its "
+            f"attention-pattern similarity to seed {first}'s (`headlab compare "
+            f"--across-layers` of {compared} seeds, kept in {kept_path.name}; 1st: the most "
+            "similar head of the whole model; a head drawn at random would be placed in the "
+            "middle on average), with the similarity and `paired` where the one-to-one "
+            f"matching paired them; then the mean place, and in how many seeds seed {first}'s "
+            "head and the seed's best head are paired.",
+            "",
+            f"| label | seed {first}'s head | each other seed's best head (place, similarity) | "
+            "mean place | paired |",
+            "| --- | --- | --- | ---: | ---: |",
+        ]
+        lines += across
     lines += [
         "",
         f"![The figures and the held-out loss over training]({records.name}-onsets.png)",
@@ -718,6 +830,9 @@ def main() -> None:
     collecting.add_argument("records", type=Path, help="the directory of records")
     collecting.add_argument("--note", default="runs", help="where and when the runs were trained")
     collecting.add_argument("--compared", type=Path, help="a directory of minilm-RUN comparisons")
+    keeping = steps.add_parser("keep-matching", help="keep compare --across-layers of the seeds")
+    keeping.add_argument("matching", type=Path, help="its matching.json")
+    keeping.add_argument("records", type=Path, help="the directory of records")
     rendering = steps.add_parser("render", help="the tables and figure from the records")
     rendering.add_argument("records", type=Path, help="the directory of records")
     rendering.add_argument(
@@ -726,6 +841,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.step == "collect":
         collect(args.runs, args.records, args.note, args.compared)
+    elif args.step == "keep-matching":
+        keep_matching(args.matching, args.records)
     else:
         render(args.records, draw=not args.no_figure)
 

@@ -184,6 +184,8 @@ fn each_run_is_recorded_and_the_tables_come_from_the_records_alone() {
         "--no-figure draws nothing"
     );
     figures_are_drawn(&records);
+    let kept = across_layers_are_kept(&runs, &records, tmp.path());
+    the_across_table_places_each_seeds_head(&records, tmp.path(), &kept);
 
     // A seed recorded twice, and a record of another config, are refused, naming the folder.
     std::fs::copy(records.join("text-s0.json"), records.join("again.json")).unwrap();
@@ -255,5 +257,125 @@ fn figures_are_drawn(records: &Path) {
         drawn.abs_diff(height) <= 1,
         "{} labels: {drawn} pixels high, not {height}",
         labels.len()
+    );
+}
+
+/// The seeds matched across layers (`headlab compare --across-layers`), kept beside the
+/// records by `keep-matching` (a comparison layer by layer refused): each head of the first
+/// seed its own partner there. Returns what was kept.
+fn across_layers_are_kept(runs: &Path, records: &Path, tmp: &Path) -> Value {
+    let matched = |out: &Path, flags: &[&str]| {
+        let compared = Command::new(HEADLAB)
+            .arg("compare")
+            .args([runs.join("text-s0"), runs.join("text-s1")])
+            .args(["--probe", "8", "--quiet", "--out"])
+            .arg(out)
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(compared.status.success(), "{}", stderr(&compared));
+        out.join("matching.json")
+    };
+    let by_layer = matched(&tmp.join("by-layer"), &[]);
+    let refused = table(&["keep-matching".as_ref(), &by_layer, records]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused)
+            .contains("was not matched across layers (headlab compare --across-layers)"),
+        "{}",
+        stderr(&refused)
+    );
+    let across = matched(&tmp.join("across"), &["--across-layers"]);
+    let kept_out = table(&["keep-matching".as_ref(), &across, records]);
+    assert!(kept_out.status.success(), "{}", stderr(&kept_out));
+    let kept = read_json(&tmp.join("records-compare-across.json"));
+    let heads = kept["heads_per_layer"].as_u64().unwrap() as usize;
+    let runs_kept = kept["runs"].as_array().unwrap();
+    assert_eq!(runs_kept.len(), 2);
+    assert_eq!(
+        (runs_kept[0]["seed"].as_u64(), runs_kept[1]["seed"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let slots = runs_kept[0]["slots"].as_array().unwrap();
+    assert_eq!(slots.len() % heads, 0);
+    for (index, slot) in slots.iter().enumerate() {
+        // The first run matched to itself: each head its own partner, similarity 1.
+        let name = format!("L{}H{}", index / heads, index % heads);
+        assert_eq!(slot["partner"], name.as_str(), "{slot}");
+        assert!((slot["similarity"].as_f64().unwrap() - 1.0).abs() < 1e-4);
+        assert_eq!(slot["row"].as_array().unwrap().len(), slots.len());
+    }
+    kept
+}
+
+/// `render`'s table of the kept matching: each other seed's best head for a label placed
+/// among its heads by its similarity to the first seed's, as the kept matrix says.
+fn the_across_table_places_each_seeds_head(records: &Path, tmp: &Path, kept: &Value) {
+    let heads = kept["heads_per_layer"].as_u64().unwrap() as usize;
+
+    // A label made to have appeared in seed 1, so that the table has its row: seed 1's best
+    // head placed among seed 1's heads by the kept similarities to seed 0's best head.
+    let copied = tmp.join("appeared");
+    std::fs::create_dir(&copied).unwrap();
+    let mut seeds = vec![];
+    for seed in ["text-s0", "text-s1"] {
+        let mut record = read_json(&records.join(format!("{seed}.json")));
+        let label = record["labels"]
+            .as_object_mut()
+            .unwrap()
+            .values_mut()
+            .next()
+            .unwrap();
+        for (score, offset) in [("score", "offset_score"), ("dev_score", "dev_offset_score")] {
+            label[score] = 0.9.into();
+            label[offset] = 0.1.into();
+        }
+        std::fs::write(copied.join(format!("{seed}.json")), record.to_string()).unwrap();
+        seeds.push(record);
+    }
+    std::fs::copy(
+        tmp.join("records-compare-across.json"),
+        tmp.join("appeared-compare-across.json"),
+    )
+    .unwrap();
+    let rendered = table(&["render".as_ref(), &copied, "--no-figure".as_ref()]);
+    assert!(rendered.status.success(), "{}", stderr(&rendered));
+    let tables = std::fs::read_to_string(tmp.join("appeared.md")).unwrap();
+    let (name, first) = seeds[0]["labels"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let (theirs, ours) = (
+        seeds[1]["labels"][name]["head"].as_str().unwrap(),
+        first["head"].as_str().unwrap(),
+    );
+    let index = |head: &str| -> usize {
+        let (layer, head) = head[1..].split_once('H').unwrap();
+        layer.parse::<usize>().unwrap() * heads + head.parse::<usize>().unwrap()
+    };
+    let slot = &kept["runs"][1]["slots"][index(ours)];
+    let row: Vec<f64> = serde_json::from_value(slot["row"].clone()).unwrap();
+    let similarity = row[index(theirs)];
+    let place = 1 + row.iter().filter(|&&x| x > similarity).count();
+    let suffix = match place {
+        1 => "st",
+        2 => "nd",
+        3 => "rd",
+        _ => "th",
+    };
+    let paired = if slot["partner"] == theirs {
+        ", paired"
+    } else {
+        ""
+    };
+    let expected = format!(
+        "| {name} | {ours} | 1: {theirs} ({place}{suffix}, {similarity:.2}{paired}) | {place}.0 | {} of 1 |",
+        usize::from(!paired.is_empty())
+    );
+    assert!(
+        tables.contains("## Across seeds, across layers") && tables.contains(&expected),
+        "{expected} in {tables}"
     );
 }
