@@ -299,16 +299,8 @@ mod tests {
     /// as SVG with the panels' captions as text.
     #[test]
     fn the_relations_figure_draws_every_relation_and_direction() {
-        let point = |name: &str, score: f64| PointReport {
-            point: name.to_string(),
-            runs: 16,
-            planned: 16,
-            estimates: BTreeMap::new(),
-            reached_99: 0,
-            roles: Vec::new(),
-            slots: Vec::new(),
-            matching_note: None,
-            relations: ["dependent_to_head", "head_to_dependent"]
+        let point = |name: &str, score: f64| {
+            let relations = ["dependent_to_head", "head_to_dependent"]
                 .into_iter()
                 .map(|direction| RelationAcrossSeeds {
                     relation: "dobj".to_string(),
@@ -331,7 +323,8 @@ mod tests {
                     of: 16,
                     best_layers: BTreeMap::new(),
                 })
-                .collect(),
+                .collect();
+            PointReport::with_relations(name, 16, relations)
         };
         let points = [
             point("g task.selection=0.0", 0.4),

@@ -43,6 +43,29 @@ pub struct PointReport {
     pub relations: Vec<RelationAcrossSeeds>,
 }
 
+#[cfg(test)]
+impl PointReport {
+    /// A point of `runs` done runs of 16 planned with only `relations` measured: what the
+    /// relation tables and figure are tested on.
+    pub(crate) fn with_relations(
+        point: &str,
+        runs: usize,
+        relations: Vec<RelationAcrossSeeds>,
+    ) -> Self {
+        PointReport {
+            point: point.to_string(),
+            runs,
+            planned: 16,
+            estimates: BTreeMap::new(),
+            reached_99: 0,
+            roles: Vec::new(),
+            slots: Vec::new(),
+            matching_note: None,
+            relations,
+        }
+    }
+}
+
 /// One relation in one direction at one grid point: each seed's best head against the
 /// relation's best fixed offset.
 #[derive(Debug, Clone, Serialize)]

@@ -498,17 +498,11 @@ mod tests {
             sweep: "syntax".to_string(),
             grid_keys: Vec::new(),
             runs: Vec::new(),
-            points: vec![PointReport {
-                point: "syntax-pilot".to_string(),
-                runs: 2,
-                planned: 16,
-                estimates: BTreeMap::new(),
-                reached_99: 0,
-                roles: Vec::new(),
-                slots: Vec::new(),
-                matching_note: None,
-                relations: vec![relation("aux", true), relation("obj", false)],
-            }],
+            points: vec![PointReport::with_relations(
+                "syntax-pilot",
+                2,
+                vec![relation("aux", true), relation("obj", false)],
+            )],
             files: Vec::new(),
             dir: std::path::PathBuf::new(),
         };
