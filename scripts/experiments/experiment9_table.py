@@ -180,6 +180,14 @@ def minilm_match(matching: Path) -> list:
     ]
 
 
+def write_compact_json(out: Path, value) -> None:
+    """`value` as one line of JSON in `out`, written whole, then renamed: a record is never
+    half there."""
+    partial = out.with_suffix(".json.partial")
+    partial.write_text(json.dumps(value, separators=(",", ":")) + "\n")
+    partial.replace(out)
+
+
 def keep_matching(matching: Path, records: Path) -> None:
     """`headlab compare --across-layers` of the seeds kept beside the records (the runs need
     not outlive the session): per run, per head of the first run (layer-major), the head
@@ -205,9 +213,7 @@ def keep_matching(matching: Path, records: Path) -> None:
         runs.append({"run": Path(run["dir"]).name, "seed": run["seed"], "slots": slots})
     kept = {"heads_per_layer": heads, "probe_size": compared["probe_size"], "runs": runs}
     out = records.with_name(records.name + "-compare-across.json")
-    partial = out.with_suffix(".json.partial")
-    partial.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
-    partial.replace(out)
+    write_compact_json(out, kept)
     print(f"experiment9: {matching} into {out}")
 
 
@@ -222,10 +228,7 @@ def collect(runs: Path, records: Path, note: str, compared: Path | None) -> None
         if matching and matching.is_file():
             record["minilm"] = minilm_match(matching)
         out = records / f"{run.name}.json"
-        # Written whole, then renamed: a record is never half there.
-        partial = out.with_suffix(".json.partial")
-        partial.write_text(json.dumps(record, indent=None, separators=(",", ":")) + "\n")
-        partial.replace(out)
+        write_compact_json(out, record)
         print(f"experiment9: {run} into {out}")
 
 
@@ -475,9 +478,15 @@ def curve_rows(seeds: list) -> list:
 MINILM_RELATIONS = Path(__file__).resolve().parents[2] / "docs/experiments/minilm/ewt-test/relations.json"
 
 
+def parse_head(name: str) -> tuple:
+    """`L1H2` as (layer, head)."""
+    layer, head = (int(x) for x in name[1:].split("H"))
+    return layer, head
+
+
 def head_index(name: str, heads: int) -> int:
     """`L1H2` as its layer-major index in a model of `heads` heads a layer."""
-    layer, head = (int(x) for x in name[1:].split("H"))
+    layer, head = parse_head(name)
     return layer * heads + head
 
 
@@ -548,7 +557,7 @@ def minilm_rows(seeds: list) -> list:
             label = s["labels"].get(name)
             if not label:
                 continue
-            layer, head = (int(x) for x in label["head"][1:].split("H"))
+            layer, head = parse_head(label["head"])
             partner = s["minilm"][layer][head]
             matched.append(partner["head"])
             similarities.append(partner["similarity"])
