@@ -375,12 +375,11 @@ fn task_difference(a: &TaskConfig, b: &TaskConfig) -> (String, String) {
 }
 
 /// How [`compare`] pairs each run's heads with the reference's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Matching {
     /// Layer by layer for runs of the reference's grid (heads of a layer are
     /// interchangeable, layers are not); across layers for runs of another grid, which have
     /// no layer to pair with.
-    #[default]
     ByLayer,
     /// Across layers for every run, one to one over the whole model
     /// ([`match_across_layers`]): whether runs of one grid grew a role in different layers.
