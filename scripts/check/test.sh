@@ -18,9 +18,11 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 echo "== scripts/check/check-docs.sh (the book builds; every link and anchor of README.md and docs/ resolves)"
 scripts/check/check-docs.sh
 
-echo "== Python tests (scripts/fixtures/test_word_attention.py: the scripts' word-level attention equals the Rust reading's)"
+echo "== Python tests (scripts/fixtures/test_word_attention.py: the scripts' word-level attention equals the Rust reading's;"
+echo "   scripts/experiments/test_onset_windows.py: the Python onsets equal the Rust ones, and the loss's second fall)"
 # Standard library only (the torch case skips without torch); -B: no __pycache__ in scripts/.
 python3 -B -m unittest discover --start-directory scripts/fixtures --pattern 'test_*.py'
+python3 -B -m unittest discover --start-directory scripts/experiments --pattern 'test_*.py'
 
 echo "== cargo test --workspace --release $*"
 cargo test --workspace --release "$@"

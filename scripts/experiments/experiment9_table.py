@@ -41,6 +41,14 @@ import math
 from pathlib import Path
 
 from headlab_stats import intervals, multi_bootstraps, shares, show, show_bootstrap, show_share
+from onset_windows import second_fall
+
+# The loss's second fall (onset_windows.py) was defined after seeds 0 to 5 were read, and
+# with it, before any later seed was, what "the syntactic rise comes with the second fall"
+# predicts for each later seed: its syntactic onset from a quarter-decade before the second
+# fall to half a decade after it (in decades of steps; seeds 0 to 5 lie 0.1 to 0.4 after).
+SECOND_FALL_DEFINED_AFTER_SEED = 5
+WITH_THE_SECOND_FALL = (-0.25, 0.5)
 
 # Labels of at least this many arcs in the scored sentences (EWT test's first 500) are
 # counted, as in the runs' own figures.
@@ -261,6 +269,48 @@ def load(records: Path) -> dict:
 
 def log_onsets(seeds: list, key: str) -> list:
     return [math.log10(s["onsets"][key]["step"]) for s in seeds if s["onsets"].get(key)]
+
+
+def loss_second_fall(seed: dict):
+    """The seed's second fall of its held-out loss, from its recorded curve."""
+    return second_fall([(c["step"], c["held_out_loss"]) for c in seed["curves"]])
+
+
+def second_fall_lines(seeds: list) -> list:
+    """The second fall's row of the onsets table is written by the caller; these are the
+    lines after it: each seed's lag of the syntactic onset behind its second fall, summed
+    apart over the seeds read before the definition and the seeds that test it."""
+    lags = {}
+    for s in seeds:
+        second, onset = loss_second_fall(s), s["onsets"].get("syntactic")
+        if second and onset:
+            lags[s["seed"]] = math.log10(onset["step"]) - math.log10(second["step"])
+    if not lags:
+        return []
+    low, high = WITH_THE_SECOND_FALL
+    before = {k: v for k, v in lags.items() if k <= SECOND_FALL_DEFINED_AFTER_SEED}
+    after = {k: v for k, v in lags.items() if k > SECOND_FALL_DEFINED_AFTER_SEED}
+    lines = [
+        "",
+        "The syntactic onset minus the loss's second fall, in decades of steps, per seed: "
+        + ", ".join(f"{v:+.2f} (seed {k})" for k, v in sorted(lags.items()))
+        + ".",
+    ]
+    for group, name in [
+        (before, f"seeds 0 to {SECOND_FALL_DEFINED_AFTER_SEED}, read before the second fall was defined (a description)"),
+        (after, f"seeds after {SECOND_FALL_DEFINED_AFTER_SEED}, its test"),
+    ]:
+        if not group:
+            lines.append(f"- Over {name}: none yet.")
+            continue
+        lag = intervals({"lag": list(group.values())})["lag"]
+        inside = sum(low <= v <= high for v in group.values())
+        lines.append(
+            f"- Over {name}: {show(lag, 2)} ({len(group)} seed{'' if len(group) == 1 else 's'}); "
+            f"{inside} of {len(group)} from {low:+.2f} to {high:+.2f}, the range fixed with the definition "
+            "for \"the syntactic rise comes with the second fall\"."
+        )
+    return lines
 
 
 def show_steps(estimate: dict) -> str:
@@ -588,12 +638,16 @@ def figure(seeds: list, out: Path) -> None:
         top.plot(steps, [c["positional"] for c in curve], color="tab:gray", alpha=0.4, lw=1, ls="--")
         loss = [(c["step"], c["held_out_loss"]) for c in curve if c["held_out_loss"] is not None]
         bottom.plot([x for x, _ in loss], [y for _, y in loss], color="tab:red", alpha=0.4, lw=1)
+        second = loss_second_fall(s)
+        if second:
+            bottom.axvline(second["step"], color="tab:red", alpha=0.15)
         onset = s["onsets"].get("syntactic")
         if onset:
             top.axvline(onset["step"], color="tab:blue", alpha=0.15)
     top.set_ylabel("fraction of arcs found (EWT test)")
     top.set_title("syntactic figure (blue; its onset: vertical lines) and positional (grey, dashed)")
     bottom.set_ylabel("held-out masked-LM loss (nats)")
+    bottom.set_title("held-out loss (its second fall: vertical lines)")
     bottom.set_xlabel("training step (log scale)")
     bottom.set_xscale("log")
     fig.tight_layout()
@@ -721,12 +775,22 @@ def render(records: Path, draw: bool = True) -> None:
         lines.append(
             f"| {name} | {n} of {len(seeds)} | {show_steps(onsets.get(key))} | {rise} |"
         )
+    seconds = [f for f in map(loss_second_fall, seeds) if f]
+    if seconds:
+        step = intervals({"step": [math.log10(f["step"]) for f in seconds]})["step"]
+        fallen = intervals({"rise": [f["rise"] for f in seconds]})["rise"]
+        lines.append(
+            f"| held-out loss, second fall (nats; defined after seeds 0 to "
+            f"{SECOND_FALL_DEFINED_AFTER_SEED}) | {len(seconds)} of {len(seeds)} | "
+            f"{show_steps(step)} | {show(fallen, 3)} |"
+        )
     if lag:
         lines += [
             "",
             f"The syntactic onset minus the loss's steepest fall, in decades of steps: "
             f"{show(lag, 2)} ({lag['n']} seed{'' if lag['n'] == 1 else 's'}).",
         ]
+    lines += second_fall_lines(seeds)
     lines += [
         "",
         "## Each label at the last snapshot",
