@@ -276,13 +276,14 @@ def loss_second_fall(seed: dict):
     return second_fall([(c["step"], c["held_out_loss"]) for c in seed["curves"]])
 
 
-def second_fall_lines(seeds: list) -> list:
+def second_fall_lines(seeds: list, seconds: dict) -> list:
     """The second fall's row of the onsets table is written by the caller; these are the
-    lines after it: each seed's lag of the syntactic onset behind its second fall, summed
-    apart over the seeds read before the definition and the seeds that test it."""
+    lines after it: each seed's lag of the syntactic onset behind its second fall (`seconds`,
+    by seed), summed apart over the seeds read before the definition and the seeds that test
+    it."""
     lags = {}
     for s in seeds:
-        second, onset = loss_second_fall(s), s["onsets"].get("syntactic")
+        second, onset = seconds[s["seed"]], s["onsets"].get("syntactic")
         if second and onset:
             lags[s["seed"]] = math.log10(onset["step"]) - math.log10(second["step"])
     if not lags:
@@ -624,7 +625,7 @@ def minilm_rows(seeds: list) -> list:
     return rows
 
 
-def figure(seeds: list, out: Path) -> None:
+def figure(seeds: list, seconds: dict, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -638,7 +639,7 @@ def figure(seeds: list, out: Path) -> None:
         top.plot(steps, [c["positional"] for c in curve], color="tab:gray", alpha=0.4, lw=1, ls="--")
         loss = [(c["step"], c["held_out_loss"]) for c in curve if c["held_out_loss"] is not None]
         bottom.plot([x for x, _ in loss], [y for _, y in loss], color="tab:red", alpha=0.4, lw=1)
-        second = loss_second_fall(s)
+        second = seconds[s["seed"]]
         if second:
             bottom.axvline(second["step"], color="tab:red", alpha=0.15)
         onset = s["onsets"].get("syntactic")
@@ -775,13 +776,15 @@ def render(records: Path, draw: bool = True) -> None:
         lines.append(
             f"| {name} | {n} of {len(seeds)} | {show_steps(onsets.get(key))} | {rise} |"
         )
-    seconds = [f for f in map(loss_second_fall, seeds) if f]
-    if seconds:
-        step = intervals({"step": [math.log10(f["step"]) for f in seconds]})["step"]
-        fallen = intervals({"rise": [f["rise"] for f in seconds]})["rise"]
+    # Each seed's second fall, found once for the table, the lags and the figure.
+    seconds = {s["seed"]: loss_second_fall(s) for s in seeds}
+    found = [f for f in seconds.values() if f]
+    if found:
+        step = intervals({"step": [math.log10(f["step"]) for f in found]})["step"]
+        fallen = intervals({"rise": [f["rise"] for f in found]})["rise"]
         lines.append(
             f"| held-out loss, second fall (nats; defined after seeds 0 to "
-            f"{SECOND_FALL_DEFINED_AFTER_SEED}) | {len(seconds)} of {len(seeds)} | "
+            f"{SECOND_FALL_DEFINED_AFTER_SEED}) | {len(found)} of {len(seeds)} | "
             f"{show_steps(step)} | {show(fallen, 3)} |"
         )
     if lag:
@@ -790,7 +793,7 @@ def render(records: Path, draw: bool = True) -> None:
             f"The syntactic onset minus the loss's steepest fall, in decades of steps: "
             f"{show(lag, 2)} ({lag['n']} seed{'' if lag['n'] == 1 else 's'}).",
         ]
-    lines += second_fall_lines(seeds)
+    lines += second_fall_lines(seeds, seconds)
     lines += [
         "",
         "## Each label at the last snapshot",
@@ -890,7 +893,7 @@ def render(records: Path, draw: bool = True) -> None:
     out = records.with_name(records.name + ".md")
     out.write_text("\n".join(lines))
     if draw:
-        figure(seeds, records.with_name(records.name + "-onsets.png"))
+        figure(seeds, seconds, records.with_name(records.name + "-onsets.png"))
         label_figure(seeds, records.with_name(records.name + "-labels.png"))
     print(f"experiment9: wrote {out}")
 

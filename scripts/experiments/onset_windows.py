@@ -81,10 +81,11 @@ def fall(curve: list):
 def second_fall(curve: list):
     """The loss's second fall (the module's docstring), with `plateau_per_decade`, the
     slowest fall per decade between the first fall and it; None without one."""
-    first = fall(curve)
+    falls = windows(turned_over(curve))
+    first = steepest(falls)
     if first is None:
         return None
-    after = [w for w in windows(turned_over(curve)) if w["from_step"] >= first["to_step"]]
+    after = [w for w in falls if w["from_step"] >= first["to_step"]]
     best = steepest(after)
     if best is None:
         return None
