@@ -615,7 +615,9 @@ def minilm_rows(seeds: list) -> list:
             same += partner["head"] == best.get(name, {}).get(label["direction"])
         if not matched:
             continue
-        common = max(set(matched), key=matched.count)
+        # Ties go to the first head by name: a set's order changes with Python's string
+        # hashing from one run to the next, and so did this column.
+        common = max(sorted(set(matched)), key=matched.count)
         mean = sum(similarities) / len(similarities)
         ours = ", ".join(sorted(set(best.get(name, {}).values()))) or "-"
         rows.append(
